@@ -1,0 +1,56 @@
+"""colloc: identify parameters of biomechanical models from measured trajectories.
+
+Direct collocation of implicit dynamics ``0 = f(ẋ, x, r, u, p, t)`` with CasADi and IPOPT.
+The public API is re-exported here; everything else is internal.
+"""
+
+__version__ = "0.1.0"
+
+from .errors import (  # noqa: E402
+    CollocError as CollocError,
+    CollocInputError as CollocInputError,
+    DataError as DataError,
+    ExtraColumnsWarning as ExtraColumnsWarning,
+    ModelError as ModelError,
+    OptionsError as OptionsError,
+    ProblemError as ProblemError,
+    SolveFailed as SolveFailed,
+)
+from .model import Model as Model  # noqa: E402
+from .problem import Problem as Problem  # noqa: E402
+from .result import Result as Result  # noqa: E402
+from .simulate import Simulation as Simulation, simulate as simulate  # noqa: E402
+from .solve import Ipopt as Ipopt, IterationInfo as IterationInfo, solve as solve  # noqa: E402
+from .transcriptions import (  # noqa: E402
+    AbstractMethod as AbstractMethod,
+    AbstractTranscription as AbstractTranscription,
+    BackwardEuler as BackwardEuler,
+    Midpoint as Midpoint,
+    Trapezoidal as Trapezoidal,
+)
+from .trial import Trial as Trial  # noqa: E402
+
+__all__ = [
+    "AbstractMethod",
+    "AbstractTranscription",
+    "BackwardEuler",
+    "CollocError",
+    "CollocInputError",
+    "DataError",
+    "ExtraColumnsWarning",
+    "Ipopt",
+    "IterationInfo",
+    "Midpoint",
+    "Model",
+    "ModelError",
+    "OptionsError",
+    "Problem",
+    "ProblemError",
+    "Result",
+    "Simulation",
+    "SolveFailed",
+    "Trapezoidal",
+    "Trial",
+    "simulate",
+    "solve",
+]

@@ -1,0 +1,352 @@
+"""Transcribe a :class:`~colloc.Problem` with a collocation method into NLP blocks.
+
+Variable layout (scaled: the solver sees ``value / scale``)::
+
+    [ trial 0: z_0, z_1, …, z_{N₀−1} | trial 1: … | parameters ]
+
+with ``z_k = [x_k; r_k]`` (states then free inputs) at node ``k``, so that the Jacobian is
+banded per trial with dense parameter columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from .grid import locate, node_times, trapezoid_weights
+from .nlp import Block
+from .problem import Problem
+from .transcriptions import AbstractTranscription
+
+__all__ = ["Layout", "transcribe"]
+
+
+@dataclass
+class Layout:
+    """Where every named quantity lives in the NLP variable vector.
+
+    Attributes
+    ----------
+    z_names : list of str
+        State then free-input element names (``nz`` of them).
+    param_names : list of str
+    trial_names : list of str
+    offsets : list of int
+        First NLP index of each trial's node block.
+    nodes : list of ndarray
+        Node times of each trial.
+    param_offset : int
+    scale : ndarray, shape (nx,)
+        Physical value = scale · NLP value.
+    """
+
+    z_names: list[str]
+    num_states: int
+    param_names: list[str]
+    trial_names: list[str]
+    offsets: list[int]
+    nodes: list[np.ndarray]
+    param_offset: int
+    scale: np.ndarray
+
+    @property
+    def nz(self) -> int:
+        """States plus free inputs per node."""
+        return len(self.z_names)
+
+    @property
+    def size(self) -> int:
+        """Number of NLP variables."""
+        return self.param_offset + len(self.param_names)
+
+    def z_index(self, trial: int) -> np.ndarray:
+        """NLP indices of trial ``trial``'s node values, shape (nz, num_nodes)."""
+        n = len(self.nodes[trial])
+        return self.offsets[trial] + np.arange(n)[None, :] * self.nz + np.arange(self.nz)[:, None]
+
+    @property
+    def p_index(self) -> np.ndarray:
+        """NLP indices of the parameters, shape (num_params,)."""
+        return self.param_offset + np.arange(len(self.param_names))
+
+    def unpack(self, x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        """Physical node values per trial (nz, num_nodes) and parameters (num_params,)."""
+        phys = np.asarray(x, dtype=float).ravel() * self.scale
+        trials = [phys[self.z_index(i)] for i in range(len(self.nodes))]
+        return trials, phys[self.p_index]
+
+    def describe(self, i: int) -> str:
+        """Human-readable name of NLP variable ``i``."""
+        if i >= self.param_offset:
+            return f"parameter {self.param_names[i - self.param_offset]}"
+        t = int(np.searchsorted(self.offsets, i, side="right") - 1)
+        k, e = divmod(i - self.offsets[t], self.nz)
+        return f"{self.z_names[e]} of trial '{self.trial_names[t]}' at node {k} (t = {self.nodes[t][k]:.6g} s)"
+
+
+def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale) -> ca.Function:
+    model = problem.model
+    fns = model.functions()
+    n = len(model.element_names("state"))
+    nz, npar = len(sz), len(sp)
+    ns = len(model.element_names("known_input"))
+    v = ca.SX.sym("v", 2 * nz + npar)
+    d = ca.SX.sym("d", 2 * ns + 2)
+    z0 = v[:nz] * sz
+    z1 = v[nz : 2 * nz] * sz
+    p = v[2 * nz :] * sp
+    u0, u1, t0, h = d[:ns], d[ns : 2 * ns], d[2 * ns], d[2 * ns + 1]
+    defect = method.defect(fns["residual"], z0[:n], z1[:n], z0[n:], z1[n:], u0, u1, p, t0, h)
+    con = h * defect / eq_scale
+    return ca.Function("dynamics", [v, d], [ca.SX(0, 1), ca.SX(0), con])
+
+
+def _interp_function(problem: Problem, name: str, sz, sp, body):
+    """A factory of block functions on ``[z_j, z_{j+1}, p]`` evaluated at θ between nodes.
+
+    ``body(z, u, p, t, extra) -> (res, obj, con)``; the returned ``make(num_extra)`` builds
+    the Function whose data are ``[θ, t, u (s), extra (num_extra)]``.
+    """
+    model = problem.model
+    nz, npar = len(sz), len(sp)
+    ns = len(model.element_names("known_input"))
+    v = ca.SX.sym("v", 2 * nz + npar)
+
+    def make(num_extra: int):
+        d = ca.SX.sym("d", 2 + ns + num_extra)
+        theta, t = d[0], d[1]
+        z = ((1 - theta) * v[:nz] + theta * v[nz : 2 * nz]) * sz
+        p = v[2 * nz :] * sp
+        u = d[2 : 2 + ns]
+        res, obj, con = body(z, u, p, t, d[2 + ns :])
+        return ca.Function(name, [v, d], [ca.vec(ca.SX(res)), ca.SX(obj), ca.vec(ca.SX(con))])
+
+    return make
+
+
+def transcribe(
+    problem: Problem, method: AbstractTranscription
+) -> tuple[Layout, list[Block], np.ndarray, np.ndarray, np.ndarray]:
+    """Build the NLP blocks of ``problem`` discretised by ``method``.
+
+    Returns
+    -------
+    layout : Layout
+    blocks : list of Block
+    x0, lbx, ubx : ndarray, shape (nx,)
+        Scaled initial guess and bounds.
+    """
+    model = problem.model
+    fns = model.functions()
+    signals_fn = fns["signals"]
+    state_names = model.element_names("state")
+    z_names = state_names + model.element_names("free_input")
+    n = len(state_names)
+    sz = np.concatenate([model.scales("state"), model.scales("free_input")])
+    zlo = np.concatenate([model.bounds("state")[0], model.bounds("free_input")[0]])
+    zhi = np.concatenate([model.bounds("state")[1], model.bounds("free_input")[1]])
+    sp = model.scales("parameter")
+    plo, phi = model.bounds("parameter")
+    param_names = model.element_names("parameter")
+    known = model.element_names("known_input")
+    signal_names = model.signal_names()
+    eq_scale = model.equation_scales
+    nz = len(z_names)
+
+    # ---- layout -------------------------------------------------------------------------
+    nodes, offsets, offset = [], [], 0
+    for t in problem.trials:
+        tn = node_times(t.time, method.num_nodes)
+        nodes.append(tn)
+        offsets.append(offset)
+        offset += nz * len(tn)
+    layout = Layout(
+        z_names=z_names,
+        num_states=n,
+        param_names=param_names,
+        trial_names=[t.name for t in problem.trials],
+        offsets=offsets,
+        nodes=nodes,
+        param_offset=offset,
+        scale=np.concatenate([np.tile(sz, offset // nz if nz else 0), sp]),
+    )
+
+    # ---- guesses and bounds -------------------------------------------------------------
+    x0 = np.empty(layout.size)
+    lbx = np.empty(layout.size)
+    ubx = np.empty(layout.size)
+    for i, tn in enumerate(nodes):
+        idx = layout.z_index(i)
+        guess = problem.guess_trajectories(i, tn)
+        x0[idx] = np.stack([guess[name] for name in z_names]) / sz[:, None]
+        lbx[idx] = (zlo / sz)[:, None]
+        ubx[idx] = (zhi / sz)[:, None]
+    x0[layout.p_index] = model.guesses("parameter") / sp
+    lbx[layout.p_index] = plo / sp
+    ubx[layout.p_index] = phi / sp
+
+    # ---- blocks -------------------------------------------------------------------------
+    dyn = _interval_function(problem, method, sz, sp, eq_scale)
+    blocks: list[Block] = []
+    regs = [t for t in problem.terms if t.kind == "regularization"]
+    objs = [t for t in problem.terms if t.kind == "objective"]
+    paths = [t for t in problem.terms if t.kind == "path"]
+    points = [t for t in problem.terms if t.kind == "point"]
+
+    def sig_fn(z, u, p, t):
+        return signals_fn(z[:n], z[n:], u, p, t)
+
+    for i, trial in enumerate(problem.trials):
+        tn = nodes[i]
+        N = len(tn)
+        zi = layout.z_index(i)
+        pidx = np.repeat(layout.p_index[:, None], N - 1, axis=1)
+        pair_index = np.vstack([zi[:, :-1], zi[:, 1:], pidx])
+        u_nodes = np.stack([np.interp(tn, trial.time, trial[u]) for u in known]) if known else np.zeros((0, N))
+
+        # dynamics defects on every interval
+        data = np.vstack([u_nodes[:, :-1], u_nodes[:, 1:], tn[None, :-1], np.diff(tn)[None, :]])
+        blocks.append(
+            Block(
+                name="dynamics",
+                trial=i,
+                func=dyn,
+                index=pair_index,
+                data=data,
+                lower=np.zeros((n, N - 1)),
+                upper=np.zeros((n, N - 1)),
+                row_names=tuple(model.equation_names),
+                instance_times=tn[:-1],
+            )
+        )
+
+        # fit of measured signals at the sample times
+        fitted = problem.fitted_signals(i)
+        sel = [signal_names.index(s) for s in fitted]
+        j, theta = locate(tn, trial.time)
+        u_samples = np.stack([trial[u] for u in known]) if known else np.zeros((0, trial.num_samples))
+        meas = np.stack([trial[s] for s in fitted])
+        sqrt_w = np.sqrt([problem.fit[s] for s in fitted])[:, None] * np.ones_like(meas)
+
+        def fit_body(z, u, p, t, extra, sel=sel, nf=len(fitted)):
+            y = sig_fn(z, u, p, t)[sel]
+            return extra[nf:] * (y - extra[:nf]), 0, ca.SX(0, 1)
+
+        fit_fn = _interp_function(problem, "fit", sz, sp, fit_body)(2 * len(fitted))
+        idx = np.vstack([zi[:, j], zi[:, j + 1], np.repeat(layout.p_index[:, None], j.size, axis=1)])
+        blocks.append(
+            Block(
+                name="fit",
+                trial=i,
+                func=fit_fn,
+                index=idx,
+                data=np.vstack([theta[None, :], trial.time[None, :], u_samples, meas, sqrt_w]),
+                lower=np.zeros((0, j.size)),
+                upper=np.zeros((0, j.size)),
+                row_names=(),
+                instance_times=trial.time,
+                res_names=tuple(fitted),
+            )
+        )
+
+        # node-wise extras: regularisation, objective terms, path constraints
+        node_theta = np.zeros(N - 1)
+        node_j = np.arange(N - 1)
+        # nodes 0..N-2 sit at θ=0 of their interval; the last node at θ=1 of the last one
+        node_j = np.append(node_j, N - 2)
+        node_theta = np.append(node_theta, 1.0)
+        nidx = np.vstack([zi[:, node_j], zi[:, node_j + 1], np.repeat(layout.p_index[:, None], N, axis=1)])
+        qw = trapezoid_weights(tn)
+        for term in regs:
+            def reg_body(z, u, p, t, extra, expr=term.expr):
+                val = _substitute(model, expr, z, u, p, t)
+                return extra[0] * val, 0, ca.SX(0, 1)
+
+            fn = _interp_function(problem, f"regularization:{term.name}", sz, sp, reg_body)(1)
+            blocks.append(
+                Block(
+                    name=f"regularization:{term.name}",
+                    trial=i,
+                    func=fn,
+                    index=nidx,
+                    data=np.vstack([node_theta, tn, u_nodes, np.sqrt(term.weight * qw)[None, :]]),
+                    lower=np.zeros((0, N)),
+                    upper=np.zeros((0, N)),
+                    row_names=(),
+                    instance_times=tn,
+                    res_names=tuple(f"{term.name}_{k}" for k in range(term.expr.numel())),
+                )
+            )
+        for term in objs:
+            def obj_body(z, u, p, t, extra, expr=term.expr):
+                return ca.SX(0, 1), extra[0] * _substitute(model, expr, z, u, p, t), ca.SX(0, 1)
+
+            fn = _interp_function(problem, f"objective:{term.name}", sz, sp, obj_body)(1)
+            w = qw if term.integral else np.ones(N)
+            blocks.append(
+                Block(
+                    name=f"objective:{term.name}",
+                    trial=i,
+                    func=fn,
+                    index=nidx,
+                    data=np.vstack([node_theta, tn, u_nodes, w[None, :]]),
+                    lower=np.zeros((0, N)),
+                    upper=np.zeros((0, N)),
+                    row_names=(),
+                    instance_times=tn,
+                )
+            )
+        for term in paths:
+            def path_body(z, u, p, t, extra, expr=term.expr):
+                return ca.SX(0, 1), 0, _substitute(model, expr, z, u, p, t)
+
+            fn = _interp_function(problem, f"path:{term.name}", sz, sp, path_body)(0)
+            k = term.expr.numel()
+            blocks.append(
+                Block(
+                    name=f"path:{term.name}",
+                    trial=i,
+                    func=fn,
+                    index=nidx,
+                    data=np.vstack([node_theta, tn, u_nodes]),
+                    lower=np.repeat(term.lower[:, None], N, axis=1),
+                    upper=np.repeat(term.upper[:, None], N, axis=1),
+                    row_names=tuple(term.name if k == 1 else f"{term.name}_{e}" for e in range(k)),
+                    instance_times=tn,
+                )
+            )
+        for term in points:
+            if term.trial is not None and term.trial != i:
+                continue
+            jj, th = locate(tn, np.array([term.time]))
+            u_pt = np.array([np.interp(term.time, trial.time, trial[u]) for u in known])
+
+            def point_body(z, u, p, t, extra, expr=term.expr):
+                return ca.SX(0, 1), 0, _substitute(model, expr, z, u, p, t)
+
+            fn = _interp_function(problem, f"point:{term.name}", sz, sp, point_body)(0)
+            k = term.expr.numel()
+            blocks.append(
+                Block(
+                    name=f"point:{term.name}",
+                    trial=i,
+                    func=fn,
+                    index=np.concatenate([zi[:, jj[0]], zi[:, jj[0] + 1], layout.p_index])[:, None],
+                    data=np.concatenate([th, [term.time], u_pt])[:, None],
+                    lower=term.lower[:, None],
+                    upper=term.upper[:, None],
+                    row_names=tuple(term.name if k == 1 else f"{term.name}_{e}" for e in range(k)),
+                    instance_times=np.array([term.time]),
+                )
+            )
+    return layout, blocks, x0, lbx, ubx
+
+
+def _substitute(model, expr: ca.SX, z, u, p, t) -> ca.SX:
+    """Evaluate a user expression in model symbols at local values (z = [x; r])."""
+    syms = [model._vec("state"), model._vec("free_input"), model._vec("known_input"), model._vec("parameter"), model.time]
+    n = len(model.element_names("state"))
+    f = ca.Function("term", syms, [expr])
+    return f(z[:n], z[n:], u, p, t)

@@ -1,0 +1,142 @@
+"""Uncertainty and failure diagnostics of a solved NLP.
+
+* :func:`parameter_covariance`: Gauss–Newton covariance of the parameters, with the states
+  and free inputs eliminated through the linearised constraints (the reduced Hessian), and
+  the residual variance estimated from the fit.
+* :func:`worst_violations`: the constraint rows furthest outside their bounds, by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+import scipy.sparse as sps
+import scipy.sparse.linalg as spla
+
+__all__ = ["Covariance", "parameter_covariance", "worst_violations"]
+
+
+@dataclass
+class Covariance:
+    """Parameter covariance (physical units).
+
+    Attributes
+    ----------
+    matrix : ndarray, shape (num_params, num_params)
+        ``s² · (Zᵀ JᵀJ Z)⁻¹`` restricted to the parameters; NaN when not estimable.
+    residual_variance : float
+        ``s² = ‖r‖² / dof`` (about 1 when the fit weights are ``1/σ²`` and the model fits).
+    dof : int
+        Observations minus free directions (initial states, free inputs, parameters).
+    message : str
+        Empty when all went well, else why the matrix is NaN or unscaled.
+    """
+
+    matrix: np.ndarray
+    residual_variance: float
+    dof: int
+    message: str = ""
+
+    @property
+    def standard_errors(self) -> np.ndarray:
+        """Square roots of the diagonal."""
+        with np.errstate(invalid="ignore"):
+            return np.sqrt(np.diag(self.matrix))
+
+
+def _to_scipy(m: ca.DM) -> sps.csc_matrix:
+    sp = m.sparsity()
+    return sps.csc_matrix(
+        (np.array(m.nonzeros()), np.array(sp.row()), np.array(sp.colind())), shape=m.shape
+    )
+
+
+def parameter_covariance(
+    jac_res: ca.DM,
+    res: np.ndarray,
+    jac_g: ca.DM,
+    equality: np.ndarray,
+    param_index: np.ndarray,
+    param_scale: np.ndarray,
+    num_fit_residuals: int,
+    fit_res: np.ndarray,
+) -> Covariance:
+    """Gauss–Newton covariance of the parameters of an equality-constrained least squares.
+
+    Parameters
+    ----------
+    jac_res : casadi.DM, shape (nres, nx)
+        Jacobian of all weighted residuals with respect to the (scaled) NLP variables.
+    res : ndarray, shape (nres,)
+        All weighted residuals (fit and regularisation).
+    jac_g : casadi.DM, shape (ng, nx)
+        Constraint Jacobian; only rows flagged in ``equality`` are used.
+    equality : ndarray of bool, shape (ng,)
+    param_index : ndarray of int
+        NLP indices of the parameters.
+    param_scale : ndarray
+        Physical = scale · NLP value.
+    num_fit_residuals : int
+        Number of fitted observations (for the degrees of freedom).
+    fit_res : ndarray
+        The weighted fit residuals alone (for the residual variance).
+
+    Notes
+    -----
+    The top-left block of the inverse KKT matrix ``[[JᵀJ, Aᵀ], [A, 0]]`` equals
+    ``Z (Zᵀ JᵀJ Z)⁻¹ Zᵀ`` with ``Z`` a null-space basis of ``A``, the linearised
+    constraints.  One sparse LU factorisation and one solve per parameter give the
+    parameter block without forming ``Z``.
+    """
+    J = _to_scipy(jac_res)
+    A = _to_scipy(jac_g)[np.flatnonzero(equality), :]
+    nx = J.shape[1]
+    na = A.shape[0]
+    npar = len(param_index)
+    free_dirs = nx - na
+    dof = int(num_fit_residuals - free_dirs)
+    message = ""
+    if dof > 0:
+        s2 = float(np.dot(fit_res, fit_res) / dof)
+    else:
+        s2 = 1.0
+        message = (
+            f"no residual degrees of freedom ({num_fit_residuals} observations, {free_dirs} free "
+            "directions): covariance uses the fit weights as exact 1/σ²"
+        )
+    H = (J.T @ J).tocsc()
+    K = sps.bmat([[H, A.T], [A, None]], format="csc")
+    rhs = np.zeros((nx + na, npar))
+    rhs[param_index, np.arange(npar)] = 1.0
+    try:
+        lu = spla.splu(K, permc_spec="COLAMD")
+        sol = lu.solve(rhs)
+    except (RuntimeError, ValueError) as exc:
+        nan = np.full((npar, npar), np.nan)
+        return Covariance(nan, s2, dof, f"KKT matrix is singular ({exc}); parameters not identifiable")
+    C = sol[param_index, :]
+    C = 0.5 * (C + C.T)
+    if not np.all(np.isfinite(C)) or np.any(np.diag(C) < -1e-12 * np.abs(C).max()):
+        nan = np.full((npar, npar), np.nan)
+        return Covariance(nan, s2, dof, "reduced Hessian is not positive definite; parameters not identifiable")
+    S = np.diag(param_scale)
+    return Covariance(S @ C @ S * s2, s2, dof, message)
+
+
+def worst_violations(
+    g: np.ndarray, lbg: np.ndarray, ubg: np.ndarray, describe, count: int = 5, tol: float = 0.0
+) -> list[dict]:
+    """The ``count`` constraint rows with the largest violation above ``tol``.
+
+    ``describe(i)`` names row ``i``.  Each entry: ``{"constraint": name, "violation": value}``.
+    """
+    viol = np.maximum(lbg - g, 0.0) + np.maximum(g - ubg, 0.0)
+    viol = np.where(np.isfinite(viol), viol, np.inf)
+    order = np.argsort(-viol)[:count]
+    return [
+        {"constraint": describe(int(i)), "violation": float(viol[i])}
+        for i in order
+        if viol[i] > tol
+    ]

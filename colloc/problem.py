@@ -1,0 +1,248 @@
+"""The identification problem: a model, one or more trials, fit weights and extras.
+
+Still grid-free: a :class:`Problem` says *what* is fitted and constrained; a transcription
+(:mod:`colloc.transcriptions`) or a baseline decides *how*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from .errors import ProblemError
+from .model import Model
+from .trial import Trial
+
+__all__ = ["Problem"]
+
+
+@dataclass(frozen=True)
+class Term:
+    """An extra objective term or constraint expressed in the model's symbols."""
+
+    kind: str  # "regularization" | "objective" | "path" | "point"
+    name: str
+    expr: ca.SX
+    weight: float = 1.0
+    integral: bool = True
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    time: float | None = None
+    trial: int | None = None
+
+
+class Problem:
+    """A parameter-identification problem.
+
+    Parameters
+    ----------
+    model : Model
+        The dynamics and declared quantities.
+    trials : Trial or sequence of Trial
+        Measured experiments.  Parameters are shared by all trials; each trial has its
+        own state and free-input trajectories.
+    fit : mapping of str to float, optional
+        Weight of each fitted signal (state, free input or output name), typically
+        ``1/σ²``.  Signals absent from a trial are not fitted for that trial.  Default:
+        weight 1 on every model signal present in the trials.
+    name : str, optional
+        Name used in results (default: the model's name).
+
+    Notes
+    -----
+    The objective is ``½ Σ_trials Σ_samples Σ_signals w (y − ŷ)²`` plus the extra terms
+    added with :meth:`add_regularization` and :meth:`add_objective`.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        trials: Trial | Sequence[Trial],
+        *,
+        fit: Mapping[str, float] | None = None,
+        name: str | None = None,
+    ) -> None:
+        if not isinstance(model, Model):
+            raise ProblemError(f"Problem needs a colloc.Model, got {type(model).__name__}")
+        model.check()
+        if isinstance(trials, Trial):
+            trials = [trials]
+        trials = list(trials)
+        if not trials:
+            raise ProblemError("Problem needs at least one trial")
+        for i, t in enumerate(trials):
+            if not isinstance(t, Trial):
+                raise ProblemError(f"trials[{i}] is a {type(t).__name__}, expected colloc.Trial")
+        names = [t.name for t in trials]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ProblemError(
+                f"trial names must be unique, '{dup[0]}' appears more than once; pass name= to Trial"
+            )
+        self.model = model
+        self.trials: tuple[Trial, ...] = tuple(trials)
+        self.name = name or model.name
+        signals = model.signal_names()
+        known = model.element_names("known_input")
+        for t in self.trials:
+            missing = [u for u in known if u not in t]
+            if missing:
+                raise ProblemError(
+                    f"trial '{t.name}' is missing known input(s) {', '.join(missing)}; "
+                    f"it has: {', '.join(t.signals) or '(no signals)'}"
+                )
+            if t.num_samples < 2:
+                raise ProblemError(f"trial '{t.name}' has {t.num_samples} sample(s); need at least 2")
+        if fit is None:
+            fit = {s: 1.0 for s in signals if any(s in t for t in self.trials)}
+        fit = dict(fit)
+        for sig, w in fit.items():
+            if sig not in signals:
+                raise ProblemError(
+                    f"fit weight for '{sig}', which is not a signal of model '{model.name}'; "
+                    f"signals: {', '.join(signals)}"
+                )
+            if not np.isfinite(w) or w <= 0:
+                raise ProblemError(f"fit weight of '{sig}' must be finite and > 0, got {w!r}")
+        for t in self.trials:
+            if not any(s in t for s in fit):
+                raise ProblemError(
+                    f"trial '{t.name}' contains none of the fitted signals "
+                    f"({', '.join(fit) or 'none'}); it has: {', '.join(t.signals)}"
+                )
+        self.fit: dict[str, float] = {k: float(v) for k, v in fit.items()}
+        self.terms: list[Term] = []
+        self._guesses: dict[str, float | Callable[[np.ndarray], np.ndarray]] = {}
+
+    # ---- extra objective terms and constraints ------------------------------------------
+    def _expr(self, expr, where: str) -> ca.SX:
+        expr = ca.SX(expr)
+        self.model._check_symbols(expr, where, allow_der=False)
+        return ca.vec(expr)
+
+    def add_regularization(self, expr, weight: float = 1.0, *, name: str = "regularization") -> None:
+        """Add the least-squares term ``½·weight·∫ expr² dt`` (each element of ``expr``).
+
+        Typical use: smoothness or magnitude prior on a free input trajectory.
+        """
+        if not np.isfinite(weight) or weight <= 0:
+            raise ProblemError(f"add_regularization('{name}'): weight must be > 0, got {weight!r}")
+        self.terms.append(Term("regularization", name, self._expr(expr, name), weight=float(weight)))
+
+    def add_objective(self, expr, *, integral: bool = True, name: str = "objective") -> None:
+        """Add ``∫ expr dt`` (``integral=True``) or ``Σ_nodes expr`` to the objective."""
+        e = self._expr(expr, name)
+        if e.numel() != 1:
+            raise ProblemError(f"add_objective('{name}'): expression must be scalar, got {e.shape}")
+        self.terms.append(Term("objective", name, e, integral=bool(integral)))
+
+    def add_path_constraint(self, expr, lower=-np.inf, upper=np.inf, *, name: str = "path") -> None:
+        """Constrain ``lower ≤ expr ≤ upper`` at every node of every trial."""
+        e = self._expr(expr, name)
+        lo, hi = self._bounds(lower, upper, e.numel(), name)
+        self.terms.append(Term("path", name, e, lower=lo, upper=hi))
+
+    def add_point_constraint(
+        self,
+        expr,
+        time: float,
+        lower=-np.inf,
+        upper=np.inf,
+        *,
+        trial: int | str | None = None,
+        name: str = "point",
+    ) -> None:
+        """Constrain ``lower ≤ expr(t) ≤ upper`` at one time of one trial (or of every trial)."""
+        e = self._expr(expr, name)
+        lo, hi = self._bounds(lower, upper, e.numel(), name)
+        index = None if trial is None else self.trial_index(trial)
+        for i, t in enumerate(self.trials):
+            if index is not None and i != index:
+                continue
+            if not (t.time[0] <= time <= t.time[-1]):
+                raise ProblemError(
+                    f"add_point_constraint('{name}'): time {time:g} s is outside trial '{t.name}' "
+                    f"({t.time[0]:g} to {t.time[-1]:g} s)"
+                )
+        self.terms.append(Term("point", name, e, lower=lo, upper=hi, time=float(time), trial=index))
+
+    @staticmethod
+    def _bounds(lower, upper, size: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.broadcast_to(np.asarray(lower, dtype=float), (size,)).copy()
+        hi = np.broadcast_to(np.asarray(upper, dtype=float), (size,)).copy()
+        if np.any(lo > hi):
+            raise ProblemError(f"constraint '{name}': lower bound > upper bound ({lo} > {hi})")
+        return lo, hi
+
+    def set_guess(self, name: str, value: float | Callable[[np.ndarray], np.ndarray]) -> None:
+        """Initial guess of a state or free input element: a constant or a function of time."""
+        var = self.model.variable(name)
+        if var.kind not in ("state", "free_input") or name not in var.element_names:
+            raise ProblemError(
+                f"set_guess('{name}'): expected a state or free-input element name "
+                f"(one of {', '.join(self.model.element_names('state') + self.model.element_names('free_input'))})"
+            )
+        self._guesses[name] = value
+
+    # ---- queries ------------------------------------------------------------------------
+    def trial_index(self, trial: int | str) -> int:
+        """Position of a trial given by index or name."""
+        if isinstance(trial, (int, np.integer)):
+            if not 0 <= int(trial) < len(self.trials):
+                raise ProblemError(f"trial index {trial} out of range (0..{len(self.trials) - 1})")
+            return int(trial)
+        names = [t.name for t in self.trials]
+        if trial not in names:
+            raise ProblemError(f"no trial named '{trial}'; trials: {', '.join(names)}")
+        return names.index(trial)
+
+    def fitted_signals(self, trial: int) -> list[str]:
+        """Signals fitted in trial ``trial``, in model order."""
+        t = self.trials[trial]
+        return [s for s in self.model.signal_names() if s in self.fit and s in t]
+
+    @property
+    def num_observations(self) -> int:
+        """Number of fitted scalar samples over all trials."""
+        return sum(len(self.fitted_signals(i)) * t.num_samples for i, t in enumerate(self.trials))
+
+    def guess_trajectories(self, trial: int, times: np.ndarray) -> dict[str, np.ndarray]:
+        """Initial guesses of every state and free-input element at ``times``.
+
+        Measured signals are interpolated from the trial; an unmeasured state that is the
+        plain derivative of a measured one (``set_der(theta, omega)``) is initialised by
+        differentiating the measurement; anything else takes the declared guess, unless
+        :meth:`set_guess` gave one.
+        """
+        t = self.trials[trial]
+        out: dict[str, np.ndarray] = {}
+        model = self.model
+        names = model.element_names("state") + model.element_names("free_input")
+        declared = np.concatenate([model.guesses("state"), model.guesses("free_input")])
+        for name, g in zip(names, declared):
+            if name in self._guesses:
+                v = self._guesses[name]
+                out[name] = np.broadcast_to(
+                    np.asarray(v(times) if callable(v) else v, dtype=float), times.shape
+                ).copy()
+            elif name in t:
+                out[name] = np.interp(times, t.time, t[name])
+            else:
+                out[name] = np.full(times.shape, g)
+        for pos, vel in model.derivative_pairs():
+            if pos in t and vel not in t and vel not in self._guesses:
+                out[vel] = np.interp(times, t.time, np.gradient(t[pos], t.time))
+        for name in names:
+            var = model.variable(name)
+            i = var.element_names.index(name)
+            out[name] = np.clip(out[name], var.lower[i], var.upper[i])
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"Problem('{self.name}', {self.model!r}, trials=[{', '.join(t.name for t in self.trials)}], "
+            f"fit={self.fit})"
+        )
