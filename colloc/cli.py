@@ -1,0 +1,217 @@
+"""The ``colloc`` command (strings become objects here and only here).
+
+Exit codes: 0 success; 1 the computation ran but did not succeed; 2 bad usage or input
+(one-line message, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import warnings
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+from . import __version__
+from .errors import CollocInputError
+from .result import write_atomic
+from .solve import Ipopt, IterationInfo, solve
+from .transcriptions import BackwardEuler, Midpoint, Trapezoidal
+
+__all__ = ["main", "METHODS", "load_problem_module"]
+
+#: Method names accepted by ``--method`` (the CLI edge is the only place strings map to objects).
+METHODS = {"midpoint": Midpoint, "backward-euler": BackwardEuler, "trapezoidal": Trapezoidal}
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+
+
+class UsageError(CollocInputError):
+    """Bad command-line usage."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit code 2."""
+
+    def error(self, message: str):  # noqa: D102 - argparse API
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def problem_registry() -> dict[str, metadata.EntryPoint]:
+    """Problems installed under the ``colloc.problems`` entry-point group."""
+    return {ep.name: ep for ep in metadata.entry_points(group="colloc.problems")}
+
+
+def load_problem_module(name: str) -> ModuleType:
+    """Import the module registered for problem ``name``."""
+    registry = problem_registry()
+    if name not in registry:
+        raise UsageError(
+            f"unknown problem '{name}'; available: {', '.join(sorted(registry)) or '(none installed)'}"
+        )
+    return registry[name].load()
+
+
+class _Progress:
+    """Compact live progress line on stderr (throttled; only for solves longer than 1 s)."""
+
+    def __init__(self, stream=sys.stderr, every: float = 0.5) -> None:
+        self.stream, self.every = stream, every
+        self.last = 0.0
+        self.shown = False
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+
+    def __call__(self, info: IterationInfo) -> None:
+        if info.elapsed_s < 1.0 or info.elapsed_s - self.last < self.every:
+            return
+        self.last = info.elapsed_s
+        line = (f"  iter {info.iteration:4d}  objective {info.objective:.6e}  "
+                f"max defect {info.max_violation:.1e}  {info.elapsed_s:6.1f} s")
+        self.stream.write(("\r" + line) if self.tty else (line + "\n"))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _method(name: str, nodes: int | None):
+    if name not in METHODS:
+        raise UsageError(f"unknown method '{name}'; available: {', '.join(METHODS)}")
+    if nodes is not None and nodes < 2:
+        raise UsageError(f"--nodes must be >= 2, got {nodes}")
+    return METHODS[name](num_nodes=nodes)
+
+
+def _identify(module: ModuleType, problem_name: str, paths: list[str], method_name: str,
+              nodes: int | None, verbose: bool, quiet: bool):
+    trials = [module.load_trial(p) for p in paths]
+    problem = module.problem(trials)
+    method = _method(method_name, nodes)
+    progress = None if quiet else _Progress()
+    try:
+        result = solve(problem, method, solver=Ipopt(print_level=5 if verbose else 0),
+                       progress=progress, throw=False)
+    finally:
+        if progress is not None:
+            progress.close()
+    result.problem = problem_name
+    result.trials = [str(p) for p in paths]
+    return result
+
+
+def cmd_identify(args) -> int:
+    module = load_problem_module(args.problem)
+    for p in args.data:
+        if not Path(p).is_file():
+            raise UsageError(f"--data {p}: no such file")
+    result = _identify(module, args.problem, args.data, args.method, args.nodes, args.verbose, args.json)
+    if args.out:
+        result.to_json(args.out)
+    if args.json:
+        sys.stdout.write(result.to_json(indent=None) + "\n")
+    else:
+        print(result.summary())
+        if args.out:
+            print(f"result written to {args.out}")
+        if args.plot:
+            from .plotting import plot_fit
+
+            plot_fit(result, path=args.plot)
+            print(f"figure written to {args.plot}")
+    return EXIT_OK if result.success else EXIT_FAILED
+
+
+def cmd_demo(args) -> int:
+    module = load_problem_module("pendulum")
+    from problems._data import data_path  # the shipped data belong to the problems package
+
+    path = data_path(*module.DEFAULT_DATA)
+    out = Path(args.out)
+    print(f"colloc {__version__} demo: identify the pendulum stiffness p from {path}")
+    t0 = time.perf_counter()
+    result = _identify(module, "pendulum", [str(path)], args.method, None, args.verbose, False)
+    print(result.summary(module.TRUE))
+    from .plotting import plot_fit, plot_residuals
+
+    out.mkdir(parents=True, exist_ok=True)
+    fig_path = out / "pendulum_fit.png"
+    plot_fit(result, path=fig_path)
+    plot_residuals(result, path=out / "pendulum_residuals.png")
+    result.to_json(out / "pendulum_result.json")
+    print(f"\nfigure written to {fig_path.resolve()}")
+    print(f"residual figure written to {(out / 'pendulum_residuals.png').resolve()}")
+    print(f"result document written to {(out / 'pendulum_result.json').resolve()}")
+    print(f"done in {time.perf_counter() - t0:.1f} s")
+    return EXIT_OK if result.success else EXIT_FAILED
+
+
+def cmd_problems(args) -> int:
+    for name, ep in sorted(problem_registry().items()):
+        print(f"{name:16s} {ep.value}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="colloc", description="Identify model parameters from measured trajectories by direct collocation.")
+    parser.add_argument("--version", action="version", version=f"colloc {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("identify", help="identify a problem's parameters from CSV trials",
+                       description="Identify the parameters of PROBLEM from one or more CSV trials "
+                                   "(several --data files share the parameters).")
+    p.add_argument("problem", help="problem name (see `colloc problems`)")
+    p.add_argument("--data", action="append", required=True, metavar="FILE.csv",
+                   help="measured trial (CSV: time column then signals); repeat for several trials")
+    p.add_argument("--method", default="midpoint", help=f"one of {', '.join(METHODS)} (default midpoint)")
+    p.add_argument("--nodes", type=int, default=None, metavar="N",
+                   help="collocation nodes per trial (default: one per sample)")
+    p.add_argument("--out", metavar="RESULT.json", help="write the result document here (atomically)")
+    p.add_argument("--json", action="store_true", help="print the result document on stdout and nothing else")
+    p.add_argument("--plot", metavar="FIG.png", help="write measured vs identified trajectories")
+    p.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
+    p.set_defaults(func=cmd_identify)
+
+    d = sub.add_parser("demo", help="the main job: identify the pendulum from the shipped data",
+                       description="Identify the pendulum stiffness from the shipped dataset, print "
+                                   "true vs identified ± standard error and write figures.")
+    d.add_argument("--out", default="colloc-demo", metavar="DIR", help="output folder (default ./colloc-demo)")
+    d.add_argument("--method", default="midpoint", help=f"one of {', '.join(METHODS)}")
+    d.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
+    d.set_defaults(func=cmd_demo)
+
+    ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
+    ls.set_defaults(func=cmd_problems)
+    return parser
+
+
+def _one_line_warnings(message, category, filename, lineno, file=None, line=None):
+    sys.stderr.write(f"colloc: warning: {str(message).splitlines()[0]}\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``colloc`` command; returns the exit code."""
+    parser = build_parser()
+    previous = warnings.showwarning
+    warnings.showwarning = _one_line_warnings
+    try:
+        args = parser.parse_args(argv)
+        return args.func(args)
+    except CollocInputError as exc:
+        msg = " ".join(str(exc).split("\n"))
+        sys.stderr.write(f"colloc: error: {msg}\n")
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        sys.stderr.write("colloc: interrupted\n")
+        return 130
+    finally:
+        warnings.showwarning = previous
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
