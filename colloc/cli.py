@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import __version__
-from .errors import CollocInputError
+from .errors import CollocInputError, ExtraColumnsWarning
 from .result import write_atomic
 from .solve import Ipopt, IterationInfo, solve
 from .transcriptions import BackwardEuler, Midpoint, Trapezoidal
@@ -89,13 +89,16 @@ def _method(name: str, nodes: int | None):
 
 
 def _identify(module: ModuleType, problem_name: str, paths: list[str], method_name: str,
-              nodes: int | None, verbose: bool, quiet: bool):
+              nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500):
     trials = [module.load_trial(p) for p in paths]
     problem = module.problem(trials)
     method = _method(method_name, nodes)
     progress = None if quiet else _Progress()
     try:
-        result = solve(problem, method, solver=Ipopt(print_level=5 if verbose else 0),
+        if max_iter < 0:
+            raise UsageError(f"--max-iter must be >= 0, got {max_iter}")
+        solver = Ipopt(print_level=5 if verbose else 0, max_iter=max_iter)
+        result = solve(problem, method, solver=solver,
                        progress=progress, throw=False)
     finally:
         if progress is not None:
@@ -110,7 +113,8 @@ def cmd_identify(args) -> int:
     for p in args.data:
         if not Path(p).is_file():
             raise UsageError(f"--data {p}: no such file")
-    result = _identify(module, args.problem, args.data, args.method, args.nodes, args.verbose, args.json)
+    result = _identify(module, args.problem, args.data, args.method, args.nodes, args.verbose, args.json,
+                       args.max_iter)
     if args.out:
         result.to_json(args.out)
     if args.json:
@@ -174,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="RESULT.json", help="write the result document here (atomically)")
     p.add_argument("--json", action="store_true", help="print the result document on stdout and nothing else")
     p.add_argument("--plot", metavar="FIG.png", help="write measured vs identified trajectories")
+    p.add_argument("--max-iter", type=int, default=500, metavar="K", help="IPOPT iteration limit (default 500)")
     p.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
     p.set_defaults(func=cmd_identify)
 
@@ -197,20 +202,20 @@ def _one_line_warnings(message, category, filename, lineno, file=None, line=None
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``colloc`` command; returns the exit code."""
     parser = build_parser()
-    previous = warnings.showwarning
-    warnings.showwarning = _one_line_warnings
-    try:
-        args = parser.parse_args(argv)
-        return args.func(args)
-    except CollocInputError as exc:
-        msg = " ".join(str(exc).split("\n"))
-        sys.stderr.write(f"colloc: error: {msg}\n")
-        return EXIT_INPUT
-    except KeyboardInterrupt:
-        sys.stderr.write("colloc: interrupted\n")
-        return 130
-    finally:
-        warnings.showwarning = previous
+    with warnings.catch_warnings():
+        # data warnings (extra columns …) are shown as one line each, never raised
+        warnings.simplefilter("always", ExtraColumnsWarning)
+        warnings.showwarning = _one_line_warnings
+        try:
+            args = parser.parse_args(argv)
+            return args.func(args)
+        except CollocInputError as exc:
+            msg = " ".join(str(exc).split("\n"))
+            sys.stderr.write(f"colloc: error: {msg}\n")
+            return EXIT_INPUT
+        except KeyboardInterrupt:
+            sys.stderr.write("colloc: interrupted\n")
+            return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

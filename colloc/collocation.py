@@ -16,7 +16,7 @@ import casadi as ca
 import numpy as np
 
 from .grid import locate, node_times, trapezoid_weights
-from .nlp import Block
+from .nlp import Block, function_name
 from .problem import Problem
 from .transcriptions import AbstractTranscription
 
@@ -121,7 +121,7 @@ def _interp_function(problem: Problem, name: str, sz, sp, body):
         p = v[2 * nz :] * sp
         u = d[2 : 2 + ns]
         res, obj, con = body(z, u, p, t, d[2 + ns :])
-        return ca.Function(name, [v, d], [ca.vec(ca.SX(res)), ca.SX(obj), ca.vec(ca.SX(con))])
+        return ca.Function(function_name(name), [v, d], [ca.vec(ca.SX(res)), ca.SX(obj), ca.vec(ca.SX(con))])
 
     return make
 

@@ -24,6 +24,7 @@ blocks and instances multiplied by ``objective_scale``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -126,25 +127,32 @@ def _assembly(nrow: int, targets: np.ndarray) -> ca.DM:
     return ca.DM(sp, 1.0)
 
 
+def function_name(text: str) -> str:
+    """A valid CasADi function name made from ``text`` (letters, digits, single underscores)."""
+    name = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]", "_", text)).strip("_")
+    return name if name and name[0].isalpha() else f"f_{name}"
+
+
 class _Local:
     """AD of one block's local function (SX), each derivative as a small Function."""
 
     def __init__(self, block: Block, hessian: HessianKind) -> None:
         f = block.func
+        base = function_name(block.name)
         L, D = block.num_local, f.size1_in(1)
         v, d = ca.SX.sym("v", L), ca.SX.sym("d", D)
         sigma = ca.SX.sym("sigma")
         lam = ca.SX.sym("lam", block.num_rows)
         res, obj, con = f(v, d)
         floc = 0.5 * ca.sumsqr(res) + obj
-        self.eval = ca.Function(f"{block.name}_eval", [v, d], [floc, con, res])
-        self.grad = ca.Function(f"{block.name}_grad", [v, d], [ca.gradient(floc, v)])
+        self.eval = ca.Function(f"{base}_eval", [v, d], [floc, con, res])
+        self.grad = ca.Function(f"{base}_grad", [v, d], [ca.gradient(floc, v)])
         jac = ca.jacobian(con, v)
         self.jac_sp = jac.sparsity()
-        self.jac = ca.Function(f"{block.name}_jac", [v, d], [_nonzeros(jac)])
+        self.jac = ca.Function(f"{base}_jac", [v, d], [_nonzeros(jac)])
         jres = ca.jacobian(res, v)
         self.jres_sp = jres.sparsity()
-        self.jres = ca.Function(f"{block.name}_jres", [v, d], [_nonzeros(jres)])
+        self.jres = ca.Function(f"{base}_jres", [v, d], [_nonzeros(jres)])
         if hessian == "exact":
             lag = sigma * floc + ca.dot(lam, con)
             hess = ca.tril(ca.hessian(lag, v)[0])
@@ -154,7 +162,7 @@ class _Local:
             hess = None
         if hess is not None:
             self.hess_sp = hess.sparsity()
-            self.hess = ca.Function(f"{block.name}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
+            self.hess = ca.Function(f"{base}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
 
 
 class NLP:

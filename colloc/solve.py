@@ -117,31 +117,21 @@ _VERSIONS: dict[str, str] = {}
 
 
 def versions() -> dict[str, str]:
-    """Versions of colloc, CasADi, IPOPT (read from its banner once), numpy, scipy, pandas."""
+    """Versions of colloc, CasADi, IPOPT (from the bundled library's file name), numpy, scipy, pandas."""
     if not _VERSIONS:
-        import os
-        import tempfile
+        import re
+        from pathlib import Path
 
         import scipy
 
+        # CasADi bundles IPOPT as a shared library whose file name carries the version
         ipopt = "unknown"
-        fd, path = tempfile.mkstemp(suffix=".log")
-        os.close(fd)
-        try:
-            x = ca.SX.sym("x")
-            s = ca.nlpsol("v", "ipopt", {"x": x, "f": x**2}, {
-                "print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes",
-                "ipopt.output_file": path, "ipopt.file_print_level": 3})
-            s(x0=1)
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if "Ipopt version" in line:
-                        ipopt = line.split("Ipopt version")[1].split(",")[0].strip()
-                        break
-        except RuntimeError:  # pragma: no cover - version probing must never break a solve
-            pass
-        finally:
-            os.unlink(path)
+        found = sorted(Path(ca.__file__).parent.glob("*ipopt*"))
+        for path in found:
+            match = re.search(r"ipopt[.\w-]*?(\d+\.\d+\.\d+)", path.name)
+            if match and "sipopt" not in path.name:
+                ipopt = match.group(1)
+                break
         _VERSIONS.update(
             colloc=__version__, casadi=ca.__version__, ipopt=ipopt, numpy=np.__version__,
             scipy=scipy.__version__, pandas=pd.__version__,
