@@ -40,6 +40,7 @@ def _dynamics_rows(nlp: NLP, g: np.ndarray, trial: int = 0) -> np.ndarray:
 # ---- 1. defect exactness on polynomial solutions -------------------------------------------
 M_MASS = np.array([[2.0, 0.5], [0.3, 1.5]])
 SCALES = {"x": 2.0, "y": 1.0, "z": 0.5, "v_0": 2.0, "v_1": 0.25}
+PARAM_SCALES = {"a": 4.0, "b": 0.5, "c": 1.0, "d": 3.0}
 EQ_SCALES = np.array([2.0, 1.0, 0.5, 3.0, 0.7])  # set_der uses the state scale; residual given
 
 
@@ -51,7 +52,7 @@ def _poly_model() -> co.Model:
     z = m.state("z", scale=SCALES["z"])
     v = m.state("v", 2, scale=[SCALES["v_0"], SCALES["v_1"]])
     F = m.known_input("F", 2)
-    a, b, c, d = (m.parameter(n, bounds=(-10.0, 10.0), scale=s) for n, s in zip("abcd", (4.0, 0.5, 1.0, 3.0)))
+    a, b, c, d = (m.parameter(n, bounds=(-10.0, 10.0), scale=s) for n, s in PARAM_SCALES.items())
     m.set_der(x, a + b * m.time)
     m.set_der(y, c)
     m.set_der(z, d * y)
@@ -77,9 +78,10 @@ def _poly_solution(t, coef):
 
 COEFS = {
     # every state linear in t
-    "linear": dict(a=1.3, b=0.0, c=-0.8, d=0.0, f0=np.array([0.5, -1.0]), f1=np.zeros(2)),
+    "linear": {"a": 1.3, "b": 0.0, "c": -0.8, "d": 0.0, "f0": np.array([0.5, -1.0]), "f1": np.zeros(2)},
     # quadratic states: b ≠ 0, d·c ≠ 0, F varying in time
-    "quadratic": dict(a=1.3, b=2.5, c=-0.8, d=1.7, f0=np.array([0.5, -1.0]), f1=np.array([1.2, 0.9])),
+    "quadratic": {"a": 1.3, "b": 2.5, "c": -0.8, "d": 1.7, "f0": np.array([0.5, -1.0]),
+                  "f1": np.array([1.2, 0.9])},
 }
 
 
@@ -96,7 +98,8 @@ def test_defects_vanish_on_polynomials_of_the_schemes_order(method_cls, degree_n
     nlp = NLP(layout.size, blocks)
 
     # NLP variables are value / scale: build the vector from the declared scales
-    expected_scale = np.concatenate([np.tile([SCALES[n] for n in layout.z_names], t.size), [4.0, 0.5, 1.0, 3.0]])
+    node_scale = [SCALES[n] for n in layout.z_names]
+    expected_scale = np.concatenate([np.tile(node_scale, t.size), [PARAM_SCALES[n] for n in "abcd"]])
     np.testing.assert_array_equal(layout.scale, expected_scale)
     w = np.zeros(layout.size)
     idx = layout.z_index(0)
@@ -137,10 +140,10 @@ def _pendulum_reference(T):
 
 
 CASES = {
-    "pendulum": dict(model=pendulum.model, x0=[1.0, 0.0], params=[pendulum.TRUE["p"]], T=1.0,
-                     exact=lambda t: _pendulum_reference(1.0)(t)),
-    "decay": dict(model=_decay_model, x0=[2.0], params=[], T=3.0,
-                  exact=lambda t: np.atleast_2d(2.0 * np.exp(-np.sin(t)))),
+    "pendulum": {"model": pendulum.model, "x0": [1.0, 0.0], "params": [pendulum.TRUE["p"]], "T": 1.0,
+                 "exact": lambda t: _pendulum_reference(1.0)(t)},
+    "decay": {"model": _decay_model, "x0": [2.0], "params": [], "T": 3.0,
+              "exact": lambda t: np.atleast_2d(2.0 * np.exp(-np.sin(t)))},
 }
 
 
@@ -192,7 +195,8 @@ def test_trapezoid_weights_against_closed_forms(grid):
     w = trapezoid_weights(t)
     t0, t1 = t[0], t[-1]
     alpha, beta = 1.7, -3.2
-    np.testing.assert_allclose(w @ (alpha + beta * t), alpha * (t1 - t0) + beta * (t1**2 - t0**2) / 2, rtol=1e-13)
+    exact = alpha * (t1 - t0) + beta * (t1**2 - t0**2) / 2
+    np.testing.assert_allclose(w @ (alpha + beta * t), exact, rtol=1e-13)
     # t² is not integrated exactly: the trapezoid error is Σ h³/6 (f'' = 2)
     np.testing.assert_allclose(w @ t**2 - (t1**3 - t0**3) / 3, np.sum(np.diff(t) ** 3) / 6, rtol=1e-9)
     assert np.all(w > 0)
@@ -208,7 +212,8 @@ def test_locate_intervals_and_fractions():
     np.testing.assert_allclose(theta, expected_theta, atol=1e-12)
     # linear interpolation with (j, θ) reproduces any linear function exactly
     f = 2.0 - 3.0 * nodes
-    np.testing.assert_allclose((1 - theta) * f[j] + theta * f[j + 1], 2.0 - 3.0 * np.clip(times, 0, 1), atol=1e-12)
+    interpolated = (1 - theta) * f[j] + theta * f[j + 1]
+    np.testing.assert_allclose(interpolated, 2.0 - 3.0 * np.clip(times, 0, 1), atol=1e-12)
     for outside in (-1e-3, 1.001):
         with pytest.raises(OptionsError):
             locate(nodes, np.array([outside]))
