@@ -80,6 +80,16 @@ class _Progress:
             self.stream.flush()
 
 
+def _known_problem(name: str) -> str:
+    """argparse type: a registered problem name (checked before --help is honoured)."""
+    registry = problem_registry()
+    if name not in registry:
+        raise argparse.ArgumentTypeError(
+            f"unknown problem '{name}'; available: {', '.join(sorted(registry)) or '(none installed)'}"
+        )
+    return name
+
+
 def _method(name: str, nodes: int | None):
     if name not in METHODS:
         raise UsageError(f"unknown method '{name}'; available: {', '.join(METHODS)}")
@@ -169,7 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("identify", help="identify a problem's parameters from CSV trials",
                        description="Identify the parameters of PROBLEM from one or more CSV trials "
                                    "(several --data files share the parameters).")
-    p.add_argument("problem", help="problem name (see `colloc problems`)")
+    p.add_argument("problem", type=_known_problem, help="problem name (see `colloc problems`)")
     p.add_argument("--data", action="append", required=True, metavar="FILE.csv",
                    help="measured trial (CSV: time column then signals); repeat for several trials")
     p.add_argument("--method", default="midpoint", help=f"one of {', '.join(METHODS)} (default midpoint)")

@@ -123,6 +123,7 @@ USAGE_ERRORS = [
     (["identify", "pendulum"], r"required: --data"),
     (["identify", "pendulum", "--data", "{good}", "--bogus"], r"unrecognized arguments: --bogus"),
     ([], r"required: command"),
+    (["identify", "two-link-unknown", "--help"], r"unknown problem 'two-link-unknown'"),
 ]
 
 
