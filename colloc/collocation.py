@@ -16,7 +16,8 @@ import casadi as ca
 import numpy as np
 
 from .grid import locate, node_times, trapezoid_weights
-from .nlp import Block, function_name
+from ._naming import function_name
+from .nlp import Block
 from .problem import Problem
 from .transcriptions import AbstractTranscription
 
@@ -86,10 +87,30 @@ class Layout:
         return f"{self.z_names[e]} of trial '{self.trial_names[t]}' at node {k} (t = {self.nodes[t][k]:.6g} s)"
 
 
+class _Split:
+    """Split a node vector ``z = [x; r; û]`` and merge estimated inputs ``û`` into ``u``."""
+
+    def __init__(self, problem: Problem) -> None:
+        model = problem.model
+        self.n = len(model.element_names("state"))
+        self.q = len(model.element_names("free_input"))
+        known = model.element_names("known_input")
+        eiv = list(problem.input_noise)
+        # position of each known input: ("data", k) or ("z", j)
+        self.source = [("z", eiv.index(u)) if u in eiv else ("data", k) for k, u in enumerate(known)]
+
+    def __call__(self, z, u_data):
+        x, r = z[: self.n], z[self.n : self.n + self.q]
+        est = z[self.n + self.q :]
+        parts = [est[j] if kind == "z" else u_data[j] for kind, j in self.source]
+        u = ca.vertcat(*parts) if parts else ca.SX(0, 1)
+        return x, r, u
+
+
 def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale) -> ca.Function:
     model = problem.model
     fns = model.functions()
-    n = len(model.element_names("state"))
+    split = _Split(problem)
     nz, npar = len(sz), len(sp)
     ns = len(model.element_names("known_input"))
     v = ca.SX.sym("v", 2 * nz + npar)
@@ -97,8 +118,10 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     z0 = v[:nz] * sz
     z1 = v[nz : 2 * nz] * sz
     p = v[2 * nz :] * sp
-    u0, u1, t0, h = d[:ns], d[ns : 2 * ns], d[2 * ns], d[2 * ns + 1]
-    defect = method.defect(fns["residual"], z0[:n], z1[:n], z0[n:], z1[n:], u0, u1, p, t0, h)
+    t0, h = d[2 * ns], d[2 * ns + 1]
+    x0, r0, u0 = split(z0, d[:ns])
+    x1, r1, u1 = split(z1, d[ns : 2 * ns])
+    defect = method.defect(fns["residual"], x0, x1, r0, r1, u0, u1, p, t0, h)
     con = h * defect / eq_scale
     return ca.Function("dynamics", [v, d], [ca.SX(0, 1), ca.SX(0), con])
 
@@ -142,16 +165,20 @@ def transcribe(
     fns = model.functions()
     signals_fn = fns["signals"]
     state_names = model.element_names("state")
-    z_names = state_names + model.element_names("free_input")
+    eiv = list(problem.input_noise)
+    z_names = state_names + model.element_names("free_input") + eiv
     n = len(state_names)
-    sz = np.concatenate([model.scales("state"), model.scales("free_input")])
-    zlo = np.concatenate([model.bounds("state")[0], model.bounds("free_input")[0]])
-    zhi = np.concatenate([model.bounds("state")[1], model.bounds("free_input")[1]])
+    known_scale = dict(zip(model.element_names("known_input"), model.scales("known_input")))
+    eiv_scale = np.array([known_scale[u] for u in eiv])
+    sz = np.concatenate([model.scales("state"), model.scales("free_input"), eiv_scale])
+    zlo = np.concatenate([model.bounds("state")[0], model.bounds("free_input")[0], np.full(len(eiv), -np.inf)])
+    zhi = np.concatenate([model.bounds("state")[1], model.bounds("free_input")[1], np.full(len(eiv), np.inf)])
     sp = model.scales("parameter")
     plo, phi = model.bounds("parameter")
     param_names = model.element_names("parameter")
     known = model.element_names("known_input")
-    signal_names = model.signal_names()
+    signal_names = problem.signal_names()
+    split = _Split(problem)
     eq_scale = model.equation_scales
     nz = len(z_names)
 
@@ -195,8 +222,9 @@ def transcribe(
     paths = [t for t in problem.terms if t.kind == "path"]
     points = [t for t in problem.terms if t.kind == "point"]
 
-    def sig_fn(z, u, p, t):
-        return signals_fn(z[:n], z[n:], u, p, t)
+    def sig_fn(z, u_data, p, t):
+        x, r, u = split(z, u_data)
+        return ca.vertcat(signals_fn(x, r, u, p, t), z[n + split.q :])
 
     for i, trial in enumerate(problem.trials):
         tn = nodes[i]
@@ -261,7 +289,7 @@ def transcribe(
         qw = trapezoid_weights(tn)
         for term in regs:
             def reg_body(z, u, p, t, extra, expr=term.expr):
-                val = _substitute(model, expr, z, u, p, t)
+                val = _substitute(problem, expr, z, u, p, t)
                 return extra[0] * val, 0, ca.SX(0, 1)
 
             fn = _interp_function(problem, f"regularization:{term.name}", sz, sp, reg_body)(1)
@@ -281,7 +309,7 @@ def transcribe(
             )
         for term in objs:
             def obj_body(z, u, p, t, extra, expr=term.expr):
-                return ca.SX(0, 1), extra[0] * _substitute(model, expr, z, u, p, t), ca.SX(0, 1)
+                return ca.SX(0, 1), extra[0] * _substitute(problem, expr, z, u, p, t), ca.SX(0, 1)
 
             fn = _interp_function(problem, f"objective:{term.name}", sz, sp, obj_body)(1)
             w = qw if term.integral else np.ones(N)
@@ -300,7 +328,7 @@ def transcribe(
             )
         for term in paths:
             def path_body(z, u, p, t, extra, expr=term.expr):
-                return ca.SX(0, 1), 0, _substitute(model, expr, z, u, p, t)
+                return ca.SX(0, 1), 0, _substitute(problem, expr, z, u, p, t)
 
             fn = _interp_function(problem, f"path:{term.name}", sz, sp, path_body)(0)
             k = term.expr.numel()
@@ -324,7 +352,7 @@ def transcribe(
             u_pt = np.array([np.interp(term.time, trial.time, trial[u]) for u in known])
 
             def point_body(z, u, p, t, extra, expr=term.expr):
-                return ca.SX(0, 1), 0, _substitute(model, expr, z, u, p, t)
+                return ca.SX(0, 1), 0, _substitute(problem, expr, z, u, p, t)
 
             fn = _interp_function(problem, f"point:{term.name}", sz, sp, point_body)(0)
             k = term.expr.numel()
@@ -344,9 +372,10 @@ def transcribe(
     return layout, blocks, x0, lbx, ubx
 
 
-def _substitute(model, expr: ca.SX, z, u, p, t) -> ca.SX:
-    """Evaluate a user expression in model symbols at local values (z = [x; r])."""
+def _substitute(problem: Problem, expr: ca.SX, z, u_data, p, t) -> ca.SX:
+    """Evaluate a user expression in model symbols at local values (``z = [x; r; û]``)."""
+    model = problem.model
     syms = [model._vec("state"), model._vec("free_input"), model._vec("known_input"), model._vec("parameter"), model.time]
-    n = len(model.element_names("state"))
     f = ca.Function("term", syms, [expr])
-    return f(z[:n], z[n:], u, p, t)
+    x, r, u = _Split(problem)(z, u_data)
+    return f(x, r, u, p, t)

@@ -25,6 +25,7 @@ from typing import Literal
 import casadi as ca
 import numpy as np
 
+from ._naming import function_name
 from .errors import ModelError
 
 __all__ = ["Model", "Variable"]
@@ -488,7 +489,7 @@ class Model:
         ]
         names = ["xdot", "x", "r", "u", "p", "t"]
         residual = ca.Function(
-            f"{self.name}_residual", args, [self.residual_expr()], names, ["res"]
+            function_name(f"{self.name}_residual"), args, [self.residual_expr()], names, ["res"]
         )
         signals_expr = ca.vertcat(
             self._vec("state"),
@@ -496,7 +497,7 @@ class Model:
             *[expr for expr, _ in self._outputs.values()],
         )
         signals = ca.Function(
-            f"{self.name}_signals", args[1:], [signals_expr], names[1:], ["y"]
+            function_name(f"{self.name}_signals"), args[1:], [signals_expr], names[1:], ["y"]
         )
         return {"residual": residual, "signals": signals}
 

@@ -24,12 +24,13 @@ blocks and instances multiplied by ``objective_scale``.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 import casadi as ca
 import numpy as np
+
+from ._naming import function_name
 
 __all__ = ["Block", "NLP"]
 
@@ -125,12 +126,6 @@ def _assembly(nrow: int, targets: np.ndarray) -> ca.DM:
     n = targets.size
     sp = ca.Sparsity(nrow, n, np.arange(n + 1, dtype=np.int64).tolist(), targets.tolist())
     return ca.DM(sp, 1.0)
-
-
-def function_name(text: str) -> str:
-    """A valid CasADi function name made from ``text`` (letters, digits, single underscores)."""
-    name = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9]", "_", text)).strip("_")
-    return name if name and name[0].isalpha() else f"f_{name}"
 
 
 class _Local:

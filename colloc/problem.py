@@ -50,6 +50,11 @@ class Problem:
         weight 1 on every model signal present in the trials.
     name : str, optional
         Name used in results (default: the model's name).
+    input_noise : mapping of str to float, optional
+        Known inputs measured with noise of this standard deviation.  Each becomes an
+        *errors-in-variables* unknown: its true trajectory is estimated at every node,
+        fitted to its measurement with weight ``1/σ²``, and drives the dynamics.  Feeding a
+        noisy input in as if exact biases the parameters; this does not.
 
     Notes
     -----
@@ -64,6 +69,7 @@ class Problem:
         *,
         fit: Mapping[str, float] | None = None,
         name: str | None = None,
+        input_noise: Mapping[str, float] | None = None,
     ) -> None:
         if not isinstance(model, Model):
             raise ProblemError(f"Problem needs a colloc.Model, got {type(model).__name__}")
@@ -85,8 +91,19 @@ class Problem:
         self.model = model
         self.trials: tuple[Trial, ...] = tuple(trials)
         self.name = name or model.name
-        signals = model.signal_names()
         known = model.element_names("known_input")
+        input_noise = dict(input_noise or {})
+        for u, sigma in input_noise.items():
+            if u not in known:
+                raise ProblemError(
+                    f"input_noise for '{u}', which is not a known input of model '{model.name}'; "
+                    f"known inputs: {', '.join(known) or '(none)'}"
+                )
+            if not np.isfinite(sigma) or sigma <= 0:
+                raise ProblemError(f"input_noise of '{u}' must be finite and > 0, got {sigma!r}")
+        #: Known inputs estimated as errors-in-variables, in model order, with their σ.
+        self.input_noise: dict[str, float] = {u: float(input_noise[u]) for u in known if u in input_noise}
+        signals = model.signal_names() + list(self.input_noise)
         for t in self.trials:
             missing = [u for u in known if u not in t]
             if missing:
@@ -97,7 +114,7 @@ class Problem:
             if t.num_samples < 2:
                 raise ProblemError(f"trial '{t.name}' has {t.num_samples} sample(s); need at least 2")
         if fit is None:
-            fit = {s: 1.0 for s in signals if any(s in t for t in self.trials)}
+            fit = {s: 1.0 for s in model.signal_names() if any(s in t for t in self.trials)}
         fit = dict(fit)
         for sig, w in fit.items():
             if sig not in signals:
@@ -113,6 +130,10 @@ class Problem:
                     f"trial '{t.name}' contains none of the fitted signals "
                     f"({', '.join(fit) or 'none'}); it has: {', '.join(t.signals)}"
                 )
+        for u in self.input_noise:
+            if u in fit:
+                raise ProblemError(f"'{u}' has both a fit weight and input_noise; give only input_noise")
+        fit.update({u: 1.0 / sigma**2 for u, sigma in self.input_noise.items()})
         self.fit: dict[str, float] = {k: float(v) for k, v in fit.items()}
         self.terms: list[Term] = []
         self._guesses: dict[str, float | Callable[[np.ndarray], np.ndarray]] = {}
@@ -199,10 +220,14 @@ class Problem:
             raise ProblemError(f"no trial named '{trial}'; trials: {', '.join(names)}")
         return names.index(trial)
 
+    def signal_names(self) -> list[str]:
+        """Model signals plus the errors-in-variables inputs (the names a fit may use)."""
+        return self.model.signal_names() + list(self.input_noise)
+
     def fitted_signals(self, trial: int) -> list[str]:
         """Signals fitted in trial ``trial``, in model order."""
         t = self.trials[trial]
-        return [s for s in self.model.signal_names() if s in self.fit and s in t]
+        return [s for s in self.signal_names() if s in self.fit and s in t]
 
     @property
     def num_observations(self) -> int:
@@ -220,8 +245,9 @@ class Problem:
         t = self.trials[trial]
         out: dict[str, np.ndarray] = {}
         model = self.model
-        names = model.element_names("state") + model.element_names("free_input")
-        declared = np.concatenate([model.guesses("state"), model.guesses("free_input")])
+        names = model.element_names("state") + model.element_names("free_input") + list(self.input_noise)
+        declared = np.concatenate([model.guesses("state"), model.guesses("free_input"),
+                                   np.zeros(len(self.input_noise))])
         for name, g in zip(names, declared):
             if name in self._guesses:
                 v = self._guesses[name]
@@ -235,7 +261,7 @@ class Problem:
         for pos, vel in model.derivative_pairs():
             if pos in t and vel not in t and vel not in self._guesses:
                 out[vel] = np.interp(times, t.time, np.gradient(t[pos], t.time))
-        for name in names:
+        for name in names[: len(names) - len(self.input_noise)]:
             var = model.variable(name)
             i = var.element_names.index(name)
             out[name] = np.clip(out[name], var.lower[i], var.upper[i])

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
+from ._naming import function_name
 from .errors import ModelError
 from .model import Model
 
@@ -69,7 +70,7 @@ def explicit_rhs(model: Model) -> ca.Function:
         )
     b = ca.substitute(f, xdot, ca.DM.zeros(xdot.shape))
     rhs = ca.solve(M, -b)
-    return ca.Function(f"{model.name}_rhs", args, [rhs], [res.name_in(i) for i in range(1, res.n_in())], ["xdot"])
+    return ca.Function(function_name(f"{model.name}_rhs"), args, [rhs], [res.name_in(i) for i in range(1, res.n_in())], ["xdot"])
 
 
 def simulate(

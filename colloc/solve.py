@@ -320,9 +320,11 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
     pnames = layout.param_names
     parameters = dict(zip(pnames, params.tolist()))
     signals_fn = model.functions()["signals"]
-    signal_names = model.signal_names()
+    signal_names = problem.signal_names()
     known = model.element_names("known_input")
     n = layout.num_states
+    q = len(model.element_names("free_input"))
+    eiv = list(problem.input_noise)
 
     res_all = np.array(nlp.functions["res"](x, nlp.data)).ravel()
     fit_res_parts, trajectories, residuals, measurements = [], {}, {}, {}
@@ -330,8 +332,13 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
     for i, trial in enumerate(problem.trials):
         tn = layout.nodes[i]
         Z = trials_z[i]
-        U = np.stack([np.interp(tn, trial.time, trial[u]) for u in known]) if known else np.zeros((0, tn.size))
-        Y = np.array(signals_fn.map(tn.size)(Z[:n], Z[n:], U, params, tn[None, :]))
+        # known inputs at the nodes: measured, or estimated (errors-in-variables)
+        U = np.stack([
+            Z[n + q + eiv.index(u)] if u in eiv else np.interp(tn, trial.time, trial[u]) for u in known
+        ]) if known else np.zeros((0, tn.size))
+        R_free = Z[n : n + q]
+        Y = np.array(signals_fn.map(tn.size)(Z[:n], R_free, U, params, tn[None, :]))
+        Y = np.vstack([Y, Z[n + q :]])
         traj = pd.DataFrame(Y.T, columns=signal_names, index=pd.Index(tn, name="time"))
         trajectories[trial.name] = traj
         fitted = problem.fitted_signals(i)
@@ -347,11 +354,11 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
         if solver.simulate:
             sim = simulate(
                 model, Z[:n, 0], params, tn,
-                known_inputs=U.T, free_inputs=Z[n:].T,
+                known_inputs=U.T, free_inputs=R_free.T,
             )
             entry = {"status": sim.status, "message": sim.message, "nrmse": {}}
             if sim.success:
-                for s in fitted:
+                for s in (s for s in fitted if s in sim.signals):
                     ys = np.interp(trial.time, tn, sim.signals[s])
                     span = np.ptp(trial[s])
                     rms = float(np.sqrt(np.mean((ys - trial[s]) ** 2)))
@@ -376,6 +383,8 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
         info.update(residual_variance=c.residual_variance, dof=c.dof, covariance_message=c.message,
                     covariance_s=_time.perf_counter() - t0)
     units = {name: model.unit_of(name) for name in signal_names + pnames}
+    if eiv:
+        info["input_noise"] = dict(problem.input_noise)
     return Result(
         problem=problem.name,
         method=method.name,
