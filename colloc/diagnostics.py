@@ -87,8 +87,8 @@ def parameter_covariance(
     -----
     The top-left block of the inverse KKT matrix ``[[JᵀJ, Aᵀ], [A, 0]]`` equals
     ``Z (Zᵀ JᵀJ Z)⁻¹ Zᵀ`` with ``Z`` a null-space basis of ``A``, the linearised
-    constraints.  One sparse LU factorisation and one solve per parameter give the
-    parameter block without forming ``Z``.
+    constraints.  One sparse LDLᵀ factorisation (CasADi's ``ldl``, fill-reducing ordering)
+    and one solve per parameter give the parameter block without forming ``Z``.
     """
     J = _to_scipy(jac_res)
     A = _to_scipy(jac_g)[np.flatnonzero(equality), :]
@@ -106,16 +106,27 @@ def parameter_covariance(
             f"no residual degrees of freedom ({num_fit_residuals} observations, {free_dirs} free "
             "directions): covariance uses the fit weights as exact 1/σ²"
         )
+    # quasi-definite regularisation: an LDLᵀ factorisation exists for any ordering, and
+    # the O(eps) perturbation is far below the statistical precision of the result
     H = (J.T @ J).tocsc()
-    K = sps.bmat([[H, A.T], [A, None]], format="csc")
+    eps = 1e-13 * max(1.0, float(abs(H).max()) if H.nnz else 1.0)
+    K = sps.bmat([[H + eps * sps.eye(nx), A.T], [A, -eps * sps.eye(na) if na else None]], format="csc")
+    K.sort_indices()
     rhs = np.zeros((nx + na, npar))
     rhs[param_index, np.arange(npar)] = 1.0
     try:
-        lu = spla.splu(K, permc_spec="COLAMD")
-        sol = lu.solve(rhs)
-    except (RuntimeError, ValueError) as exc:
+        Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
+        solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
+        solver.sfact(Kc)
+        solver.nfact(Kc)
+        sol = np.array(solver.solve(Kc, ca.DM(rhs)))
+        if not np.all(np.isfinite(sol)) or np.linalg.norm(K @ sol - rhs) > 1e-6 * max(1.0, np.linalg.norm(sol)):
+            # an unstable pivot sequence: fall back to LU with partial pivoting
+            sol = spla.splu(K, permc_spec="COLAMD").solve(rhs)
+    except RuntimeError as exc:
         nan = np.full((npar, npar), np.nan)
-        return Covariance(nan, s2, dof, f"KKT matrix is singular ({exc}); parameters not identifiable")
+        msg = str(exc).splitlines()[-1][:120]
+        return Covariance(nan, s2, dof, f"KKT factorisation failed ({msg}); parameters not identifiable")
     C = sol[param_index, :]
     C = 0.5 * (C + C.T)
     if not np.all(np.isfinite(C)) or np.any(np.diag(C) < -1e-12 * np.abs(C).max()):

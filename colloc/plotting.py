@@ -47,14 +47,16 @@ def _label(result, signal: str) -> str:
     return f"{signal} ({unit})" if unit else signal
 
 
-def plot_fit(result, trial=None, *, path=None):
-    """Measured vs identified trajectories: one row per fitted signal, one column per trial.
+def plot_fit(result, trial=None, *, signals=None, path=None):
+    """Measured vs identified trajectories: one row per signal, one column per trial.
 
     Parameters
     ----------
     result : Result
     trial : str or int, optional
         One trial (default: all).
+    signals : list of str, optional
+        Signals to show (default: every fitted signal).
     path : path-like, optional
         Write the figure as PNG there.
 
@@ -65,7 +67,13 @@ def plot_fit(result, trial=None, *, path=None):
     from matplotlib.figure import Figure
 
     trials = _trial_names(result, trial)
-    signals = list(dict.fromkeys(s for t in trials for s in result.measurements[t].columns))
+    if signals is None:
+        signals = list(dict.fromkeys(s for t in trials for s in result.measurements[t].columns))
+    else:
+        known = set().union(*(result.trajectories[t].columns for t in trials))
+        missing = [s for s in signals if s not in known]
+        if missing:
+            raise KeyError(f"plot_fit: no signal(s) {', '.join(missing)}; available: {', '.join(sorted(known))}")
     fig = Figure(figsize=(4.2 + 3.8 * len(trials), 1.0 + 2.1 * len(signals)), layout="constrained")
     axes = np.atleast_2d(fig.subplots(len(signals), len(trials), sharex="col", squeeze=False))
     for c, t in enumerate(trials):

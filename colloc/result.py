@@ -152,6 +152,28 @@ class Result:
         cols = [c for c in ("true", "identified", "error_%", "std_error") if c in table.columns]
         return table[cols]
 
+    def format_table(self, truth: dict[str, float] | None = None) -> str:
+        """Parameter table as text: name, (true,) identified, (% error,) standard error."""
+        se = self.standard_errors or {}
+        head = f"{'parameter':<10}" + (f"{'true':>12}" if truth else "") + f"{'identified':>14}"
+        head += (f"{'error':>10}" if truth else "") + f"{'std error':>12}"
+        lines = [head]
+        for name, value in self.parameters.items():
+            line = f"{name:<10}"
+            if truth:
+                line += f"{truth.get(name, float('nan')):>12.6g}"
+            line += f"{value:>14.6g}"
+            if truth:
+                t = truth.get(name, float("nan"))
+                line += f"{100 * (value - t) / t:>+9.2f}%" if t else f"{'':>10}"
+            line += f"{se.get(name, float('nan')):>12.4g}"
+            lines.append(line)
+        if truth:
+            errs = [abs(self.parameters[k] / truth[k] - 1) * 100 for k in self.parameters if truth.get(k)]
+            if errs:
+                lines.append(f"|error|: mean {np.mean(errs):.2f}%, max {np.max(errs):.2f}%")
+        return "\n".join(lines)
+
     def summary(self, truth: dict[str, float] | None = None) -> str:
         """A human-readable report: status, timings, parameter table, simulation check."""
         lines = [
@@ -161,7 +183,7 @@ class Result:
             f"solve {self.timings.get('solve_s', float('nan')):.2f} s · "
             f"total {self.timings.get('total_s', float('nan')):.2f} s",
             "",
-            self.parameter_table(truth).to_string(float_format=lambda v: f"{v:.6g}"),
+            self.format_table(truth),
         ]
         if self.simulation:
             lines.append("")
@@ -256,14 +278,14 @@ class Result:
         )
 
     # ---- plots --------------------------------------------------------------------------
-    def plot_fit(self, trial: str | int | None = None, *, path=None):
-        """Measured vs identified trajectories, one panel per fitted signal.
+    def plot_fit(self, trial: str | int | None = None, *, signals=None, path=None):
+        """Measured vs identified trajectories, one panel per signal.
 
         See :func:`colloc.plotting.plot_fit`.
         """
         from .plotting import plot_fit
 
-        return plot_fit(self, trial=trial, path=path)
+        return plot_fit(self, trial=trial, signals=signals, path=path)
 
     def plot_residuals(self, trial: str | int | None = None, *, path=None):
         """Residuals (model − measurement) per fitted signal. See :mod:`colloc.plotting`."""

@@ -151,17 +151,27 @@ def test_problems_lists_the_registry(capsys):
 
 @pytest.mark.skipif(shutil.which("colloc") is None, reason="console script not installed")
 def test_console_script_demo_runs_headless(tmp_path):
-    """The README's main job, through the installed `colloc` command, in a fresh process."""
+    """The README's main job, through the installed `colloc` command, in a fresh process:
+    the two-link gains from the shipped seed-case data, table and figure."""
     env = dict(os.environ, MPLBACKEND="Agg")
     env.pop("DISPLAY", None)
     proc = subprocess.run(["colloc", "demo", "--out", str(tmp_path / "demo")], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert re.search(r"^p\s+10\s+\d+\.\d+", proc.stdout, re.M), proc.stdout
+    for name, true in (("k_00", 950), ("k_13", 26)):
+        assert re.search(rf"^{name}\s+{true}\s+\d+\.?\d*\s+[+-]\d+\.\d+%\s+\d", proc.stdout, re.M), proc.stdout
     figure = re.search(r"figure written to (\S+\.png)", proc.stdout).group(1)
     assert Path(figure).stat().st_size > 10_000
-    doc = json.loads((tmp_path / "demo" / "pendulum_result.json").read_text())
-    assert abs(doc["parameters"]["p"] - 10) < 3 * doc["standard_errors"]["p"] + 0.01
+    doc = json.loads((tmp_path / "demo" / "two_link_result.json").read_text())
+    assert set(doc["parameters"]) == {f"k_{i}{j}" for i in range(2) for j in range(4)}
+    assert abs(doc["parameters"]["k_00"] / 950 - 1) < 0.1
+
+
+def test_demo_of_another_problem(capsys, tmp_path):
+    code, out, _ = run(capsys, "demo", "--problem", "pendulum", "--out", tmp_path)
+    assert code == 0
+    assert re.search(r"^p\s+10\s+\d+\.\d+\s+[+-]\d", out, re.M), out
+    assert (tmp_path / "pendulum_fit.png").stat().st_size > 10_000
 
 
 def test_readme_quick_start_matches_ci():
