@@ -1,0 +1,115 @@
+"""Two-link standing balance (Moore & van den Bogert 2015): generator, recovery, trials."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import colloc as co
+from problems import two_link as tl
+
+
+def reference_rhs(t, x, K, acc):
+    """CONTRACTS §2 equations typed from the contract text, in numpy (independent of the model)."""
+    b = tl.BODY
+    lL, dL, dT, mL, mT, IL, IT, g = (b[k] for k in ("l_L", "d_L", "d_T", "m_L", "m_T", "I_L", "I_T", "g"))
+    qa, qh, wa, wh = x
+    a = acc(t)
+    Ta, Th = -(K @ x)
+    M = np.array([
+        [IL + IT + dL**2 * mL + mT * (dT**2 + 2 * dT * lL * np.cos(qh) + lL**2), IT + dT * mT * (dT + lL * np.cos(qh))],
+        [IT + dT * mT * (dT + lL * np.cos(qh)), IT + dT**2 * mT],
+    ])
+    F = np.array([
+        Ta + a * dL * mL * np.cos(qa) + a * dT * mT * np.cos(qa + qh) + a * lL * mT * np.cos(qa)
+        + dL * g * mL * np.sin(qa) + dT * g * mT * np.sin(qa + qh)
+        + 2 * dT * lL * mT * wa * wh * np.sin(qh) + dT * lL * mT * wh**2 * np.sin(qh) + g * lL * mT * np.sin(qa),
+        Th + a * dT * mT * np.cos(qa + qh) + dT * g * mT * np.sin(qa + qh) - dT * lL * mT * wa**2 * np.sin(qh),
+    ])
+    return np.concatenate([[wa, wh], np.linalg.solve(M, F)])
+
+
+def test_generator_matches_an_independent_integration():
+    noisy, clean = tl.simulate_trial(duration=8.0, seed=3, return_clean=True)
+    acc, _ = tl.excitation(3)
+    ref = solve_ivp(reference_rhs, (0, 8.0), np.zeros(4), t_eval=clean.time, args=(tl.K_TRUE, acc),
+                    method="DOP853", rtol=1e-12, atol=1e-12)
+    for i, name in enumerate(tl.STATE_NAMES):
+        scale = np.ptp(ref.y[i])
+        np.testing.assert_allclose(clean[name], ref.y[i], atol=1e-7 * scale, err_msg=name)
+    np.testing.assert_allclose(clean["platform_acc"], acc(clean.time), rtol=0, atol=1e-12)
+
+
+def test_excitation_is_the_contract_sum_of_sines():
+    acc, _ = tl.excitation(0)
+    t = np.linspace(0, 240, 24001)  # one full period of the lowest harmonic spacing
+    spectrum = np.abs(np.fft.rfft(acc(t[:-1]))) / (t.size - 1) * 2
+    freqs = np.fft.rfftfreq(t.size - 1, d=t[1] - t[0]) * 240  # harmonic numbers
+    peaks = np.sort(freqs[np.argsort(spectrum)[-12:]].round().astype(int))
+    assert tuple(peaks) == tl.HARMONICS
+    omega = 2 * np.pi * np.array(tl.HARMONICS) / 240
+    np.testing.assert_allclose(np.sort(spectrum)[-12:], np.sort(0.01 * omega**2), rtol=1e-6)
+
+
+def test_noise_has_the_declared_standard_deviations():
+    noisy, clean = tl.simulate_trial(seed=5, return_clean=True)
+    sigma = {"theta_a": tl.SIGMA_THETA, "theta_h": tl.SIGMA_THETA, "omega_a": tl.SIGMA_OMEGA,
+             "omega_h": tl.SIGMA_OMEGA, "platform_acc": tl.SIGMA_ACC}
+    for name, s in sigma.items():
+        e = noisy[name] - clean[name]
+        # 6001 samples: the sample std is within 5 % (≈ 5.5 standard deviations of its estimate)
+        assert abs(np.std(e) / s - 1) < 0.05, name
+        assert abs(np.mean(e)) < 5 * s / np.sqrt(e.size), name
+    other = tl.simulate_trial(seed=6)
+    assert not np.allclose(other["theta_a"], noisy["theta_a"])
+    np.testing.assert_array_equal(tl.simulate_trial(seed=5)["theta_a"], noisy["theta_a"])
+
+
+def test_clean_data_recovers_K_to_1e_4():
+    """Noise-free data sampled at 2 kHz (the midpoint error is O(h²)), input treated as exact."""
+    trial = tl.simulate_trial(duration=10.0, rate=2000.0, noise=False, seed=1)
+    result = co.solve(tl.problem(trial, errors_in_variables=False), co.Midpoint(),
+                      solver=co.Ipopt(simulate=False, standard_errors=False))
+    for name, true in tl.TRUE.items():
+        assert result.parameters[name] == pytest.approx(true, rel=1e-4), name
+
+
+def test_two_trials_share_K_and_keep_their_states():
+    a = tl.simulate_trial(duration=20.0, seed=11, name="a.csv")
+    b = tl.simulate_trial(duration=20.0, seed=12, name="b.csv")
+    result = co.solve(tl.problem([a, b]), co.Midpoint(), solver=co.Ipopt(simulate=False))
+    assert result.success and result.trials == ["a.csv", "b.csv"]
+    assert set(result.parameters) == set(tl.TRUE)
+    for name in ("a.csv", "b.csv"):
+        traj = result.trajectories[name]
+        assert list(traj.columns) == [*tl.STATE_NAMES, "platform_acc"]
+    # different excitations give different identified motions
+    assert np.max(np.abs(result.trajectories["a.csv"]["theta_a"].to_numpy()
+                         - result.trajectories["b.csv"]["theta_a"].to_numpy())) > 0.01
+    errors = [abs(result.parameters[k] / v - 1) for k, v in tl.TRUE.items()]
+    assert np.mean(errors) < 0.10
+
+
+def test_errors_in_variables_removes_the_input_noise_bias():
+    trial = tl.simulate_trial(seed=0)
+    solver = co.Ipopt(simulate=False, standard_errors=False)
+    eiv = co.solve(tl.problem(trial), co.Midpoint(), solver=solver)
+    exact = co.solve(tl.problem(trial, errors_in_variables=False), co.Midpoint(), solver=solver)
+
+    def errs(r):
+        return np.array([abs(r.parameters[k] / v - 1) for k, v in tl.TRUE.items()])
+
+    assert errs(eiv).mean() < 0.10 and errs(eiv).max() < 0.25
+    assert errs(exact).max() > 0.5  # the input noise biases the exact-input formulation badly
+    assert eiv.iterations <= 11
+    # the acceleration is an estimated trajectory, fitted to its measurement
+    assert "platform_acc" in eiv.residuals[trial.name].columns
+    assert eiv.info["input_noise"] == {"platform_acc": tl.SIGMA_ACC}
+
+
+def test_body_overrides_are_checked():
+    with pytest.raises(co.ModelError, match=r"unknown parameter\(s\) mass; known: l_L"):
+        tl.model({"mass": 70.0})
+    m = tl.model({"m_T": 60.0})
+    assert m.element_names("parameter") == list(tl.TRUE)
