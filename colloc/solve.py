@@ -362,7 +362,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
                     ys = np.interp(trial.time, tn, sim.signals[s])
                     span = np.ptp(trial[s])
                     rms = float(np.sqrt(np.mean((ys - trial[s]) ** 2)))
-                    entry["nrmse"][s] = rms / span if span > 0 else np.nan
+                    entry["nrmse"][s] = float(rms / span) if span > 0 else float("nan")
             simulation[trial.name] = entry
 
     objective = float(nlp.functions["f"](x, nlp.data)) / nlp.objective_scale
