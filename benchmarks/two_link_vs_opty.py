@@ -1,4 +1,3 @@
-#!/usr/bin/env python
 """Two-link standing balance: colloc against opty on identical data, in one command.
 
 The seed case of CONTRACTS §2 (`two-link`): 60 s at 100 Hz of noisy states and platform
@@ -10,7 +9,8 @@ peak memory (``ru_maxrss``) is its own:
 * ``opty``: opty's midpoint transcription of the implicit equations of motion written here
   in SymPy, with the torque −(S∘K̃)·x (S = 100 by default) so that the unknowns K̃ are O(1)
   (opty does not converge with raw gains); objective Σ h·w·(x_m − x)² over the four states
-  (w = 1/σ²); IPOPT with its L-BFGS Hessian (opty supplies no Hessian); initial guess:
+  (w = 1, or 1/σ² with ``--opty-weights sigma``); IPOPT with its L-BFGS Hessian (opty
+  supplies no Hessian), tol 1e-8; initial guess:
   measured states, zero gains. Reported K = S∘K̃. Build = the ``opty.Problem`` construction
   (code generation + C compilation), solve = ``Problem.solve``.
 * ``colloc`` twice: the platform acceleration taken as exact
@@ -33,7 +33,7 @@ first are solved without standard errors and simulation check (accuracy only: th
 iterations and the build/solve timings do not depend on that).
 
 The script exits 0 when every tool ran (whether or not the issue's targets were met: they
-are printed and stored in the JSON), 1 when a worker process failed, 2 on bad usage. If opty
+are printed as PASS/FAIL and stored in the JSON), 1 when a worker process failed, 2 on bad usage. If opty
 is not importable, it prints ``opty not installed`` and runs colloc alone.
 """
 
@@ -80,13 +80,27 @@ def _peak_rss_mib() -> float:
     return peak / 1024.0**2 if sys.platform == "darwin" else peak / 1024.0
 
 
+def _json_safe(value):
+    """The document with non-finite floats as null (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
 def _write_json_atomic(path: Path, document) -> None:
     path = Path(path)
+    document = _json_safe(document)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(document, handle, indent=2, allow_nan=True)
+            json.dump(document, handle, indent=2, allow_nan=False)
             handle.write("\n")
             handle.flush()
             os.fsync(handle.fileno())
@@ -242,12 +256,13 @@ def _opty_worker(job: dict) -> dict:
             peak_seed = _peak_rss_mib()
     return {
         "tool": "opty", "runs": runs, "build_s": build_s, "eom_s": eom_s,
-        "peak_rss_mib": peak_seed, "peak_rss_mib_all": _peak_rss_mib(),
+        "peak_rss_mib": peak_seed, "peak_rss_mib_build_solve": peak_seed, "peak_rss_mib_all": _peak_rss_mib(),
         "num_free": int(prob.num_free), "num_constraints": int(prob.num_constraints),
         "versions": {"opty": opty.__version__, "cyipopt": cyipopt.__version__, "sympy": sympy.__version__},
         "settings": {"integration_method": "midpoint", "scale": scale,
                      "hessian_approximation": "limited-memory", "tol": 1e-8,
-                     "objective": "sum h*w*(x_m - x)^2, w = 1/sigma^2", "guess": "measured states, zero gains"},
+                     "objective": "sum h*w*(x_m - x)^2", "weights": weights_by_state,
+                     "guess": "measured states, zero gains"},
     }
 
 
@@ -269,8 +284,13 @@ def _colloc_worker(job: dict) -> dict:
         setup_s = time.perf_counter() - t_setup
         # the seed case with colloc's defaults; further realizations for accuracy only
         solver = co.Ipopt() if i == 0 else co.Ipopt(standard_errors=False, simulate=False)
+        peak_solve = [0.0]
+
+        def progress(_info, peak_solve=peak_solve):  # peak RSS up to the last IPOPT iteration
+            peak_solve[0] = _peak_rss_mib()
+
         t_wall = time.perf_counter()
-        result = co.solve(problem, co.Midpoint(), solver=solver, throw=False)
+        result = co.solve(problem, co.Midpoint(), solver=solver, progress=progress, throw=False)
         wall_s = time.perf_counter() - t_wall
         timings = dict(result.timings)
         runs.append({
@@ -286,7 +306,9 @@ def _colloc_worker(job: dict) -> dict:
         })
         if i == 0:
             peak_seed = _peak_rss_mib()
+            peak_seed_solve = peak_solve[0]
     return {"tool": "colloc-eiv" if eiv else "colloc-exact", "runs": runs, "peak_rss_mib": peak_seed,
+            "peak_rss_mib_build_solve": peak_seed_solve,
             "peak_rss_mib_all": _peak_rss_mib(), "versions": versions(),
             "settings": {"method": "midpoint", "errors_in_variables": eiv, "hessian": "exact",
                          "tol": co.Ipopt().tol}}
@@ -328,7 +350,7 @@ def _run_worker(tool: str, job: dict, workdir: Path, verbose: bool) -> tuple[dic
     job_path = workdir / f"{tool}.job.json"
     job_path.write_text(json.dumps(job), encoding="utf-8")
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(job_path)]
-    proc = subprocess.run(cmd, cwd=str(ROOT), capture_output=not verbose, text=True)
+    proc = subprocess.run(cmd, cwd=str(ROOT), capture_output=not verbose, text=True, check=False)
     if proc.returncode != 0 or not Path(job["result"]).exists():
         tail = "" if verbose else (proc.stderr or proc.stdout or "")[-3000:]
         return None, f"worker {tool} exited {proc.returncode}\n{tail}"
@@ -338,10 +360,15 @@ def _run_worker(tool: str, job: dict, workdir: Path, verbose: bool) -> tuple[dic
 def _row(worker: dict, k_true: dict[str, float]) -> dict:
     run = worker["runs"][0]
     errors = _k_errors(run["k"], k_true)
+    label = VARIANTS[worker["tool"]]
+    if worker["tool"] == "opty":
+        label = f"opty midpoint, gains ×{worker['settings']['scale']:g} (L-BFGS)"
     row = {
-        "tool": worker["tool"], "label": VARIANTS[worker["tool"]], "case": "seed",
+        "tool": worker["tool"], "label": label, "case": "seed",
         "build_s": run["build_s"], "solve_s": run["solve_s"], "total_s": run["build_s"] + run["solve_s"],
         "iterations": run["iterations"], "peak_rss_mib": worker["peak_rss_mib"],
+        "peak_rss_mib_build_solve": worker.get("peak_rss_mib_build_solve"),
+        "load_average": worker.get("load_average"),
         "max_abs_k_error_pct": max(errors.values()), "mean_abs_k_error_pct": float(np.mean(list(errors.values()))),
         "k": run["k"], "k_error_pct": errors, "status": run["status"], "success": run["success"],
         "objective": run["objective"],
@@ -377,7 +404,8 @@ def _print_table(rows: list[dict], ratios: list[dict], header: str) -> None:
     post = [r for r in rows if r.get("postprocess_s") is not None]
     for r in post:
         print(f"  {r['label']}: colloc.solve wall time {r['wall_s']:.2f} s = build + solve + "
-              f"{r['postprocess_s']:.2f} s post-processing (standard errors, simulation check; not in 'total')")
+              f"{r['postprocess_s']:.2f} s post-processing (standard errors, simulation check; not in 'total'); "
+              f"peak {_fmt(r['peak_rss_mib_build_solve'], '.0f')} MiB up to the end of IPOPT")
     if any("eom_s" in r for r in rows):
         r = next(r for r in rows if "eom_s" in r)
         print(f"  opty: SymPy equations of motion {r['eom_s']:.2f} s (not in 'build')")
@@ -406,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the seed case (default 0)")
     parser.add_argument("--duration", type=float, help="record length in s (default 60, 5 with --quick)")
     parser.add_argument("--scale", type=float, default=100.0, help="opty's fixed gain scale S (default 100)")
+    parser.add_argument("--opty-weights", choices=("unit", "sigma"), default="unit",
+                        help="opty's objective weights: 1 for every state (default) or 1/σ² as colloc's fit")
     parser.add_argument("--no-opty", action="store_true", help="run colloc alone")
     parser.add_argument("--verbose", action="store_true", help="show the workers' output and IPOPT's tables")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -426,7 +456,7 @@ def main(argv: list[str] | None = None) -> int:
         print("opty skipped (--no-opty)")
     else:
         try:
-            import opty  # noqa: F401  (only to know whether it is there; the worker uses it)
+            import opty  # only to know whether it is there (and its version); the worker uses it
             opty_version = opty.__version__
         except ImportError as exc:
             print(f"opty not installed ({exc}); running colloc alone")
@@ -435,7 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict = {
         "benchmark": "two_link_vs_opty",
         "config": {"duration_s": duration, "rate_hz": 100.0, "seeds": seeds, "seed_case": args.seed,
-                   "quick": args.quick, "opty_scale": args.scale, "command": [Path(sys.argv[0]).name, *sys.argv[1:]]},
+                   "quick": args.quick, "opty_scale": args.scale,
+                   "opty_weights": args.opty_weights, "command": [Path(sys.argv[0]).name, *sys.argv[1:]]},
         "versions": {**versions(), "opty": opty_version},
         "machine": _machine(), "k_true": k_true,
         "opty": "installed" if opty_version else ("skipped" if args.no_opty else "not installed"),
@@ -449,14 +480,15 @@ def main(argv: list[str] | None = None) -> int:
             path = workdir / f"two_link_seed{s}.csv"
             tl.simulate_trial(seed=s, duration=duration, name=path.name).to_csv(path)
             files.append(str(path))
-        n_samples = int(round(duration * 100.0)) + 1
+        n_samples = round(duration * 100.0) + 1
         print(f"data: {len(files)} trial(s) of {duration:g} s at 100 Hz ({n_samples} samples), seeds "
               f"{seeds[0]}…{seeds[-1]}, simulated in {time.perf_counter() - t_data:.1f} s; "
               f"every tool reads the same CSV files")
         job = {
             "data": files, "scale": args.scale, "body": dict(tl.BODY),
-            "weights": {"theta_a": tl.SIGMA_THETA**-2, "theta_h": tl.SIGMA_THETA**-2,
-                        "omega_a": tl.SIGMA_OMEGA**-2, "omega_h": tl.SIGMA_OMEGA**-2},
+            "weights": ({"theta_a": tl.SIGMA_THETA**-2, "theta_h": tl.SIGMA_THETA**-2,
+                         "omega_a": tl.SIGMA_OMEGA**-2, "omega_h": tl.SIGMA_OMEGA**-2}
+                        if args.opty_weights == "sigma" else dict.fromkeys(STATES, 1.0)),
             "print_level": 5 if args.verbose else 0,
         }
         tools = (["opty"] if opty_version else []) + ["colloc-exact", "colloc-eiv"]
@@ -464,16 +496,19 @@ def main(argv: list[str] | None = None) -> int:
         for tool in tools:
             extra = {"errors_in_variables": tool == "colloc-eiv"}
             t_w = time.perf_counter()
+            load_before = os.getloadavg()[0]
             out, err = _run_worker(tool, {**job, **extra}, workdir, args.verbose)
             if out is None:
                 failures.append(err)
                 print(f"FAILED: {err}", file=sys.stderr)
                 continue
             out["process_wall_s"] = time.perf_counter() - t_w
+            out["load_average"] = {"before": load_before, "after": os.getloadavg()[0]}
             workers[tool] = out
             doc["versions"].update({k: v for k, v in out["versions"].items() if k not in doc["versions"]
                                     or doc["versions"][k] is None})
-            print(f"  {tool}: done in {out['process_wall_s']:.1f} s")
+            print(f"  {tool}: done in {out['process_wall_s']:.1f} s (1-min load average "
+                  f"{load_before:.2f} before, {out['load_average']['after']:.2f} after)")
 
     rows = [_row(workers[t], k_true) for t in tools if t in workers]
     ratios = []
@@ -521,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
             if tool == "opty":
                 entry["problem_reused"] = True
             real["tools"][tool] = entry
-            print(f"  {VARIANTS[tool]:40s} mean |ΔK| {entry['mean_abs_k_error_pct']:6.2f} % "
+            print(f"  {next(r['label'] for r in rows if r['tool'] == tool):40s} mean |ΔK| {entry['mean_abs_k_error_pct']:6.2f} % "
                   f"(sd of per-trial means {entry['std_of_means_pct']:.2f}), worst gain "
                   f"{entry['worst_max_abs_k_error_pct']:.1f} %, mean iterations {entry['mean_iterations']:.1f}, "
                   f"mean solve {entry['mean_solve_s']:.2f} s, failures {entry['failures']}")
@@ -553,7 +588,7 @@ def main(argv: list[str] | None = None) -> int:
     doc["targets_note"] = note
     print("\ntargets (issue):" + (f" {note}" if note else ""))
     for k, v in targets.items():
-        print(f"  {k:45s} {'—' if v is None else ('met' if v else 'MISSED')}")
+        print(f"  {k:45s} {'—' if v is None else ('PASS' if v else 'FAIL')}")
     if failures:
         doc["failures"] = failures
     if args.out:

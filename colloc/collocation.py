@@ -87,6 +87,13 @@ class Layout:
         return f"{self.z_names[e]} of trial '{self.trial_names[t]}' at node {k} (t = {self.nodes[t][k]:.6g} s)"
 
 
+def _scaled(v: ca.SX, start: int, scale: np.ndarray) -> ca.SX:
+    """``v[start:start+len(scale)] * scale`` as a column (empty-safe)."""
+    if len(scale) == 0:
+        return ca.SX(0, 1)
+    return v[start : start + len(scale)] * ca.DM(scale)
+
+
 class _Split:
     """Split a node vector ``z = [x; r; û]`` and merge estimated inputs ``û`` into ``u``."""
 
@@ -117,7 +124,7 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     d = ca.SX.sym("d", 2 * ns + 2)
     z0 = v[:nz] * sz
     z1 = v[nz : 2 * nz] * sz
-    p = v[2 * nz :] * sp
+    p = _scaled(v, 2 * nz, sp)
     t0, h = d[2 * ns], d[2 * ns + 1]
     x0, r0, u0 = split(z0, d[:ns])
     x1, r1, u1 = split(z1, d[ns : 2 * ns])
@@ -126,27 +133,50 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     return ca.Function("dynamics", [v, d], [ca.SX(0, 1), ca.SX(0), con])
 
 
-def _interp_function(problem: Problem, name: str, sz, sp, body):
-    """A factory of block functions on ``[z_j, z_{j+1}, p]`` evaluated at θ between nodes.
+def _interp_function(problem: Problem, name: str, sz, sp, body, *, node: bool = False):
+    """A factory of block functions evaluated at a node or between two nodes.
 
-    ``body(z, u, p, t, extra) -> (res, obj, con)``; the returned ``make(num_extra)`` builds
-    the Function whose data are ``[θ, t, u (s), extra (num_extra)]``.
+    ``body(z, u, p, t, extra) -> (res, obj, con)``.  With ``node=True`` the local variables
+    are ``[z_k, p]`` and the data ``[t, u (s), extra]``; otherwise ``[z_j, z_{j+1}, p]`` and
+    ``[θ, t, u (s), extra]``, the node values being interpolated linearly at θ.  The
+    returned ``make(num_extra)`` builds the Function.
     """
     model = problem.model
     nz, npar = len(sz), len(sp)
     ns = len(model.element_names("known_input"))
-    v = ca.SX.sym("v", 2 * nz + npar)
+    width = nz if node else 2 * nz
+    v = ca.SX.sym("v", width + npar)
+    lead = 1 if node else 2
 
     def make(num_extra: int):
-        d = ca.SX.sym("d", 2 + ns + num_extra)
-        theta, t = d[0], d[1]
-        z = ((1 - theta) * v[:nz] + theta * v[nz : 2 * nz]) * sz
-        p = v[2 * nz :] * sp
-        u = d[2 : 2 + ns]
-        res, obj, con = body(z, u, p, t, d[2 + ns :])
+        d = ca.SX.sym("d", lead + ns + num_extra)
+        if node:
+            t = d[0]
+            z = v[:nz] * sz
+        else:
+            theta, t = d[0], d[1]
+            z = ((1 - theta) * v[:nz] + theta * v[nz : 2 * nz]) * sz
+        p = _scaled(v, width, sp)
+        u = d[lead : lead + ns]
+        res, obj, con = body(z, u, p, t, d[lead + ns :])
         return ca.Function(function_name(name), [v, d], [ca.vec(ca.SX(res)), ca.SX(obj), ca.vec(ca.SX(con))])
 
     return make
+
+
+def _locate_index(zi: np.ndarray, p_index: np.ndarray, tn: np.ndarray, times: np.ndarray):
+    """Local-variable indices and leading data rows for values at ``times``.
+
+    Returns ``(node_mode, index, lead)``: when every time is a node, ``index`` holds
+    ``[z_k; p]`` and ``lead`` is ``[t]``; otherwise ``[z_j; z_{j+1}; p]`` and ``[θ; t]``.
+    """
+    j, theta = locate(tn, times)
+    at_node = (theta == 0.0) | (theta == 1.0)
+    pidx = np.repeat(p_index[:, None], times.size, axis=1)
+    if np.all(at_node):
+        k = j + (theta == 1.0)
+        return True, np.vstack([zi[:, k], pidx]), times[None, :]
+    return False, np.vstack([zi[:, j], zi[:, j + 1], pidx]), np.vstack([theta[None, :], times[None, :]])
 
 
 def transcribe(
@@ -253,7 +283,7 @@ def transcribe(
         # fit of measured signals at the sample times
         fitted = problem.fitted_signals(i)
         sel = [signal_names.index(s) for s in fitted]
-        j, theta = locate(tn, trial.time)
+        node_mode, idx, lead = _locate_index(zi, layout.p_index, tn, trial.time)
         u_samples = np.stack([trial[u] for u in known]) if known else np.zeros((0, trial.num_samples))
         meas = np.stack([trial[s] for s in fitted])
         sqrt_w = np.sqrt([problem.fit[s] for s in fitted])[:, None] * np.ones_like(meas)
@@ -262,17 +292,17 @@ def transcribe(
             y = sig_fn(z, u, p, t)[sel]
             return extra[nf:] * (y - extra[:nf]), 0, ca.SX(0, 1)
 
-        fit_fn = _interp_function(problem, "fit", sz, sp, fit_body)(2 * len(fitted))
-        idx = np.vstack([zi[:, j], zi[:, j + 1], np.repeat(layout.p_index[:, None], j.size, axis=1)])
+        fit_fn = _interp_function(problem, "fit", sz, sp, fit_body, node=node_mode)(2 * len(fitted))
+        count = trial.num_samples
         blocks.append(
             Block(
                 name="fit",
                 trial=i,
                 func=fit_fn,
                 index=idx,
-                data=np.vstack([theta[None, :], trial.time[None, :], u_samples, meas, sqrt_w]),
-                lower=np.zeros((0, j.size)),
-                upper=np.zeros((0, j.size)),
+                data=np.vstack([lead, u_samples, meas, sqrt_w]),
+                lower=np.zeros((0, count)),
+                upper=np.zeros((0, count)),
                 row_names=(),
                 instance_times=trial.time,
                 res_names=tuple(fitted),
@@ -280,26 +310,21 @@ def transcribe(
         )
 
         # node-wise extras: regularisation, objective terms, path constraints
-        node_theta = np.zeros(N - 1)
-        node_j = np.arange(N - 1)
-        # nodes 0..N-2 sit at θ=0 of their interval; the last node at θ=1 of the last one
-        node_j = np.append(node_j, N - 2)
-        node_theta = np.append(node_theta, 1.0)
-        nidx = np.vstack([zi[:, node_j], zi[:, node_j + 1], np.repeat(layout.p_index[:, None], N, axis=1)])
+        nidx = np.vstack([zi, np.repeat(layout.p_index[:, None], N, axis=1)])
         qw = trapezoid_weights(tn)
         for term in regs:
             def reg_body(z, u, p, t, extra, expr=term.expr):
                 val = _substitute(problem, expr, z, u, p, t)
                 return extra[0] * val, 0, ca.SX(0, 1)
 
-            fn = _interp_function(problem, f"regularization:{term.name}", sz, sp, reg_body)(1)
+            fn = _interp_function(problem, f"regularization:{term.name}", sz, sp, reg_body, node=True)(1)
             blocks.append(
                 Block(
                     name=f"regularization:{term.name}",
                     trial=i,
                     func=fn,
                     index=nidx,
-                    data=np.vstack([node_theta, tn, u_nodes, np.sqrt(term.weight * qw)[None, :]]),
+                    data=np.vstack([tn, u_nodes, np.sqrt(term.weight * qw)[None, :]]),
                     lower=np.zeros((0, N)),
                     upper=np.zeros((0, N)),
                     row_names=(),
@@ -311,7 +336,7 @@ def transcribe(
             def obj_body(z, u, p, t, extra, expr=term.expr):
                 return ca.SX(0, 1), extra[0] * _substitute(problem, expr, z, u, p, t), ca.SX(0, 1)
 
-            fn = _interp_function(problem, f"objective:{term.name}", sz, sp, obj_body)(1)
+            fn = _interp_function(problem, f"objective:{term.name}", sz, sp, obj_body, node=True)(1)
             w = qw if term.integral else np.ones(N)
             blocks.append(
                 Block(
@@ -319,7 +344,7 @@ def transcribe(
                     trial=i,
                     func=fn,
                     index=nidx,
-                    data=np.vstack([node_theta, tn, u_nodes, w[None, :]]),
+                    data=np.vstack([tn, u_nodes, w[None, :]]),
                     lower=np.zeros((0, N)),
                     upper=np.zeros((0, N)),
                     row_names=(),
@@ -330,7 +355,7 @@ def transcribe(
             def path_body(z, u, p, t, extra, expr=term.expr):
                 return ca.SX(0, 1), 0, _substitute(problem, expr, z, u, p, t)
 
-            fn = _interp_function(problem, f"path:{term.name}", sz, sp, path_body)(0)
+            fn = _interp_function(problem, f"path:{term.name}", sz, sp, path_body, node=True)(0)
             k = term.expr.numel()
             blocks.append(
                 Block(
@@ -338,7 +363,7 @@ def transcribe(
                     trial=i,
                     func=fn,
                     index=nidx,
-                    data=np.vstack([node_theta, tn, u_nodes]),
+                    data=np.vstack([tn, u_nodes]),
                     lower=np.repeat(term.lower[:, None], N, axis=1),
                     upper=np.repeat(term.upper[:, None], N, axis=1),
                     row_names=tuple(term.name if k == 1 else f"{term.name}_{e}" for e in range(k)),
@@ -348,21 +373,21 @@ def transcribe(
         for term in points:
             if term.trial is not None and term.trial != i:
                 continue
-            jj, th = locate(tn, np.array([term.time]))
+            node_mode, pt_index, pt_lead = _locate_index(zi, layout.p_index, tn, np.array([term.time]))
             u_pt = np.array([np.interp(term.time, trial.time, trial[u]) for u in known])
 
             def point_body(z, u, p, t, extra, expr=term.expr):
                 return ca.SX(0, 1), 0, _substitute(problem, expr, z, u, p, t)
 
-            fn = _interp_function(problem, f"point:{term.name}", sz, sp, point_body)(0)
+            fn = _interp_function(problem, f"point:{term.name}", sz, sp, point_body, node=node_mode)(0)
             k = term.expr.numel()
             blocks.append(
                 Block(
                     name=f"point:{term.name}",
                     trial=i,
                     func=fn,
-                    index=np.concatenate([zi[:, jj[0]], zi[:, jj[0] + 1], layout.p_index])[:, None],
-                    data=np.concatenate([th, [term.time], u_pt])[:, None],
+                    index=pt_index,
+                    data=np.vstack([pt_lead, u_pt[:, None]]),
                     lower=term.lower[:, None],
                     upper=term.upper[:, None],
                     row_names=tuple(term.name if k == 1 else f"{term.name}_{e}" for e in range(k)),
