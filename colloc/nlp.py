@@ -173,6 +173,8 @@ class NLP:
         The NLP minimises ``objective_scale · Σ (½‖res‖² + obj)``.
     parallel : int
         Map local functions over instances with this many threads (1 = serial).
+    residual_jacobian : bool
+        Also build ``jac_res`` (needed for standard errors only; costs memory).
 
     Attributes
     ----------
@@ -192,6 +194,7 @@ class NLP:
         hessian: HessianKind = "exact",
         objective_scale: float = 1.0,
         parallel: int = 1,
+        residual_jacobian: bool = True,
     ) -> None:
         self.num_variables = nx = int(num_variables)
         self.blocks = blocks
@@ -250,7 +253,7 @@ class NLP:
                 jac_rows.append((roff + inst[None, :] * m + lr[:, None]).ravel(order="F"))
                 jac_cols.append(b.index[lc, :].ravel(order="F"))
             # residual Jacobian (for covariance)
-            if loc.jres_sp.nnz():
+            if residual_jacobian and loc.jres_sp.nnz():
                 lr, lc = _triplets(loc.jres_sp)
                 jres_vals.append(ca.vec(loc.jres.map(n, *mode)(V, Dm)))
                 jres_rows.append((soff + inst[None, :] * nr + lr[:, None]).ravel(order="F"))
@@ -275,7 +278,7 @@ class NLP:
         grad = ca.densify(grad)
 
         jac = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
-        jres = self._sparse(res, nx, jres_rows, jres_cols, jres_vals)
+        jres = self._sparse(res, nx, jres_rows, jres_cols, jres_vals) if residual_jacobian else None
 
         self.x, self.p = x, p
         self.f, self.g = f, g
@@ -285,8 +288,9 @@ class NLP:
             "grad_f": ca.Function("nlp_grad_f", [x, p], [f, grad], ["x", "p"], ["f", "grad_f_x"]),
             "jac_g": ca.Function("nlp_jac_g", [x, p], [g, jac], ["x", "p"], ["g", "jac_g_x"]),
             "res": ca.Function("nlp_res", [x, p], [res_all], ["x", "p"], ["res"]),
-            "jac_res": ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"]),
         }
+        if residual_jacobian:
+            fns["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
         if hessian != "limited-memory":
             hess = self._sparse(nx, nx, hess_rows, hess_cols, hess_vals, sum_duplicates=True)
             fns["hess_lag"] = ca.Function(
@@ -318,6 +322,9 @@ class NLP:
     def solver(self, options: dict) -> ca.Function:
         """An IPOPT ``nlpsol`` using the precomputed derivative functions."""
         opts = dict(options)
+        # λ_p is never used: skip CasADi's reverse-mode "nlp_grad" of the whole graph
+        opts.setdefault("calc_lam_p", False)
+        opts.setdefault("no_nlp_grad", True)
         opts["grad_f"] = self.functions["grad_f"]
         opts["jac_g"] = self.functions["jac_g"]
         if "hess_lag" in self.functions:
