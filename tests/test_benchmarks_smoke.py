@@ -28,3 +28,32 @@ def test_pendulum_scaling_quick(tmp_path):
     assert report["exponent"] is not None
     assert {"platform", "cpu_count"} <= set(report["machine"])
     assert "casadi" in report["versions"]
+
+
+def test_two_link_bias_small(tmp_path):
+    out = tmp_path / "bias.json"
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/two_link_bias.py", "--realizations", "2", "--duration", "10",
+         "--out", str(out)],
+        check=False, cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    summary = report["summary"]
+    assert set(summary) == {"exact", "eiv"}
+    assert len(report["raw"]["eiv"]["estimates"]) == 2
+    assert summary["eiv"]["_all"]["mean_abs_error_pct"] < summary["exact"]["_all"]["mean_abs_error_pct"]
+    assert "coverage 95" not in proc.stdout and "cover95" in proc.stdout
+
+
+def test_two_link_scaling_small(tmp_path):
+    out = tmp_path / "scaling.json"
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/two_link_scaling.py", "--nodes", "501", "1001", "--out", str(out)],
+        check=False, cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert [r["nodes"] for r in report["rows"]] == [501, 1001]
+    assert all(r["success"] and r["peak_rss_mb"] > 0 for r in report["rows"])
+    assert report["exponent"] is not None
