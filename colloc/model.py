@@ -247,7 +247,17 @@ class Model:
     def known_input(
         self, name: str, shape: int | Sequence[int] = 1, *, unit: str = "", scale=1.0
     ) -> ca.SX:
-        """Declare a measured input; every trial must provide a column of this name."""
+        """Declare a measured input; every trial must provide a column of this name.
+
+        Parameters
+        ----------
+        name : str
+            Identifier and CSV column name.
+        shape : int or (rows, cols), optional
+        unit : str, optional
+        scale : float or array, optional
+            Nominal magnitude (used when the input is estimated as errors-in-variables).
+        """
         return self._declare("known_input", name, shape, unit, (-np.inf, np.inf), scale, 0.0)
 
     def free_input(
@@ -260,7 +270,20 @@ class Model:
         scale=1.0,
         guess=0.0,
     ) -> ca.SX:
-        """Declare an unknown input trajectory, estimated at every node of every trial."""
+        """Declare an unknown input trajectory, estimated at every node of every trial.
+
+        Parameters
+        ----------
+        name : str
+        shape : int or (rows, cols), optional
+        unit : str, optional
+        bounds : (lower, upper), optional
+            Path bounds at every node.
+        scale : float or array, optional
+            Nominal magnitude.
+        guess : float or array, optional
+            Initial guess where the data say nothing (see :meth:`Problem.set_guess`).
+        """
         return self._declare("free_input", name, shape, unit, bounds, scale, guess)
 
     def parameter(
@@ -277,11 +300,32 @@ class Model:
 
         A matrix parameter is one line: ``K = m.parameter("k", shape=(2, 4), scale=100.0)``
         gives elements ``k_00 … k_13`` (row-major) in results.
+
+        Parameters
+        ----------
+        name : str
+        shape : int or (rows, cols), optional
+        unit : str, optional
+        bounds : (lower, upper), optional
+            Scalars or per-element arrays; ``None`` means unbounded.
+        scale : float or array, optional
+            Nominal magnitude; the solver sees ``value / scale``.
+        guess : float or array, optional
+            Initial guess (clipped into the bounds).
         """
         return self._declare("parameter", name, shape, unit, bounds, scale, guess)
 
     def output(self, name: str, expr, *, unit: str = "") -> ca.SX:
-        """Declare a measurable output ``y = h(x, r, u, p, t)`` and return ``expr``."""
+        """Declare a measurable output ``y = h(x, r, u, p, t)`` and return ``expr``.
+
+        Parameters
+        ----------
+        name : str
+            Signal name (a trial column may carry it).
+        expr : casadi.SX
+            Scalar expression in the model's symbols (no derivatives).
+        unit : str, optional
+        """
         if not isinstance(name, str) or not name.isidentifier() or name == "time":
             raise ModelError(f"output name must be an identifier other than 'time', got {name!r}")
         if name in self._variables or name in self._element_owner or name in self._outputs:
