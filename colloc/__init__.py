@@ -6,6 +6,7 @@ The public API is re-exported here; everything else is internal.
 
 __version__ = "0.1.0"
 
+from .bootstrap import Bootstrap as Bootstrap, bootstrap as bootstrap  # noqa: E402
 from .errors import (  # noqa: E402
     CollocError as CollocError,
     CollocInputError as CollocInputError,
@@ -34,6 +35,7 @@ __all__ = [
     "AbstractMethod",
     "AbstractTranscription",
     "BackwardEuler",
+    "Bootstrap",
     "CollocError",
     "CollocInputError",
     "DataError",
@@ -51,6 +53,7 @@ __all__ = [
     "SolveFailed",
     "Trapezoidal",
     "Trial",
+    "bootstrap",
     "simulate",
     "solve",
 ]

@@ -7,7 +7,6 @@ Exit codes: 0 success; 1 the computation ran but did not succeed; 2 bad usage or
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 import warnings
@@ -17,7 +16,6 @@ from types import ModuleType
 
 from . import __version__
 from .errors import CollocInputError, ExtraColumnsWarning
-from .result import write_atomic
 from .solve import Ipopt, IterationInfo, solve
 from .transcriptions import BackwardEuler, Midpoint, Trapezoidal
 

@@ -208,6 +208,23 @@ class Problem:
             )
         self._guesses[name] = value
 
+    def with_trials(self, trials: Trial | Sequence[Trial]) -> "Problem":
+        """The same problem (model, weights, input noise, extra terms, guesses) on other trials.
+
+        Point constraints that name a trial by index keep that index.
+        """
+        eiv = set(self.input_noise)
+        copy = Problem(
+            self.model,
+            trials,
+            fit={k: v for k, v in self.fit.items() if k not in eiv},
+            name=self.name,
+            input_noise=self.input_noise or None,
+        )
+        copy.terms = list(self.terms)
+        copy._guesses = dict(self._guesses)
+        return copy
+
     # ---- queries ------------------------------------------------------------------------
     def trial_index(self, trial: int | str) -> int:
         """Position of a trial given by index or name."""

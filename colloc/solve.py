@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time as _time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import casadi as ca
@@ -256,7 +256,6 @@ def solve_collocation(
     solver = Ipopt() if solver is None else solver
     start = _time.perf_counter()
     layout, blocks, x0, lbx, ubx = transcribe(problem, method)
-    model = problem.model
     if guess:
         for name, value in guess.items():
             j = layout.param_names.index(name)
