@@ -158,12 +158,16 @@ def simulate(
     states[0] = x0
     # integrate in chunks so that a divergence is located and stops the run early
     chunk = 500
+    runners: dict[int, ca.Function] = {}  # one mapaccum per chunk length, built once
     xk = x0
     status, message = "ok", "integrated to the final time"
     for start in range(0, N - 1, chunk):
         stop = min(start + chunk, N - 1)
         try:
-            traj = np.array(step.mapaccum(stop - start)(xk, cols[:, start:stop]))
+            length = stop - start
+            if length not in runners:
+                runners[length] = step.mapaccum(length)
+            traj = np.array(runners[length](xk, cols[:, start:stop]))
         except RuntimeError as exc:
             status, message = "integrator_failed", (
                 f"CVODES failed between t = {time[start]:.6g} s and {time[stop]:.6g} s: "
