@@ -7,6 +7,14 @@ The public API is re-exported here; everything else is internal.
 __version__ = "0.1.0"
 
 from .bootstrap import Bootstrap as Bootstrap, bootstrap as bootstrap  # noqa: E402
+from .integrators import Cvodes as Cvodes, RungeKutta as RungeKutta  # noqa: E402
+from .optimizers import LBFGS as LBFGS, ReducedIpopt as ReducedIpopt, SteepestDescent as SteepestDescent  # noqa: E402
+from .shooting import (  # noqa: E402
+    Adjoint as Adjoint,
+    Forward as Forward,
+    MultipleShooting as MultipleShooting,
+    SingleShooting as SingleShooting,
+)
 from .errors import (  # noqa: E402
     CollocError as CollocError,
     CollocInputError as CollocInputError,
@@ -32,6 +40,15 @@ from .transcriptions import (  # noqa: E402
 from .trial import Trial as Trial  # noqa: E402
 
 __all__ = [
+    "Adjoint",
+    "Cvodes",
+    "Forward",
+    "LBFGS",
+    "MultipleShooting",
+    "ReducedIpopt",
+    "RungeKutta",
+    "SingleShooting",
+    "SteepestDescent",
     "AbstractMethod",
     "AbstractTranscription",
     "BackwardEuler",

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._naming import function_name
 from .errors import ModelError
+from .integrators import Cvodes
 from .model import Model
 
 __all__ = ["simulate", "explicit_rhs", "Simulation"]
@@ -135,21 +136,7 @@ def simulate(
         return Simulation(False, "not_available", str(exc), time, nan_states)
 
     # one interval in normalised time τ ∈ [0, 1]: inputs linear between the end values
-    x = ca.SX.sym("x", n)
-    tau = ca.SX.sym("tau")
-    data = ca.SX.sym("data", len(pnames) + 2 * s + 2 * q + 2)
-    p = data[: len(pnames)]
-    o = len(pnames)
-    u0, u1 = data[o : o + s], data[o + s : o + 2 * s]
-    o += 2 * s
-    r0, r1 = data[o : o + q], data[o + q : o + 2 * q]
-    t0, h = data[-2], data[-1]
-    ode = h * rhs(x, r0 + tau * (r1 - r0), u0 + tau * (u1 - u0), p, t0 + tau * h)
-    F = ca.integrator(
-        "interval", "cvodes", {"x": x, "p": data, "t": tau, "ode": ode}, 0.0, 1.0,
-        {"abstol": atol, "reltol": rtol, "max_num_steps": 100000},
-    )
-    step = ca.Function("step", [x, data], [F(x0=x, p=data)["xf"]])
+    step = Cvodes(rtol=rtol, atol=atol).step(rhs, n, len(pnames), s, q)
     cols = np.vstack([
         np.repeat(pvec[:, None], N - 1, axis=1),
         U[:-1].T, U[1:].T, R[:-1].T, R[1:].T, time[None, :-1], np.diff(time)[None, :],
