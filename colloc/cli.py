@@ -16,13 +16,30 @@ from types import ModuleType
 
 from . import __version__
 from .errors import CollocInputError, ExtraColumnsWarning
+from .optimizers import LBFGS, ReducedIpopt, SteepestDescent
+from .shooting import Adjoint, Forward, MultipleShooting, SingleShooting
 from .solve import Ipopt, IterationInfo, solve
 from .transcriptions import BackwardEuler, Midpoint, Trapezoidal
 
-__all__ = ["main", "METHODS", "load_problem_module"]
+__all__ = ["BASELINES", "METHODS", "load_problem_module", "main", "make_method", "method_names"]
 
 #: Method names accepted by ``--method`` (the CLI edge is the only place strings map to objects).
 METHODS = {"midpoint": Midpoint, "backward-euler": BackwardEuler, "trapezoidal": Trapezoidal}
+
+#: Shooting baselines accepted by ``--method`` / ``--methods`` (name → factory).
+BASELINES = {
+    "shooting-adjoint": lambda: SingleShooting(Adjoint(), LBFGS()),
+    "shooting-forward": lambda: SingleShooting(Forward(), LBFGS()),
+    "shooting-steepest": lambda: SingleShooting(Adjoint(), SteepestDescent()),
+    "shooting-ipopt": lambda: SingleShooting(Adjoint(), ReducedIpopt()),
+    "multiple-shooting": lambda: MultipleShooting(),
+}
+
+
+def method_names() -> list[str]:
+    """Every method name the command line accepts (collocation first, then baselines)."""
+    return [*METHODS, *BASELINES]
+
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
 
@@ -88,12 +105,24 @@ def _known_problem(name: str) -> str:
     return name
 
 
-def _method(name: str, nodes: int | None):
-    if name not in METHODS:
-        raise UsageError(f"unknown method '{name}'; available: {', '.join(METHODS)}")
+def make_method(name: str, nodes: int | None = None):
+    """The method object for a command-line method name (collocation or baseline).
+
+    ``nodes`` (collocation nodes per trial) applies to the collocation methods only.
+    """
+    if name not in METHODS and name not in BASELINES:
+        raise UsageError(f"unknown method '{name}'; available: {', '.join(method_names())}")
     if nodes is not None and nodes < 2:
         raise UsageError(f"--nodes must be >= 2, got {nodes}")
-    return METHODS[name](num_nodes=nodes)
+    if name in METHODS:
+        return METHODS[name](num_nodes=nodes)
+    if nodes is not None:
+        raise UsageError(f"--nodes applies to the collocation methods ({', '.join(METHODS)}), not to {name}")
+    return BASELINES[name]()
+
+
+def _method(name: str, nodes: int | None):
+    return make_method(name, nodes)
 
 
 def _identify(module: ModuleType, problem_name: str, paths: list[str], method_name: str,
@@ -165,6 +194,67 @@ def cmd_demo(args) -> int:
     return EXIT_OK if result.success else EXIT_FAILED
 
 
+def _parse_methods(text: str, nodes: int | None) -> dict:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError(f"--methods: no method given; available: {', '.join(method_names())}")
+    unknown = [n for n in names if n not in METHODS and n not in BASELINES]
+    if unknown:
+        raise UsageError(f"--methods: unknown method(s) {', '.join(unknown)}; available: {', '.join(method_names())}")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise UsageError(f"--methods: {', '.join(dupes)} given twice")
+    if nodes is not None and not any(n in METHODS for n in names):
+        raise UsageError(f"--nodes applies to the collocation methods ({', '.join(METHODS)}) only")
+    return {n: make_method(n, nodes if n in METHODS else None) for n in names}
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare
+
+    methods = _parse_methods(args.methods, args.nodes)
+    if args.starts < 1:
+        raise UsageError(f"--starts must be >= 1, got {args.starts}")
+    if args.max_iter < 0:
+        raise UsageError(f"--max-iter must be >= 0, got {args.max_iter}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: exists and is not a folder")
+    module = load_problem_module(args.problem)
+    for p in args.data:
+        if not Path(p).is_file():
+            raise UsageError(f"--data {p}: no such file")
+    trials = [module.load_trial(p) for p in args.data]
+    problem = module.problem(trials)
+    truth = getattr(module, "TRUE", None)
+    if truth is not None:
+        names = set(problem.model.element_names("parameter"))
+        truth = {k: v for k, v in truth.items() if k in names} or None
+
+    def progress(event) -> None:
+        if event.result is None:
+            return
+        r = event.result
+        sys.stderr.write(f"  [{event.index + 1}/{event.total}] {event.method} start {event.start}: "
+                         f"{'converged' if r.success else 'FAILED (' + r.status + ')'} · "
+                         f"{r.iterations} iterations · {r.timings.get('total_s', float('nan')):.2f} s\n")
+        sys.stderr.flush()
+
+    solver = Ipopt(max_iter=args.max_iter)
+    comparison = compare(problem, methods, starts=args.starts, seed=args.seed, truth=truth,
+                         solver=solver, progress=progress)
+    comparison.problem = args.problem
+    comparison.notes["trials"] = [str(p) for p in args.data]
+    paths = comparison.write(out)
+    ok = sum(r.result.success for r in comparison.runs)
+    print(f"{args.problem} · {len(methods)} methods × {args.starts} starts (seed {args.seed}) · "
+          f"{ok}/{len(comparison.runs)} runs converged")
+    print(comparison.format_table())
+    print(f"\ncomparison written to {paths['json']}")
+    print(f"figures written to {paths['objective_history']} and {paths['estimates']}")
+    return EXIT_OK if comparison.all_succeeded else EXIT_FAILED
+
+
 def cmd_problems(args) -> int:
     for name, ep in sorted(problem_registry().items()):
         print(f"{name:16s} {ep.value}")
@@ -182,7 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("problem", type=_known_problem, help="problem name (see `colloc problems`)")
     p.add_argument("--data", action="append", required=True, metavar="FILE.csv",
                    help="measured trial (CSV: time column then signals); repeat for several trials")
-    p.add_argument("--method", default="midpoint", help=f"one of {', '.join(METHODS)} (default midpoint)")
+    p.add_argument("--method", default="midpoint",
+                   help=f"one of {', '.join(method_names())} (default midpoint)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one per sample)")
     p.add_argument("--out", metavar="RESULT.json", help="write the result document here (atomically)")
@@ -199,9 +290,29 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--problem", type=_known_problem, default="two-link",
                    help="problem whose shipped data to use (default two-link)")
     d.add_argument("--out", default="colloc-demo", metavar="DIR", help="output folder (default ./colloc-demo)")
-    d.add_argument("--method", default="midpoint", help=f"one of {', '.join(METHODS)}")
+    d.add_argument("--method", default="midpoint", help=f"one of {', '.join(method_names())}")
     d.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
     d.set_defaults(func=cmd_demo)
+
+    c = sub.add_parser("compare", help="compare methods (collocation, shooting) from several initial guesses",
+                       description="Run each method from K initial guesses (start 0: the declared guesses; "
+                                   "the others drawn with --seed: log-uniform within finite positive bounds, "
+                                   "uniform within other finite bounds, else guess ± 50 %), print a summary "
+                                   "table and write DIR/comparison.json, DIR/objective_history.png and "
+                                   "DIR/estimates.png. Exit 0 when every run converged, 1 when some did not.")
+    c.add_argument("problem", type=_known_problem, help="problem name (see `colloc problems`)")
+    c.add_argument("--data", action="append", required=True, metavar="FILE.csv",
+                   help="measured trial (CSV); repeat for several trials")
+    c.add_argument("--methods", required=True, metavar="M1,M2,...",
+                   help=f"comma-separated, from: {', '.join(method_names())}")
+    c.add_argument("--starts", type=int, default=1, metavar="K", help="initial guesses per method (default 1)")
+    c.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random starts (default 0)")
+    c.add_argument("--nodes", type=int, default=None, metavar="N",
+                   help="collocation nodes per trial (collocation methods; default: one per sample)")
+    c.add_argument("--max-iter", type=int, default=500, metavar="K",
+                   help="IPOPT iteration limit of the collocation methods (default 500)")
+    c.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    c.set_defaults(func=cmd_compare)
 
     ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
     ls.set_defaults(func=cmd_problems)

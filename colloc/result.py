@@ -18,6 +18,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+def _publish(tmp: str) -> None:
+    """Give a temporary file the permissions a normal ``open()`` would (mkstemp uses 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+
+
 __all__ = ["Result", "write_atomic"]
 
 
@@ -31,6 +38,7 @@ def write_atomic(path: str | os.PathLike, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        _publish(tmp)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
