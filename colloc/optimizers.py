@@ -37,6 +37,19 @@ class Outcome:
     history: list[tuple[int, float, float]] = field(default_factory=list)  # (iteration, J, seconds)
 
 
+class _History(list):
+    """The (iteration, J, seconds) records, forwarded to an optional callback as they come."""
+
+    def __init__(self, callback: Callable[[int, float, float], None] | None) -> None:
+        super().__init__()
+        self.callback = callback
+
+    def append(self, item) -> None:  # noqa: D102 - list API
+        super().append(item)
+        if self.callback is not None:
+            self.callback(*item)
+
+
 class _Counter:
     def __init__(self, fun: FunGrad) -> None:
         self.fun, self.calls, self.start = fun, 0, time.perf_counter()
@@ -75,14 +88,15 @@ class SteepestDescent:
         if self.max_iter < 1 or not (0 < self.rtol < 1) or self.step <= 0:
             raise OptionsError(f"SteepestDescent: invalid options {self}")
 
-    def minimize(self, fun: FunGrad, x0, lb, ub) -> Outcome:
-        """Minimise ``fun`` from ``x0`` within the box."""
+    def minimize(self, fun: FunGrad, x0, lb, ub, callback=None) -> Outcome:
+        """Minimise ``fun`` from ``x0`` within the box; ``callback(iteration, J, seconds)``."""
         count = _Counter(fun)
         x = np.clip(np.asarray(x0, float), lb, ub)
         f, g = count(x)
         if not np.isfinite(f):
             return Outcome(x, f, False, "simulation_failed", "the initial guess cannot be simulated", 0, 1, 1)
-        history = [(0, f, count.elapsed())]
+        history = _History(callback)
+        history.append((0, f, count.elapsed()))
         alpha = self.step / max(np.linalg.norm(g), 1e-300)
         for it in range(1, self.max_iter + 1):
             accepted = False
@@ -126,10 +140,10 @@ class LBFGS:
     memory: int = 20
     name = "l-bfgs-b"
 
-    def minimize(self, fun: FunGrad, x0, lb, ub) -> Outcome:
-        """Minimise ``fun`` from ``x0`` within the box."""
+    def minimize(self, fun: FunGrad, x0, lb, ub, callback=None) -> Outcome:
+        """Minimise ``fun`` from ``x0`` within the box; ``callback(iteration, J, seconds)``."""
         count = _Counter(fun)
-        history: list[tuple[int, float, float]] = []
+        history = _History(callback)
         f0, _ = count(np.clip(np.asarray(x0, float), lb, ub))
         if not np.isfinite(f0):
             return Outcome(np.asarray(x0, float), f0, False, "simulation_failed",
@@ -169,10 +183,10 @@ class ReducedIpopt:
     tol: float = 1e-8
     name = "ipopt"
 
-    def minimize(self, fun: FunGrad, x0, lb, ub) -> Outcome:
-        """Minimise ``fun`` from ``x0`` within the box."""
+    def minimize(self, fun: FunGrad, x0, lb, ub, callback=None) -> Outcome:
+        """Minimise ``fun`` from ``x0`` within the box; ``callback(iteration, J, seconds)``."""
         count = _Counter(fun)
-        history: list[tuple[int, float, float]] = []
+        history = _History(callback)
         n = len(x0)
         outer = self
 

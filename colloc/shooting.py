@@ -291,7 +291,14 @@ class SingleShooting(AbstractMethod):
         fun = ca.Function("fg", [setup.theta], [value, self.gradient.gradient(setup.J, setup.theta, value)])
         build_s = _time.perf_counter() - start
         t0 = _time.perf_counter()
-        outcome = self.optimizer.minimize(_evaluate(fun), x0, setup.lb, setup.ub)
+        report = None
+        if progress is not None:
+            from .solve import IterationInfo
+
+            def report(iteration, objective, seconds):
+                progress(IterationInfo(iteration, objective, 0.0, seconds))
+
+        outcome = self.optimizer.minimize(_evaluate(fun), x0, setup.lb, setup.ub, callback=report)
         solve_s = _time.perf_counter() - t0
         se = solver is None or solver.standard_errors
         return _result(problem, self, setup, outcome, build_s, solve_s, se)

@@ -117,3 +117,12 @@ def test_shooting_refuses_constraints_it_cannot_honour():
         co.MultipleShooting(segments=0)
     with pytest.raises(OptionsError, match=r"substeps=0"):
         co.RungeKutta(substeps=0)
+
+
+def test_shooting_reports_progress_like_collocation():
+    seen = []
+    problem = pendulum.problem(pendulum.simulate_trial(duration=1.0))
+    result = co.solve(problem, co.SingleShooting(integrator=co.RungeKutta(2)), guess={"p": 9.0},
+                      progress=seen.append)
+    assert [s.iteration for s in seen] == list(range(result.iterations + 1))
+    assert seen[-1].objective <= seen[0].objective
