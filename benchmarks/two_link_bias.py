@@ -21,13 +21,13 @@ import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 import colloc as co
+from colloc.result import write_atomic
 from colloc.solve import versions
 from problems import two_link as tl
 
@@ -121,11 +121,7 @@ def main(argv=None) -> int:
         **data,
     }
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(doc, fh, indent=1)
-    os.replace(tmp, out)
+    write_atomic(out, json.dumps(doc, indent=1))
     print(f"\nwritten to {out}")
     return 0
 

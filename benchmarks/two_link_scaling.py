@@ -17,11 +17,12 @@ import platform
 import resource
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from colloc.result import write_atomic
 
 
 def worker(nodes: int) -> dict:
@@ -75,11 +76,7 @@ def main(argv=None) -> int:
     doc = {"benchmark": "two_link_scaling", "rows": rows, "exponent": exponent, "versions": versions(),
            "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()}}
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(doc, fh, indent=1)
-    os.replace(tmp, out)
+    write_atomic(out, json.dumps(doc, indent=1))
     print(f"written to {out}")
     return 0
 

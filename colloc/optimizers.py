@@ -15,6 +15,7 @@ import casadi as ca
 import numpy as np
 from scipy.optimize import minimize
 
+from ._callbacks import IterationCallback
 from .errors import OptionsError
 
 __all__ = ["Outcome", "SteepestDescent", "LBFGS", "ReducedIpopt"]
@@ -219,33 +220,10 @@ class ReducedIpopt:
         fx, gx = fg(x)
         grad_f = ca.Function("grad_f", [x, p], [fx, gx], ["x", "p"], ["f", "grad_f_x"])
 
-        class _Iter(ca.Callback):
-            def __init__(self):
-                ca.Callback.__init__(self)
-                self.construct("iter", {})
+        def on_iteration(iteration, arg):
+            history.append((iteration, float(arg[1]), count.elapsed()))
 
-            def get_n_in(self):
-                return ca.nlpsol_n_out()
-
-            def get_n_out(self):
-                return 1
-
-            def get_name_in(self, i):
-                return ca.nlpsol_out(i)
-
-            def get_name_out(self, i):
-                return "ret"
-
-            def get_sparsity_in(self, i):
-                name = ca.nlpsol_out(i)
-                return ca.Sparsity.dense(n, 1) if name in ("x", "lam_x") else (
-                    ca.Sparsity.dense(1, 1) if name == "f" else ca.Sparsity(0, 1))
-
-            def eval(self, arg):
-                history.append((len(history), float(arg[1]), count.elapsed()))
-                return [0]
-
-        it = _Iter()
+        it = IterationCallback({"x": n, "f": 1, "g": 0, "lam_x": n, "lam_g": 0, "lam_p": 0}, on_iteration)
         solver = ca.nlpsol("reduced", "ipopt", {"x": x, "p": p, "f": fx}, {
             "print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes",
             "ipopt.hessian_approximation": "limited-memory", "ipopt.max_iter": outer.max_iter,

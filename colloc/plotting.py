@@ -7,31 +7,20 @@ global pyplot state are needed; pass ``path`` to write a PNG (atomically).
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from .result import _publish
+from .result import atomic_path
 
 __all__ = ["plot_estimates", "plot_fit", "plot_objective_history", "plot_residuals", "save_figure"]
 
 
 def save_figure(fig, path: str | os.PathLike, dpi: int = 120) -> Path:
     """Write ``fig`` to ``path`` through a temporary file and a rename; return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix or ".png", dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=dpi)
-        _publish(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format=Path(path).suffix.lstrip(".") or "png")
+    return Path(path)
 
 
 def _trial_names(result, trial) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from ._callbacks import IterationCallback
 from .collocation import Layout, transcribe
 from .diagnostics import parameter_covariance, worst_violations
 from .errors import OptionsError, SolveFailed
@@ -139,43 +140,16 @@ def versions() -> dict[str, str]:
     return dict(_VERSIONS)
 
 
-class _Progress(ca.Callback):
-    """IPOPT iteration callback forwarding a compact :class:`IterationInfo`."""
+def _progress_callback(nx, ng, np_, lbg, ubg, objective_scale, report, start) -> IterationCallback:
+    """IPOPT iteration callback forwarding a compact :class:`IterationInfo` to ``report``."""
 
-    def __init__(self, nx, ng, np_, lbg, ubg, objective_scale, report, start):
-        ca.Callback.__init__(self)
-        self.sizes = {"x": nx, "f": 1, "g": ng, "lam_x": nx, "lam_g": ng, "lam_p": np_}
-        self.lbg, self.ubg = lbg, ubg
-        self.objective_scale = objective_scale
-        self.report = report
-        self.start = start
-        self.iteration = 0
-        self.construct("progress", {})
-
-    def get_n_in(self):
-        return ca.nlpsol_n_out()
-
-    def get_n_out(self):
-        return 1
-
-    def get_name_in(self, i):
-        return ca.nlpsol_out(i)
-
-    def get_name_out(self, i):
-        return "ret"
-
-    def get_sparsity_in(self, i):
-        return ca.Sparsity.dense(self.sizes[ca.nlpsol_out(i)], 1)
-
-    def eval(self, arg):
+    def on_iteration(iteration, arg):
         g = np.asarray(arg[2]).ravel()
-        viol = float(np.max(np.maximum(self.lbg - g, 0) + np.maximum(g - self.ubg, 0), initial=0.0))
-        info = IterationInfo(self.iteration, float(arg[1]) / self.objective_scale, viol,
-                             _time.perf_counter() - self.start)
-        if self.report is not None:
-            self.report(info)
-        self.iteration += 1
-        return [0]
+        viol = float(np.max(np.maximum(lbg - g, 0) + np.maximum(g - ubg, 0), initial=0.0))
+        report(IterationInfo(iteration, float(arg[1]) / objective_scale, viol, _time.perf_counter() - start))
+
+    sizes = {"x": nx, "f": 1, "g": ng, "lam_x": nx, "lam_g": ng, "lam_p": np_}
+    return IterationCallback(sizes, on_iteration)
 
 
 def _describe_row(nlp: NLP, problem: Problem) -> Callable[[int], str]:
@@ -266,8 +240,8 @@ def solve_collocation(
               parallel=solver.parallel, residual_jacobian=solver.standard_errors)
     opts = solver.nlpsol_options()
     if progress is not None:  # the callback copies x and g every iteration: only when asked
-        opts["iteration_callback"] = _Progress(layout.size, nlp.num_rows, nlp.data.size, nlp.lbg,
-                                               nlp.ubg, objective_scale, progress, start)
+        opts["iteration_callback"] = _progress_callback(layout.size, nlp.num_rows, nlp.data.size, nlp.lbg,
+                                                        nlp.ubg, objective_scale, progress, start)
     nlpsol = nlp.solver(opts)
     build_s = _time.perf_counter() - start
 

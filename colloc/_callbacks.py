@@ -1,0 +1,50 @@
+"""An IPOPT iteration callback for ``casadi.nlpsol`` (shared by the collocation and
+reduced-shooting solvers)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import casadi as ca
+
+__all__ = ["IterationCallback"]
+
+
+class IterationCallback(ca.Callback):
+    """Calls ``on_iteration(iteration, arg)`` after every IPOPT iteration.
+
+    ``arg`` holds the nlpsol outputs in order (``x, f, g, lam_x, lam_g, lam_p``) as DMs.
+
+    Parameters
+    ----------
+    sizes : dict
+        Length of each nlpsol output: keys ``x, f, g, lam_x, lam_g, lam_p``.
+    on_iteration : callable
+    """
+
+    def __init__(self, sizes: dict[str, int], on_iteration: Callable[[int, list], None]) -> None:
+        ca.Callback.__init__(self)
+        self.sizes = sizes
+        self.on_iteration = on_iteration
+        self.iteration = 0
+        self.construct("iteration_callback", {})
+
+    def get_n_in(self):  # noqa: D102 - casadi.Callback API
+        return ca.nlpsol_n_out()
+
+    def get_n_out(self):  # noqa: D102
+        return 1
+
+    def get_name_in(self, i):  # noqa: D102
+        return ca.nlpsol_out(i)
+
+    def get_name_out(self, i):  # noqa: D102
+        return "ret"
+
+    def get_sparsity_in(self, i):  # noqa: D102
+        return ca.Sparsity.dense(self.sizes[ca.nlpsol_out(i)], 1)
+
+    def eval(self, arg):  # noqa: D102
+        self.on_iteration(self.iteration, arg)
+        self.iteration += 1
+        return [0]
