@@ -6,7 +6,9 @@ The public API is re-exported here; everything else is internal.
 
 __version__ = "0.1.0"
 
+from . import signals as signals  # noqa: E402
 from .bootstrap import Bootstrap as Bootstrap, bootstrap as bootstrap  # noqa: E402
+from .diagnostics import Identifiability as Identifiability, identifiability as identifiability  # noqa: E402
 from .integrators import Cvodes as Cvodes, RungeKutta as RungeKutta  # noqa: E402
 from .optimizers import LBFGS as LBFGS, ReducedIpopt as ReducedIpopt, SteepestDescent as SteepestDescent  # noqa: E402
 from .shooting import (  # noqa: E402
@@ -57,6 +59,7 @@ __all__ = [
     "CollocInputError",
     "DataError",
     "ExtraColumnsWarning",
+    "Identifiability",
     "Ipopt",
     "IterationInfo",
     "Midpoint",
@@ -71,6 +74,7 @@ __all__ = [
     "Trapezoidal",
     "Trial",
     "bootstrap",
+    "identifiability",
     "simulate",
     "solve",
 ]

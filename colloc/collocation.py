@@ -18,6 +18,7 @@ import numpy as np
 from .grid import locate, node_times, trapezoid_weights
 from ._naming import function_name
 from .nlp import Block
+from .errors import ProblemError
 from .problem import Problem
 from .transcriptions import AbstractTranscription
 
@@ -128,6 +129,9 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     t0, h = d[2 * ns], d[2 * ns + 1]
     x0, r0, u0 = split(z0, d[:ns])
     x1, r1, u1 = split(z1, d[ns : 2 * ns])
+    held = model.held_inputs()
+    if held.any():  # zero-order hold: the interval sees the start value only
+        r1 = ca.vertcat(*[r0[j] if held[j] else r1[j] for j in range(held.size)])
     defect = method.defect(fns["residual"], x0, x1, r0, r1, u0, u1, p, t0, h)
     con = h * defect / eq_scale
     return ca.Function("dynamics", [v, d], [ca.SX(0, 1), ca.SX(0), con])
@@ -251,6 +255,8 @@ def transcribe(
     objs = [t for t in problem.terms if t.kind == "objective"]
     paths = [t for t in problem.terms if t.kind == "path"]
     points = [t for t in problem.terms if t.kind == "point"]
+    trajs = [t for t in problem.terms if t.kind == "trajectory"]
+    ns = len(known)
 
     def sig_fn(z, u_data, p, t):
         x, r, u = split(z, u_data)
@@ -285,7 +291,7 @@ def transcribe(
         sel = [signal_names.index(s) for s in fitted]
         node_mode, idx, lead = _locate_index(zi, layout.p_index, tn, trial.time)
         u_samples = np.stack([trial[u] for u in known]) if known else np.zeros((0, trial.num_samples))
-        meas = np.stack([trial[s] for s in fitted])
+        meas = np.stack([trial[s] for s in fitted]) if fitted else np.zeros((0, trial.num_samples))
         sqrt_w = np.sqrt([problem.fit[s] for s in fitted])[:, None] * np.ones_like(meas)
 
         def fit_body(z, u, p, t, extra, sel=sel, nf=len(fitted)):
@@ -324,7 +330,7 @@ def transcribe(
                     trial=i,
                     func=fn,
                     index=nidx,
-                    data=np.vstack([tn, u_nodes, np.sqrt(term.weight * qw)[None, :]]),
+                    data=np.vstack([tn, u_nodes, np.sqrt(term.weight * (qw if term.integral else np.ones(N)))[None, :]]),
                     lower=np.zeros((0, N)),
                     upper=np.zeros((0, N)),
                     row_names=(),
@@ -368,6 +374,33 @@ def transcribe(
                     upper=np.repeat(term.upper[:, None], N, axis=1),
                     row_names=tuple(term.name if k == 1 else f"{term.name}_{e}" for e in range(k)),
                     instance_times=tn,
+                )
+            )
+        for term in trajs:
+            # one instance whose local variables are every node of the trial
+            v = ca.SX.sym("v", nz * N + len(sp))
+            dd = ca.SX.sym("d", ns * N)
+            Z = ca.reshape(v[: nz * N], nz, N) * ca.DM(np.repeat(sz[:, None], N, axis=1))
+            P = _scaled(v, nz * N, sp)
+            Ud = ca.reshape(dd, ns, N) if ns else ca.SX(0, N)
+            cols = [sig_fn(Z[:, k], Ud[:, k], P, tn[k]) for k in range(N)]
+            Y = ca.horzcat(*cols)
+            values = {s: Y[signal_names.index(s), :].T for s in term.signals}
+            obj = ca.SX(term.function(values, tn, trial))
+            if obj.numel() != 1:
+                raise ProblemError(f"trajectory objective '{term.name}' must return a scalar, got {obj.shape}")
+            fn = ca.Function(function_name(f"trajectory:{term.name}"), [v, dd], [ca.SX(0, 1), obj, ca.SX(0, 1)])
+            blocks.append(
+                Block(
+                    name=f"trajectory:{term.name}",
+                    trial=i,
+                    func=fn,
+                    index=np.concatenate([zi.ravel(order="F"), layout.p_index])[:, None],
+                    data=u_nodes.ravel(order="F")[:, None],
+                    lower=np.zeros((0, 1)),
+                    upper=np.zeros((0, 1)),
+                    row_names=(),
+                    instance_times=tn[:1],
                 )
             )
         for term in points:

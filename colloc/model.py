@@ -72,6 +72,7 @@ class Variable:
     guess: np.ndarray
     symbol: ca.SX = field(repr=False)
     flat: ca.SX = field(repr=False)
+    hold: bool = False
 
     @property
     def size(self) -> int:
@@ -162,6 +163,7 @@ class Model:
         bounds: tuple,
         scale,
         guess,
+        hold: bool = False,
     ) -> ca.SX:
         where = f"{_KIND_LABEL[kind]} '{name}' of model '{self.name}'"
         if not isinstance(name, str) or not name.isidentifier():
@@ -208,6 +210,7 @@ class Model:
             guess=guess_arr,
             symbol=symbol,
             flat=flat,
+            hold=bool(hold),
         )
         self._variables[name] = var
         for n in names:
@@ -269,6 +272,7 @@ class Model:
         bounds: tuple = (-np.inf, np.inf),
         scale=1.0,
         guess=0.0,
+        hold: bool = False,
     ) -> ca.SX:
         """Declare an unknown input trajectory, estimated at every node of every trial.
 
@@ -283,8 +287,13 @@ class Model:
             Nominal magnitude.
         guess : float or array, optional
             Initial guess where the data say nothing (see :meth:`Problem.set_guess`).
+        hold : bool, optional
+            ``False`` (default): the input is linear between nodes.  ``True``: it is held
+            constant over each interval at its value at the interval's start (zero-order
+            hold), as a sampled white-noise or piecewise-constant control is; the value at
+            the last node then drives nothing.
         """
-        return self._declare("free_input", name, shape, unit, bounds, scale, guess)
+        return self._declare("free_input", name, shape, unit, bounds, scale, guess, hold)
 
     def parameter(
         self,
@@ -433,6 +442,11 @@ class Model:
     def scales(self, kind: Kind) -> np.ndarray:
         """Per-element nominal scales of ``kind``."""
         return self._stack(kind, "scale")
+
+    def held_inputs(self) -> np.ndarray:
+        """Boolean mask over the free-input elements: ``True`` where the input is held
+        constant over each interval (``free_input(..., hold=True)``)."""
+        return np.array([v.hold for v in self.variables("free_input") for _ in v.element_names], dtype=bool)
 
     def guesses(self, kind: Kind) -> np.ndarray:
         """Per-element initial guesses of ``kind``."""

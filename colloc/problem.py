@@ -23,7 +23,7 @@ __all__ = ["Problem"]
 class Term:
     """An extra objective term or constraint expressed in the model's symbols."""
 
-    kind: str  # "regularization" | "objective" | "path" | "point"
+    kind: str  # "regularization" | "objective" | "path" | "point" | "trajectory"
     name: str
     expr: ca.SX
     weight: float = 1.0
@@ -32,6 +32,8 @@ class Term:
     upper: np.ndarray | None = None
     time: float | None = None
     trial: int | None = None
+    function: Callable | None = None
+    signals: tuple[str, ...] = ()
 
 
 class Problem:
@@ -47,7 +49,9 @@ class Problem:
     fit : mapping of str to float, optional
         Weight of each fitted signal (state, free input or output name), typically
         ``1/σ²``.  Signals absent from a trial are not fitted for that trial.  Default:
-        weight 1 on every model signal present in the trials.
+        weight 1 on every model signal present in the trials.  An empty mapping means no
+        least-squares fit at all (the objective is then made of the extra terms only, for
+        example a :meth:`add_trajectory_objective`).
     name : str, optional
         Name used in results (default: the model's name).
     input_noise : mapping of str to float, optional
@@ -125,7 +129,7 @@ class Problem:
             if not np.isfinite(w) or w <= 0:
                 raise ProblemError(f"fit weight of '{sig}' must be finite and > 0, got {w!r}")
         for t in self.trials:
-            if not any(s in t for s in fit):
+            if fit and not any(s in t for s in fit):
                 raise ProblemError(
                     f"trial '{t.name}' contains none of the fitted signals "
                     f"({', '.join(fit) or 'none'}); it has: {', '.join(t.signals)}"
@@ -136,7 +140,7 @@ class Problem:
         fit.update({u: 1.0 / sigma**2 for u, sigma in self.input_noise.items()})
         self.fit: dict[str, float] = {k: float(v) for k, v in fit.items()}
         self.terms: list[Term] = []
-        self._guesses: dict[str, float | Callable[[np.ndarray], np.ndarray]] = {}
+        self._guesses: dict = {}  # name or (name, trial index) -> constant or f(times)
 
     # ---- extra objective terms and constraints ------------------------------------------
     def _expr(self, expr, where: str) -> ca.SX:
@@ -144,14 +148,47 @@ class Problem:
         self.model._check_symbols(expr, where, allow_der=False)
         return ca.vec(expr)
 
-    def add_regularization(self, expr, weight: float = 1.0, *, name: str = "regularization") -> None:
-        """Add the least-squares term ``½·weight·∫ expr² dt`` (each element of ``expr``).
+    def add_regularization(self, expr, weight: float = 1.0, *, integral: bool = True,
+                           name: str = "regularization") -> None:
+        """Add the least-squares term ``½·weight·∫ expr² dt`` (``integral=True``) or
+        ``½·weight·Σ_nodes expr²`` (each element of ``expr``).
 
-        Typical use: smoothness or magnitude prior on a free input trajectory.
+        Typical use: smoothness or magnitude prior on a free input trajectory; the sum form
+        is the exact Gaussian prior of a sampled white-noise input held over each interval
+        (``free_input(..., hold=True)``).
         """
         if not np.isfinite(weight) or weight <= 0:
             raise ProblemError(f"add_regularization('{name}'): weight must be > 0, got {weight!r}")
-        self.terms.append(Term("regularization", name, self._expr(expr, name), weight=float(weight)))
+        self.terms.append(Term("regularization", name, self._expr(expr, name), weight=float(weight),
+                               integral=bool(integral)))
+
+    def add_trajectory_objective(self, function: Callable, signals: Sequence[str], *,
+                                 name: str = "trajectory") -> None:
+        """Add a term that depends on whole trajectories at once (not node by node).
+
+        ``function(values, time, trial)`` receives a dict mapping each name in ``signals``
+        to a CasADi column of that signal at every node of a trial, the node times (numpy)
+        and the :class:`~colloc.Trial` itself (for its measurements), and returns a scalar
+        CasADi expression; it is added once per trial.  Use it for
+        statistics of a trajectory such as the stabilogram diffusion function.  It must use
+        only CasADi operations valid for both ``SX`` and ``MX`` (collocation and shooting
+        call it with either).
+
+        The term couples every node with every other one, so its Hessian is dense:
+        collocation solves it with ``Ipopt(hessian="limited-memory")`` (other Hessian
+        choices are refused with a clear error).
+        """
+        if not callable(function):
+            raise ProblemError(f"add_trajectory_objective('{name}'): function must be callable")
+        signals = tuple(signals)
+        known = self.signal_names()
+        bad = [s for s in signals if s not in known]
+        if bad or not signals:
+            raise ProblemError(
+                f"add_trajectory_objective('{name}'): unknown signal(s) {', '.join(bad) or '(none given)'}; "
+                f"signals: {', '.join(known)}"
+            )
+        self.terms.append(Term("trajectory", name, ca.SX(0, 1), function=function, signals=signals))
 
     def add_objective(self, expr, *, integral: bool = True, name: str = "objective") -> None:
         """Add ``∫ expr dt`` (``integral=True``) or ``Σ_nodes expr`` to the objective."""
@@ -198,15 +235,30 @@ class Problem:
             raise ProblemError(f"constraint '{name}': lower bound > upper bound ({lo} > {hi})")
         return lo, hi
 
-    def set_guess(self, name: str, value: float | Callable[[np.ndarray], np.ndarray]) -> None:
-        """Initial guess of a state or free input element: a constant or a function of time."""
+    def set_guess(self, name: str, value: float | Callable[[np.ndarray], np.ndarray], *,
+                  trial: int | str | None = None) -> None:
+        """Initial guess of a state or free input element: a constant or a function of time.
+
+        Parameters
+        ----------
+        name : str
+            State or free-input element name.
+        value : float or callable
+            Constant, or ``f(times) -> array`` evaluated at the nodes.
+        trial : int or str, optional
+            Only for this trial (by index or name); a trial-specific guess wins over a
+            guess for every trial.
+        """
         var = self.model.variable(name)
         if var.kind not in ("state", "free_input") or name not in var.element_names:
             raise ProblemError(
                 f"set_guess('{name}'): expected a state or free-input element name "
                 f"(one of {', '.join(self.model.element_names('state') + self.model.element_names('free_input'))})"
             )
-        self._guesses[name] = value
+        if trial is None:
+            self._guesses[name] = value
+        else:
+            self._guesses[(name, self.trial_index(trial))] = value
 
     def with_trials(self, trials: Trial | Sequence[Trial]) -> "Problem":
         """The same problem (model, weights, input noise, extra terms, guesses) on other trials.
@@ -222,7 +274,8 @@ class Problem:
             input_noise=self.input_noise or None,
         )
         copy.terms = list(self.terms)
-        copy._guesses = dict(self._guesses)
+        # guesses for every trial carry over; trial-specific ones belong to the old trials
+        copy._guesses = {k: v for k, v in self._guesses.items() if isinstance(k, str)}
         return copy
 
     # ---- queries ------------------------------------------------------------------------
@@ -266,8 +319,9 @@ class Problem:
         declared = np.concatenate([model.guesses("state"), model.guesses("free_input"),
                                    np.zeros(len(self.input_noise))])
         for name, g in zip(names, declared):
-            if name in self._guesses:
-                v = self._guesses[name]
+            key = (name, trial) if (name, trial) in self._guesses else name
+            if key in self._guesses:
+                v = self._guesses[key]
                 out[name] = np.broadcast_to(
                     np.asarray(v(times) if callable(v) else v, dtype=float), times.shape
                 ).copy()
@@ -276,7 +330,7 @@ class Problem:
             else:
                 out[name] = np.full(times.shape, g)
         for pos, vel in model.derivative_pairs():
-            if pos in t and vel not in t and vel not in self._guesses:
+            if pos in t and vel not in t and vel not in self._guesses and (vel, trial) not in self._guesses:
                 out[vel] = np.interp(times, t.time, np.gradient(t[pos], t.time))
         for name in names[: len(names) - len(self.input_noise)]:
             var = model.variable(name)

@@ -63,13 +63,26 @@ class _Shooting:
     """The reduced problem of one (single or multiple) shooting set-up, as CasADi graphs."""
 
     def __init__(self, problem: Problem, integrator, segments: int) -> None:
+        model = problem.model
+        # a point constraint on a plain state at a trial's first sample is a bound on that
+        # trial's unknown initial state; anything else needs a collocation transcription
+        initial_bounds: dict[tuple[int, str], tuple[float, float]] = {}
+        states = model.element_names("state")
         for term in problem.terms:
+            if term.kind == "point":
+                expr = term.expr
+                name = expr.name() if expr.numel() == 1 and expr.is_symbolic() else None
+                starts = [i for i, t in enumerate(problem.trials)
+                          if (term.trial is None or term.trial == i) and term.time == t.time[0]]
+                if name in states and starts and len(starts) == (1 if term.trial is not None else len(problem.trials)):
+                    for i in starts:
+                        initial_bounds[(i, name)] = (float(term.lower[0]), float(term.upper[0]))
+                    continue
             if term.kind in ("path", "point"):
                 raise OptionsError(
-                    f"{term.kind} constraint '{term.name}': shooting baselines handle no path or "
-                    "point constraints; use a collocation transcription"
+                    f"{term.kind} constraint '{term.name}': shooting baselines handle only point constraints "
+                    "that fix a state at a trial's first sample; use a collocation transcription"
                 )
-        model = problem.model
         self.problem = problem
         rhs = explicit_rhs(model)  # ModelError for DAEs: shooting needs an ODE
         self.n = n = len(model.element_names("state"))
@@ -100,8 +113,12 @@ class _Shooting:
             for b in bounds[:-1]:
                 names += [f"{e}(t={trial.time[b]:.4g})" for e in model.element_names("state")]
                 scale += list(sx)
-                lo += list(xlo)
-                hi += list(xhi)
+                if b == 0:
+                    lo += [max(a, initial_bounds.get((i, e), (a, z))[0]) for e, a, z in zip(states, xlo, xhi)]
+                    hi += [min(z, initial_bounds.get((i, e), (a, z))[1]) for e, a, z in zip(states, xlo, xhi)]
+                else:
+                    lo += list(xlo)
+                    hi += list(xhi)
                 guess += [g[e][b] for e in model.element_names("state")]
             for e, sc, a, z in zip(model.element_names("free_input"), sr, rlo, rhi):
                 names += [e] * N
@@ -147,7 +164,9 @@ class _Shooting:
             U = ca.vertcat(*rows) if rows else ca.MX(0, N)
             t = ca.DM(trial.time[None, :])
             h = ca.DM(np.diff(trial.time)[None, :])
-            cols = ca.vertcat(ca.repmat(p, 1, N - 1), U[:, :-1], U[:, 1:], R[:, :-1], R[:, 1:], t[:, :-1], h)
+            held = model.held_inputs()
+            R1 = ca.vertcat(*[R[j, :-1] if held[j] else R[j, 1:] for j in range(q)]) if q else R[:, 1:]
+            cols = ca.vertcat(ca.repmat(p, 1, N - 1), U[:, :-1], U[:, 1:], R[:, :-1], R1, t[:, :-1], h)
             # segment k covers nodes bounds[k]..bounds[k+1]: its start state is unknown, the
             # rest is simulated; the simulated end must meet the next segment's start
             pieces = []
@@ -162,10 +181,14 @@ class _Shooting:
             Y = ca.vertcat(signals.map(N)(X, R, U, p, t), E)
             fitted = problem.fitted_signals(i)
             sel = [signal_names.index(sig) for sig in fitted]
-            meas = np.stack([trial[sig] for sig in fitted])
+            meas = np.stack([trial[sig] for sig in fitted]) if fitted else np.zeros((0, N))
             w = np.sqrt([problem.fit[sig] for sig in fitted])[:, None]
             res_parts.append(ca.vec((Y[sel, :] - ca.DM(meas)) * ca.DM(np.repeat(w, N, axis=1))))
             for term in problem.terms:
+                if term.kind == "trajectory":
+                    values = {sig: Y[signal_names.index(sig), :].T for sig in term.signals}
+                    extra.append(ca.MX(term.function(values, trial.time, trial)))
+                    continue
                 val = ca.Function("term", [model._vec("state"), model._vec("free_input"),
                                            model._vec("known_input"), model._vec("parameter"), model.time],
                                   [term.expr]).map(N)(X, R, U, p, t)
@@ -173,7 +196,8 @@ class _Shooting:
                 qw[:-1] += np.diff(trial.time) / 2
                 qw[1:] += np.diff(trial.time) / 2
                 if term.kind == "regularization":
-                    res_parts.append(ca.vec(val * ca.DM(np.sqrt(term.weight * qw)[None, :])))
+                    wq = qw if term.integral else np.ones(N)
+                    res_parts.append(ca.vec(val * ca.DM(np.sqrt(term.weight * wq)[None, :])))
                 else:
                     extra.append(ca.sum2(val * ca.DM((qw if term.integral else np.ones(N))[None, :])))
         self.theta = theta
@@ -233,7 +257,9 @@ def _result(problem: Problem, method, setup: _Shooting, outcome: Outcome, build_
     info: dict = {"objective_history": [h[1] for h in outcome.history],
                   "time_history": [h[2] for h in outcome.history],
                   "nfev": outcome.nfev, "njev": outcome.njev, "num_unknowns": len(setup.names)}
-    if standard_errors and setup.pnames and outcome.success and len(setup.names) <= 400:
+    # the covariance comes from least-squares residuals: not valid with trajectory objectives
+    no_traj = not any(t.kind == "trajectory" for t in problem.terms)
+    if standard_errors and no_traj and setup.pnames and outcome.success and len(setup.names) <= 400:
         try:
             Jr = np.array(setup.res.jacobian()(x, 0))
             r = np.array(setup.res(x)).ravel()

@@ -136,10 +136,12 @@ def simulate(
         return Simulation(False, "not_available", str(exc), time, nan_states)
 
     # one interval in normalised time τ ∈ [0, 1]: inputs linear between the end values
+    # (held inputs constant at the start value)
     step = Cvodes(rtol=rtol, atol=atol).step(rhs, n, len(pnames), s, q)
     cols = np.vstack([
         np.repeat(pvec[:, None], N - 1, axis=1),
-        U[:-1].T, U[1:].T, R[:-1].T, R[1:].T, time[None, :-1], np.diff(time)[None, :],
+        U[:-1].T, U[1:].T, R[:-1].T, np.where(model.held_inputs()[:, None], R[:-1].T, R[1:].T),
+        time[None, :-1], np.diff(time)[None, :],
     ])
     states = nan_states.copy()
     states[0] = x0

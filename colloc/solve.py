@@ -6,6 +6,8 @@ unpack by name → standard errors → forward-simulation check → :class:`Resu
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import time as _time
 from collections.abc import Callable, Mapping
@@ -228,6 +230,15 @@ def solve_collocation(
 ) -> Result:
     """Collocation path of :func:`solve` (see there)."""
     solver = Ipopt() if solver is None else solver
+    trajectory_terms = [t.name for t in problem.terms if t.kind == "trajectory"]
+    if trajectory_terms and solver.hessian != "limited-memory":
+        raise OptionsError(
+            f"trajectory objective '{trajectory_terms[0]}' couples every node with every other one "
+            f"(dense Hessian); solve it with Ipopt(hessian='limited-memory'), not {solver.hessian!r}"
+        )
+    if trajectory_terms and solver.standard_errors:
+        # the covariance comes from least-squares residuals and would ignore the term
+        solver = dataclasses.replace(solver, standard_errors=False)
     start = _time.perf_counter()
     layout, blocks, x0, lbx, ubx = transcribe(problem, method)
     if guess:

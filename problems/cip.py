@@ -1,0 +1,448 @@
+"""Controlled inverted pendulum (CIP) of quiet standing (Barauskas & Krušinskienė 2007).
+
+Model (CONTRACTS §2 ``cip``; the paper's eq. 1 and 4)::
+
+    I·u'' − m g h·u = T_d − T_c,     T_c = K_P u + K_I ∫₀ᵗ u dt + K_D u'
+    T_d + B·T_d' = A·x(t)            (x: unit white noise)
+    u_cop = h·u − I·u''/(m g)        (= (T_c − T_d)/(m g) by the equation of motion)
+
+States: ``sway`` u (rad), ``sway_rate`` u' (rad/s), ``sway_integral`` ∫₀ᵗ u (rad·s, zero at
+the first sample by definition) and, when it is modelled, ``disturbance`` T_d (N·m).
+Unknown parameters ``KP``, ``KI``, ``KD``, bounded by the physiological ranges of the
+paper's Table 1 (after Peterka 2000) and guessed at its "centre normal" values.
+
+White noise convention.  The paper generates x with Matlab's ``randn`` at the 100 Hz
+sample rate and low-pass filters it; we do the same: x is a sequence of independent
+N(0, 1) values *held over each sample interval*.  The data generator integrates the
+linear system exactly over each interval (matrix exponential), and the process-noise
+formulation declares x as a held free input (``free_input(..., hold=True)``) whose exact
+Gaussian prior is ``½ Σ_k x_k²``.
+
+Formulations (:data:`FORMULATIONS`, all on the same model conventions):
+
+``known``
+    T_d measured (the ``disturbance`` column): least-squares fit of the COP.
+``J_u``
+    The paper's §4.1: T_d replaced by a filtered-noise realization of the right
+    statistics (not the one that acted), fit of the COP time law (eq. 2–3).
+``J_S``
+    The same surrogate T_d, fit of the stabilogram diffusion function (eq. 5–6) up to
+    Δt = 10 s.
+``J_T``
+    T_d a free trajectory, ½∫T_d'² dt minimised while the COP is fitted (eq. 19, solved
+    simultaneously instead of the paper's alternation).  :func:`jt_inverse_dynamics` is the
+    paper's own procedure (COM from the low-pass filtered COP, T_d by inverse dynamics,
+    eq. 18).
+``MAP``
+    T_d driven by the unknown white noise x with its exact prior (process-noise
+    formulation): the maximum a-posteriori trajectory and gains.
+``ML`` (:func:`ml_estimate`)
+    Exact maximum likelihood of the gains by the Kalman-filter prediction-error method
+    (the CIP with this disturbance is linear-Gaussian).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import casadi as ca
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+import colloc as co
+from colloc.signals import cumulative_integral, derivative, lowpass, sdf
+
+__all__ = [
+    "BODY", "FILTER", "RANGES", "CENTRE_NORMAL", "PAPER_TABLE2", "TRUE", "COP_NOISE", "FORMULATIONS",
+    "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model", "problem", "load_trial",
+    "simulate_trial", "surrogate_disturbance", "discrete_system", "com_from_cop",
+    "initial_trajectories", "jt_inverse_dynamics", "sdf_objective", "ml_estimate", "cop_from_states",
+]
+
+#: Body of the paper's subject (after Peterka 2000): I (kg·m²), m (kg), h (m), g (m/s²).
+BODY = {"I": 76.0, "m": 60.0, "h": 0.87, "g": 9.81}
+#: Disturbance filter T_d + B·T_d' = A·x of the paper (after Peterka 2000).
+FILTER = {"A": 1000.0, "B": 80.0}
+#: Table 1: physiological ranges (minimum, maximum) of the gains, SI units.
+RANGES = {"KP": (1005.54, 1228.99), "KI": (0.0, 114.59), "KD": (232.05, 283.61)}
+#: Table 1: "centre normal" gains, the default initial guess.
+CENTRE_NORMAL = {"KP": 1117.27, "KI": 14.32, "KD": 257.83}
+#: Table 2: gains identified in the paper from its subject's COP record.
+PAPER_TABLE2 = {
+    "J_u": {"KP": 1131.62, "KI": 14.70, "KD": 260.33},
+    "J_S": {"KP": 1117.27, "KI": 14.32, "KD": 265.35},
+    "J_T": {"KP": 1045.75, "KI": 16.6996, "KD": 237.588},
+}
+#: Gains of the synthetic data: inside Table 1's ranges but away from the centre-normal
+#: guess (KP +5.6 %, KI ×2.8, KD −5 %), so that an estimator that does not move shows.
+TRUE = {"KP": 1180.0, "KI": 40.0, "KD": 245.0}
+#: Default COP measurement noise of the synthetic data (m): 0.1 mm, force-plate level.
+COP_NOISE = 1e-4
+FORMULATIONS = ("known", "J_u", "J_S", "J_T", "MAP")
+REQUIRED_COLUMNS = ("cop",)
+OPTIONAL_COLUMNS = ("disturbance",)
+DEFAULT_DATA = ("cip", "cip.csv")
+GAINS = ("KP", "KI", "KD")
+_SCALES = {"KP": 1000.0, "KI": 10.0, "KD": 100.0}
+
+
+def _body(body: Mapping[str, float] | None, filt: Mapping[str, float] | None = None):
+    b, f = dict(BODY), dict(FILTER)
+    for given, default, what in ((body, b, "body"), (filt, f, "filter")):
+        unknown = set(given or {}) - set(default)
+        if unknown:
+            raise co.ModelError(f"cip {what}: unknown parameter(s) {', '.join(sorted(unknown))}; "
+                                f"known: {', '.join(default)}")
+        default.update(given or {})
+    return b, f
+
+
+def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None,
+          filt: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None) -> co.Model:
+    """The CIP with PID feedback.
+
+    Parameters
+    ----------
+    disturbance : {"known", "rate", "filtered"}
+        ``"known"``: T_d is the measured input ``disturbance``.  ``"rate"``: T_d is a state
+        driven by the free input ``disturbance_rate`` = T_d' (held over each interval).
+        ``"filtered"``: T_d is a state with B·T_d' = A·x − T_d, x the held free input
+        ``noise`` (unit white noise).
+    body, filt : mapping, optional
+        Overrides of :data:`BODY` and :data:`FILTER`.
+    bounds : mapping of gain name to (lower, upper), optional
+        Default: Table 1's ranges (:data:`RANGES`).
+    """
+    if disturbance not in ("known", "rate", "filtered"):
+        raise co.ModelError(f"cip model: disturbance must be 'known', 'rate' or 'filtered', got {disturbance!r}")
+    b, f = _body(body, filt)
+    rng = dict(RANGES)
+    rng.update(bounds or {})
+    m = co.Model("cip")
+    u = m.state("sway", unit="rad", scale=0.01)
+    v = m.state("sway_rate", unit="rad/s", scale=0.01)
+    w = m.state("sway_integral", unit="rad·s", scale=0.1)
+    if disturbance == "known":
+        td = m.known_input("disturbance", unit="N·m", scale=10.0)
+    else:
+        td = m.state("disturbance", unit="N·m", scale=10.0)
+    gains = {k: m.parameter(k, unit=unit, bounds=rng[k], guess=CENTRE_NORMAL[k], scale=_SCALES[k])
+             for k, unit in zip(GAINS, ("N·m/rad", "N·m/(rad·s)", "N·m·s/rad"))}
+    tc = gains["KP"] * u + gains["KI"] * w + gains["KD"] * v
+    m.set_der(u, v)
+    m.set_der(v, (b["m"] * b["g"] * b["h"] * u + td - tc) / b["I"])
+    m.set_der(w, u)
+    if disturbance == "rate":
+        r = m.free_input("disturbance_rate", unit="N·m/s", scale=10.0, hold=True)
+        m.set_der(td, r)
+    elif disturbance == "filtered":
+        x = m.free_input("noise", unit="1", scale=1.0, hold=True)
+        m.set_der(td, (f["A"] * x - td) / f["B"])
+    m.output("cop", (tc - td) / (b["m"] * b["g"]), unit="m")
+    return m
+
+
+def cop_from_states(states: np.ndarray, gains: Mapping[str, float], disturbance: np.ndarray,
+                    body: Mapping[str, float] | None = None) -> np.ndarray:
+    """u_cop = (T_c − T_d)/(m g) from states ``(N, 3)`` = (u, u', ∫u) and T_d (numpy)."""
+    b, _ = _body(body)
+    s = np.asarray(states, dtype=float)
+    tc = gains["KP"] * s[:, 0] + gains["KD"] * s[:, 1] + gains["KI"] * s[:, 2]
+    return (tc - np.asarray(disturbance, dtype=float)) / (b["m"] * b["g"])
+
+
+# ---- data -------------------------------------------------------------------------------
+def load_trial(path) -> co.Trial:
+    """Read a CIP CSV (``time, cop[, disturbance]``; COP in m, disturbance in N·m)."""
+    return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=20)
+
+
+def discrete_system(gains: Mapping[str, float], dt: float, body: Mapping[str, float] | None = None,
+                    filt: Mapping[str, float] | None = None):
+    """Exact zero-order-hold discretisation of the CIP with state (u, u', ∫u, T_d).
+
+    Returns ``(Phi, Gamma, C)``: s_{k+1} = Φ s_k + Γ x_k and u_cop,k = C s_k.
+    """
+    b, f = _body(body, filt)
+    KP, KI, KD = (float(gains[k]) for k in GAINS)
+    I, mgh = b["I"], b["m"] * b["g"] * b["h"]
+    Ac = np.array([[0.0, 1.0, 0.0, 0.0],
+                   [(mgh - KP) / I, -KD / I, -KI / I, 1.0 / I],
+                   [1.0, 0.0, 0.0, 0.0],
+                   [0.0, 0.0, 0.0, -1.0 / f["B"]]])
+    G = np.array([0.0, 0.0, 0.0, f["A"] / f["B"]])
+    M = np.zeros((5, 5))
+    M[:4, :4], M[:4, 4] = Ac, G
+    E = scipy.linalg.expm(M * dt)
+    C = np.array([KP, KD, KI, -1.0]) / (b["m"] * b["g"])
+    return E[:4, :4], E[:4, 4], C
+
+
+def surrogate_disturbance(num_samples: int, dt: float, seed: int,
+                          filt: Mapping[str, float] | None = None) -> np.ndarray:
+    """A filtered-noise disturbance T_d (N·m) from rest, exact for held unit white noise."""
+    _, f = _body(None, filt)
+    a = np.exp(-dt / f["B"])
+    x = np.random.default_rng([seed, 7]).standard_normal(num_samples)
+    td = np.zeros(num_samples)
+    for k in range(num_samples - 1):
+        td[k + 1] = a * td[k] + f["A"] * (1.0 - a) * x[k]
+    return td
+
+
+def simulate_trial(gains: Mapping[str, float] | None = None, *, duration: float = 60.0, rate: float = 100.0,
+                   seed: int = 0, cop_noise: float = COP_NOISE, body: Mapping[str, float] | None = None,
+                   filt: Mapping[str, float] | None = None, name: str = "cip.csv",
+                   return_states: bool = False):
+    """Synthetic quiet-standing record (the paper: 60 s at 100 Hz).
+
+    The body starts at rest in the upright position with no disturbance; x is
+    ``numpy.random.default_rng(seed)`` standard normal values held over each sample
+    interval; the system is integrated exactly (matrix exponential); Gaussian noise of
+    standard deviation ``cop_noise`` (m) is added to the COP (drawn after x).
+
+    Returns
+    -------
+    Trial with columns ``cop`` and ``disturbance`` (the true T_d), or
+    ``(trial, states)`` with ``states`` of shape (N, 4) = (u, u', ∫u, T_d) and the noise
+    x of shape (N,) when ``return_states=True`` (as a tuple ``(trial, states, x)``).
+    """
+    gains = dict(TRUE if gains is None else gains)
+    if cop_noise < 0 or not np.isfinite(cop_noise):
+        raise ValueError(f"cop_noise must be finite and >= 0, got {cop_noise!r}")
+    N = int(round(duration * rate)) + 1
+    dt = 1.0 / rate
+    Phi, Gamma, C = discrete_system(gains, dt, body, filt)
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(N)
+    S = np.zeros((N, 4))
+    for k in range(N - 1):
+        S[k + 1] = Phi @ S[k] + Gamma * x[k]
+    cop = S @ C + (cop_noise * rng.standard_normal(N) if cop_noise > 0 else 0.0)
+    time = np.arange(N) * dt
+    trial = co.Trial(time, {"cop": cop, "disturbance": S[:, 3].copy()}, name=name)
+    if return_states:
+        return trial, S, x
+    return trial
+
+
+# ---- initialisation from the data ---------------------------------------------------------
+def com_from_cop(cop: np.ndarray, dt: float, body: Mapping[str, float] | None = None) -> np.ndarray:
+    """Sway angle u (rad) from the COP by the exact inverse relation u_cop = h u − I u''/(m g).
+
+    The bounded solution of u'' − ω₀² u = −ω₀² u_cop / h (ω₀² = m g h / I) is the COP
+    convolved with the two-sided kernel (ω₀/2)·e^{−ω₀|t|}: a zero-phase low-pass with
+    corner ω₀ (0.41 Hz for the paper's subject) that needs no tuning, unlike a Butterworth
+    cut-off.  Solved as a tridiagonal system (second-order differences, reflecting ends,
+    whose error decays as e^{−ω₀ t} away from the ends).
+    """
+    b, _ = _body(body)
+    c = np.asarray(cop, dtype=float)
+    N = c.size
+    w2 = b["m"] * b["g"] * b["h"] / b["I"] * dt**2
+    ab = np.zeros((3, N))
+    ab[0, 1:] = 1.0
+    ab[1, :] = -2.0 - w2
+    ab[2, :-1] = 1.0
+    ab[0, 1] = 2.0  # reflecting ends: u_{-1} = u_1, u_N = u_{N-2}
+    ab[2, -2] = 2.0
+    return scipy.linalg.solve_banded((1, 1), ab, -w2 * c / b["h"])
+
+
+def initial_trajectories(trial: co.Trial, gains: Mapping[str, float] | None = None,
+                         body: Mapping[str, float] | None = None,
+                         filt: Mapping[str, float] | None = None) -> dict[str, np.ndarray]:
+    """Trajectory guesses from the measured COP, never all-zero.
+
+    COM from :func:`com_from_cop`, its rate and integral numerically, the disturbance from
+    the COP relation T_d = T_c − m g u_cop with the guessed gains, its rate and the white
+    noise that would produce it.  (A 60 s solve started from zero trajectories was seen to
+    stop at a far-off stationary point, K_P ≈ −45 000.)
+    """
+    b, f = _body(body, filt)
+    g = dict(CENTRE_NORMAL if gains is None else gains)
+    t = trial.time
+    dt = float(np.median(np.diff(t)))
+    u = com_from_cop(trial["cop"], dt, body)
+    v = derivative(u, dt)
+    w = cumulative_integral(u, dt)
+    td = g["KP"] * u + g["KI"] * w + g["KD"] * v - b["m"] * b["g"] * trial["cop"]
+    rate = derivative(td, dt)
+    noise = (td + f["B"] * rate) / f["A"]
+    return {"sway": u, "sway_rate": v, "sway_integral": w, "disturbance": td,
+            "disturbance_rate": rate, "noise": noise}
+
+
+# ---- the formulations ---------------------------------------------------------------------
+def sdf_objective(max_lag: float = 10.0, lag_step: float = 0.1, unit: float = 1e3):
+    """The paper's J_S (eq. 6) as a trajectory objective for :meth:`Problem.add_trajectory_objective`.
+
+    J_S = ∫₀^τ ½ (SDF_model(Δt) − SDF_data(Δt))² dΔt, τ = ``max_lag``, evaluated on a lag
+    grid of spacing ``lag_step`` with the trapezoidal rule; COP in ``unit``-scaled metres
+    (1e3: SDF in mm², as the paper reports it).  SDF_model is the discrete SDF of the
+    model's COP at the nodes (the same estimator as :func:`colloc.signals.sdf` for the data).
+    """
+    def function(values, time, trial):
+        c = values["cop"] * unit
+        dt = float(np.median(np.diff(time)))
+        if not np.allclose(np.diff(time), dt, rtol=1e-6, atol=0):
+            raise co.ProblemError("J_S needs a uniform grid")
+        N = len(time)
+        step = max(1, int(round(lag_step / dt)))
+        kmax = int(np.floor(max_lag / dt + 1e-9))
+        if kmax >= N:
+            raise co.ProblemError(f"J_S: max_lag {max_lag} s is not shorter than trial '{trial.name}'")
+        lags = np.arange(step, kmax + 1, step)
+        _, ref = sdf(trial["cop"] * unit, float(np.median(np.diff(trial.time))), max_lag=max_lag)
+        weights = np.full(lags.size, step * dt)
+        weights[-1] /= 2  # trapezoid; SDF(0) = 0 for model and data alike
+        total = 0
+        for k, wgt in zip(lags, weights):
+            d = c[int(k):] - c[: N - int(k)]
+            total = total + wgt * 0.5 * (ca.sumsqr(d) / (N - int(k)) - float(ref[int(k)])) ** 2
+        return total
+
+    return function
+
+
+def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = None, *,
+            cop_noise: float = COP_NOISE, surrogate_seed: int = 12345,
+            body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
+            bounds: Mapping[str, tuple] | None = None, sdf_lag_step: float = 0.1,
+            sdf_max_lag: float = 10.0) -> co.Problem:
+    """The identification problem in one of :data:`FORMULATIONS`.
+
+    Parameters
+    ----------
+    trials : Trial or sequence of Trial
+        Columns ``cop`` and, for ``"known"``, ``disturbance``.
+    formulation : str, optional
+        Default: ``"known"`` when every trial has a ``disturbance`` column, else ``"MAP"``.
+    cop_noise : float
+        COP noise standard deviation (m); the COP fit weight is 1/σ².
+    surrogate_seed : int
+        Seed of the surrogate disturbance of ``J_u`` and ``J_S`` (one per trial).
+    body, filt, bounds : mapping, optional
+        Overrides (see :func:`model`).
+    sdf_lag_step, sdf_max_lag : float
+        Lag spacing and upper limit τ (s) of the J_S integral (the paper: τ = 10 s).
+    """
+    trials = [trials] if isinstance(trials, co.Trial) else list(trials)
+    have_td = all("disturbance" in t for t in trials)
+    formulation = formulation or ("known" if have_td else "MAP")
+    if formulation not in FORMULATIONS:
+        raise co.ProblemError(f"cip: formulation must be one of {', '.join(FORMULATIONS)}, got {formulation!r}")
+    if not (np.isfinite(cop_noise) and cop_noise > 0):
+        raise co.ProblemError(f"cip: cop_noise must be > 0 (it sets the fit weight 1/σ²), got {cop_noise!r}")
+    if formulation == "known" and not have_td:
+        missing = [t.name for t in trials if "disturbance" not in t]
+        raise co.ProblemError(f"cip formulation 'known' needs a 'disturbance' column; missing in {', '.join(missing)}")
+    fit = {"cop": 1.0 / cop_noise**2}
+    if formulation in ("J_u", "J_S"):
+        # the paper's §4.1: a disturbance of the right statistics, not the one that acted
+        new = []
+        for i, t in enumerate(trials):
+            dt = float(np.median(np.diff(t.time)))
+            td = surrogate_disturbance(t.num_samples, dt, surrogate_seed + i, filt)
+            new.append(co.Trial(t.time, {"cop": t["cop"], "disturbance": td}, name=t.name))
+        trials = new
+    kind = {"known": "known", "J_u": "known", "J_S": "known", "J_T": "rate", "MAP": "filtered"}[formulation]
+    mdl = model(kind, body=body, filt=filt, bounds=bounds)
+    prob = co.Problem(mdl, trials, fit={} if formulation == "J_S" else fit, name="cip")
+    b, f = _body(body, filt)
+    if formulation == "J_S":
+        prob.add_trajectory_objective(sdf_objective(max_lag=sdf_max_lag, lag_step=sdf_lag_step), ["cop"], name="J_S")
+    elif formulation == "J_T":
+        dt = float(np.median(np.diff(trials[0].time)))
+        r = mdl.variable("disturbance_rate").symbol
+        prob.add_regularization(r, weight=dt, integral=False, name="J_T")
+    elif formulation == "MAP":
+        x = mdl.variable("noise").symbol
+        prob.add_regularization(x, weight=1.0, integral=False, name="white_noise_prior")
+    w = mdl.variable("sway_integral").symbol
+    for i, t in enumerate(prob.trials):
+        prob.add_point_constraint(w, t.time[0], 0.0, 0.0, trial=i, name="integral_starts_at_zero")
+        guess = initial_trajectories(t, body=body, filt=filt)
+        for name in mdl.element_names("state") + mdl.element_names("free_input"):
+            prob.set_guess(name, (lambda times, tt=t.time, y=guess[name]: np.interp(times, tt, y)), trial=i)
+    return prob
+
+
+def jt_inverse_dynamics(trial: co.Trial, *, cutoff: float = 0.5, body: Mapping[str, float] | None = None,
+                        bounds: Mapping[str, tuple] | None = None) -> dict:
+    """The paper's J_T procedure (§2.3): COM from the Butterworth-filtered COP (Benda et al.
+    1994), T_d by inverse dynamics (eq. 18), gains minimising ½∫T_d'² dt (eq. 19).
+
+    T_d' = I u''' + K_D u'' + (K_P − m g h) u' + K_I u is linear in the gains, so the
+    minimiser the paper approached by steepest descent is a bounded linear least-squares
+    problem, solved here exactly.  ``cutoff`` (Hz) of the 4th-order zero-phase filter is
+    not given in the paper; 0.5 Hz is our choice (the COP→COM corner is 0.41 Hz).
+
+    Returns
+    -------
+    dict with ``parameters``, ``objective`` (J_T, N²·m²/s), ``disturbance`` (N·m) and
+    ``sway`` (rad).
+    """
+    b, _ = _body(body)
+    rng = dict(RANGES)
+    rng.update(bounds or {})
+    dt = float(np.median(np.diff(trial.time)))
+    u = lowpass(trial["cop"], dt, cutoff) / b["h"]
+    du = derivative(u, dt)
+    d2u = derivative(u, dt, order=2)
+    d3u = derivative(d2u, dt)
+    mgh = b["m"] * b["g"] * b["h"]
+    q = np.full(u.size, dt)  # rectangle rule, as J = ½ Σ Ṫ_d² dt
+    sw = np.sqrt(q)
+    Amat = np.column_stack([du, u, d2u]) * sw[:, None]  # columns KP, KI, KD
+    rhs = -(b["I"] * d3u - mgh * du) * sw
+    scale = np.array([_SCALES[k] for k in GAINS])
+    lo = np.array([rng[k][0] for k in GAINS]) / scale
+    hi = np.array([rng[k][1] for k in GAINS]) / scale
+    sol = scipy.optimize.lsq_linear(Amat * scale, rhs, bounds=(lo, hi), method="bvls")
+    gains = dict(zip(GAINS, (sol.x * scale).tolist()))
+    w = cumulative_integral(u, dt)
+    td = b["I"] * d2u + gains["KD"] * du + (gains["KP"] - mgh) * u + gains["KI"] * w
+    objective = 0.5 * float(np.sum((Amat @ (sol.x * scale) - rhs) ** 2))
+    return {"parameters": gains, "objective": objective, "disturbance": td, "sway": u}
+
+
+def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0: Mapping[str, float] | None = None,
+                body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
+                bounds: Mapping[str, tuple] | None = None):
+    """Exact maximum-likelihood gains by the Kalman-filter prediction-error method.
+
+    The state (u, u', ∫u, T_d) starts at rest (as the generator does); the COP noise
+    standard deviation is ``cop_noise`` or, when ``None``, estimated with the gains.
+    Returns the :class:`colloc.kalman.MLResult`.
+    """
+    from colloc import kalman
+
+    b, f = _body(body, filt)
+    rng = dict(RANGES)
+    rng.update(bounds or {})
+    I, m, g, h = b["I"], b["m"], b["g"], b["h"]
+    names = list(GAINS) + ["sigma"]
+
+    def matrices(theta):
+        KP, KI, KD, sigma = theta[0], theta[1], theta[2], theta[3]
+        A = ca.vertcat(
+            ca.horzcat(0, 1, 0, 0),
+            ca.horzcat((m * g * h - KP) / I, -KD / I, -KI / I, 1 / I),
+            ca.horzcat(1, 0, 0, 0),
+            ca.horzcat(0, 0, 0, -1 / f["B"]),
+        )
+        G = ca.vertcat(0, 0, 0, f["A"] / f["B"])
+        C = ca.horzcat(KP, KD, KI, -1) / (m * g)
+        R = ca.reshape(sigma**2, 1, 1)
+        return A, G, C, R
+
+    dt = float(np.median(np.diff(trial.time)))
+    lgm = kalman.LinearGaussianModel(names, matrices, dt=dt)
+    g0 = dict(CENTRE_NORMAL if gains0 is None else gains0)
+    theta0 = [g0[k] for k in GAINS] + [COP_NOISE if cop_noise is None else cop_noise]
+    bnds = {k: rng[k] for k in GAINS}
+    bnds["sigma"] = (1e-7, 1e-1)
+    fixed = None if cop_noise is None else {"sigma": float(cop_noise)}
+    return kalman.maximum_likelihood(lgm, trial["cop"][:, None], theta0, bounds=bnds, fixed=fixed)
