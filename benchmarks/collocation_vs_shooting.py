@@ -16,8 +16,8 @@ initial states):
   that falls over (``two_link_unstable.py``). Shooting
   integrates with RK4, one step per sample (CVODES costs ~5 s per objective + gradient on
   60 s: it is timed once and the CVODES time of the single-shooting run is extrapolated).
-* ``CIP`` — the cart inverted pendulum does not exist in this repository yet: reported as
-  not available.
+* ``CIP`` — the controlled inverted pendulum has its own comparison with the paper's
+  steepest descent, one run per formulation: ``cip_speed.py``.
 
 Accuracy: e(p) = max_j |p_j / p_true,j − 1|. The target of a case is ε = e(collocation's
 final estimate) + ``--margin`` (default 0.01, i.e. one percent of each true value): "the
@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib.util
 import os
 import platform
 import sys
@@ -452,9 +451,8 @@ def main(argv=None) -> int:
         cases += two_link_cases(args.quick, args.two_link_durations, args.exact, args.ss_max_iter,
                                 args.reduced_ipopt_max_iter)
     results = [run_case(c, args.margin) for c in cases]
-    cip = ("CIP (cart inverted pendulum): not available — no problems/cip.py in this repository yet; skipped"
-           if importlib.util.find_spec("problems.cip") is None else
-           "CIP: problems/cip.py exists but this benchmark does not include it yet; skipped")
+    cip = ("CIP (controlled inverted pendulum): compared per formulation with the paper's steepest descent "
+           "in benchmarks/cip_speed.py")
     basin = None
     if "basin" not in args.skip:
         print("\n== pendulum basin of attraction (pendulum_basin.py, shooting RK4)", flush=True)

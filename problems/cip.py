@@ -35,7 +35,13 @@ Formulations (:data:`FORMULATIONS`, all on the same model conventions):
     eq. 18).
 ``MAP``
     T_d driven by the unknown white noise x with its exact prior (process-noise
-    formulation): the maximum a-posteriori trajectory and gains.
+    formulation): the joint maximum a-posteriori trajectory and gains.  Biased: it drives
+    K_D to its lower bound (see ``MAP-OM``).
+``MAP-OM``
+    ``MAP`` plus the Onsager–Machlup term ½∫∇·f dt = −T·K_D/(2I) + const, the Jacobian of
+    the map from noise to path that the joint MAP leaves out (it grows with K_D, so without
+    it the damping gain is pushed down).  This is the path likelihood; it agrees with the
+    exact ``ML`` (see the study in benchmarks/cip_study.py).  The default for COP-only data.
 ``ML`` (:func:`ml_estimate`)
     Exact maximum likelihood of the gains by the Kalman-filter prediction-error method
     (the CIP with this disturbance is linear-Gaussian).
@@ -79,7 +85,7 @@ PAPER_TABLE2 = {
 TRUE = {"KP": 1180.0, "KI": 40.0, "KD": 245.0}
 #: Default COP measurement noise of the synthetic data (m): 0.1 mm, force-plate level.
 COP_NOISE = 1e-4
-FORMULATIONS = ("known", "J_u", "J_S", "J_T", "MAP")
+FORMULATIONS = ("known", "J_u", "J_S", "J_T", "MAP", "MAP-OM")
 REQUIRED_COLUMNS = ("cop",)
 OPTIONAL_COLUMNS = ("disturbance",)
 DEFAULT_DATA = ("cip", "cip.csv")
@@ -318,7 +324,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
     trials : Trial or sequence of Trial
         Columns ``cop`` and, for ``"known"``, ``disturbance``.
     formulation : str, optional
-        Default: ``"known"`` when every trial has a ``disturbance`` column, else ``"MAP"``.
+        Default: ``"known"`` when every trial has a ``disturbance`` column, else ``"MAP-OM"``.
     cop_noise : float
         COP noise standard deviation (m); the COP fit weight is 1/σ².
     surrogate_seed : int
@@ -330,7 +336,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
     """
     trials = [trials] if isinstance(trials, co.Trial) else list(trials)
     have_td = all("disturbance" in t for t in trials)
-    formulation = formulation or ("known" if have_td else "MAP")
+    formulation = formulation or ("known" if have_td else "MAP-OM")
     if formulation not in FORMULATIONS:
         raise co.ProblemError(f"cip: formulation must be one of {', '.join(FORMULATIONS)}, got {formulation!r}")
     if not (np.isfinite(cop_noise) and cop_noise > 0):
@@ -347,7 +353,8 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
             td = surrogate_disturbance(t.num_samples, dt, surrogate_seed + i, filt)
             new.append(co.Trial(t.time, {"cop": t["cop"], "disturbance": td}, name=t.name))
         trials = new
-    kind = {"known": "known", "J_u": "known", "J_S": "known", "J_T": "rate", "MAP": "filtered"}[formulation]
+    kind = {"known": "known", "J_u": "known", "J_S": "known", "J_T": "rate", "MAP": "filtered",
+            "MAP-OM": "filtered"}[formulation]
     mdl = model(kind, body=body, filt=filt, bounds=bounds)
     prob = co.Problem(mdl, trials, fit={} if formulation == "J_S" else fit, name="cip")
     b, f = _body(body, filt)
@@ -357,9 +364,11 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
         dt = float(np.median(np.diff(trials[0].time)))
         r = mdl.variable("disturbance_rate").symbol
         prob.add_regularization(r, weight=dt, integral=False, name="J_T")
-    elif formulation == "MAP":
+    elif formulation in ("MAP", "MAP-OM"):
         x = mdl.variable("noise").symbol
         prob.add_regularization(x, weight=1.0, integral=False, name="white_noise_prior")
+        if formulation == "MAP-OM":
+            prob.add_onsager_machlup()
     w = mdl.variable("sway_integral").symbol
     for i, t in enumerate(prob.trials):
         prob.add_point_constraint(w, t.time[0], 0.0, 0.0, trial=i, name="integral_starts_at_zero")

@@ -66,7 +66,7 @@ def test_collocation_vs_shooting_quick(tmp_path):
             assert r["total_s"] > 0 and r["iterations"] is not None
             if r["time_to_eps"] is not None:
                 assert r["ratio_time_to_eps"] > 0
-    assert "not available" in report["cip"] and "CIP" in proc.stdout
+    assert "cip_speed.py" in report["cip"] and "CIP" in proc.stdout
     assert set(report["basin"]["summary"]) == BASIN_METHODS
     assert len(report["targets"]) == 2
 

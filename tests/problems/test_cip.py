@@ -131,7 +131,7 @@ def short():
     return cip.simulate_trial(seed=5, duration=2.0, cop_noise=1e-4)
 
 
-@pytest.mark.parametrize("formulation", ["known", "J_u", "J_S", "J_T", "MAP"])
+@pytest.mark.parametrize("formulation", ["known", "J_u", "J_S", "J_T", "MAP", "MAP-OM"])
 def test_collocation_gradient_of_every_error_function(short, formulation):
     """∇f of each formulation's NLP against central differences along random directions."""
     prob = cip.problem(short, formulation, sdf_lag_step=0.05, sdf_max_lag=1.0)
@@ -152,7 +152,7 @@ def test_collocation_gradient_of_every_error_function(short, formulation):
         assert g @ d == pytest.approx(fd, rel=1e-5, abs=1e-8 * max(1.0, abs(f0[0]))), formulation
 
 
-@pytest.mark.parametrize("formulation", ["known", "J_u", "J_S", "MAP"])
+@pytest.mark.parametrize("formulation", ["known", "J_u", "J_S", "MAP", "MAP-OM"])
 def test_adjoint_gradient_of_every_error_function(short, formulation):
     """The shooting baseline's adjoint gradient (the paper's conjugate-variable method)
     against central differences of the simulated objective."""
@@ -224,3 +224,16 @@ def test_cli_identify_cip_known_and_cop_only(tmp_path):
     doc = json.loads(out.read_text())
     assert set(doc["standard_errors"]) == {"KP", "KI", "KD"}
     assert all(np.isfinite(v) and v > 0 for v in doc["standard_errors"].values())
+
+
+def test_onsager_machlup_term_is_half_the_drift_divergence(short):
+    """For the CIP, ∇·f = −K_D/I − 1/B (trace of the closed-loop matrix), so the term is
+    ½(−K_D/I − 1/B) per unit time: linear in K_D, independent of K_P and K_I."""
+    prob = cip.problem(short, "MAP-OM")
+    term = next(t for t in prob.terms if t.name == "onsager_machlup")
+    m = prob.model
+    f = ca.Function("om", [m._vec("state"), m._vec("free_input"), m._vec("parameter")], [term.expr])
+    for kp, ki, kd in ((1100.0, 10.0, 250.0), (1200.0, 90.0, 240.0)):
+        val = float(f([0.01, -0.02, 0.3, 5.0], [0.7], [kp, ki, kd]))
+        assert val == pytest.approx(0.5 * (-kd / cip.BODY["I"] - 1 / cip.FILTER["B"]), rel=1e-12)
+    assert term.integral
