@@ -8,6 +8,8 @@ __version__ = "0.1.0"
 
 from . import signals as signals  # noqa: E402
 from .bootstrap import Bootstrap as Bootstrap, bootstrap as bootstrap  # noqa: E402
+from .dde import DDESimulation as DDESimulation, simulate_dde as simulate_dde  # noqa: E402
+from .delay_margin import Crossing as Crossing, DelayMargin as DelayMargin, delay_margin as delay_margin  # noqa: E402
 from .diagnostics import Identifiability as Identifiability, identifiability as identifiability  # noqa: E402
 from .integrators import Cvodes as Cvodes, RungeKutta as RungeKutta  # noqa: E402
 from .optimizers import LBFGS as LBFGS, ReducedIpopt as ReducedIpopt, SteepestDescent as SteepestDescent  # noqa: E402
@@ -57,6 +59,9 @@ __all__ = [
     "Bootstrap",
     "CollocError",
     "CollocInputError",
+    "Crossing",
+    "DDESimulation",
+    "DelayMargin",
     "DataError",
     "ExtraColumnsWarning",
     "Identifiability",
@@ -74,7 +79,9 @@ __all__ = [
     "Trapezoidal",
     "Trial",
     "bootstrap",
+    "delay_margin",
     "identifiability",
     "simulate",
+    "simulate_dde",
     "solve",
 ]

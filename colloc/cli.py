@@ -261,6 +261,122 @@ def cmd_problems(args) -> int:
     return EXIT_OK
 
 
+def _read_matrix_csv(path: str, option: str):
+    """Read a headerless, comma-separated numeric matrix; errors name the file, row and column.
+
+    Parameters
+    ----------
+    path : str
+        CSV file (one matrix row per line, no header).
+    option : str
+        Command-line option that named the file (used in error messages).
+
+    Returns
+    -------
+    numpy.ndarray
+        2-D float array.
+
+    Raises
+    ------
+    UsageError
+        Missing file, empty file, non-numeric or NaN/inf cell, or rows of unequal length.
+    """
+    import csv
+
+    import numpy as np
+
+    p = Path(path)
+    if not p.is_file():
+        raise UsageError(f"{option} {path}: no such file")
+    rows: list[list[float]] = []
+    try:
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            for lineno, cells in enumerate(csv.reader(fh), start=1):
+                if not cells or all(not c.strip() for c in cells):
+                    continue
+                row = []
+                for col, cell in enumerate(cells, start=1):
+                    text = cell.strip()
+                    try:
+                        value = float(text)
+                    except ValueError:
+                        raise UsageError(f"{option} {path}: row {lineno}, column {col}: "
+                                         f"{text!r} is not a number (headerless numeric CSV expected)") from None
+                    if not np.isfinite(value):
+                        raise UsageError(f"{option} {path}: row {lineno}, column {col}: {text} (NaN/inf not allowed)")
+                    row.append(value)
+                if rows and len(row) != len(rows[0]):
+                    raise UsageError(f"{option} {path}: row {lineno} has {len(row)} values, "
+                                     f"the first row has {len(rows[0])}")
+                rows.append(row)
+    except UnicodeDecodeError:
+        raise UsageError(f"{option} {path}: not a text CSV file") from None
+    if not rows:
+        raise UsageError(f"{option} {path}: empty file, no matrix")
+    return np.array(rows, dtype=float)
+
+
+def _format_matrix(name: str, m) -> str:
+    lines = [f"{name} ="]
+    for row in m:
+        lines.append("  [" + "  ".join(f"{v:11.5g}" for v in row) + " ]")
+    return "\n".join(lines)
+
+
+def _margin_lines(margin) -> list[str]:
+    if not margin.stable_at_zero_delay:
+        worst = margin.max_real_eigenvalue_zero_delay
+        return [f"unstable at zero delay (max Re eig(J_i + J_d) = {worst:.6g} 1/s): delay margin 0 s"]
+    if margin.delay_margin_s is None:
+        return ["stable for every delay (no root reaches the imaginary axis): delay margin infinite"]
+    return [f"delay margin        {margin.delay_margin_s:.6g} s",
+            f"crossing frequency  {margin.crossing_frequency_rad_s:.6g} rad/s",
+            f"crossings found     {len(margin.crossings)} ({margin.method}, {margin.elapsed_s:.3f} s)"]
+
+
+def cmd_delay_margin(args) -> int:
+    import json
+
+    from .delay_margin import delay_margin
+
+    ji = _read_matrix_csv(args.ji, "--ji")
+    jd = _read_matrix_csv(args.jd, "--jd")
+    for option, path, m in (("--ji", args.ji, ji), ("--jd", args.jd, jd)):
+        if m.shape[0] != m.shape[1]:
+            raise UsageError(f"{option} {path}: matrix is {m.shape[0]}×{m.shape[1]}, not square")
+    if ji.shape != jd.shape:
+        raise UsageError(f"--ji {args.ji} is {ji.shape[0]}×{ji.shape[1]} but --jd {args.jd} is "
+                         f"{jd.shape[0]}×{jd.shape[1]}; the shapes must agree")
+    margin = delay_margin(ji, jd, method=args.method)
+    if args.json:
+        sys.stdout.write(json.dumps(margin.to_dict()) + "\n")
+    else:
+        print(f"x'(t) = J_i x(t) + J_d x(t - tau), n = {ji.shape[0]}")
+        print("\n".join(_margin_lines(margin)))
+    return EXIT_OK if margin.stable_at_zero_delay else EXIT_FAILED
+
+
+def cmd_spine_one_dof(args) -> int:
+    import json
+
+    from problems.spine.one_dof import one_dof
+
+    result = one_dof(q=args.q, b=args.b, alpha2=args.alpha2, gp=args.gp, gd=args.gd, g=args.g, f0=args.f0,
+                     m=args.m, length=args.length, lm1=args.lm1, lm2=args.lm2,
+                     angle_m1_deg=args.angle_m1, angle_m2_deg=args.angle_m2, method=args.method)
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_dict()) + "\n")
+    else:
+        p = result.parameters
+        print("Franklin (2006) §3.D 1-DoF reflexive pendulum, x = [theta, theta']")
+        print(f"q = {p['q']:g}, b = {p['b']:g} s, alpha2 = {p['alpha2']:g} (alpha1 = {result.alpha1:.6g}), "
+              f"Gp = {p['gp']:g}, Gd = {p['gd']:g} s, g = {p['g']:g}, f0 = {p['f0']:g}")
+        print(_format_matrix("J_i", result.J_i))
+        print(_format_matrix("J_d", result.J_d))
+        print("\n".join(_margin_lines(result.margin)))
+    return EXIT_OK if result.stable_at_zero_delay else EXIT_FAILED
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="colloc", description="Identify model parameters from measured trajectories by direct collocation.")
     parser.add_argument("--version", action="version", version=f"colloc {__version__}")
@@ -313,6 +429,50 @@ def build_parser() -> argparse.ArgumentParser:
                    help="IPOPT iteration limit of the collocation methods (default 500)")
     c.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
     c.set_defaults(func=cmd_compare)
+
+    dm = sub.add_parser("delay-margin", help="delay margin of x' = J_i x(t) + J_d x(t - tau)",
+                        description="Delay margin of x'(t) = J_i x(t) + J_d x(t - tau): the largest tau "
+                                    "below which the system stays stable (Franklin 2006 §3.B.iv; Chen, Gu "
+                                    "& Nett 1995). J_i and J_d are square matrices of equal size as "
+                                    "headerless CSV. Exit 0 when stable at zero delay (margin finite or "
+                                    "infinite, i.e. null), 1 when unstable at zero delay (margin 0).")
+    dm.add_argument("--ji", required=True, metavar="JI.csv", help="instantaneous Jacobian J_i (headerless CSV)")
+    dm.add_argument("--jd", required=True, metavar="JD.csv", help="delayed Jacobian J_d (headerless CSV)")
+    dm.add_argument("--method", choices=("sweep", "exact"), default="sweep",
+                    help="sweep: adaptive frequency sweep (default); exact: Kronecker eigenproblem of "
+                         "size n² (slower, cannot miss a crossing)")
+    dm.add_argument("--json", action="store_true",
+                    help="print the result (delay_margin_s, crossing_frequency_rad_s, stable_at_zero_delay, "
+                         "...) as JSON and nothing else")
+    dm.set_defaults(func=cmd_delay_margin)
+
+    sp = sub.add_parser("spine", help="Franklin (2006) reflexive spine model",
+                        description="Analyses of the Franklin (2006) reflexive spine model.")
+    spine_sub = sp.add_subparsers(dest="spine_command", metavar="ANALYSIS", required=True, parser_class=_Parser)
+    od = spine_sub.add_parser("one-dof", help="J_i, J_d and delay margin of the §3.D 1-DoF example",
+                              description="Linearise the §3.D one-degree-of-freedom reflexive pendulum "
+                                          "(CasADi AD) and compute its delay margin. Defaults are the "
+                                          "thesis values (J_i = [[0,1],[4.88,-1.09]], J_d = [[0,0],"
+                                          "[-8.15,-1.63]], margin 0.317 s). Exit 1 when unstable at "
+                                          "zero delay.")
+    od.add_argument("--q", type=float, default=20.0, help="intrinsic stiffness gain (default 20)")
+    od.add_argument("--b", type=float, default=2.0, help="intrinsic damping gain, s (default 2)")
+    od.add_argument("--alpha2", type=float, default=0.5, help="activation of muscle M2, in (0, 1] (default 0.5)")
+    od.add_argument("--gp", type=float, default=15.0, help="proportional reflex gain G_p (default 15)")
+    od.add_argument("--gd", type=float, default=3.0, help="derivative reflex gain G_d, s (default 3)")
+    od.add_argument("--g", type=float, default=None, help="gravity (default 10, as in §3.D.iv)")
+    od.add_argument("--f0", type=float, default=None, help="maximum muscle force (default 1)")
+    od.add_argument("--m", type=float, default=None, help="pendulum mass (default 1)")
+    od.add_argument("--length", type=float, default=None, help="pendulum length L (default 1)")
+    od.add_argument("--lm1", type=float, default=None, help="length of M1 at equilibrium (default 0.5)")
+    od.add_argument("--lm2", type=float, default=None, help="length of M2 at equilibrium (default 2)")
+    od.add_argument("--angle-m1", type=float, default=None, metavar="DEG",
+                    help="angle between pendulum and M1, degrees (default 90)")
+    od.add_argument("--angle-m2", type=float, default=None, metavar="DEG",
+                    help="angle between pendulum and M2, degrees (default 10)")
+    od.add_argument("--method", choices=("sweep", "exact"), default="sweep", help="delay-margin method")
+    od.add_argument("--json", action="store_true", help="print the result as JSON and nothing else")
+    od.set_defaults(func=cmd_spine_one_dof)
 
     ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
     ls.set_defaults(func=cmd_problems)
