@@ -6,7 +6,7 @@ The public API is re-exported here; everything else is internal.
 
 __version__ = "0.1.0"
 
-from . import signals as signals  # noqa: E402
+from . import kalman as kalman, signals as signals  # noqa: E402
 from .bootstrap import Bootstrap as Bootstrap, bootstrap as bootstrap  # noqa: E402
 from .dde import DDESimulation as DDESimulation, simulate_dde as simulate_dde  # noqa: E402
 from .delay_margin import Crossing as Crossing, DelayMargin as DelayMargin, delay_margin as delay_margin  # noqa: E402
