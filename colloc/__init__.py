@@ -31,6 +31,7 @@ from .errors import (  # noqa: E402
 )
 from .model import Model as Model  # noqa: E402
 from .problem import Problem as Problem  # noqa: E402
+from .profile import Profile as Profile, profile as profile  # noqa: E402
 from .result import Result as Result  # noqa: E402
 from .simulate import Simulation as Simulation, simulate as simulate  # noqa: E402
 from .solve import Ipopt as Ipopt, IterationInfo as IterationInfo, solve as solve  # noqa: E402
@@ -73,6 +74,7 @@ __all__ = [
     "OptionsError",
     "Problem",
     "ProblemError",
+    "Profile",
     "Result",
     "Simulation",
     "SolveFailed",
@@ -81,6 +83,7 @@ __all__ = [
     "bootstrap",
     "delay_margin",
     "identifiability",
+    "profile",
     "simulate",
     "simulate_dde",
     "solve",

@@ -22,7 +22,7 @@ from .errors import ProblemError
 from .problem import Problem
 from .transcriptions import AbstractTranscription
 
-__all__ = ["Layout", "transcribe"]
+__all__ = ["Layout", "keys_kernel", "transcribe"]
 
 
 @dataclass
@@ -115,13 +115,45 @@ class _Split:
         return x, r, u
 
 
-def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale) -> ca.Function:
+def keys_kernel(s):
+    """Cubic-convolution interpolation kernel (Keys 1981, a = −½): C¹, interpolating,
+    exact for quadratics, support |s| < 2; works on numbers and CasADi expressions."""
+    a = ca.fabs(s)
+    inner = 1.5 * a**3 - 2.5 * a**2 + 1
+    outer = -0.5 * a**3 + 2.5 * a**2 - 4 * a + 2
+    return ca.if_else(a <= 1, inner, ca.if_else(a < 2, outer, 0))
+
+
+@dataclass
+class _DelayWindow:
+    """Nodes one interval couples with through one delayed state (uniform grid)."""
+
+    state_index: list[int]  # positions of the delayed elements in z
+    offsets: np.ndarray  # node offsets o (relative to the interval's first node k)
+    tau_index: int | None  # position of τ among the parameters, or None
+    tau_value: float | None
+
+    @staticmethod
+    def build(model, delay, h: float) -> "_DelayWindow":
+        states = model.element_names("state")
+        lo = int(np.floor(delay.lower / h + 1e-9))
+        hi = int(np.ceil(delay.upper / h - 1e-9))
+        # node k needs j ∈ (k − τ/h − 2, k − τ/h + 2); node k + 1 one further
+        offsets = np.arange(-hi - 2, -lo + 3 + 1)
+        pidx = None if delay.parameter is None else model.element_names("parameter").index(delay.parameter)
+        return _DelayWindow([states.index(e) for e in delay.state_elements], offsets, pidx, delay.value)
+
+
+def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale,
+                       windows: list[_DelayWindow] | None = None, h_uniform: float | None = None) -> ca.Function:
     model = problem.model
     fns = model.functions()
     split = _Split(problem)
     nz, npar = len(sz), len(sp)
     ns = len(model.element_names("known_input"))
-    v = ca.SX.sym("v", 2 * nz + npar)
+    windows = windows or []
+    nwin = sum(len(w.state_index) * len(w.offsets) for w in windows)
+    v = ca.SX.sym("v", 2 * nz + npar + nwin)
     d = ca.SX.sym("d", 2 * ns + 2)
     z0 = v[:nz] * sz
     z1 = v[nz : 2 * nz] * sz
@@ -132,6 +164,21 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     held = model.held_inputs()
     if held.any():  # zero-order hold: the interval sees the start value only
         r1 = ca.vertcat(*[r0[j] if held[j] else r1[j] for j in range(held.size)])
+    if windows:
+        # x(t − τ) at both end nodes by cubic convolution of the window's node values
+        xd0, xd1, o = [], [], 2 * nz + npar
+        for w in windows:
+            tau = p[w.tau_index] if w.tau_index is not None else w.tau_value
+            k = len(w.state_index)
+            X = ca.reshape(v[o : o + k * len(w.offsets)], k, len(w.offsets)) * ca.DM(sz[w.state_index])
+            o += k * len(w.offsets)
+            shift = tau / h_uniform
+            w0 = ca.vertcat(*[keys_kernel(-float(off) - shift) for off in w.offsets])
+            w1 = ca.vertcat(*[keys_kernel(1.0 - float(off) - shift) for off in w.offsets])
+            xd0.append(ca.mtimes(X, w0))
+            xd1.append(ca.mtimes(X, w1))
+        u0 = ca.vertcat(u0, *xd0)
+        u1 = ca.vertcat(u1, *xd1)
     defect = method.defect(fns["residual"], x0, x1, r0, r1, u0, u1, p, t0, h)
     con = h * defect / eq_scale
     return ca.Function("dynamics", [v, d], [ca.SX(0, 1), ca.SX(0), con])
@@ -249,7 +296,7 @@ def transcribe(
     ubx[layout.p_index] = phi / sp
 
     # ---- blocks -------------------------------------------------------------------------
-    dyn = _interval_function(problem, method, sz, sp, eq_scale)
+    dyn = _interval_function(problem, method, sz, sp, eq_scale) if not model.delays else None
     blocks: list[Block] = []
     regs = [t for t in problem.terms if t.kind == "regularization"]
     objs = [t for t in problem.terms if t.kind == "objective"]
@@ -272,12 +319,30 @@ def transcribe(
 
         # dynamics defects on every interval
         data = np.vstack([u_nodes[:, :-1], u_nodes[:, 1:], tn[None, :-1], np.diff(tn)[None, :]])
+        dyn_i, dyn_index = dyn, pair_index
+        if model.delays:
+            steps = np.diff(tn)
+            h = float(steps[0])
+            if not np.allclose(steps, h, rtol=1e-9, atol=0):
+                raise ProblemError(
+                    f"trial '{trial.name}': delayed states need a uniform grid; its steps range from "
+                    f"{steps.min():.6g} to {steps.max():.6g} s (resample it or pass a uniform --nodes)"
+                )
+            windows = [_DelayWindow.build(model, dl, h) for dl in model.delays]
+            dyn_i = _interval_function(problem, method, sz, sp, eq_scale, windows, h)
+            k = np.arange(N - 1)
+            parts = [pair_index]
+            for w in windows:
+                nodes_w = np.clip(k[None, :] + w.offsets[:, None], 0, N - 1)  # clamp: constant history
+                for off in range(len(w.offsets)):
+                    parts.append(zi[w.state_index][:, nodes_w[off]])
+            dyn_index = np.vstack(parts)
         blocks.append(
             Block(
                 name="dynamics",
                 trial=i,
-                func=dyn,
-                index=pair_index,
+                func=dyn_i,
+                index=dyn_index,
                 data=data,
                 lower=np.zeros((n, N - 1)),
                 upper=np.zeros((n, N - 1)),

@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from dataclasses import dataclass
 
 import casadi as ca
@@ -53,6 +56,25 @@ def _to_scipy(m: ca.DM) -> sps.csc_matrix:
     return sps.csc_matrix(
         (np.array(m.nonzeros()), np.array(sp.row()), np.array(sp.colind())), shape=m.shape
     )
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence output written to file descriptor 2 by compiled code (not Python warnings)."""
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stderr (e.g. captured): nothing to hide
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), fd)
+            yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
 
 
 def parameter_covariance(
@@ -119,9 +141,10 @@ def parameter_covariance(
     try:
         Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
         solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
-        solver.sfact(Kc)
-        solver.nfact(Kc)
-        sol = np.array(solver.solve(Kc, ca.DM(rhs)))
+        with _quiet_stderr():  # CasADi prints "zeros in D" from C++; the check below decides
+            solver.sfact(Kc)
+            solver.nfact(Kc)
+            sol = np.array(solver.solve(Kc, ca.DM(rhs)))
         if not np.all(np.isfinite(sol)) or np.linalg.norm(K @ sol - rhs) > 1e-6 * max(1.0, np.linalg.norm(sol)):
             # an unstable pivot sequence: fall back to LU with partial pivoting
             sol = spla.splu(K, permc_spec="COLAMD").solve(rhs)

@@ -89,6 +89,33 @@ class Equation:
     scale: np.ndarray
 
 
+@dataclass(frozen=True)
+class Delay:
+    """A state delayed by τ, ``x(t − τ)``, as used in the dynamics.
+
+    Attributes
+    ----------
+    state_elements : tuple of str
+        The delayed state elements.
+    symbols : casadi.SX
+        Column of the symbols that stand for ``x(t − τ)`` in model expressions.
+    parameter : str or None
+        Name of the parameter that is τ, or ``None`` when τ is the constant ``value``.
+    value : float or None
+        The constant delay (s).
+    lower, upper : float
+        Bounds on τ (equal to ``value`` for a constant); they fix the band of nodes a
+        collocation interval couples with.
+    """
+
+    state_elements: tuple[str, ...]
+    symbols: ca.SX = field(repr=False)
+    parameter: str | None
+    value: float | None
+    lower: float
+    upper: float
+
+
 def _normalize_shape(shape: int | Sequence[int], where: str) -> tuple[int, int]:
     if isinstance(shape, (int, np.integer)):
         dims = (int(shape), 1)
@@ -152,6 +179,7 @@ class Model:
         self._equations: list[Equation] = []
         self._outputs: dict[str, tuple[ca.SX, str]] = {}
         self._der_pairs: list[tuple[str, ca.SX]] = []
+        self._delays: list[Delay] = []
 
     # ---- declarations -------------------------------------------------------------------
     def _declare(
@@ -349,6 +377,73 @@ class Model:
         self._outputs[name] = (expr, unit)
         return expr
 
+    # ---- delays -------------------------------------------------------------------------
+    def delayed(self, state, delay) -> ca.SX:
+        """The state ``x(t − τ)`` for use in the dynamics (a delayed feedback, for example).
+
+        Parameters
+        ----------
+        state : casadi.SX or str
+            A declared state (by symbol or name) or any column of state-element symbols,
+            such as ``vertcat(q, w)``; delayed element-wise.
+        delay : float or casadi.SX or str
+            τ ≥ 0 in seconds: a constant, or a scalar parameter of this model (symbol or
+            name) with finite bounds ``0 ≤ lower ≤ upper``; the bounds fix how many nodes
+            a collocation interval couples with (the Jacobian band).
+
+        Returns
+        -------
+        casadi.SX
+            Symbols of the same shape as ``state``.
+
+        Notes
+        -----
+        Before the first sample the history is the initial state (constant history).
+        Collocation interpolates the node values with the C¹ cubic-convolution kernel
+        (Keys 1981), so ``x(t − τ)`` is smooth in τ and τ need not be a multiple of the step.
+        Delayed states may appear in the dynamics only (not in outputs or extra terms).
+        """
+        if isinstance(state, str):
+            state = self.variable(state).symbol
+        sx = ca.SX(state)
+        elements = []
+        for e in ca.vertsplit(ca.vec(sx.T) if sx.shape[1] > 1 else sx):
+            name = e.name() if e.is_symbolic() else None
+            owner = self._variables.get(self._element_owner.get(name, ""), None)
+            if owner is None or owner.kind != "state":
+                raise ModelError(f"delayed() takes states of model '{self.name}' (symbols or a name), got {e}")
+            elements.append(name)
+        if isinstance(delay, (int, float, np.integer, np.floating)):
+            tau = float(delay)
+            if not np.isfinite(tau) or tau < 0:
+                raise ModelError(f"delayed({', '.join(elements)}): delay must be finite and >= 0 s, got {delay!r}")
+            parameter, value, lo, hi, label = None, tau, tau, tau, f"{tau:g}"
+        else:
+            pvar = self._variable_of(delay, "delayed")
+            if pvar.kind != "parameter" or pvar.size != 1:
+                raise ModelError(f"delayed({', '.join(elements)}): delay must be a number or a scalar parameter, "
+                                 f"got {_KIND_LABEL[pvar.kind]} '{pvar.name}'")
+            lo, hi = float(pvar.lower[0]), float(pvar.upper[0])
+            if not (np.isfinite(lo) and np.isfinite(hi) and 0 <= lo <= hi):
+                raise ModelError(
+                    f"delayed({', '.join(elements)}): the delay parameter '{pvar.name}' needs finite bounds "
+                    f"0 <= lower <= upper (they fix the Jacobian band), got ({lo:g}, {hi:g})"
+                )
+            parameter, value, label = pvar.name, None, pvar.name
+        syms = ca.vertcat(*[ca.SX.sym(f"{n}(t-{label})") for n in elements])
+        self._delays.append(Delay(tuple(elements), syms, parameter, value, lo, hi))
+        return syms if sx.shape[1] == 1 else ca.reshape(syms, sx.shape[1], sx.shape[0]).T
+
+    @property
+    def delays(self) -> list[Delay]:
+        """The delayed states declared with :meth:`delayed`, in order."""
+        return list(self._delays)
+
+    def delayed_vector(self) -> ca.SX:
+        """All delayed-state symbols stacked (empty without delays)."""
+        parts = [d.symbols for d in self._delays]
+        return ca.vertcat(*parts) if parts else ca.SX(0, 1)
+
     # ---- dynamics -----------------------------------------------------------------------
     def der(self, state) -> ca.SX:
         """Symbol for the time derivative of a state (for implicit residuals)."""
@@ -532,7 +627,8 @@ class Model:
         Returns
         -------
         dict with
-            ``"residual"``: (xdot[n], x[n], r[q], u[s], p[r], t) → res[m]
+            ``"residual"``: (xdot[n], x[n], r[q], u[s + d], p[r], t) → res[m], where the
+            last ``d`` entries of ``u`` are the delayed states (:meth:`delayed_vector`)
             ``"signals"``: (x, r, u, p, t) → y (every signal in :meth:`signal_names`)
         """
         self.check()
@@ -546,8 +642,11 @@ class Model:
             self.time,
         ]
         names = ["xdot", "x", "r", "u", "p", "t"]
+        # delayed states enter the residual as extra inputs after the known inputs
+        res_args = list(args)
+        res_args[3] = ca.vertcat(args[3], self.delayed_vector())
         residual = ca.Function(
-            function_name(f"{self.name}_residual"), args, [self.residual_expr()], names, ["res"]
+            function_name(f"{self.name}_residual"), res_args, [self.residual_expr()], names, ["res"]
         )
         signals_expr = ca.vertcat(
             self._vec("state"),
@@ -575,6 +674,8 @@ class Model:
         known = {self.time.name()} | set(self._element_owner)
         if allow_der:
             known |= {f"der({n})" for v in self.variables("state") for n in v.element_names}
+        if where.startswith(("set_der", "add_residual")):
+            known |= {s.name() for d in self._delays for s in ca.symvar(d.symbols)}
         for s in ca.symvar(expr):
             if s.name() not in known:
                 hint = (

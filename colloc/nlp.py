@@ -263,8 +263,14 @@ class NLP:
                 lr, lc = _triplets(loc.hess_sp)
                 lam_b = ca.reshape(lam_g[roff : roff + m * n], m, n) if m else ca.MX(0, n)
                 sigma = lam_f * self.objective_scale
-                hess_vals.append(ca.vec(loc.hess.map(n, *mode)(V, Dm, sigma, lam_b)))
+                hv = ca.vec(loc.hess.map(n, *mode)(V, Dm, sigma, lam_b))
                 gi, gj = b.index[lr, :], b.index[lc, :]
+                # a block may list one global variable twice (clamped delay windows): an
+                # off-diagonal local entry then lands on the global diagonal twice over
+                twice = (lr[:, None] != lc[:, None]) & (gi == gj)
+                if twice.any():
+                    hv = hv * ca.DM(np.where(twice, 2.0, 1.0).ravel(order="F"))
+                hess_vals.append(hv)
                 hess_rows.append(np.minimum(gi, gj).ravel(order="F"))
                 hess_cols.append(np.maximum(gi, gj).ravel(order="F"))
 
@@ -312,11 +318,12 @@ class NLP:
         if sum_duplicates:
             nz = ca.mtimes(_assembly(sp.nnz(), position), values)
         else:
-            if sp.nnz() != position.size:
-                raise RuntimeError("internal error: duplicate Jacobian entries")  # pragma: no cover
-            perm = np.empty(position.size, dtype=np.int64)
-            perm[position] = np.arange(position.size)
-            nz = values[perm.tolist()]
+            if sp.nnz() != position.size:  # a variable listed twice in a block: sum
+                nz = ca.mtimes(_assembly(sp.nnz(), position), values)
+            else:
+                perm = np.empty(position.size, dtype=np.int64)
+                perm[position] = np.arange(position.size)
+                nz = values[perm.tolist()]
         return ca.MX(sp, nz)
 
     def solver(self, options: dict) -> ca.Function:

@@ -302,6 +302,12 @@ class Problem:
         copy._guesses = {k: v for k, v in self._guesses.items() if isinstance(k, str)}
         return copy
 
+    def copy(self) -> "Problem":
+        """An independent copy (same model and trials; terms and guesses copied)."""
+        c = self.with_trials(self.trials)
+        c._guesses = dict(self._guesses)
+        return c
+
     # ---- queries ------------------------------------------------------------------------
     def trial_index(self, trial: int | str) -> int:
         """Position of a trial given by index or name."""

@@ -92,7 +92,22 @@ class _Shooting:
         self.eiv = eiv = list(problem.input_noise)
         self.pnames = pnames = model.element_names("parameter")
         npar = len(pnames)
-        step = integrator.step(rhs, n, npar, s, q)
+        if model.delays:
+            if not isinstance(integrator, RungeKutta):
+                raise OptionsError(
+                    f"model '{model.name}' has delayed states: shooting integrates it by the method of steps "
+                    "with RungeKutta(substeps=...), not with CVODES"
+                )
+            if segments > 1:
+                raise OptionsError(f"model '{model.name}' has delayed states: use SingleShooting, not multiple "
+                                   "shooting (a segment's start would need the history before it)")
+            steps = [np.diff(t.time) for t in problem.trials]
+            h_all = np.concatenate(steps)
+            if not np.allclose(h_all, h_all[0], rtol=1e-9, atol=0):
+                raise OptionsError("delayed states need uniformly sampled trials with one common step")
+            step, buf = _delayed_rk4(model, rhs, n, npar, s, q, float(h_all[0]), integrator.substeps)
+        else:
+            step, buf = integrator.step(rhs, n, npar, s, q), 1
         signals = model.functions()["signals"]
         sx, sr = model.scales("state"), model.scales("free_input")
         known_scale = dict(zip(known, model.scales("known_input")))
@@ -172,7 +187,7 @@ class _Shooting:
             pieces = []
             for k in range(S):
                 a, b = bounds[k], bounds[k + 1]
-                Xk = step.mapaccum(b - a)(X0[:, k], cols[:, a:b])  # nodes a+1 … b
+                Xk = step.mapaccum(b - a)(ca.repmat(X0[:, k], buf, 1), cols[:, a:b])[:n, :]  # nodes a+1 … b
                 if k < S - 1:
                     gaps.append(Xk[:, -1] - X0[:, k + 1])
                 pieces += [X0[:, k], Xk[:, :-1] if k < S - 1 else Xk]
@@ -208,6 +223,57 @@ class _Shooting:
         self.res = ca.Function("res", [theta], [res])
         self.gaps = ca.vertcat(*gaps) if gaps else ca.MX(0, 1)
         self.traj_fn = ca.Function("traj", [theta], [ca.vertcat(X, R, U, E) for X, R, U, E in self.traj])
+
+
+def _delayed_rk4(model, rhs: ca.Function, n: int, npar: int, s: int, q: int, h: float, substeps: int):
+    """One sample interval of the method of steps for a delayed model: ``substeps`` RK4 steps
+    carrying a buffer of past states (``(B+1)·n``, newest first, constant history at the
+    start).  Delayed values come from the same cubic-convolution kernel as collocation;
+    nodes the kernel would need from the future (τ shorter than two substeps) are replaced
+    by the current state.  Returns ``(step, B + 1)``."""
+    from .collocation import keys_kernel
+    from .integrators import interval_data_size
+
+    states = model.element_names("state")
+    pnames = model.element_names("parameter")
+    hs = h / substeps
+    B = max(int(np.ceil(d.upper / hs - 1e-9)) for d in model.delays) + 3
+    buf = ca.SX.sym("buf", n * (B + 1))
+    data = ca.SX.sym("data", interval_data_size(npar, s, q))
+    p = data[:npar]
+    u0, u1 = data[npar : npar + s], data[npar + s : npar + 2 * s]
+    o = npar + 2 * s
+    r0, r1 = data[o : o + q], data[o + q : o + 2 * q]
+    t0, hh = data[-2], data[-1]
+    held = model.held_inputs()
+    Bm = ca.reshape(buf, n, B + 1)
+
+    def delayed(Bcur, c):
+        parts = []
+        for d in model.delays:
+            tau = p[pnames.index(d.parameter)] if d.parameter is not None else d.value
+            shift = c - tau / hs
+            w = [keys_kernel(shift + j) for j in range(B + 1)]
+            w[0] = w[0] + keys_kernel(shift - 1) + keys_kernel(shift - 2)
+            idx = [states.index(e) for e in d.state_elements]
+            parts.append(ca.mtimes(Bcur[idx, :], ca.vertcat(*w)))
+        return ca.vertcat(*parts)
+
+    for i in range(substeps):
+        x = Bm[:, 0]
+
+        def f(xx, c, i=i, Bcur=Bm):
+            frac = (i + c) / substeps
+            u = u0 + frac * (u1 - u0)
+            r = ca.vertcat(*[r0[j] if held[j] else r0[j] + frac * (r1[j] - r0[j]) for j in range(q)]) if q else r0
+            return rhs(xx, r, ca.vertcat(u, delayed(Bcur, c)), p, t0 + frac * hh)
+
+        k1 = f(x, 0.0)
+        k2 = f(x + hs / 2 * k1, 0.5)
+        k3 = f(x + hs / 2 * k2, 0.5)
+        k4 = f(x + hs * k3, 1.0)
+        Bm = ca.horzcat(x + hs / 6 * (k1 + 2 * k2 + 2 * k3 + k4), Bm[:, :-1])
+    return ca.Function("delayed_step", [buf, data], [ca.vec(Bm)], ["x", "data"], ["x_next"]), B + 1
 
 
 def _evaluate(fun: ca.Function):

@@ -1,0 +1,145 @@
+"""Standing balance with a delayed feedback: the gains K and the delay τ.
+
+The two-link model of CONTRACTS §2 (``two-link``) with the closed loop
+``[T_a, T_h]ᵀ = −K·x(t − τ)``; τ is identified with K (``two-link-delay``).  Same columns,
+body and excitation as :mod:`problems.two_link`; the state before the first sample is the
+initial state (constant history).
+
+The synthetic case: the seed-case K, τ = 23.7 ms (deliberately not a multiple of the 10 ms
+sample step), 60 s at 100 Hz, the seed-case noise.  The seed-case gains are stiff: the
+loop's delay margin is only 32.9 ms (``colloc.delay_margin(*linearization())``, crossing at
+9.2 rad/s), so a physiological 100 ms delay would make it fall.  τ is bounded to
+[0, 0.08] s: the bound fixes how many nodes a collocation interval couples with (14 at
+100 Hz).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import casadi as ca
+import numpy as np
+
+import colloc as co
+from problems import two_link as tl
+
+__all__ = ["TAU_TRUE", "TRUE", "TAU_BOUNDS", "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model",
+           "problem", "simulate_trial", "load_trial", "linearization"]
+
+#: The delay of the synthetic case (s).
+TAU_TRUE = 0.0237
+#: The known answer by result name.
+TRUE = {**tl.TRUE, "tau": TAU_TRUE}
+#: Bounds of the delay parameter (s).
+TAU_BOUNDS = (0.0, 0.08)
+REQUIRED_COLUMNS = tl.REQUIRED_COLUMNS
+OPTIONAL_COLUMNS = tl.OPTIONAL_COLUMNS
+DEFAULT_DATA = ("two_link", "two_link_delay.csv")
+STATE_NAMES = tl.STATE_NAMES
+
+
+def model(tau: float | None = None, body: Mapping[str, float] | None = None, *, acceleration=None,
+          tau_bounds: tuple[float, float] = TAU_BOUNDS, tau_guess: float = 0.01) -> co.Model:
+    """The two-link model with the delayed feedback −K·x(t − τ).
+
+    Parameters
+    ----------
+    tau : float, optional
+        A known delay (s); ``None`` (default) makes τ the parameter ``tau``.
+    body : mapping, optional
+        Overrides of :data:`problems.two_link.BODY`.
+    acceleration : callable, optional
+        ``a(t)`` as a CasADi expression (for simulating the true excitation); by default the
+        measured input ``platform_acc``.
+    tau_bounds : (float, float)
+        Bounds of ``tau`` when it is unknown.
+    tau_guess : float
+        Initial guess of ``tau``.
+    """
+    pars = dict(tl.BODY)
+    pars.update(body or {})
+    m = co.Model("two-link-delay")
+    qa = m.state("theta_a", unit="rad", scale=0.05)
+    qh = m.state("theta_h", unit="rad", scale=0.05)
+    wa = m.state("omega_a", unit="rad/s", scale=0.2)
+    wh = m.state("omega_h", unit="rad/s", scale=0.2)
+    a = m.known_input("platform_acc", unit="m/s^2", scale=1.0) if acceleration is None else acceleration(m.time)
+    K = m.parameter("k", shape=(2, 4), unit="N·m/rad, N·m·s/rad", scale=100.0, guess=0.0)
+    if tau is None:
+        delay = m.parameter("tau", unit="s", bounds=tau_bounds, guess=tau_guess, scale=0.05)
+    else:
+        delay = float(tau)
+    x = ca.vertcat(qa, qh, wa, wh)
+    xd = m.delayed(x, delay)
+    M, F = tl.mass_matrix_forcing(ca.vertcat(qa, qh), ca.vertcat(wa, wh), a, -K @ xd, pars)
+    m.set_der(qa, wa)
+    m.set_der(qh, wh)
+    m.add_residual(M @ ca.vertcat(m.der(wa), m.der(wh)) - F, name="eom", scale=50.0)
+    return m
+
+
+def linearization(K=tl.K_TRUE, body: Mapping[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """J_i, J_d of ẋ = J_i x + J_d x(t − τ) at upright stance without platform motion (AD)."""
+    pars = dict(tl.BODY)
+    pars.update(body or {})
+    x = ca.SX.sym("x", 4)
+    xd = ca.SX.sym("xd", 4)
+    K = ca.DM(np.asarray(K, dtype=float).reshape(2, 4))
+    M, F = tl.mass_matrix_forcing(x[:2], x[2:], 0.0, -K @ xd, pars)
+    f = ca.vertcat(x[2:], ca.solve(M, F))
+    zero = np.zeros(4)
+    Ji = np.array(ca.Function("ji", [x, xd], [ca.jacobian(f, x)])(zero, zero))
+    Jd = np.array(ca.Function("jd", [x, xd], [ca.jacobian(f, xd)])(zero, zero))
+    return Ji, Jd
+
+
+def problem(trials: co.Trial | Sequence[co.Trial], *, tau: float | None = None, errors_in_variables: bool = True,
+            sigma_theta: float = tl.SIGMA_THETA, sigma_omega: float = tl.SIGMA_OMEGA,
+            sigma_acc: float = tl.SIGMA_ACC, body: Mapping[str, float] | None = None,
+            tau_bounds: tuple[float, float] = TAU_BOUNDS, tau_guess: float = 0.01) -> co.Problem:
+    """Fit the four states (weights 1/σ²); K and τ unknown (τ known if ``tau`` is given);
+    the platform acceleration as errors-in-variables unless ``errors_in_variables=False``."""
+    fit = {"theta_a": sigma_theta**-2, "theta_h": sigma_theta**-2,
+           "omega_a": sigma_omega**-2, "omega_h": sigma_omega**-2}
+    noise = {"platform_acc": sigma_acc} if errors_in_variables else None
+    return co.Problem(model(tau, body, tau_bounds=tau_bounds, tau_guess=tau_guess), trials, fit=fit,
+                      input_noise=noise, name="two-link-delay")
+
+
+def load_trial(path) -> co.Trial:
+    """Read a two-link CSV (``time, theta_a, theta_h, omega_a, omega_h, platform_acc``)."""
+    return tl.load_trial(path)
+
+
+def simulate_trial(K=tl.K_TRUE, tau: float = TAU_TRUE, *, duration: float = 60.0, rate: float = 100.0,
+                   seed: int = 0, noise: bool = True, x0=(0.0, 0.0, 0.0, 0.0),
+                   body: Mapping[str, float] | None = None, name: str = "two_link_delay.csv",
+                   return_clean: bool = False):
+    """Synthetic trial: the delayed closed loop integrated by the method of steps (RK4 on a
+    step of at most 2.5 ms and τ/4, exact sum-of-sines acceleration), with
+    the seed-case noise from ``numpy.random.default_rng([seed, 1])`` (phases from ``seed``).
+
+    Raises
+    ------
+    RuntimeError
+        If the closed loop diverges (a delay beyond the margin: a state beyond π/2, the
+        model has fallen over); the message says so.
+    """
+    K = np.asarray(K, dtype=float).reshape(2, 4)
+    numeric, symbolic = tl.excitation(seed)
+    time = np.arange(int(round(duration * rate)) + 1) / rate
+    m = model(float(tau), body, acceleration=symbolic)
+    # an angle beyond 90° means the model fell over: stop and say so
+    sim = co.simulate(m, np.asarray(x0, dtype=float), K.ravel(), time, divergence_bound=np.pi / 2)
+    if not sim.success:
+        raise RuntimeError(f"two-link-delay simulation with tau = {tau:g} s failed ({sim.status}): {sim.message}")
+    rng = np.random.default_rng([seed, 1])
+    acc = numeric(time)
+    clean = {s: sim.states[:, i] for i, s in enumerate(tl.STATE_NAMES)} | {"platform_acc": acc}
+    sig = {"theta_a": tl.SIGMA_THETA, "theta_h": tl.SIGMA_THETA, "omega_a": tl.SIGMA_OMEGA,
+           "omega_h": tl.SIGMA_OMEGA, "platform_acc": tl.SIGMA_ACC}
+    noisy = {s: v + (sig[s] * rng.standard_normal(time.size) if noise else 0.0) for s, v in clean.items()}
+    trial = co.Trial(time, noisy, name=name)
+    if return_clean:
+        return trial, co.Trial(time, clean, name=name)
+    return trial
