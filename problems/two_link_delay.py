@@ -122,15 +122,18 @@ def simulate_trial(K=tl.K_TRUE, tau: float = TAU_TRUE, *, duration: float = 60.0
     Raises
     ------
     RuntimeError
-        If the closed loop diverges (a delay beyond the margin: a state beyond π/2, the
+        If the closed loop diverges (a delay beyond the margin: an angle beyond 90°, the
         model has fallen over); the message says so.
     """
     K = np.asarray(K, dtype=float).reshape(2, 4)
     numeric, symbolic = tl.excitation(seed)
     time = np.arange(int(round(duration * rate)) + 1) / rate
     m = model(float(tau), body, acceleration=symbolic)
-    # an angle beyond 90° means the model fell over: stop and say so
-    sim = co.simulate(m, np.asarray(x0, dtype=float), K.ravel(), time, divergence_bound=np.pi / 2)
+    sim = co.simulate(m, np.asarray(x0, dtype=float), K.ravel(), time, divergence_bound=100.0)
+    if sim.success and np.max(np.abs(sim.states[:, :2])) > np.pi / 2:  # an angle beyond 90°: fallen
+        k = int(np.argmax(np.max(np.abs(sim.states[:, :2]), axis=1) > np.pi / 2))
+        sim.success, sim.status = False, "diverged"
+        sim.message = f"the model fell over (an angle beyond 90°) at t = {time[k]:.6g} s"
     if not sim.success:
         raise RuntimeError(f"two-link-delay simulation with tau = {tau:g} s failed ({sim.status}): {sim.message}")
     rng = np.random.default_rng([seed, 1])
