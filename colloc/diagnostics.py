@@ -133,8 +133,13 @@ def parameter_covariance(
     # quasi-definite regularisation: an LDLᵀ factorisation exists for any ordering, and
     # the O(eps) perturbation is far below the statistical precision of the result
     H = (J.T @ J).tocsc()
-    eps = 1e-13 * max(1.0, float(abs(H).max()) if H.nnz else 1.0)
-    K = sps.bmat([[H + eps * sps.eye(nx), A.T], [A, -eps * sps.eye(na) if na else None]], format="csc")
+    hmax = max(1.0, float(abs(H).max()) if H.nnz else 1.0)
+    amax = float(abs(A).max()) if A.nnz else 1.0
+    eps = 1e-13 * hmax
+    # the −δ block acts like a penalty (1/δ)·AᵀA on the constraints: δ must be tiny relative
+    # to ‖A‖²/‖H‖, or the constraints are softened and the covariance inflated
+    delta = 1e-13 * amax**2 / hmax
+    K = sps.bmat([[H + eps * sps.eye(nx), A.T], [A, -delta * sps.eye(na) if na else None]], format="csc")
     K.sort_indices()
     rhs = np.zeros((nx + na, npar))
     rhs[param_index, np.arange(npar)] = 1.0

@@ -237,3 +237,28 @@ def test_onsager_machlup_term_is_half_the_drift_divergence(short):
         val = float(f([0.01, -0.02, 0.3, 5.0], [0.7], [kp, ki, kd]))
         assert val == pytest.approx(0.5 * (-kd / cip.BODY["I"] - 1 / cip.FILTER["B"]), rel=1e-12)
     assert term.integral
+
+
+def test_covariance_equals_the_dense_null_space_formula():
+    """Regression: the sparse KKT covariance must equal Z (Zᵀ JᵀJ Z)⁻¹ Zᵀ computed densely
+    (a too-large regularisation of the constraint block once inflated the CIP's standard
+    errors twentyfold)."""
+    import scipy.linalg as sl
+
+    trial = cip.simulate_trial(seed=100, duration=5.0)
+    prob = cip.problem(trial, "known")
+    res = co.solve(prob, co.Midpoint(), solver=co.Ipopt(simulate=False))
+    layout, blocks, _, _, _ = transcribe(prob, co.Midpoint())
+    nlp = NLP(layout.size, blocks)
+    traj = res.trajectories[trial.name]
+    x = np.empty(layout.size)
+    x[layout.z_index(0)] = np.stack([traj[n].to_numpy() for n in layout.z_names]) / layout.scale[layout.z_index(0)]
+    x[layout.p_index] = np.array([res.parameters[k] for k in layout.param_names]) / layout.scale[layout.p_index]
+    J = np.array(ca.densify(nlp.functions["jac_res"](x, nlp.data)))
+    _, A = nlp.functions["jac_g"](x, nlp.data)
+    A = np.array(ca.densify(A))[nlp.lbg == nlp.ubg]
+    Z = sl.null_space(A)
+    C = Z @ np.linalg.solve(Z.T @ J.T @ J @ Z, Z.T)
+    sp = layout.scale[layout.p_index]
+    se_dense = np.sqrt(np.diag(C[np.ix_(layout.p_index, layout.p_index)])) * sp * np.sqrt(res.info["residual_variance"])
+    np.testing.assert_allclose([res.standard_errors[k] for k in layout.param_names], se_dense, rtol=1e-3)
