@@ -474,6 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     od.add_argument("--json", action="store_true", help="print the result as JSON and nothing else")
     od.set_defaults(func=cmd_spine_one_dof)
 
+    from problems.spine.stability import add_stability_parser
+
+    add_stability_parser(spine_sub)
+
     ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
     ls.set_defaults(func=cmd_problems)
     return parser
