@@ -106,13 +106,18 @@ class _Split:
         eiv = list(problem.input_noise)
         # position of each known input: ("data", k) or ("z", j)
         self.source = [("z", eiv.index(u)) if u in eiv else ("data", k) for k, u in enumerate(known)]
+        self.neiv = len(eiv)
 
     def __call__(self, z, u_data):
         x, r = z[: self.n], z[self.n : self.n + self.q]
-        est = z[self.n + self.q :]
+        est = z[self.n + self.q : self.n + self.q + self.neiv]
         parts = [est[j] if kind == "z" else u_data[j] for kind, j in self.source]
         u = ca.vertcat(*parts) if parts else ca.SX(0, 1)
         return x, r, u
+
+    def delayed(self, z):
+        """The delayed-state node variables ``x(t − τ)`` (after the estimated inputs)."""
+        return z[self.n + self.q + self.neiv :]
 
 
 def keys_kernel(s):
@@ -138,22 +143,19 @@ class _DelayWindow:
         states = model.element_names("state")
         lo = int(np.floor(delay.lower / h + 1e-9))
         hi = int(np.ceil(delay.upper / h - 1e-9))
-        # node k needs j ∈ (k − τ/h − 2, k − τ/h + 2); node k + 1 one further
-        offsets = np.arange(-hi - 2, -lo + 3 + 1)
+        # x(t_k − τ) needs the nodes j ∈ (k − τ/h − 2, k − τ/h + 2)
+        offsets = np.arange(-hi - 2, -lo + 2 + 1)
         pidx = None if delay.parameter is None else model.element_names("parameter").index(delay.parameter)
         return _DelayWindow([states.index(e) for e in delay.state_elements], offsets, pidx, delay.value)
 
 
-def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale,
-                       windows: list[_DelayWindow] | None = None, h_uniform: float | None = None) -> ca.Function:
+def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale) -> ca.Function:
     model = problem.model
     fns = model.functions()
     split = _Split(problem)
     nz, npar = len(sz), len(sp)
     ns = len(model.element_names("known_input"))
-    windows = windows or []
-    nwin = sum(len(w.state_index) * len(w.offsets) for w in windows)
-    v = ca.SX.sym("v", 2 * nz + npar + nwin)
+    v = ca.SX.sym("v", 2 * nz + npar)
     d = ca.SX.sym("d", 2 * ns + 2)
     z0 = v[:nz] * sz
     z1 = v[nz : 2 * nz] * sz
@@ -164,24 +166,34 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     held = model.held_inputs()
     if held.any():  # zero-order hold: the interval sees the start value only
         r1 = ca.vertcat(*[r0[j] if held[j] else r1[j] for j in range(held.size)])
-    if windows:
-        # x(t − τ) at both end nodes by cubic convolution of the window's node values
-        xd0, xd1, o = [], [], 2 * nz + npar
-        for w in windows:
-            tau = p[w.tau_index] if w.tau_index is not None else w.tau_value
-            k = len(w.state_index)
-            X = ca.reshape(v[o : o + k * len(w.offsets)], k, len(w.offsets)) * ca.DM(sz[w.state_index])
-            o += k * len(w.offsets)
-            shift = tau / h_uniform
-            w0 = ca.vertcat(*[keys_kernel(-float(off) - shift) for off in w.offsets])
-            w1 = ca.vertcat(*[keys_kernel(1.0 - float(off) - shift) for off in w.offsets])
-            xd0.append(ca.mtimes(X, w0))
-            xd1.append(ca.mtimes(X, w1))
-        u0 = ca.vertcat(u0, *xd0)
-        u1 = ca.vertcat(u1, *xd1)
+    if model.delays:  # delayed states are node variables, tied to x by the "delay" block
+        u0 = ca.vertcat(u0, split.delayed(z0))
+        u1 = ca.vertcat(u1, split.delayed(z1))
     defect = method.defect(fns["residual"], x0, x1, r0, r1, u0, u1, p, t0, h)
     con = h * defect / eq_scale
     return ca.Function("dynamics", [v, d], [ca.SX(0, 1), ca.SX(0), con])
+
+
+def _delay_function(model, windows: list[_DelayWindow], h: float, sz_states: np.ndarray, sp) -> ca.Function:
+    """``y_k − Σ_o K(−o − τ/h)·x_{k+o}`` for every delayed element at one node, scaled by
+    the state scale; local variables ``[y_k (scaled), window x (scaled), p (scaled)]``."""
+    nd = sum(len(w.state_index) for w in windows)
+    nwin = sum(len(w.state_index) * len(w.offsets) for w in windows)
+    npar = len(sp)
+    v = ca.SX.sym("v", nd + nwin + npar)
+    p = _scaled(v, nd + nwin, sp)
+    rows, o, j = [], nd, 0
+    for w in windows:
+        tau = p[w.tau_index] if w.tau_index is not None else w.tau_value
+        k = len(w.state_index)
+        scale = sz_states[w.state_index]
+        X = ca.reshape(v[o : o + k * len(w.offsets)], k, len(w.offsets)) * ca.DM(scale)
+        o += k * len(w.offsets)
+        weights = ca.vertcat(*[keys_kernel(-float(off) - tau / h) for off in w.offsets])
+        y = v[j : j + k] * ca.DM(scale)
+        j += k
+        rows.append((y - ca.mtimes(X, weights)) / ca.DM(scale))
+    return ca.Function("delay", [v, ca.SX.sym("d", 0)], [ca.SX(0, 1), ca.SX(0), ca.vertcat(*rows)])
 
 
 def _interp_function(problem: Problem, name: str, sz, sp, body, *, node: bool = False):
@@ -247,13 +259,18 @@ def transcribe(
     signals_fn = fns["signals"]
     state_names = model.element_names("state")
     eiv = list(problem.input_noise)
-    z_names = state_names + model.element_names("free_input") + eiv
+    delayed_names = [s.name() for d in model.delays for s in ca.vertsplit(d.symbols)]
+    delayed_of = [e for d in model.delays for e in d.state_elements]
+    z_names = state_names + model.element_names("free_input") + eiv + delayed_names
     n = len(state_names)
     known_scale = dict(zip(model.element_names("known_input"), model.scales("known_input")))
     eiv_scale = np.array([known_scale[u] for u in eiv])
-    sz = np.concatenate([model.scales("state"), model.scales("free_input"), eiv_scale])
-    zlo = np.concatenate([model.bounds("state")[0], model.bounds("free_input")[0], np.full(len(eiv), -np.inf)])
-    zhi = np.concatenate([model.bounds("state")[1], model.bounds("free_input")[1], np.full(len(eiv), np.inf)])
+    state_scale = dict(zip(state_names, model.scales("state")))
+    sz = np.concatenate([model.scales("state"), model.scales("free_input"), eiv_scale,
+                         np.array([state_scale[e] for e in delayed_of])])
+    nfree = len(eiv) + len(delayed_names)
+    zlo = np.concatenate([model.bounds("state")[0], model.bounds("free_input")[0], np.full(nfree, -np.inf)])
+    zhi = np.concatenate([model.bounds("state")[1], model.bounds("free_input")[1], np.full(nfree, np.inf)])
     sp = model.scales("parameter")
     plo, phi = model.bounds("parameter")
     param_names = model.element_names("parameter")
@@ -288,6 +305,11 @@ def transcribe(
     for i, tn in enumerate(nodes):
         idx = layout.z_index(i)
         guess = problem.guess_trajectories(i, tn)
+        pg = dict(zip(model.element_names("parameter"), model.guesses("parameter")))
+        for dl in model.delays:
+            tau = dl.value if dl.parameter is None else float(pg[dl.parameter])
+            for e, sym in zip(dl.state_elements, ca.vertsplit(dl.symbols)):
+                guess[sym.name()] = np.interp(tn - tau, tn, guess[e])  # constant history before tn[0]
         x0[idx] = np.stack([guess[name] for name in z_names]) / sz[:, None]
         lbx[idx] = (zlo / sz)[:, None]
         ubx[idx] = (zhi / sz)[:, None]
@@ -296,7 +318,7 @@ def transcribe(
     ubx[layout.p_index] = phi / sp
 
     # ---- blocks -------------------------------------------------------------------------
-    dyn = _interval_function(problem, method, sz, sp, eq_scale) if not model.delays else None
+    dyn = _interval_function(problem, method, sz, sp, eq_scale)
     blocks: list[Block] = []
     regs = [t for t in problem.terms if t.kind == "regularization"]
     objs = [t for t in problem.terms if t.kind == "objective"]
@@ -319,7 +341,21 @@ def transcribe(
 
         # dynamics defects on every interval
         data = np.vstack([u_nodes[:, :-1], u_nodes[:, 1:], tn[None, :-1], np.diff(tn)[None, :]])
-        dyn_i, dyn_index = dyn, pair_index
+        blocks.append(
+            Block(
+                name="dynamics",
+                trial=i,
+                func=dyn,
+                index=pair_index,
+                data=data,
+                lower=np.zeros((n, N - 1)),
+                upper=np.zeros((n, N - 1)),
+                row_names=tuple(model.equation_names),
+                instance_times=tn[:-1],
+            )
+        )
+
+        # delayed states: y_k = x(t_k − τ) by cubic convolution of the node values
         if model.delays:
             steps = np.diff(tn)
             h = float(steps[0])
@@ -329,27 +365,26 @@ def transcribe(
                     f"{steps.min():.6g} to {steps.max():.6g} s (resample it or pass a uniform --nodes)"
                 )
             windows = [_DelayWindow.build(model, dl, h) for dl in model.delays]
-            dyn_i = _interval_function(problem, method, sz, sp, eq_scale, windows, h)
-            k = np.arange(N - 1)
-            parts = [pair_index]
+            k = np.arange(N)
+            parts = [zi[n + split.q + split.neiv :, :]]
             for w in windows:
                 nodes_w = np.clip(k[None, :] + w.offsets[:, None], 0, N - 1)  # clamp: constant history
                 for off in range(len(w.offsets)):
                     parts.append(zi[w.state_index][:, nodes_w[off]])
-            dyn_index = np.vstack(parts)
-        blocks.append(
-            Block(
-                name="dynamics",
-                trial=i,
-                func=dyn_i,
-                index=dyn_index,
-                data=data,
-                lower=np.zeros((n, N - 1)),
-                upper=np.zeros((n, N - 1)),
-                row_names=tuple(model.equation_names),
-                instance_times=tn[:-1],
+            parts.append(np.repeat(layout.p_index[:, None], N, axis=1))
+            blocks.append(
+                Block(
+                    name="delay",
+                    trial=i,
+                    func=_delay_function(model, windows, h, sz[:n], sp),
+                    index=np.vstack(parts),
+                    data=np.zeros((0, N)),
+                    lower=np.zeros((len(delayed_names), N)),
+                    upper=np.zeros((len(delayed_names), N)),
+                    row_names=tuple(f"delay:{name}" for name in delayed_names),
+                    instance_times=tn,
+                )
             )
-        )
 
         # fit of measured signals at the sample times
         fitted = problem.fitted_signals(i)

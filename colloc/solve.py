@@ -322,7 +322,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
         ]) if known else np.zeros((0, tn.size))
         R_free = Z[n : n + q]
         Y = np.array(signals_fn.map(tn.size)(Z[:n], R_free, U, params, tn[None, :]))
-        Y = np.vstack([Y, Z[n + q :]])
+        Y = np.vstack([Y, Z[n + q : n + q + len(eiv)]])  # delayed-state rows (if any) follow
         traj = pd.DataFrame(Y.T, columns=signal_names, index=pd.Index(tn, name="time"))
         trajectories[trial.name] = traj
         fitted = problem.fitted_signals(i)

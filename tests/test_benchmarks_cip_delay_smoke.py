@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -18,6 +20,7 @@ def _run(args, timeout=600):
     return proc
 
 
+@pytest.mark.slow
 def test_cip_study_small(tmp_path):
     out = tmp_path / "study.json"
     proc = _run(["benchmarks/cip_study.py", "--realizations", "2", "--duration", "20",
@@ -42,6 +45,7 @@ def test_cip_speed_small(tmp_path):
     assert "ML" in doc["extra"] and "J_T-paper" in doc["extra"]
 
 
+@pytest.mark.slow
 def test_two_link_delay_small(tmp_path):
     out = tmp_path / "delay.json"
     proc = _run(["benchmarks/two_link_delay.py", "--realizations", "1", "--duration", "20", "--repeats", "1",

@@ -60,17 +60,20 @@ def test_transcription_interpolates_the_delayed_state_exactly_for_quadratics(tau
     tau_v = 0.0337
     yd = np.where(t - tau_v >= 0, (t - tau_v) ** 2, 0.0)  # constant history y(0) = 0 before t = 0
     z = np.concatenate([[0.0], np.cumsum(np.diff(t) * (yd[:-1] + yd[1:]) / 2)])
+    assert layout.z_names[2].startswith("y(t-")  # the delayed state is a node variable
     x = np.zeros(layout.size)
-    phys = np.stack([t**2, z])
+    phys = np.stack([t**2, z, yd])
     x[layout.z_index(0)] = phys / layout.scale[layout.z_index(0)]
     if layout.param_names:
         x[layout.p_index] = tau_v / layout.scale[layout.p_index]
-    g = np.array(nlp.functions["g"](x, nlp.data)).ravel().reshape(-1, 2)
-    # the kernel sees the history only within two steps of t = τ; away from there exact
+    g = np.array(nlp.functions["g"](x, nlp.data)).ravel()
+    rows = {b.name: g[off : off + b.num_rows * b.count] for b, off in zip(nlp.blocks, nlp.row_offsets)}
+    assert np.max(np.abs(rows["dynamics"])) < 1e-13
+    # the kernel reaches back to the (constant) history within two steps of t = τ; exact after
     h = t[1] - t[0]
-    far = t[:-1] > tau_v + 3 * h
-    assert np.max(np.abs(g[far, 1])) < 1e-13
-    assert np.max(np.abs(g[:, 0])) < 1e-13
+    far = t > tau_v + 3 * h
+    assert np.max(np.abs(rows["delay"][far])) < 1e-12
+    assert np.max(np.abs(rows["delay"][~far])) > 1e-6  # …and only the history differs from t²
 
 
 def _delayed_problem(duration=0.6, rate=50.0):
