@@ -181,10 +181,15 @@ def simulate(
             break
         states[start + 1 : stop + 1] = traj.T
         xk = traj[:, -1]
+    return _finish(model, status, message, time, states, R, U, pvec)
+
+
+def _finish(model: Model, status, message, time, states, R, U, pvec) -> Simulation:
+    """The Simulation, with every model signal evaluated when the run succeeded."""
     ok = status == "ok"
     signals: dict[str, np.ndarray] = {}
     if ok:
-        sig = model.functions()["signals"].map(N)
+        sig = model.functions()["signals"].map(time.size)
         Y = np.array(sig(states.T, R.T, U.T, pvec, time[None, :]))
         signals = dict(zip(model.signal_names(), Y))
     return Simulation(ok, status, message, time, states, signals)
@@ -259,13 +264,7 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
                 break
     out = X[::sub][:N] if N > 1 else X[:1]
     out = out.copy()
-    ok = status == "ok"
-    if not ok:
+    if status != "ok":
         good = int(np.argmax(~np.all(np.isfinite(out), axis=1) | (np.abs(np.nan_to_num(out, nan=np.inf)) > bound).any(axis=1)))
         out[good:] = np.nan
-    signals: dict[str, np.ndarray] = {}
-    if ok:
-        sig = model.functions()["signals"].map(N)
-        Y = np.array(sig(out.T, R.T, U.T, pvec, time[None, :]))
-        signals = dict(zip(model.signal_names(), Y))
-    return Simulation(ok, status, message, time, out, signals)
+    return _finish(model, status, message, time, out, R, U, pvec)
