@@ -131,10 +131,10 @@ def keys_kernel(s):
 
 @dataclass
 class _DelayWindow:
-    """Nodes one interval couples with through one delayed state (uniform grid)."""
+    """Nodes whose values give x(t_k − τ) at node k, for one delayed state (uniform grid)."""
 
     state_index: list[int]  # positions of the delayed elements in z
-    offsets: np.ndarray  # node offsets o (relative to the interval's first node k)
+    offsets: np.ndarray  # node offsets o relative to node k
     tau_index: int | None  # position of τ among the parameters, or None
     tau_value: float | None
 
@@ -329,7 +329,7 @@ def transcribe(
 
     def sig_fn(z, u_data, p, t):
         x, r, u = split(z, u_data)
-        return ca.vertcat(signals_fn(x, r, u, p, t), z[n + split.q :])
+        return ca.vertcat(signals_fn(x, r, u, p, t), z[n + split.q : n + split.q + split.neiv])
 
     for i, trial in enumerate(problem.trials):
         tn = nodes[i]
