@@ -143,8 +143,9 @@ class _DelayWindow:
         states = model.element_names("state")
         lo = int(np.floor(delay.lower / h + 1e-9))
         hi = int(np.ceil(delay.upper / h - 1e-9))
-        # x(t_k − τ) needs the nodes j ∈ (k − τ/h − 2, k − τ/h + 2)
-        offsets = np.arange(-hi - 2, -lo + 2 + 1)
+        # x(t_k − τ) needs the nodes j ∈ (k − τ/h − 2, k − τ/h + 2), open: the kernel and its
+        # derivative vanish at |s| = 2
+        offsets = np.arange(-hi - 1, -lo + 1 + 1)
         pidx = None if delay.parameter is None else model.element_names("parameter").index(delay.parameter)
         return _DelayWindow([states.index(e) for e in delay.state_elements], offsets, pidx, delay.value)
 
@@ -242,6 +243,25 @@ def _locate_index(zi: np.ndarray, p_index: np.ndarray, tn: np.ndarray, times: np
     return False, np.vstack([zi[:, j], zi[:, j + 1], pidx]), np.vstack([theta[None, :], times[None, :]])
 
 
+def _known_inputs(trial, names: list[str], times: np.ndarray, interpolation: str) -> np.ndarray:
+    """Measured inputs ``names`` of ``trial`` at ``times`` (within the record), shape
+    ``(len(names), len(times))``: exact at the samples, between them by the not-a-knot
+    cubic spline (``"cubic"``, needs four samples, else linear) or linearly."""
+    if not names:
+        return np.zeros((0, len(times)))
+    values = np.stack([trial[u] for u in names])
+    if interpolation == "linear" or trial.num_samples < 4:
+        return np.stack([np.interp(times, trial.time, v) for v in values])
+    from scipy.interpolate import CubicSpline
+
+    t = np.clip(times, trial.time[0], trial.time[-1])
+    out = np.atleast_2d(CubicSpline(trial.time, values, axis=1)(t))
+    j = np.clip(np.searchsorted(trial.time, t), 0, trial.num_samples - 1)
+    at_sample = trial.time[j] == t  # the samples themselves, not their round-off image
+    out[:, at_sample] = values[:, j[at_sample]]
+    return out
+
+
 def transcribe(
     problem: Problem, method: AbstractTranscription
 ) -> tuple[Layout, list[Block], np.ndarray, np.ndarray, np.ndarray]:
@@ -337,10 +357,14 @@ def transcribe(
         zi = layout.z_index(i)
         pidx = np.repeat(layout.p_index[:, None], N - 1, axis=1)
         pair_index = np.vstack([zi[:, :-1], zi[:, 1:], pidx])
-        u_nodes = np.stack([np.interp(tn, trial.time, trial[u]) for u in known]) if known else np.zeros((0, N))
+        u_nodes = _known_inputs(trial, known, tn, method.input_interpolation)
 
-        # dynamics defects on every interval
-        data = np.vstack([u_nodes[:, :-1], u_nodes[:, 1:], tn[None, :-1], np.diff(tn)[None, :]])
+        # dynamics defects on every interval (known inputs where the scheme reads them)
+        fa, fb = method.input_fractions
+        steps = np.diff(tn)
+        u_a = u_nodes[:, :-1] if fa == 0.0 else _known_inputs(trial, known, tn[:-1] + fa * steps, method.input_interpolation)
+        u_b = u_nodes[:, 1:] if fb == 1.0 else _known_inputs(trial, known, tn[:-1] + fb * steps, method.input_interpolation)
+        data = np.vstack([u_a, u_b, tn[None, :-1], steps[None, :]])
         blocks.append(
             Block(
                 name="dynamics",

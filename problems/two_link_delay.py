@@ -24,7 +24,7 @@ import colloc as co
 from problems import two_link as tl
 
 __all__ = ["TAU_TRUE", "TRUE", "TAU_BOUNDS", "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model",
-           "problem", "simulate_trial", "load_trial", "linearization"]
+           "problem", "multisine_problem", "simulate_trial", "load_trial", "linearization"]
 
 #: The delay of the synthetic case (s).
 TAU_TRUE = 0.0237
@@ -39,7 +39,8 @@ STATE_NAMES = tl.STATE_NAMES
 
 
 def model(tau: float | None = None, body: Mapping[str, float] | None = None, *, acceleration=None,
-          tau_bounds: tuple[float, float] = TAU_BOUNDS, tau_guess: float = 0.01) -> co.Model:
+          tau_bounds: tuple[float, float] = TAU_BOUNDS, tau_guess: float = 0.01,
+          multisine_guess=None) -> co.Model:
     """The two-link model with the delayed feedback −K·x(t − τ).
 
     Parameters
@@ -55,6 +56,11 @@ def model(tau: float | None = None, body: Mapping[str, float] | None = None, *, 
         Bounds of ``tau`` when it is unknown.
     tau_guess : float
         Initial guess of ``tau``.
+    multisine_guess : array of 24 floats, optional
+        Drive the body with the latent excitation ``a(t) = Σ c_i sin ω_i t + d_i cos ω_i t``
+        at the designed frequencies (:data:`problems.two_link.HARMONICS`, period 240 s)
+        instead of the measured input; its coefficients ``[c; d]`` become the parameter
+        ``acc_coef`` with this guess (see :func:`multisine_problem`).
     """
     pars = dict(tl.BODY)
     pars.update(body or {})
@@ -64,6 +70,9 @@ def model(tau: float | None = None, body: Mapping[str, float] | None = None, *, 
     wa = m.state("omega_a", unit="rad/s", scale=0.2)
     wh = m.state("omega_h", unit="rad/s", scale=0.2)
     a = m.known_input("platform_acc", unit="m/s^2", scale=1.0) if acceleration is None else acceleration(m.time)
+    if multisine_guess is not None:
+        coef = m.parameter("acc_coef", shape=2 * len(tl.HARMONICS), unit="m/s^2", guess=np.asarray(multisine_guess))
+        a = ca.dot(_multisine_basis(m.time), coef)
     K = m.parameter("k", shape=(2, 4), unit="N·m/rad, N·m·s/rad", scale=100.0, guess=0.0)
     if tau is None:
         delay = m.parameter("tau", unit="s", bounds=tau_bounds, guess=tau_guess, scale=0.05)
@@ -76,6 +85,40 @@ def model(tau: float | None = None, body: Mapping[str, float] | None = None, *, 
     m.set_der(qh, wh)
     m.add_residual(M @ ca.vertcat(m.der(wa), m.der(wh)) - F, name="eom", scale=50.0)
     return m
+
+
+def _multisine_basis(t):
+    omega = 2 * np.pi * np.asarray(tl.HARMONICS, dtype=float) / 240.0
+    if isinstance(t, (ca.SX, ca.MX)):
+        return ca.vertcat(*[ca.sin(w * t) for w in omega], *[ca.cos(w * t) for w in omega])
+    t = np.asarray(t, dtype=float)
+    return np.hstack([np.sin(np.outer(t, omega)), np.cos(np.outer(t, omega))])
+
+
+def multisine_problem(trial: co.Trial, *, tau: float | None = None, sigma_theta: float = tl.SIGMA_THETA,
+                      sigma_omega: float = tl.SIGMA_OMEGA, sigma_acc: float = tl.SIGMA_ACC,
+                      tau_bounds: tuple[float, float] = TAU_BOUNDS, tau_guess: float = 0.01) -> co.Problem:
+    """The exact parametric model of the synthetic experiment: the platform acceleration is
+    the designed multisine with unknown amplitudes and phases (24 nuisance parameters
+    ``acc_coef``), measured with noise σ_a at every sample.
+
+    The objective is the negative log-likelihood of all the data (states and measured
+    acceleration) with a fixed number of nuisance parameters, so its profile over τ is the
+    profile likelihood and its curvature the information about τ that the record holds.
+    Use it to ask how well a record *can* determine τ; it is slow (every coefficient
+    couples every node) and needs the excitation's frequencies, which
+    :func:`problem` (errors-in-variables on each sample) does not.
+    """
+    basis = _multisine_basis(trial.time)
+    coef, *_ = np.linalg.lstsq(basis, trial["platform_acc"], rcond=None)
+    m = model(tau, tau_bounds=tau_bounds, tau_guess=tau_guess, multisine_guess=coef)
+    fit = {"theta_a": sigma_theta**-2, "theta_h": sigma_theta**-2,
+           "omega_a": sigma_omega**-2, "omega_h": sigma_omega**-2}
+    prob = co.Problem(m, trial, fit=fit, name="two-link-delay-multisine")
+    latent = ca.dot(_multisine_basis(m.time), m.variable("acc_coef").symbol)
+    prob.add_regularization((m.variable("platform_acc").symbol - latent) / sigma_acc, 1.0, integral=False,
+                            name="acceleration")
+    return prob
 
 
 def linearization(K=tl.K_TRUE, body: Mapping[str, float] | None = None) -> tuple[np.ndarray, np.ndarray]:

@@ -48,11 +48,12 @@ def test_cip_speed_small(tmp_path):
 @pytest.mark.slow
 def test_two_link_delay_small(tmp_path):
     out = tmp_path / "delay.json"
-    proc = _run(["benchmarks/two_link_delay.py", "--realizations", "1", "--duration", "20", "--repeats", "1",
+    proc = _run(["benchmarks/two_link_delay.py", "--realizations", "1", "--durations", "20", "--repeats", "1",
                  "--quick", "--out", str(out)], timeout=900)
     doc = json.loads(out.read_text())
-    assert doc["cost"]["ratio"] > 0 and len(doc["accuracy"]["rows"]) == 1
-    assert abs(doc["accuracy"]["rows"][0]["tau_error_ms"]) < 10
+    assert doc["cost"]["ratio"] > 0 and set(doc["cost"]["ratios"]) == {"[0, 80] ms (default)", "[0, 40] ms", "[10, 40] ms"}
+    assert len(doc["accuracy"]["20s"]["rows"]) == 1
+    assert abs(doc["accuracy"]["20s"]["rows"][0]["tau_error_ms"]) < 10
     assert len(doc["profile"]["grid"]) == len(doc["profile"]["delta"])
     assert set(doc["shooting"]) == {"midpoint", "single-shooting"}
     assert "ratio" in proc.stdout
