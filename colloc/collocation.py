@@ -115,10 +115,6 @@ class _Split:
         u = ca.vertcat(*parts) if parts else ca.SX(0, 1)
         return x, r, u
 
-    def delayed(self, z):
-        """The delayed-state node variables ``x(t − τ)`` (after the estimated inputs)."""
-        return z[self.n + self.q + self.neiv :]
-
 
 def keys_kernel(s):
     """Cubic-convolution interpolation kernel (Keys 1981, a = −½): C¹, interpolating,
@@ -150,13 +146,23 @@ class _DelayWindow:
         return _DelayWindow([states.index(e) for e in delay.state_elements], offsets, pidx, delay.value)
 
 
-def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale) -> ca.Function:
+def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale,
+                       windows: list | None = None, h_grid: float | None = None) -> ca.Function:
+    """Defects of one interval; local variables ``[z_k, z_{k+1}, p, window]``.
+
+    With delays, ``window`` holds, for each delayed state, its node values at ``k + o`` for
+    the offsets ``o`` of its window and one more (node ``k + 1`` needs them shifted by one),
+    scaled; ``x(t − τ)`` at both ends is the cubic-convolution sum over them, substituted
+    into the defect (no extra variables or constraints, so the KKT system stays small).
+    """
     model = problem.model
     fns = model.functions()
     split = _Split(problem)
     nz, npar = len(sz), len(sp)
     ns = len(model.element_names("known_input"))
-    v = ca.SX.sym("v", 2 * nz + npar)
+    windows = windows or []
+    nwin = sum(len(w.state_index) * (len(w.offsets) + 1) for w in windows)
+    v = ca.SX.sym("v", 2 * nz + npar + nwin)
     d = ca.SX.sym("d", 2 * ns + 2)
     z0 = v[:nz] * sz
     z1 = v[nz : 2 * nz] * sz
@@ -167,34 +173,21 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     held = model.held_inputs()
     if held.any():  # zero-order hold: the interval sees the start value only
         r1 = ca.vertcat(*[r0[j] if held[j] else r1[j] for j in range(held.size)])
-    if model.delays:  # delayed states are node variables, tied to x by the "delay" block
-        u0 = ca.vertcat(u0, split.delayed(z0))
-        u1 = ca.vertcat(u1, split.delayed(z1))
+    if model.delays:  # x(t − τ) at both ends by the kernel over the window node values
+        y0, y1, o = [], [], 2 * nz + npar
+        for w in windows:
+            k, L = len(w.state_index), len(w.offsets)
+            X = ca.reshape(v[o : o + k * (L + 1)], k, L + 1) * ca.DM(sz[w.state_index])
+            o += k * (L + 1)
+            tau = p[w.tau_index] if w.tau_index is not None else w.tau_value
+            weights = ca.vertcat(*[keys_kernel(-float(off) - tau / h_grid) for off in w.offsets])
+            y0.append(ca.mtimes(X[:, :L], weights))
+            y1.append(ca.mtimes(X[:, 1:], weights))
+        u0 = ca.vertcat(u0, *y0)
+        u1 = ca.vertcat(u1, *y1)
     defect = method.defect(fns["residual"], x0, x1, r0, r1, u0, u1, p, t0, h)
     con = h * defect / eq_scale
     return ca.Function("dynamics", [v, d], [ca.SX(0, 1), ca.SX(0), con])
-
-
-def _delay_function(model, windows: list[_DelayWindow], h: float, sz_states: np.ndarray, sp) -> ca.Function:
-    """``y_k − Σ_o K(−o − τ/h)·x_{k+o}`` for every delayed element at one node, scaled by
-    the state scale; local variables ``[y_k (scaled), window x (scaled), p (scaled)]``."""
-    nd = sum(len(w.state_index) for w in windows)
-    nwin = sum(len(w.state_index) * len(w.offsets) for w in windows)
-    npar = len(sp)
-    v = ca.SX.sym("v", nd + nwin + npar)
-    p = _scaled(v, nd + nwin, sp)
-    rows, o, j = [], nd, 0
-    for w in windows:
-        tau = p[w.tau_index] if w.tau_index is not None else w.tau_value
-        k = len(w.state_index)
-        scale = sz_states[w.state_index]
-        X = ca.reshape(v[o : o + k * len(w.offsets)], k, len(w.offsets)) * ca.DM(scale)
-        o += k * len(w.offsets)
-        weights = ca.vertcat(*[keys_kernel(-float(off) - tau / h) for off in w.offsets])
-        y = v[j : j + k] * ca.DM(scale)
-        j += k
-        rows.append((y - ca.mtimes(X, weights)) / ca.DM(scale))
-    return ca.Function("delay", [v, ca.SX.sym("d", 0)], [ca.SX(0, 1), ca.SX(0), ca.vertcat(*rows)])
 
 
 def _interp_function(problem: Problem, name: str, sz, sp, body, *, node: bool = False):
@@ -279,16 +272,12 @@ def transcribe(
     signals_fn = fns["signals"]
     state_names = model.element_names("state")
     eiv = list(problem.input_noise)
-    delayed_names = [s.name() for d in model.delays for s in ca.vertsplit(d.symbols)]
-    delayed_of = [e for d in model.delays for e in d.state_elements]
-    z_names = state_names + model.element_names("free_input") + eiv + delayed_names
+    z_names = state_names + model.element_names("free_input") + eiv
     n = len(state_names)
     known_scale = dict(zip(model.element_names("known_input"), model.scales("known_input")))
     eiv_scale = np.array([known_scale[u] for u in eiv])
-    state_scale = dict(zip(state_names, model.scales("state")))
-    sz = np.concatenate([model.scales("state"), model.scales("free_input"), eiv_scale,
-                         np.array([state_scale[e] for e in delayed_of])])
-    nfree = len(eiv) + len(delayed_names)
+    sz = np.concatenate([model.scales("state"), model.scales("free_input"), eiv_scale])
+    nfree = len(eiv)
     zlo = np.concatenate([model.bounds("state")[0], model.bounds("free_input")[0], np.full(nfree, -np.inf)])
     zhi = np.concatenate([model.bounds("state")[1], model.bounds("free_input")[1], np.full(nfree, np.inf)])
     sp = model.scales("parameter")
@@ -325,11 +314,6 @@ def transcribe(
     for i, tn in enumerate(nodes):
         idx = layout.z_index(i)
         guess = problem.guess_trajectories(i, tn)
-        pg = dict(zip(model.element_names("parameter"), model.guesses("parameter")))
-        for dl in model.delays:
-            tau = dl.value if dl.parameter is None else float(pg[dl.parameter])
-            for e, sym in zip(dl.state_elements, ca.vertsplit(dl.symbols)):
-                guess[sym.name()] = np.interp(tn - tau, tn, guess[e])  # constant history before tn[0]
         x0[idx] = np.stack([guess[name] for name in z_names]) / sz[:, None]
         lbx[idx] = (zlo / sz)[:, None]
         ubx[idx] = (zhi / sz)[:, None]
@@ -338,7 +322,7 @@ def transcribe(
     ubx[layout.p_index] = phi / sp
 
     # ---- blocks -------------------------------------------------------------------------
-    dyn = _interval_function(problem, method, sz, sp, eq_scale)
+    dyn = None if model.delays else _interval_function(problem, method, sz, sp, eq_scale)
     blocks: list[Block] = []
     regs = [t for t in problem.terms if t.kind == "regularization"]
     objs = [t for t in problem.terms if t.kind == "objective"]
@@ -358,6 +342,25 @@ def transcribe(
         pidx = np.repeat(layout.p_index[:, None], N - 1, axis=1)
         pair_index = np.vstack([zi[:, :-1], zi[:, 1:], pidx])
         u_nodes = _known_inputs(trial, known, tn, method.input_interpolation)
+        dyn_i = dyn
+        if model.delays:  # x(t_k − τ) from the node values k + o of a window (uniform grid)
+            steps = np.diff(tn)
+            h = float(steps[0])
+            if not np.allclose(steps, h, rtol=1e-9, atol=0):
+                raise ProblemError(
+                    f"trial '{trial.name}': delayed states need a uniform grid; its steps range from "
+                    f"{steps.min():.6g} to {steps.max():.6g} s (resample it or pass a uniform --nodes)"
+                )
+            windows = [_DelayWindow.build(model, dl, h) for dl in model.delays]
+            k = np.arange(N - 1)
+            parts = [pair_index]
+            for w in windows:
+                extended = np.append(w.offsets, w.offsets[-1] + 1)  # node k + 1 needs them shifted by one
+                nodes_w = np.clip(k[None, :] + extended[:, None], 0, N - 1)  # clamp: constant history
+                for off in range(extended.size):
+                    parts.append(zi[w.state_index][:, nodes_w[off]])
+            pair_index = np.vstack(parts)
+            dyn_i = _interval_function(problem, method, sz, sp, eq_scale, windows, h)
 
         # dynamics defects on every interval (known inputs where the scheme reads them)
         fa, fb = method.input_fractions
@@ -369,7 +372,7 @@ def transcribe(
             Block(
                 name="dynamics",
                 trial=i,
-                func=dyn,
+                func=dyn_i,
                 index=pair_index,
                 data=data,
                 lower=np.zeros((n, N - 1)),
@@ -378,37 +381,6 @@ def transcribe(
                 instance_times=tn[:-1],
             )
         )
-
-        # delayed states: y_k = x(t_k − τ) by cubic convolution of the node values
-        if model.delays:
-            steps = np.diff(tn)
-            h = float(steps[0])
-            if not np.allclose(steps, h, rtol=1e-9, atol=0):
-                raise ProblemError(
-                    f"trial '{trial.name}': delayed states need a uniform grid; its steps range from "
-                    f"{steps.min():.6g} to {steps.max():.6g} s (resample it or pass a uniform --nodes)"
-                )
-            windows = [_DelayWindow.build(model, dl, h) for dl in model.delays]
-            k = np.arange(N)
-            parts = [zi[n + split.q + split.neiv :, :]]
-            for w in windows:
-                nodes_w = np.clip(k[None, :] + w.offsets[:, None], 0, N - 1)  # clamp: constant history
-                for off in range(len(w.offsets)):
-                    parts.append(zi[w.state_index][:, nodes_w[off]])
-            parts.append(np.repeat(layout.p_index[:, None], N, axis=1))
-            blocks.append(
-                Block(
-                    name="delay",
-                    trial=i,
-                    func=_delay_function(model, windows, h, sz[:n], sp),
-                    index=np.vstack(parts),
-                    data=np.zeros((0, N)),
-                    lower=np.zeros((len(delayed_names), N)),
-                    upper=np.zeros((len(delayed_names), N)),
-                    row_names=tuple(f"delay:{name}" for name in delayed_names),
-                    instance_times=tn,
-                )
-            )
 
         # fit of measured signals at the sample times
         fitted = problem.fitted_signals(i)
