@@ -318,12 +318,16 @@ class NLP:
         if sum_duplicates:
             nz = ca.mtimes(_assembly(sp.nnz(), position), values)
         else:
-            if sp.nnz() != position.size:  # a variable listed twice in a block: sum
-                nz = ca.mtimes(_assembly(sp.nnz(), position), values)
-            else:
-                perm = np.empty(position.size, dtype=np.int64)
-                perm[position] = np.arange(position.size)
-                nz = values[perm.tolist()]
+            # each nonzero gathered from its first contribution; a variable listed twice in
+            # a block (clamped delay windows) adds the few remaining ones
+            first = np.full(sp.nnz(), -1, dtype=np.int64)
+            first[position[::-1]] = np.arange(position.size)[::-1]
+            nz = values[first.tolist()]
+            if sp.nnz() != position.size:
+                extra = np.ones(position.size, dtype=bool)
+                extra[first] = False
+                idx = np.flatnonzero(extra)
+                nz = nz + ca.mtimes(_assembly(sp.nnz(), position[idx]), values[idx.tolist()])
         return ca.MX(sp, nz)
 
     def solver(self, options: dict) -> ca.Function:
