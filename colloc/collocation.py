@@ -293,6 +293,13 @@ def transcribe(
     nodes, offsets, offset = [], [], 0
     for t in problem.trials:
         tn = node_times(t.time, method.num_nodes)
+        if eiv and len(tn) > t.num_samples:
+            raise ProblemError(
+                f"trial '{t.name}': {type(method).__name__}(num_nodes={method.num_nodes}) puts {len(tn)} nodes on "
+                f"{t.num_samples} samples, but the errors-in-variables input(s) {', '.join(eiv)} are estimated at "
+                "every node and tied to the data only at the samples, so the values between samples would be "
+                "free; use at most one node per sample (num_nodes=None puts one at every sample)"
+            )
         nodes.append(tn)
         offsets.append(offset)
         offset += nz * len(tn)

@@ -149,3 +149,18 @@ def test_noisy_seed_case_accuracy_over_realizations():
     errors = np.array(errors)
     assert np.abs(errors).mean() < 0.10
     assert np.all(np.abs(errors.mean(axis=0)) < 0.08)
+
+
+def test_errors_in_variables_refuses_a_grid_finer_than_the_samples():
+    """The latent acceleration lives at the nodes but is measured only at the samples: with
+    two nodes per sample every other latent value would be free (this gave K errors of
+    hundreds of percent before it was refused)."""
+    trial = tl.simulate_trial(duration=1.0, seed=0)
+    with pytest.raises(co.ProblemError, match=r"Midpoint\(num_nodes=201\) puts 201 nodes on 101 samples.*platform_acc"):
+        co.solve(tl.problem(trial), co.Midpoint(num_nodes=201))
+    coarse = co.solve(tl.problem(trial), co.Midpoint(num_nodes=51),
+                      solver=co.Ipopt(simulate=False, standard_errors=False))  # coarser is fine
+    assert coarse.success
+    fine = co.solve(tl.problem(trial, errors_in_variables=False), co.Midpoint(num_nodes=201),
+                    solver=co.Ipopt(simulate=False, standard_errors=False))  # no latent input: fine too
+    assert fine.success
