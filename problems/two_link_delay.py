@@ -9,8 +9,14 @@ The synthetic case: the seed-case K, τ = 23.7 ms (deliberately not a multiple o
 sample step), 60 s at 100 Hz, the seed-case noise.  The seed-case gains are stiff: the
 loop's delay margin is only 32.9 ms (``colloc.delay_margin(*linearization())``, crossing at
 9.2 rad/s), so a physiological 100 ms delay would make it fall.  τ is bounded to
-[0, 0.08] s: the bound fixes how many nodes a collocation interval couples with (14 at
-100 Hz).
+[0, 0.08] s: the bounds fix how many nodes a collocation interval couples with (12 at
+100 Hz; a narrower window is a cheaper solve).
+
+How well a record determines τ: to first order a delay acts like a change of the velocity
+gains (K·x(t − τ) ≈ K·x − τK·ẋ), so only second-order effects separate τ from K.  With
+the seed-case noise a 60 s record holds about ±3.3 ms (one standard deviation, from the
+profile likelihood of :func:`multisine_problem`); a 240 s record (one period of the
+multisine) about half that.  See ``benchmarks/two_link_delay.py``.
 """
 
 from __future__ import annotations
