@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.collocation import keys_kernel, transcribe
+from colloc.collocation import keys_kernel, keys_weights, transcribe
 from colloc.nlp import NLP
 
 
@@ -33,6 +33,21 @@ def test_kernel_is_continuously_differentiable():
     for knot in (0.0, 1.0, 2.0, -1.0, -2.0):
         left, right = float(dk(knot - 1e-9)), float(dk(knot + 1e-9))
         assert left == pytest.approx(right, abs=1e-7), knot
+
+
+def test_window_weights_equal_the_kernel_per_offset_with_derivatives():
+    """keys_weights (floor + four cubics) is the kernel at every offset, derivative included,
+    also where s crosses an integer (the weights move to the next offsets)."""
+    s = ca.SX.sym("s")
+    offsets = np.arange(-10, 2)
+    fast = keys_weights(s, offsets)
+    slow = ca.vertcat(*[keys_kernel(-float(o) - s) for o in offsets])
+    f = ca.Function("f", [s], [fast, ca.jacobian(fast, s), slow, ca.jacobian(slow, s)])
+    values = np.concatenate([np.random.default_rng(1).uniform(0.0, 8.0, 100), np.arange(9.0), np.arange(8) + 1e-12])
+    for v in values:
+        w, dw, k, dk = (np.array(a).ravel() for a in f(v))
+        assert np.allclose(w, k, rtol=0, atol=1e-13) and np.allclose(dw, dk, rtol=0, atol=1e-12), v
+        assert w.sum() == pytest.approx(1.0, abs=1e-14)
 
 
 def _chain_model(tau):
