@@ -170,9 +170,11 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     """Defects of one interval; local variables ``[z_k, z_{k+1}, p, window]``.
 
     With delays, ``window`` holds, for each delayed state, its node values at ``k + o`` for
-    the offsets ``o`` of its window and one more (node ``k + 1`` needs them shifted by one),
-    scaled; ``x(t − τ)`` at both ends is the cubic-convolution sum over them, substituted
-    into the defect (no extra variables or constraints, so the KKT system stays small).
+    the offsets ``o`` of its window and one more, scaled.  ``x(t − τ)`` is the
+    cubic-convolution sum over them where the scheme reads its inputs
+    (``method.input_fractions``: the centre for the midpoint rule, the ends otherwise),
+    substituted into the defect: no extra variables or constraints, so the KKT system keeps
+    the size of the undelayed one.
     """
     model = problem.model
     fns = model.functions()
@@ -192,18 +194,25 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     held = model.held_inputs()
     if held.any():  # zero-order hold: the interval sees the start value only
         r1 = ca.vertcat(*[r0[j] if held[j] else r1[j] for j in range(held.size)])
-    if model.delays:  # x(t − τ) at both ends by the kernel over the window node values
+    if model.delays:  # x(t − τ) by the kernel over the window node values
         y0, y1, o = [], [], 2 * nz + npar
         for w in windows:
             k, L = len(w.state_index), len(w.offsets)
-            X = ca.reshape(v[o : o + k * (L + 1)], k, L + 1) * ca.DM(sz[w.state_index])
+            X = ca.reshape(v[o : o + k * (L + 1)], k, L + 1)  # scaled: the scale multiplies the sums
+            scale = ca.DM(sz[w.state_index])
             o += k * (L + 1)
-            if w.tau_index is not None:
-                weights = keys_weights(p[w.tau_index] / h_grid, w.offsets)
-            else:
-                weights = ca.DM([float(keys_kernel(-float(off) - w.tau_value / h_grid)) for off in w.offsets])
-            y0.append(ca.mtimes(X[:, :L], weights))
-            y1.append(ca.mtimes(X[:, 1:], weights))
+            # x(t − τ) where the scheme reads its inputs: at t_k + f·h − τ, from the window
+            # nodes k + o, o = offsets and one more (the kernel is even: weight K(o + τ/h − f))
+            ext = np.append(w.offsets, w.offsets[-1] + 1)
+            read = []
+            for frac in dict.fromkeys(method.input_fractions):  # once when both are the centre
+                if w.tau_index is not None:
+                    weights = keys_weights(p[w.tau_index] / h_grid - frac, ext)
+                else:
+                    weights = ca.DM([float(keys_kernel(off + w.tau_value / h_grid - frac)) for off in ext])
+                read.append(ca.mtimes(X, weights) * scale)
+            y0.append(read[0])
+            y1.append(read[-1])
         u0 = ca.vertcat(u0, *y0)
         u1 = ca.vertcat(u1, *y1)
     defect = method.defect(fns["residual"], x0, x1, r0, r1, u0, u1, p, t0, h)

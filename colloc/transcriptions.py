@@ -42,7 +42,7 @@ class AbstractTranscription(AbstractMethod):
     input_interpolation : {"cubic", "linear"}
         How measured (known) inputs are read between their samples, at nodes off the
         sample times and where a scheme evaluates inside an interval (the midpoint rule's
-        centre).  ``"cubic"`` (default): the not-a-knot cubic spline through the samples,
+        centre; delayed states are read there too, by their own cubic kernel).  ``"cubic"`` (default): the not-a-knot cubic spline through the samples,
         fourth-order accurate; linear interpolation there is only second order and its
         error, ``h²/8·r''``, biases parameters tied to timing (a feedback delay identified
         from 100 Hz data moves by about 2 ms).  ``"linear"`` for inputs with jumps, which
@@ -112,11 +112,12 @@ class Midpoint(AbstractTranscription):
         """Second order."""
         return 2
 
-    #: Known inputs are read at the centre (``r0 = r1 = r(t₀ + h/2)``), not averaged.
+    #: Known inputs and delayed states are read at the centre (``r0 = r1 = r(t₀ + h/2)``),
+    #: not averaged from the ends.
     input_fractions = (0.5, 0.5)
 
     def defect(self, residual, x0, x1, r0, r1, u0, u1, p, t0, h):
-        """Residual at the midpoint with averaged states and inputs."""
+        """Residual at the midpoint with averaged states and estimated inputs."""
         return residual((x1 - x0) / h, (x0 + x1) / 2, (r0 + r1) / 2, (u0 + u1) / 2, p, t0 + h / 2)
 
 

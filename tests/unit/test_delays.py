@@ -65,8 +65,8 @@ def _chain_model(tau):
 @pytest.mark.parametrize("tau", [0.0337, (0.01, 0.06)], ids=["known", "parameter"])
 def test_transcription_interpolates_the_delayed_state_exactly_for_quadratics(tau):
     """With y = t² at the nodes, x(t − τ) by the kernel is exact, so the midpoint defect of
-    ż = y(t − τ) vanishes when z follows the midpoint recursion with the exact delayed values
-    (once the kernel no longer reaches the constant history before t = 0)."""
+    ż = y(t − τ) vanishes when z follows the midpoint recursion with the exact delayed value
+    at each interval's centre (once the kernel no longer reaches the constant history)."""
     m = _chain_model(tau)
     t = np.linspace(0.0, 1.0, 101)
     trial = co.Trial(t, {"y": t**2}, name="q")
@@ -74,8 +74,9 @@ def test_transcription_interpolates_the_delayed_state_exactly_for_quadratics(tau
     layout, blocks, x0, _, _ = transcribe(prob, co.Midpoint())
     nlp = NLP(layout.size, blocks)
     tau_v = 0.0337
-    yd = np.where(t - tau_v >= 0, (t - tau_v) ** 2, 0.0)  # constant history y(0) = 0 before t = 0
-    z = np.concatenate([[0.0], np.cumsum(np.diff(t) * (yd[:-1] + yd[1:]) / 2)])
+    centre = (t[:-1] + t[1:]) / 2 - tau_v
+    yd = np.where(centre >= 0, centre**2, 0.0)  # constant history y(0) = 0 before t = 0
+    z = np.concatenate([[0.0], np.cumsum(np.diff(t) * yd)])
     assert layout.z_names == ["y", "z"]  # x(t − τ) is substituted, not a node variable
     x = np.zeros(layout.size)
     phys = np.stack([t**2, z])
