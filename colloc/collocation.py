@@ -126,7 +126,7 @@ def keys_kernel(s):
 
 
 def keys_weights(s, offsets) -> ca.SX:
-    """``[K(o + s) for o in offsets]`` (the kernel is even) for an expression ``s ≥ 0``, with
+    """``[K(o + s) for o in offsets]`` (the kernel is even) for an expression ``s``, with
     the four non-zero weights computed once as cubics in the fractional part of ``s`` and
     placed by comparing integers: the same values and derivatives as evaluating
     :func:`keys_kernel` per offset, at a fraction of the operations."""
@@ -392,7 +392,7 @@ def transcribe(
             k = np.arange(N - 1)
             parts = [pair_index]
             for w in windows:
-                extended = np.append(w.offsets, w.offsets[-1] + 1)  # node k + 1 needs them shifted by one
+                extended = np.append(w.offsets, w.offsets[-1] + 1)  # one more: reads at t_k + f·h, f ≤ 1
                 nodes_w = np.clip(k[None, :] + extended[:, None], 0, N - 1)  # clamp: constant history
                 for off in range(extended.size):
                     parts.append(zi[w.state_index][:, nodes_w[off]])

@@ -40,13 +40,13 @@ class AbstractTranscription(AbstractMethod):
         Nodes per trial.  ``None`` (default) puts a node at every sample time; an int
         uses a uniform grid and compares data to the linearly interpolated trajectory.
     input_interpolation : {"cubic", "linear"}
-        How measured (known) inputs are read between their samples, at nodes off the
+        How measured (known) inputs are read between their samples: at nodes off the
         sample times and where a scheme evaluates inside an interval (the midpoint rule's
-        centre; delayed states are read there too, by their own cubic kernel).  ``"cubic"`` (default): the not-a-knot cubic spline through the samples,
-        fourth-order accurate; linear interpolation there is only second order and its
-        error, ``h²/8·r''``, biases parameters tied to timing (a feedback delay identified
-        from 100 Hz data moves by about 2 ms).  ``"linear"`` for inputs with jumps, which
-        a spline would make ring.
+        centre, where delayed states are read too, by their own cubic kernel).
+        ``"cubic"`` (default): the not-a-knot cubic spline through the samples, fourth-order
+        accurate.  Linear interpolation is only second order, and its error ``h²/8·u''``
+        biases parameters tied to timing (a feedback delay from 100 Hz data moves by about
+        1.6 ms).  ``"linear"`` is for inputs with jumps, which a spline would make ring.
     """
 
     num_nodes: int | None = None
@@ -65,8 +65,8 @@ class AbstractTranscription(AbstractMethod):
                 "expected 'cubic' or 'linear'"
             )
 
-    #: Where in an interval (fraction of ``h``) the scheme reads the known inputs it is
-    #: given as ``r0`` and ``r1``.
+    #: Where in an interval (fraction of ``h``) the scheme reads the measured inputs and
+    #: delayed states it receives in ``u0`` and ``u1``.
     input_fractions: ClassVar[tuple[float, float]] = (0.0, 1.0)
 
     @property
@@ -112,7 +112,7 @@ class Midpoint(AbstractTranscription):
         """Second order."""
         return 2
 
-    #: Known inputs and delayed states are read at the centre (``r0 = r1 = r(t₀ + h/2)``),
+    #: Measured inputs and delayed states are read at the centre (``u0 = u1 = u(t₀ + h/2)``),
     #: not averaged from the ends.
     input_fractions = (0.5, 0.5)
 

@@ -14,7 +14,7 @@ loop's delay margin is only 32.9 ms (``colloc.delay_margin(*linearization())``, 
 
 How well a record determines τ: to first order a delay acts like a change of the velocity
 gains (K·x(t − τ) ≈ K·x − τK·ẋ), so only second-order effects separate τ from K.  With
-the seed-case noise a 60 s record holds about ±3.3 ms (one standard deviation, from the
+the seed-case noise a 60 s record holds about ±3 ms (one standard deviation, from the
 profile likelihood of :func:`multisine_problem`); a 240 s record (one period of the
 multisine) about half that.  See ``benchmarks/two_link_delay.py``.
 """

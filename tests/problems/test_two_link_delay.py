@@ -82,3 +82,19 @@ def test_profile_over_tau_brackets_the_truth(tmp_path):
     assert list(prof.parameters.columns) == list(tl.TRUE)
     prof.plot(tmp_path / "profile.png")
     assert (tmp_path / "profile.png").stat().st_size > 1000
+
+
+def test_multisine_model_recovers_the_excitation_and_the_delay_from_clean_data():
+    """The exact parametric model (24 multisine coefficients in place of the measured input):
+    on clean data it finds τ, K and the excitation itself."""
+    _, clean = d.simulate_trial(duration=10.0, seed=3, return_clean=True)
+    prob = d.multisine_problem(clean, tau_bounds=(0.015, 0.035), tau_guess=0.02)
+    res = co.solve(prob, co.Midpoint(), solver=co.Ipopt(simulate=False, standard_errors=False))
+    assert abs(res.parameters["tau"] - d.TAU_TRUE) < 3e-4
+    assert _max_rel(res.parameters, tl.TRUE) < 5e-3
+    coef = np.array([res.parameters[f"acc_coef_{i}"] for i in range(2 * len(tl.HARMONICS))])
+    omega = 2 * np.pi * np.asarray(tl.HARMONICS) / 240.0
+    t = clean.time
+    latent = np.hstack([np.sin(np.outer(t, omega)), np.cos(np.outer(t, omega))]) @ coef
+    acc = clean["platform_acc"]
+    assert np.sqrt(np.mean((latent - acc) ** 2)) < 1e-3 * np.sqrt(np.mean(acc**2))
