@@ -28,11 +28,8 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 import colloc as co
-from colloc.result import write_atomic
-from colloc.solve import versions
+from colloc import versions, write_atomic
 from problems import cip
 
 

@@ -37,9 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import colloc as co
-from colloc.plotting import save_figure
-from colloc.result import write_atomic
-from colloc.solve import versions
+from colloc import save_figure, versions, write_atomic
 from problems import cip
 
 ESTIMATORS = ("known", "J_u", "J_S", "J_T", "J_T-paper", "MAP", "MAP-OM", "ML", "MAP-wide", "MAP-OM-wide",

@@ -59,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 import colloc as co
-from colloc.solve import versions
+from colloc import versions
 from problems import pendulum as pend
 from problems import two_link as tl
 

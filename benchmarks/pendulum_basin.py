@@ -43,8 +43,7 @@ from pathlib import Path
 import numpy as np
 
 import colloc as co
-from colloc.result import atomic_path, write_atomic
-from colloc.solve import versions
+from colloc import atomic_path, versions, write_atomic
 from problems import pendulum as pend
 
 P_TRUE = pend.TRUE["p"]

@@ -289,7 +289,7 @@ def _write_json(path: Path, payload: dict) -> None:
 
 
 def run_parent(args: argparse.Namespace) -> int:
-    from colloc.solve import versions
+    from colloc import versions
 
     nodes = [200, 500] if args.quick else sorted(set(args.nodes))
     limit_mb = args.mem_limit_gb * 1024

@@ -42,8 +42,7 @@ from pathlib import Path
 import numpy as np
 
 import colloc as co
-from colloc.result import write_atomic
-from colloc.solve import versions
+from colloc import versions, write_atomic
 from problems import two_link as tl
 from problems import two_link_delay as d
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from colloc.result import write_atomic
+from colloc import write_atomic
 
 
 def worker(nodes: int) -> dict:
@@ -71,7 +71,7 @@ def main(argv=None) -> int:
     if len(rows) >= 2:
         exponent = float(np.polyfit(np.log([r["nodes"] for r in rows]), np.log([r["total_s"] for r in rows]), 1)[0])
         print(f"total time ~ nodes^{exponent:.2f}")
-    from colloc.solve import versions
+    from colloc import versions
 
     doc = {"benchmark": "two_link_scaling", "rows": rows, "exponent": exponent, "versions": versions(),
            "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()}}

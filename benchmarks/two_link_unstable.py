@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 import colloc as co
-from colloc.solve import versions
+from colloc import versions
 from problems import two_link as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

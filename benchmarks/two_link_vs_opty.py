@@ -271,7 +271,7 @@ def _opty_worker(job: dict) -> dict:
 # ------------------------------------------------------------------------------------------
 def _colloc_worker(job: dict) -> dict:
     import colloc as co
-    from colloc.solve import versions
+    from colloc import versions
     from problems import two_link as tl
 
     eiv = bool(job["errors_in_variables"])
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     if not duration > 0:
         parser.error("--duration must be > 0")
 
-    from colloc.solve import versions
+    from colloc import versions
     from problems import two_link as tl
 
     opty_version = None

@@ -14,12 +14,13 @@ from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
-from . import __version__
-from .errors import CollocInputError, ExtraColumnsWarning
-from .optimizers import LBFGS, ReducedIpopt, SteepestDescent
-from .shooting import Adjoint, Forward, MultipleShooting, SingleShooting
-from .solve import Ipopt, IterationInfo, solve
-from .transcriptions import BackwardEuler, Midpoint, Trapezoidal
+from .base.errors import CollocInputError, ExtraColumnsWarning
+from .base.versions import __version__
+from .shooting.methods import Adjoint, Forward, MultipleShooting, SingleShooting
+from .shooting.optimizers import LBFGS, ReducedIpopt, SteepestDescent
+from .solving.ipopt import Ipopt, IterationInfo
+from .solving.solve import solve
+from .transcription.methods import BackwardEuler, Midpoint, Trapezoidal
 
 __all__ = ["BASELINES", "METHODS", "load_problem_module", "main", "make_method", "method_names"]
 
@@ -161,7 +162,7 @@ def cmd_identify(args) -> int:
         if args.out:
             print(f"result written to {args.out}")
         if args.plot:
-            from .plotting import plot_fit
+            from .results.plotting import plot_fit
 
             plot_fit(result, path=args.plot)
             print(f"figure written to {args.plot}")
@@ -179,7 +180,7 @@ def cmd_demo(args) -> int:
     t0 = time.perf_counter()
     result = _identify(module, args.problem, [str(path)], args.method, None, args.verbose, False)
     print(result.summary(module.TRUE))
-    from .plotting import plot_fit, plot_residuals
+    from .results.plotting import plot_fit, plot_residuals
 
     out.mkdir(parents=True, exist_ok=True)
     fig_path = out / f"{stem}_fit.png"
@@ -210,7 +211,7 @@ def _parse_methods(text: str, nodes: int | None) -> dict:
 
 
 def cmd_compare(args) -> int:
-    from .compare import compare
+    from .studies.compare import compare
 
     methods = _parse_methods(args.methods, args.nodes)
     if args.starts < 1:
@@ -337,7 +338,7 @@ def _margin_lines(margin) -> list[str]:
 def cmd_delay_margin(args) -> int:
     import json
 
-    from .delay_margin import delay_margin
+    from .stability.delay_margin import delay_margin
 
     ji = _read_matrix_csv(args.ji, "--ji")
     jd = _read_matrix_csv(args.jd, "--jd")

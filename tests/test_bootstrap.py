@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.errors import OptionsError
+from colloc import OptionsError
 from problems import pendulum
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import colloc as co
 from colloc.cli import BASELINES, METHODS, main, make_method, method_names
-from colloc.compare import Comparison, compare, initial_guesses
+from colloc.studies.compare import Comparison, compare, initial_guesses
 from problems import pendulum
 
 RUN_KEYS = {"method", "start", "success", "iterations", "time_s", "objective", "parameters"}

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.errors import OptionsError
-from colloc.shooting import _Shooting
+from colloc import OptionsError
+from colloc.shooting.methods import _Shooting
 from problems import pendulum
 from problems import two_link as tl
 

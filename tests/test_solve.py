@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.errors import SolveFailed
+from colloc import SolveFailed
 from problems import pendulum
 
 QUIET = co.Ipopt(simulate=False)

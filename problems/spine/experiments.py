@@ -28,10 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from colloc.dde import simulate_dde
-from colloc.delay_margin import delay_margin
-from colloc.plotting import save_figure
-from colloc.result import write_atomic
+from colloc import delay_margin, save_figure, simulate_dde, write_atomic
 from problems.spine.model import STATE_NAMES, build_model, linearization
 from problems.spine.stability import PHYSIOLOGICAL_DELAY_S, StabilityProblem, _affine_cached, stability
 

@@ -74,7 +74,7 @@ from functools import lru_cache
 import casadi as ca
 import numpy as np
 
-from colloc.errors import CollocInputError, OptionsError
+from colloc import CollocInputError, OptionsError
 from problems._data import data_path
 
 __all__ = [

@@ -47,9 +47,7 @@ from functools import lru_cache
 import casadi as ca
 import numpy as np
 
-from colloc.dde import DDESimulation, simulate_dde
-from colloc.delay_margin import DelayMargin, delay_margin
-from colloc.errors import CollocInputError, OptionsError
+from colloc import CollocInputError, DDESimulation, DelayMargin, OptionsError, delay_margin, simulate_dde
 from problems._data import data_path
 
 __all__ = [

@@ -71,8 +71,7 @@ import casadi as ca
 import numpy as np
 from scipy.optimize import linprog
 
-from colloc.delay_margin import delay_margin
-from colloc.errors import CollocInputError, OptionsError
+from colloc import CollocInputError, OptionsError, delay_margin
 from problems.spine.model import (
     N_DOF,
     AffineJacobians,

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.collocation import transcribe
-from colloc.nlp import NLP
+from colloc.transcription.collocation import transcribe
+from colloc.transcription.nlp import NLP
 from problems import cip
 
 
@@ -156,7 +156,7 @@ def test_collocation_gradient_of_every_error_function(short, formulation):
 def test_adjoint_gradient_of_every_error_function(short, formulation):
     """The shooting baseline's adjoint gradient (the paper's conjugate-variable method)
     against central differences of the simulated objective."""
-    from colloc.shooting import _Shooting
+    from colloc.shooting.methods import _Shooting
 
     prob = cip.problem(short, formulation, sdf_lag_step=0.05, sdf_max_lag=1.0)
     setup = _Shooting(prob, co.RungeKutta(), segments=1)
@@ -191,7 +191,7 @@ def test_sdf_objective_matches_the_signal_tool(short):
 
 def test_shooting_accepts_the_integral_initial_condition(short):
     """w(0) = 0 is a point constraint; single shooting turns it into a bound on the initial state."""
-    from colloc.shooting import _Shooting
+    from colloc.shooting.methods import _Shooting
 
     setup = _Shooting(cip.problem(short, "known"), co.RungeKutta(), segments=1)
     i = setup.names.index("sway_integral(t=0)")

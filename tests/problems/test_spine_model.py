@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from colloc.errors import CollocInputError, OptionsError
+from colloc import CollocInputError, OptionsError
 from problems._data import data_path
 from problems.spine import model as sm
 

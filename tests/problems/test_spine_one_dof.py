@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from colloc.delay_margin import delay_margin
-from colloc.errors import CollocInputError, OptionsError
+from colloc import CollocInputError, OptionsError
+from colloc.stability.delay_margin import delay_margin
 from problems._data import data_path
 from problems.spine import one_dof as od
 

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from colloc.errors import CollocInputError, OptionsError
+from colloc import CollocInputError, OptionsError
 from problems.spine import experiments as ex
 from problems.spine import stability as st
 from problems.spine.model import build_model, linearization
@@ -120,7 +120,7 @@ def test_input_checks():
 def test_delay_margin_trends_from_one_optimum(model, baseline):
     # the optimized activations do not depend on b or G_d; the margin rises with b, falls with G_p
     a = _alpha(model, baseline)
-    from colloc.delay_margin import delay_margin
+    from colloc.stability.delay_margin import delay_margin
 
     def margin(b, gp, load=0.0):
         Ji, Jd = linearization(model, a, model.parameter_vector(10, b, gp, 0, load))
@@ -137,7 +137,7 @@ def test_delay_margin_trends_from_one_optimum(model, baseline):
 @pytest.mark.slow
 def test_sweep_and_exact_delay_margins_agree(model, baseline):
     # the exact (Kronecker, n² = 1296) method takes 3–15 s depending on the machine load
-    from colloc.delay_margin import characteristic_residual, delay_margin
+    from colloc.stability.delay_margin import characteristic_residual, delay_margin
 
     Ji, Jd = linearization(model, _alpha(model, baseline), model.parameter_vector(10, 2, 10, 0, 0))
     exact = delay_margin(Ji, Jd, method="exact")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
 
 import colloc as co
 from problems import two_link as tl

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.collocation import transcribe
-from colloc.nlp import NLP
+from colloc.transcription.collocation import transcribe
+from colloc.transcription.nlp import NLP
 from problems import pendulum
 
 METHODS = [co.BackwardEuler, co.Midpoint, co.Trapezoidal]

@@ -14,10 +14,10 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import colloc as co
-from colloc.collocation import transcribe
-from colloc.errors import OptionsError
-from colloc.grid import locate, node_times, trapezoid_weights
-from colloc.nlp import NLP
+from colloc import OptionsError
+from colloc.transcription.collocation import transcribe
+from colloc.transcription.grid import locate, node_times, trapezoid_weights
+from colloc.transcription.nlp import NLP
 from problems import pendulum
 
 METHODS = [co.BackwardEuler, co.Midpoint, co.Trapezoidal]

@@ -3,21 +3,17 @@
 from __future__ import annotations
 
 import inspect
-import sys
 import math
 import time
 
 import numpy as np
 import pytest
 
-import colloc.dde as _dde  # noqa: F401  (the submodules, not the re-exported functions)
-import colloc.delay_margin as _dm  # noqa: F401
-
-dde_module = sys.modules["colloc.dde"]
-dm_module = sys.modules["colloc.delay_margin"]
-from colloc.dde import simulate_dde
-from colloc.delay_margin import characteristic_residual, delay_margin
-from colloc.errors import CollocInputError, OptionsError
+import colloc.simulation.dde as dde_module  # the modules, not the re-exported functions
+import colloc.stability.delay_margin as dm_module
+from colloc import CollocInputError, OptionsError
+from colloc.simulation.dde import simulate_dde
+from colloc.stability.delay_margin import characteristic_residual, delay_margin
 
 METHODS = ("sweep", "exact")
 

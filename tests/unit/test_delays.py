@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.collocation import keys_kernel, keys_weights, transcribe
-from colloc.nlp import NLP
+from colloc.transcription.collocation import transcribe
+from colloc.transcription.interpolation import keys_kernel, keys_weights
+from colloc.transcription.nlp import NLP
 
 
 def _k(s):
@@ -185,7 +186,7 @@ def test_model_refuses_bad_delays():
 def test_shooting_baseline_for_delayed_models():
     """Adjoint gradient through the method-of-steps RK4 (delayed values from the buffer)
     against finite differences, including the derivative in τ; clear errors otherwise."""
-    from colloc.shooting import _Shooting
+    from colloc.shooting.methods import _Shooting
 
     prob = _delayed_problem(duration=1.0)
     setup = _Shooting(prob, co.RungeKutta(substeps=2), segments=1)

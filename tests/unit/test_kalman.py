@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import scipy.linalg as sla
 
-from colloc.errors import CollocInputError, DataError, ModelError
-from colloc.kalman import (
+from colloc import CollocInputError, DataError, ModelError
+from colloc.inference.kalman import (
     LinearGaussianModel,
     MLResult,
     expm,

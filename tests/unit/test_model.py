@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.errors import ModelError
+from colloc import ModelError
 
 
 def two_link_like():

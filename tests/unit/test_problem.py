@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.errors import OptionsError, ProblemError
+from colloc import OptionsError, ProblemError
 from problems import pendulum
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from colloc.errors import DataError, ExtraColumnsWarning
-from colloc.trial import Trial
+from colloc import DataError, ExtraColumnsWarning
+from colloc.definition.trial import Trial
 
 
 def write(tmp_path, text: str | bytes, name: str = "trial.csv"):

@@ -1,0 +1,374 @@
+"""The identification problem: a model, one or more trials, fit weights and extras.
+
+Still grid-free: a :class:`Problem` says *what* is fitted and constrained; a transcription
+(:mod:`colloc.transcription.methods`) or a baseline decides *how*.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from ..base.errors import ProblemError
+from .explicit import explicit_rhs
+from .model import Model
+from .trial import Trial
+
+__all__ = ["Problem"]
+
+
+@dataclass(frozen=True)
+class Term:
+    """An extra objective term or constraint expressed in the model's symbols."""
+
+    kind: str  # "regularization" | "objective" | "path" | "point" | "trajectory"
+    name: str
+    expr: ca.SX
+    weight: float = 1.0
+    integral: bool = True
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    time: float | None = None
+    trial: int | None = None
+    function: Callable | None = None
+    signals: tuple[str, ...] = ()
+
+
+class Problem:
+    """A parameter-identification problem.
+
+    Parameters
+    ----------
+    model : Model
+        The dynamics and declared quantities.
+    trials : Trial or sequence of Trial
+        Measured experiments.  Parameters are shared by all trials; each trial has its
+        own state and free-input trajectories.
+    fit : mapping of str to float, optional
+        Weight of each fitted signal (state, free input or output name), typically
+        ``1/σ²``.  Signals absent from a trial are not fitted for that trial.  Default:
+        weight 1 on every model signal present in the trials.  An empty mapping means no
+        least-squares fit at all (the objective is then made of the extra terms only, for
+        example a :meth:`add_trajectory_objective`).
+    name : str, optional
+        Name used in results (default: the model's name).
+    input_noise : mapping of str to float, optional
+        Known inputs measured with noise of this standard deviation.  Each becomes an
+        *errors-in-variables* unknown: its true trajectory is estimated at every node,
+        fitted to its measurement with weight ``1/σ²``, and drives the dynamics.  Feeding a
+        noisy input in as if exact biases the parameters; this does not.
+
+    Notes
+    -----
+    The objective is ``½ Σ_trials Σ_samples Σ_signals w (y − ŷ)²`` plus the extra terms
+    added with :meth:`add_regularization` and :meth:`add_objective`.
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        trials: Trial | Sequence[Trial],
+        *,
+        fit: Mapping[str, float] | None = None,
+        name: str | None = None,
+        input_noise: Mapping[str, float] | None = None,
+    ) -> None:
+        if not isinstance(model, Model):
+            raise ProblemError(f"Problem needs a colloc.Model, got {type(model).__name__}")
+        model.check()
+        if isinstance(trials, Trial):
+            trials = [trials]
+        trials = list(trials)
+        if not trials:
+            raise ProblemError("Problem needs at least one trial")
+        for i, t in enumerate(trials):
+            if not isinstance(t, Trial):
+                raise ProblemError(f"trials[{i}] is a {type(t).__name__}, expected colloc.Trial")
+        names = [t.name for t in trials]
+        if len(set(names)) != len(names):
+            dup = sorted({n for n in names if names.count(n) > 1})
+            raise ProblemError(
+                f"trial names must be unique, '{dup[0]}' appears more than once; pass name= to Trial"
+            )
+        self.model = model
+        self.trials: tuple[Trial, ...] = tuple(trials)
+        self.name = name or model.name
+        known = model.element_names("known_input")
+        input_noise = dict(input_noise or {})
+        for u, sigma in input_noise.items():
+            if u not in known:
+                raise ProblemError(
+                    f"input_noise for '{u}', which is not a known input of model '{model.name}'; "
+                    f"known inputs: {', '.join(known) or '(none)'}"
+                )
+            if not np.isfinite(sigma) or sigma <= 0:
+                raise ProblemError(f"input_noise of '{u}' must be finite and > 0, got {sigma!r}")
+        #: Known inputs estimated as errors-in-variables, in model order, with their σ.
+        self.input_noise: dict[str, float] = {u: float(input_noise[u]) for u in known if u in input_noise}
+        signals = model.signal_names() + list(self.input_noise)
+        for t in self.trials:
+            missing = [u for u in known if u not in t]
+            if missing:
+                raise ProblemError(
+                    f"trial '{t.name}' is missing known input(s) {', '.join(missing)}; "
+                    f"it has: {', '.join(t.signals) or '(no signals)'}"
+                )
+            if t.num_samples < 2:
+                raise ProblemError(f"trial '{t.name}' has {t.num_samples} sample(s); need at least 2")
+        no_fit = fit is not None and len(fit) == 0  # explicitly no least-squares fit
+        if fit is None:
+            fit = {s: 1.0 for s in model.signal_names() if any(s in t for t in self.trials)}
+        fit = dict(fit)
+        for sig, w in fit.items():
+            if sig not in signals:
+                raise ProblemError(
+                    f"fit weight for '{sig}', which is not a signal of model '{model.name}'; "
+                    f"signals: {', '.join(signals)}"
+                )
+            if not np.isfinite(w) or w <= 0:
+                raise ProblemError(f"fit weight of '{sig}' must be finite and > 0, got {w!r}")
+        for t in self.trials:
+            if not no_fit and not any(s in t for s in fit):
+                raise ProblemError(
+                    f"trial '{t.name}' contains none of the fitted signals "
+                    f"({', '.join(fit) or 'none'}); it has: {', '.join(t.signals)}"
+                )
+        for u in self.input_noise:
+            if u in fit:
+                raise ProblemError(f"'{u}' has both a fit weight and input_noise; give only input_noise")
+        fit.update({u: 1.0 / sigma**2 for u, sigma in self.input_noise.items()})
+        self.fit: dict[str, float] = {k: float(v) for k, v in fit.items()}
+        self.terms: list[Term] = []
+        self._guesses: dict = {}  # name or (name, trial index) -> constant or f(times)
+
+    # ---- extra objective terms and constraints ------------------------------------------
+    def _expr(self, expr, where: str) -> ca.SX:
+        expr = ca.SX(expr)
+        self.model._check_symbols(expr, where, allow_der=False)
+        return ca.vec(expr)
+
+    def add_regularization(self, expr, weight: float = 1.0, *, integral: bool = True,
+                           name: str = "regularization") -> None:
+        """Add the least-squares term ``½·weight·∫ expr² dt`` (``integral=True``) or
+        ``½·weight·Σ_nodes expr²`` (each element of ``expr``).
+
+        Typical use: smoothness or magnitude prior on a free input trajectory; the sum form
+        is the exact Gaussian prior of a sampled white-noise input held over each interval
+        (``free_input(..., hold=True)``).
+        """
+        if not np.isfinite(weight) or weight <= 0:
+            raise ProblemError(f"add_regularization('{name}'): weight must be > 0, got {weight!r}")
+        self.terms.append(Term("regularization", name, self._expr(expr, name), weight=float(weight),
+                               integral=bool(integral)))
+
+    def add_onsager_machlup(self, *, name: str = "onsager_machlup") -> None:
+        """Add ``½ ∫ ∇ₓ·f dt``, the divergence of the model's drift ``ẋ = f(x, r, u, p, t)``.
+
+        With a white-noise free input and its Gaussian prior, minimising the prior plus the
+        fit over trajectories *and* parameters (the joint MAP) ignores how the Jacobian of
+        the map from noise to trajectory changes with the parameters.  When ``∇ₓ·f``
+        depends on them (a damping gain, for instance) the joint MAP is biased, badly so on
+        long records.  The Onsager–Machlup path density ``exp(−½∫|w|² − ½∫∇ₓ·f)`` (the
+        midpoint/Stratonovich discretisation) adds this term and removes that bias.  For
+        noise that drives only some states, check the result against an exact likelihood
+        where one exists (:mod:`colloc.kalman` for linear-Gaussian models).
+
+        Needs an explicit ODE (the residual affine in ẋ with a non-singular ∂f/∂ẋ).
+        """
+        model = self.model
+        x = model._vec("state")
+        rhs = explicit_rhs(model)
+        f = rhs(x, model._vec("free_input"), model._vec("known_input"), model._vec("parameter"), model.time)
+        div = ca.trace(ca.jacobian(f, x))
+        self.terms.append(Term("objective", name, ca.vec(ca.SX(0.5 * div)), integral=True))
+
+    def add_trajectory_objective(self, function: Callable, signals: Sequence[str], *,
+                                 name: str = "trajectory") -> None:
+        """Add a term that depends on whole trajectories at once (not node by node).
+
+        ``function(values, time, trial)`` receives a dict mapping each name in ``signals``
+        to a CasADi column of that signal at every node of a trial, the node times (numpy)
+        and the :class:`~colloc.Trial` itself (for its measurements), and returns a scalar
+        CasADi expression; it is added once per trial.  Use it for
+        statistics of a trajectory such as the stabilogram diffusion function.  It must use
+        only CasADi operations valid for both ``SX`` and ``MX`` (collocation and shooting
+        call it with either).
+
+        The term couples every node with every other one, so its Hessian is dense:
+        collocation solves it with ``Ipopt(hessian="limited-memory")`` (other Hessian
+        choices are refused with a clear error).
+        """
+        if not callable(function):
+            raise ProblemError(f"add_trajectory_objective('{name}'): function must be callable")
+        signals = tuple(signals)
+        known = self.signal_names()
+        bad = [s for s in signals if s not in known]
+        if bad or not signals:
+            raise ProblemError(
+                f"add_trajectory_objective('{name}'): unknown signal(s) {', '.join(bad) or '(none given)'}; "
+                f"signals: {', '.join(known)}"
+            )
+        self.terms.append(Term("trajectory", name, ca.SX(0, 1), function=function, signals=signals))
+
+    def add_objective(self, expr, *, integral: bool = True, name: str = "objective") -> None:
+        """Add ``∫ expr dt`` (``integral=True``) or ``Σ_nodes expr`` to the objective."""
+        e = self._expr(expr, name)
+        if e.numel() != 1:
+            raise ProblemError(f"add_objective('{name}'): expression must be scalar, got {e.shape}")
+        self.terms.append(Term("objective", name, e, integral=bool(integral)))
+
+    def add_path_constraint(self, expr, lower=-np.inf, upper=np.inf, *, name: str = "path") -> None:
+        """Constrain ``lower ≤ expr ≤ upper`` at every node of every trial."""
+        e = self._expr(expr, name)
+        lo, hi = self._bounds(lower, upper, e.numel(), name)
+        self.terms.append(Term("path", name, e, lower=lo, upper=hi))
+
+    def add_point_constraint(
+        self,
+        expr,
+        time: float,
+        lower=-np.inf,
+        upper=np.inf,
+        *,
+        trial: int | str | None = None,
+        name: str = "point",
+    ) -> None:
+        """Constrain ``lower ≤ expr(t) ≤ upper`` at one time of one trial (or of every trial)."""
+        e = self._expr(expr, name)
+        lo, hi = self._bounds(lower, upper, e.numel(), name)
+        index = None if trial is None else self.trial_index(trial)
+        for i, t in enumerate(self.trials):
+            if index is not None and i != index:
+                continue
+            if not (t.time[0] <= time <= t.time[-1]):
+                raise ProblemError(
+                    f"add_point_constraint('{name}'): time {time:g} s is outside trial '{t.name}' "
+                    f"({t.time[0]:g} to {t.time[-1]:g} s)"
+                )
+        self.terms.append(Term("point", name, e, lower=lo, upper=hi, time=float(time), trial=index))
+
+    @staticmethod
+    def _bounds(lower, upper, size: int, name: str) -> tuple[np.ndarray, np.ndarray]:
+        lo = np.broadcast_to(np.asarray(lower, dtype=float), (size,)).copy()
+        hi = np.broadcast_to(np.asarray(upper, dtype=float), (size,)).copy()
+        if np.any(lo > hi):
+            raise ProblemError(f"constraint '{name}': lower bound > upper bound ({lo} > {hi})")
+        return lo, hi
+
+    def set_guess(self, name: str, value: float | Callable[[np.ndarray], np.ndarray], *,
+                  trial: int | str | None = None) -> None:
+        """Initial guess of a state or free input element: a constant or a function of time.
+
+        Parameters
+        ----------
+        name : str
+            State or free-input element name.
+        value : float or callable
+            Constant, or ``f(times) -> array`` evaluated at the nodes.
+        trial : int or str, optional
+            Only for this trial (by index or name); a trial-specific guess wins over a
+            guess for every trial.
+        """
+        var = self.model.variable(name)
+        if var.kind not in ("state", "free_input") or name not in var.element_names:
+            raise ProblemError(
+                f"set_guess('{name}'): expected a state or free-input element name "
+                f"(one of {', '.join(self.model.element_names('state') + self.model.element_names('free_input'))})"
+            )
+        if trial is None:
+            self._guesses[name] = value
+        else:
+            self._guesses[(name, self.trial_index(trial))] = value
+
+    def with_trials(self, trials: Trial | Sequence[Trial]) -> "Problem":
+        """The same problem (model, weights, input noise, extra terms, guesses) on other trials.
+
+        Point constraints that name a trial by index keep that index.
+        """
+        eiv = set(self.input_noise)
+        copy = Problem(
+            self.model,
+            trials,
+            fit={k: v for k, v in self.fit.items() if k not in eiv},
+            name=self.name,
+            input_noise=self.input_noise or None,
+        )
+        copy.terms = list(self.terms)
+        # guesses for every trial carry over; trial-specific ones belong to the old trials
+        copy._guesses = {k: v for k, v in self._guesses.items() if isinstance(k, str)}
+        return copy
+
+    def copy(self) -> "Problem":
+        """An independent copy (same model and trials; terms and guesses copied)."""
+        c = self.with_trials(self.trials)
+        c._guesses = dict(self._guesses)
+        return c
+
+    # ---- queries ------------------------------------------------------------------------
+    def trial_index(self, trial: int | str) -> int:
+        """Position of a trial given by index or name."""
+        if isinstance(trial, (int, np.integer)):
+            if not 0 <= int(trial) < len(self.trials):
+                raise ProblemError(f"trial index {trial} out of range (0..{len(self.trials) - 1})")
+            return int(trial)
+        names = [t.name for t in self.trials]
+        if trial not in names:
+            raise ProblemError(f"no trial named '{trial}'; trials: {', '.join(names)}")
+        return names.index(trial)
+
+    def signal_names(self) -> list[str]:
+        """Model signals plus the errors-in-variables inputs (the names a fit may use)."""
+        return self.model.signal_names() + list(self.input_noise)
+
+    def fitted_signals(self, trial: int) -> list[str]:
+        """Signals fitted in trial ``trial``, in model order."""
+        t = self.trials[trial]
+        return [s for s in self.signal_names() if s in self.fit and s in t]
+
+    @property
+    def num_observations(self) -> int:
+        """Number of fitted scalar samples over all trials."""
+        return sum(len(self.fitted_signals(i)) * t.num_samples for i, t in enumerate(self.trials))
+
+    def guess_trajectories(self, trial: int, times: np.ndarray) -> dict[str, np.ndarray]:
+        """Initial guesses of every state and free-input element at ``times``.
+
+        Measured signals are interpolated from the trial; an unmeasured state that is the
+        plain derivative of a measured one (``set_der(theta, omega)``) is initialised by
+        differentiating the measurement; anything else takes the declared guess, unless
+        :meth:`set_guess` gave one.
+        """
+        t = self.trials[trial]
+        out: dict[str, np.ndarray] = {}
+        model = self.model
+        names = model.element_names("state") + model.element_names("free_input") + list(self.input_noise)
+        declared = np.concatenate([model.guesses("state"), model.guesses("free_input"),
+                                   np.zeros(len(self.input_noise))])
+        for name, g in zip(names, declared):
+            key = (name, trial) if (name, trial) in self._guesses else name
+            if key in self._guesses:
+                v = self._guesses[key]
+                out[name] = np.broadcast_to(
+                    np.asarray(v(times) if callable(v) else v, dtype=float), times.shape
+                ).copy()
+            elif name in t:
+                out[name] = np.interp(times, t.time, t[name])
+            else:
+                out[name] = np.full(times.shape, g)
+        for pos, vel in model.derivative_pairs():
+            if pos in t and vel not in t and vel not in self._guesses and (vel, trial) not in self._guesses:
+                out[vel] = np.interp(times, t.time, np.gradient(t[pos], t.time))
+        for name in names[: len(names) - len(self.input_noise)]:
+            var = model.variable(name)
+            i = var.element_names.index(name)
+            out[name] = np.clip(out[name], var.lower[i], var.upper[i])
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"Problem('{self.name}', {self.model!r}, trials=[{', '.join(t.name for t in self.trials)}], "
+            f"fit={self.fit})"
+        )

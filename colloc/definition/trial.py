@@ -1,0 +1,533 @@
+"""Measured trials: a strictly increasing time vector plus named signals.
+
+A trial is read from a CSV file (see :meth:`Trial.from_csv`), a pandas DataFrame
+(:meth:`Trial.from_dataframe`) or plain arrays (:class:`Trial`).  Every defect of the
+data is reported as a one-line :class:`~colloc.DataError` that names the file (or
+trial), the column and the row; nothing is repaired silently.
+
+CSV contract
+------------
+* One trial per file, comma-separated, UTF-8, a header row, one row per sample.
+* The first column is ``time`` (s), strictly increasing; non-uniform steps are allowed.
+* The other columns are named signals (SI units).  Columns the problem does not use are
+  ignored with an :class:`~colloc.ExtraColumnsWarning`.
+* Empty, non-numeric, NaN or infinite cells, duplicate or decreasing times and too few
+  rows are errors.  Blank lines at the very end of the file are allowed.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+import math
+import os
+import re
+import secrets
+import warnings
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+from ..base.errors import DataError, ExtraColumnsWarning
+
+__all__ = ["Trial"]
+
+# A plain decimal number, optionally surrounded by blanks.  Stricter than float(), which
+# also accepts "1_000", non-ASCII digits, "nan" and "inf".
+_NUMBER = re.compile(r"[ \t]*[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t]*")
+
+
+def _error(message: str) -> DataError:
+    """Build a DataError whose message is guaranteed to fit on one line."""
+    return DataError(message.replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def _names(names: Sequence[str]) -> str:
+    return ", ".join(names) if names else "(none)"
+
+
+class _UnknownSignal(DataError, KeyError):
+    """Unknown signal name: a DataError that ``except KeyError`` also catches."""
+
+    __str__ = DataError.__str__  # KeyError would quote the message
+
+
+class _Origin:
+    """How messages refer to a trial and its rows (file lines or array indices)."""
+
+    def __init__(self, label: str, lines: Sequence[int] | None = None) -> None:
+        self.label = label
+        self.lines = lines
+        self.kind = "column" if lines is not None else "signal"
+
+    def row(self, index: int) -> str:
+        """Describe the 0-based sample ``index``."""
+        if self.lines is None:
+            return f"row {index + 1} (index {index})"
+        return f"row {index + 1} (line {self.lines[index]} of the file)"
+
+
+def _as_vector(values: Any, what: str, origin: _Origin) -> np.ndarray:
+    """Return ``values`` as a new 1-D float64 array or raise a DataError."""
+    try:
+        raw = np.asarray(values)
+        if raw.dtype.kind not in "biufO":
+            raise TypeError(f"dtype {raw.dtype}")
+        array = np.array(raw, dtype=np.float64, copy=True)
+    except (TypeError, ValueError) as exc:
+        raise _error(f"{origin.label}: {what} must hold real numbers, got "
+                     f"{type(values).__name__} ({exc})") from None
+    if array.ndim != 1:
+        raise _error(f"{origin.label}: {what} must be 1-D with shape (num_samples,), "
+                     f"got shape {array.shape}")
+    return array
+
+
+def _first_bad_row(array: np.ndarray, what: str, origin: _Origin) -> None:
+    bad = np.flatnonzero(~np.isfinite(array))
+    if bad.size:
+        i = int(bad[0])
+        raise _error(f"{origin.label}: {what}, {origin.row(i)}: value {float(array[i])!r} "
+                     "is not finite; expected a finite number (missing samples are not allowed: "
+                     "remove the row or fill it explicitly)")
+
+
+def _check_time(time: np.ndarray, origin: _Origin) -> None:
+    what = f"{origin.kind} 'time'" if origin.lines is not None else "time"
+    if time.size == 0:
+        raise _error(f"{origin.label}: {what} is empty; expected at least 1 sample")
+    _first_bad_row(time, what, origin)
+    bad = np.flatnonzero(np.diff(time) <= 0.0)
+    if bad.size:
+        i = int(bad[0]) + 1
+        prev, cur = float(time[i - 1]), float(time[i])
+        if cur == prev:
+            problem = (f"duplicate time {cur!r} (same as {origin.row(i - 1)}); time must be "
+                       "strictly increasing: remove or fix the duplicate row")
+        else:
+            problem = (f"decreasing time {cur!r} (less than {prev!r} at {origin.row(i - 1)}); "
+                       "time must be strictly increasing: sort the rows by time")
+        raise _error(f"{origin.label}: {what}, {origin.row(i)}: {problem}")
+
+
+class Trial:
+    """One experiment: a strictly increasing time vector and named measured signals (SI units).
+
+    Parameters
+    ----------
+    time : array_like, shape (num_samples,)
+        Sample times in seconds: finite and strictly increasing (steps may vary).
+    signals : Mapping[str, array_like]
+        Signal name -> samples, each of shape (num_samples,) and finite.  Names are
+        non-empty strings without surrounding blanks, and not ``"time"``.
+    name : str, optional
+        Name used in messages and results; defaults to ``"trial"``.
+
+    Attributes
+    ----------
+    time : numpy.ndarray, shape (num_samples,)
+        Read-only float64 copy of the sample times.
+    signals : dict[str, numpy.ndarray]
+        Signal name -> read-only float64 array of shape (num_samples,), in insertion order.
+    name : str
+        The trial name; for CSV trials the file name.
+    source : str or None
+        The path of the CSV file the trial was read from, else None.
+
+    Raises
+    ------
+    DataError
+        If the time vector or a signal is malformed; the message names the signal and row.
+    """
+
+    time: np.ndarray
+    signals: dict[str, np.ndarray]
+    name: str
+    source: str | None
+
+    def __init__(self, time: ArrayLike, signals: Mapping[str, ArrayLike], *,
+                 name: str | None = None) -> None:
+        name = self._check_name(name)
+        self._setup(time, signals, name, None, _Origin(f"trial {name!r}"))
+
+    # -- construction helpers -------------------------------------------------------------
+    @staticmethod
+    def _check_name(name: str | None) -> str:
+        if name is None:
+            return "trial"
+        if not isinstance(name, str) or not name.strip():
+            raise _error(f"trial name must be a non-empty string, got {name!r}")
+        return name
+
+    def _setup(self, time: Any, signals: Any, name: str, source: str | None,
+               origin: _Origin) -> None:
+        """Validate and store; ``origin`` decides how rows are named in messages."""
+        time_arr = _as_vector(time, "time", origin)
+        _check_time(time_arr, origin)
+        if not isinstance(signals, Mapping):
+            raise _error(f"{origin.label}: signals must be a mapping name -> 1-D array, "
+                         f"got {type(signals).__name__}")
+        stored: dict[str, np.ndarray] = {}
+        for key, values in signals.items():
+            if not isinstance(key, str) or not key or key != key.strip():
+                raise _error(f"{origin.label}: {origin.kind} names must be non-empty strings "
+                             f"without surrounding blanks, got {key!r}")
+            if key == "time":
+                raise _error(f"{origin.label}: 'time' cannot be a signal name; pass the time "
+                             "vector as the `time` argument")
+            what = f"{origin.kind} {key!r}"
+            array = _as_vector(values, what, origin)
+            if array.shape != time_arr.shape:
+                raise _error(f"{origin.label}: {what} has {array.size} samples, expected "
+                             f"{time_arr.size} (the length of time)")
+            _first_bad_row(array, what, origin)
+            array.flags.writeable = False
+            stored[key] = array
+        time_arr.flags.writeable = False
+        self.time, self.signals, self.name, self.source = time_arr, stored, name, source
+
+    @classmethod
+    def _trusted(cls, time: np.ndarray, signals: dict[str, np.ndarray], name: str,
+                 source: str | None) -> Trial:
+        """Build from already validated read-only arrays (no copy, no checks)."""
+        trial = cls.__new__(cls)
+        trial.time, trial.signals, trial.name, trial.source = time, signals, name, source
+        return trial
+
+    @property
+    def _label(self) -> str:
+        return self.source if self.source is not None else f"trial {self.name!r}"
+
+    @property
+    def _kind(self) -> str:
+        return "column" if self.source is not None else "signal"
+
+    # -- basic accessors ------------------------------------------------------------------
+    @property
+    def num_samples(self) -> int:
+        """Number of samples (rows)."""
+        return int(self.time.size)
+
+    @property
+    def duration(self) -> float:
+        """``time[-1] - time[0]`` in seconds."""
+        return float(self.time[-1] - self.time[0])
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Time steps ``np.diff(time)``, shape (num_samples - 1,)."""
+        return np.diff(self.time)
+
+    def is_uniform(self, rtol: float = 1e-6) -> bool:
+        """True if all time steps agree within ``rtol`` relative to the mean step."""
+        if not rtol >= 0.0:
+            raise ValueError(f"rtol must be >= 0, got {rtol!r}")
+        steps = self.steps
+        if steps.size < 2:
+            return True
+        return bool(steps.max() - steps.min() <= rtol * steps.mean())
+
+    def __getitem__(self, signal: str) -> np.ndarray:
+        """The read-only samples of ``signal``, shape (num_samples,)."""
+        try:
+            return self.signals[signal]
+        except (KeyError, TypeError):
+            hint = "; the time vector is trial.time" if signal == "time" else ""
+            raise _UnknownSignal(f"{self._label}: no {self._kind} {signal!r}; available: "
+                                 f"{_names(list(self.signals))}{hint}") from None
+
+    def __contains__(self, signal: object) -> bool:
+        return isinstance(signal, str) and signal in self.signals
+
+    def __repr__(self) -> str:
+        return (f"Trial({self.name!r}, {self.num_samples} samples, {self.time[0]:g} to "
+                f"{self.time[-1]:g} s, signals: {_names(list(self.signals))})")
+
+    # -- selection and derivation ---------------------------------------------------------
+    def require(self, required: Sequence[str], optional: Sequence[str] = (), *,
+                min_rows: int = 2) -> Trial:
+        """Check the trial against what a problem needs and keep only the used signals.
+
+        Parameters
+        ----------
+        required : sequence of str
+            Signals that must be present (``"time"`` is always present and may be listed).
+        optional : sequence of str
+            Signals that are used if present.
+        min_rows : int
+            Minimum number of samples.
+
+        Returns
+        -------
+        Trial
+            A new trial with the required and the present optional signals, in that order.
+
+        Raises
+        ------
+        DataError
+            If a required signal is missing (the message lists the expected ones) or
+            there are fewer than ``min_rows`` samples.
+
+        Warns
+        -----
+        ExtraColumnsWarning
+            Naming the signals that are in neither list (they are dropped).
+        """
+        return self._require(required, optional, min_rows, stacklevel=3)
+
+    def _require(self, required: Sequence[str], optional: Sequence[str], min_rows: int,
+                 stacklevel: int) -> Trial:
+        req = _name_list(required, "required")
+        opt = [n for n in _name_list(optional, "optional") if n not in req]
+        missing = [n for n in req if n not in self.signals]
+        if missing:
+            have = list(self.signals)
+            hints = [f"{m!r} -> did you mean {c[0]!r}?" for m in missing
+                     if (c := difflib.get_close_matches(m, have, n=1))]
+            expect = f"required: {_names(req)}" + (f"; optional: {_names(opt)}" if opt else "")
+            raise _error(
+                f"{self._label}: missing required {self._kind}(s) "
+                f"{', '.join(repr(m) for m in missing)}; the problem expects {expect}; "
+                f"found: {_names(['time'] + have)}. Add or rename the {self._kind}(s)"
+                + (f" ({'; '.join(hints)})" if hints else ""))
+        _check_min_rows(min_rows)
+        if self.num_samples < min_rows:
+            raise _error(f"{self._label}: needs at least {min_rows} rows, got "
+                         f"{self.num_samples}; record a longer trial")
+        keep = set(req) | set(opt)
+        extra = [n for n in self.signals if n not in keep]
+        if extra:
+            warnings.warn(ExtraColumnsWarning(
+                f"{self._label}: ignoring {self._kind}(s) not used by the problem: "
+                f"{', '.join(repr(n) for n in extra)} (expected required: {_names(req)}; "
+                f"optional: {_names(opt)})"), stacklevel=stacklevel)
+        kept = {n: self.signals[n] for n in req + opt if n in self.signals}
+        return self._trusted(self.time, kept, self.name, self.source)
+
+    def with_signals(self, **signals: ArrayLike) -> Trial:
+        """A copy with ``signals`` (name -> shape (num_samples,)) added or replaced."""
+        trial = type(self).__new__(type(self))
+        trial._setup(self.time, {**self.signals, **signals}, self.name, self.source,
+                     _Origin(self._label))
+        return trial
+
+    # -- conversion -----------------------------------------------------------------------
+    def to_dataframe(self) -> pd.DataFrame:
+        """Columns ``time`` then the signals in insertion order; shape (num_samples, 1 + n)."""
+        return pd.DataFrame({"time": self.time.copy(),
+                             **{k: v.copy() for k, v in self.signals.items()}})
+
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
+        """Write the trial in the CSV contract format, atomically and at full precision.
+
+        The file is written to a temporary file in the same directory and then moved over
+        ``path`` with :func:`os.replace`, so readers never see a half-written file.
+        """
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
+        columns = [self.time.tolist()] + [v.tolist() for v in self.signals.values()]
+        try:
+            with open(tmp, "x", encoding="utf-8", newline="") as handle:
+                writer = csv.writer(handle, lineterminator="\n")
+                writer.writerow(["time", *self.signals])
+                writer.writerows(zip(*columns, strict=True))  # floats are written with repr: exact
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike[str], *, required: Sequence[str] = (),
+                 optional: Sequence[str] = (), min_rows: int = 2,
+                 name: str | None = None) -> Trial:
+        """Read a trial from a CSV file following the contract in the module docstring.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The CSV file.
+        required, optional : sequence of str
+            If either is given, :meth:`require` is applied (extra columns warn and are
+            dropped, missing required columns raise).
+        min_rows : int
+            Minimum number of data rows.
+        name : str, optional
+            Trial name; defaults to the file name.
+
+        Returns
+        -------
+        Trial
+            With ``source`` set to the path string.
+
+        Raises
+        ------
+        DataError
+            On any defect of the file; the message names the file, column and row.
+        """
+        source = os.fspath(path)
+        _check_min_rows(min_rows)
+        name = cls._check_name(name if name is not None else Path(source).name)
+        header, rows, lines = _read_csv(source)
+        if len(rows) < min_rows:
+            raise _error(f"{source}: needs at least {min_rows} data rows, got {len(rows)}; "
+                         "record a longer trial")
+        data = np.array(rows, dtype=np.float64).reshape(len(rows), len(header))
+        overflow = np.argwhere(~np.isfinite(data))  # e.g. '1e999'; row-major order
+        if overflow.size:
+            i, j = (int(k) for k in overflow[0])
+            raise _error(f"{source}: column {header[j]!r}, row {i + 1} (line {lines[i]} of the "
+                         f"file): value {rows[i][j].strip()!r} overflows float64 (not finite)")
+        trial = cls.__new__(cls)
+        trial._setup(data[:, 0], {n: data[:, j] for j, n in enumerate(header) if j},
+                     name, source, _Origin(source, lines))
+        if required or optional:
+            trial = trial._require(required, optional, min_rows, stacklevel=3)
+        return trial
+
+    @classmethod
+    def from_dataframe(cls, frame: pd.DataFrame, *, time_column: str = "time",
+                       name: str | None = None) -> Trial:
+        """Build a trial from a DataFrame: ``time_column`` plus one signal per other column.
+
+        Rows are taken by position (the index is ignored); messages give 1-based rows and
+        the 0-based position as ``index``.
+        """
+        name = cls._check_name(name)
+        origin = _Origin(f"trial {name!r}")
+        if not isinstance(frame, pd.DataFrame):
+            raise _error(f"{origin.label}: expected a pandas DataFrame, got "
+                         f"{type(frame).__name__}")
+        columns = list(frame.columns)
+        for col in columns:
+            if not isinstance(col, str):
+                raise _error(f"{origin.label}: column names must be strings, got {col!r}; "
+                             "rename the columns")
+            if columns.count(col) > 1:
+                raise _error(f"{origin.label}: column {col!r} appears more than once")
+        if time_column not in columns:
+            raise _error(f"{origin.label}: no time column {time_column!r}; columns are "
+                         f"{_names(columns)}; pass time_column=...")
+        arrays = {col: _numeric_column(frame[col], col, origin) for col in columns}
+        time = arrays.pop(time_column)
+        trial = cls.__new__(cls)
+        trial._setup(time, arrays, name, None, origin)
+        return trial
+
+
+def _check_min_rows(min_rows: int) -> None:
+    if isinstance(min_rows, bool) or not isinstance(min_rows, int) or min_rows < 1:
+        raise ValueError(f"min_rows must be a positive int, got {min_rows!r}")
+
+
+def _name_list(names: Sequence[str], what: str) -> list[str]:
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"{what} must be a sequence of signal names, got {names!r}")
+    return [n for n in dict.fromkeys(names) if n != "time"]
+
+
+def _numeric_column(series: pd.Series, col: str, origin: _Origin) -> np.ndarray:
+    """Column as float64, or a DataError naming the column and first non-numeric row."""
+    dtype = series.dtype
+    if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    if isinstance(dtype, pd.CategoricalDtype) or not (
+            pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype)):
+        raise _error(f"{origin.label}: column {col!r} has dtype {dtype}, expected numbers"
+                     + ("; convert time to seconds" if dtype.kind in "mM" else ""))
+    for i, value in enumerate(series.tolist()):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) \
+                or isinstance(value, complex | np.complexfloating):
+            raise _error(f"{origin.label}: column {col!r} is not numeric (dtype {dtype}): "
+                         f"{origin.row(i)} holds {value!r}; convert with pd.to_numeric")
+    return series.to_numpy(dtype=np.float64)
+
+
+def _read_csv(source: str) -> tuple[list[str], list[list[str]], list[int]]:
+    """Parse ``source`` into (header, rows of validated number strings, line of each row)."""
+    try:
+        with open(source, "rb") as handle:
+            data = handle.read()
+        text = data.decode("utf-8-sig")
+    except FileNotFoundError:
+        raise _error(f"{source}: no such file; expected a CSV trial file (check the path)") \
+            from None
+    except IsADirectoryError:
+        raise _error(f"{source}: is a directory, expected a CSV trial file") from None
+    except UnicodeDecodeError as exc:
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        line = data[:exc.start + bom].count(b"\n") + 1
+        raise _error(f"{source}: line {line}: not UTF-8 text (byte "
+                     f"{data[exc.start + bom:exc.start + bom + 1]!r}); save the file as UTF-8 "
+                     "CSV") from None
+    except OSError as exc:
+        raise _error(f"{source}: cannot read the file ({exc.strerror or exc})") from None
+    if not text.strip():
+        raise _error(f"{source}: the file is empty; expected a header row 'time,<signals>' "
+                     "followed by one row per sample")
+    reader = csv.reader(io.StringIO(text), strict=True)
+    records: list[tuple[int, list[str]]] = []
+    try:
+        start = 1
+        for record in reader:
+            records.append((start, record))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise _error(f"{source}: line {reader.line_num}: malformed CSV ({exc})") from None
+    while records and not "".join(records[-1][1]).strip():
+        records.pop()  # blank lines at the end of the file are harmless
+    first_line, header = records[0]
+    header = [h.strip() for h in header]
+    if not "".join(header):
+        raise _error(f"{source}: line {first_line} is empty; expected the header row "
+                     "'time,<signal names>' on the first line")
+    if _NUMBER.fullmatch(header[0]):
+        raise _error(f"{source}: line {first_line} looks like data (starts with "
+                     f"{header[0]!r}), not a header; add a header line 'time,<signal names>'")
+    if header[0] != "time":
+        sep = next((s for s in ";\t|" if s in header[0]), None)
+        hint = (f"; the file looks {sep!r}-separated, colloc reads comma-separated files"
+                if sep else "; rename the first column to 'time' (seconds)")
+        raise _error(f"{source}: the first column of the header is named {header[0]!r}, "
+                     f"expected 'time'{hint}")
+    for j, col in enumerate(header):
+        if not col:
+            raise _error(f"{source}: header column {j + 1} has an empty name; every column "
+                         "needs a name (trailing comma in the header?)")
+        if header.index(col) != j:
+            raise _error(f"{source}: column {col!r} appears twice in the header (columns "
+                         f"{header.index(col) + 1} and {j + 1}); column names must be unique")
+    width, rows, lines = len(header), [], []
+    for line, record in records[1:]:
+        where = f"row {len(rows) + 1} (line {line} of the file)"
+        if len(record) != width:
+            found = "is empty" if not "".join(record).strip() else f"has {len(record)} fields"
+            raise _error(f"{source}: {where} {found}, expected {width} "
+                         f"(one per column: {_names(header)})")
+        if not all(map(_NUMBER.fullmatch, record)):
+            for col, cell in zip(header, record, strict=True):
+                if not _NUMBER.fullmatch(cell):
+                    raise _error(f"{source}: column {col!r}, {where}: {_cell_problem(cell)}")
+        rows.append(record)
+        lines.append(line)
+    return header, rows, lines
+
+
+def _cell_problem(cell: str) -> str:
+    text = cell.strip(" \t")
+    if not text.strip():
+        return "empty cell; expected a number (no silent fill: fix or remove the row)"
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not math.isfinite(value):
+        return (f"value {text!r} is not finite; expected a finite number (missing samples "
+                "are not allowed: remove the row or fill it explicitly)")
+    return f"cannot read {text!r} as a number; expected a decimal number such as 1.25 or -3e-4"

@@ -1,0 +1,108 @@
+"""One step of the one-step-predictor Kalman filter as an SX function, with the small symbolic
+linear algebra it needs (elementwise, so it stays SX)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import casadi as ca
+
+__all__ = ["filter_step"]
+
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _symmetric_from_upper(M: ca.SX) -> ca.SX:
+    """The symmetric matrix whose upper triangle is that of ``M`` (the lower one is ignored).
+
+    Computing only one triangle of a covariance update roughly halves its cost and keeps it
+    exactly symmetric.
+    """
+    n = M.shape[0]
+    return ca.vertcat(*[ca.horzcat(*[M[min(i, j), max(i, j)] for j in range(n)]) for i in range(n)])
+
+
+def _cholesky_lower(S: ca.SX) -> list[list[Any]]:
+    """Lower Cholesky factor of a small symbolic SPD matrix, as nested lists of SX scalars."""
+    n = S.shape[0]
+    L: list[list[Any]] = [[ca.SX(0) for _ in range(n)] for _ in range(n)]
+    for j in range(n):
+        d = S[j, j]
+        for k in range(j):
+            d = d - L[j][k] * L[j][k]
+        L[j][j] = ca.sqrt(d)
+        for i in range(j + 1, n):
+            v = S[i, j]
+            for k in range(j):
+                v = v - L[i][k] * L[j][k]
+            L[i][j] = v / L[j][j]
+    return L
+
+
+def _forward_solve(L: list[list[Any]], B: ca.SX) -> ca.SX:
+    """``L⁻¹ B`` for a lower-triangular ``L`` given as nested lists."""
+    n, m = B.shape
+    X = [[None] * m for _ in range(n)]
+    for c in range(m):
+        for i in range(n):
+            v = B[i, c]
+            for k in range(i):
+                v = v - L[i][k] * X[k][c]
+            X[i][c] = v / L[i][i]
+    return ca.vertcat(*[ca.horzcat(*row) for row in X])
+
+
+def _backward_solve_transposed(L: list[list[Any]], B: ca.SX) -> ca.SX:
+    """``L⁻ᵀ B`` for a lower-triangular ``L`` given as nested lists."""
+    n, m = B.shape
+    X = [[None] * m for _ in range(n)]
+    for c in range(m):
+        for i in reversed(range(n)):
+            v = B[i, c]
+            for k in range(i + 1, n):
+                v = v - L[k][i] * X[k][c]
+            X[i][c] = v / L[i][i]
+    return ca.vertcat(*[ca.horzcat(*row) for row in X])
+
+
+def filter_step(n: int, nx: int, ny: int) -> ca.Function:
+    """One predictor-form Kalman step with correlated process/measurement noise.
+
+    Inputs ``(m, P, y, Φ, Γ, C, D, R)``: the predicted mean and covariance of ``s_k`` given
+    ``y_0 … y_{k-1}``, the sample ``y_k`` and the discrete matrices.  Outputs the predicted
+    mean and covariance of ``s_{k+1}`` and the term ``½[log det S + εᵀS⁻¹ε + m log 2π]``.
+
+    The gain is ``K = (Φ P Cᵀ + Γ Dᵀ) S⁻¹`` and the covariance update is the Joseph form
+    ``(Φ − KC) P (Φ − KC)ᵀ + (Γ − KD)(Γ − KD)ᵀ + K R Kᵀ``, positive semidefinite by
+    construction and exact for the optimal gain.  Only the upper triangle of ``P`` is read.
+    """
+    m = ca.SX.sym("m", n)
+    P_in = ca.SX.sym("P", n, n)
+    P = _symmetric_from_upper(P_in)
+    y = ca.SX.sym("y", ny)
+    Phi = ca.SX.sym("Phi", n, n)
+    Gam = ca.SX.sym("Gamma", n, nx)
+    C = ca.SX.sym("C", ny, n)
+    D = ca.SX.sym("D", ny, nx)
+    R = ca.SX.sym("R", ny, ny)
+
+    eps = y - C @ m
+    S = _symmetric_from_upper(C @ P @ C.T + D @ D.T + R)
+    L = _cholesky_lower(S)
+    z = _forward_solve(L, eps)  # L⁻¹ ε
+    logdet = 0
+    for i in range(ny):
+        logdet = logdet + 2.0 * ca.log(L[i][i])
+    term = 0.5 * (logdet + ca.sumsqr(z) + ny * _LOG_2PI)
+
+    B = Phi @ P @ C.T + Gam @ D.T  # cross-covariance of s_{k+1} and y_k, n × ny
+    K = _backward_solve_transposed(L, _forward_solve(L, B.T)).T  # B S⁻¹
+    m_next = Phi @ m + K @ eps
+    F = Phi - K @ C
+    H = Gam - K @ D
+    P_next = F @ P @ F.T + H @ H.T + K @ R @ K.T
+    P_next = _symmetric_from_upper(P_next)
+    return ca.Function("kalman_step", [m, P_in, y, Phi, Gam, C, D, R], [m_next, P_next, term],
+                       ["m", "P", "y", "Phi", "Gamma", "C", "D", "R"], ["m_next", "P_next", "nll"])

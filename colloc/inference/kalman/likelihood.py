@@ -1,0 +1,109 @@
+"""The negative log-likelihood of a record, and records simulated from the model."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...base.errors import CollocInputError
+from .model import LinearGaussianModel
+
+__all__ = ["negative_log_likelihood", "simulate"]
+
+
+def negative_log_likelihood(
+    model: LinearGaussianModel, y, theta, *, gradient: bool = False, hessian: bool = False
+):
+    """Exact negative log-likelihood of a record (Kalman prediction-error decomposition).
+
+    Parameters
+    ----------
+    model : LinearGaussianModel
+        The model.
+    y : array-like
+        The record, shape ``(N, num_outputs)`` (or ``(N,)`` for one output), finite.
+    theta : array-like or mapping
+        Parameter values (``parameter_names`` order, or name → value).
+    gradient : bool, optional
+        Also return the exact AD gradient.
+    hessian : bool, optional
+        Also return the gradient and the exact AD Hessian.
+
+    Returns
+    -------
+    float or tuple
+        ``nll``; ``(nll, gradient)`` if ``gradient``; ``(nll, gradient, hessian)`` if ``hessian``.
+        ``nll`` is ``inf`` (and the derivatives NaN) where an innovation covariance is not
+        positive definite.
+    """
+    Y = model.data_matrix(y)
+    vec = model.parameter_vector(theta)
+    s = model.squarings(vec)
+    N = Y.shape[1]
+    if hessian:
+        f, g, H = model._derivative("hessian", N, s)(vec, Y)
+        nll = _finite_or_inf(f)
+        return nll, np.array(g).ravel(), np.array(H)
+    if gradient:
+        f, g = model._derivative("gradient", N, s)(vec, Y)
+        return _finite_or_inf(f), np.array(g).ravel()
+    return _finite_or_inf(model.nll_function(N, s)(vec, Y))
+
+
+def _finite_or_inf(value) -> float:
+    v = float(value)
+    return v if math.isfinite(v) else math.inf
+
+
+def _psd_sqrt(M: np.ndarray) -> np.ndarray:
+    """A square root ``B`` with ``B Bᵀ = M`` of a symmetric positive semidefinite matrix."""
+    M = 0.5 * (M + M.T)
+    w, V = np.linalg.eigh(M)
+    if w.size and w.min() < -1e-10 * max(1.0, float(np.abs(w).max())):
+        raise CollocInputError("simulate: a covariance matrix is not positive semidefinite "
+                               f"(eigenvalue {w.min():.3g})")
+    return V * np.sqrt(np.clip(w, 0.0, None))
+
+
+def simulate(model: LinearGaussianModel, theta, num_samples: int, rng=None, *, return_states: bool = False):
+    """Draw a record exactly from the discrete model.
+
+    ``s_0 ~ N(m0, P0)``, ``x_k ~ N(0, I)``, ``e_k ~ N(0, R)``, ``y_k = C s_k + D x_k + e_k``,
+    ``s_{k+1} = Φ s_k + Γ x_k``.
+
+    Parameters
+    ----------
+    model : LinearGaussianModel
+        The model.
+    theta : array-like or mapping
+        Parameter values.
+    num_samples : int
+        Number of samples N (>= 1).
+    rng : numpy.random.Generator or int or None, optional
+        Random generator or seed.
+    return_states : bool, optional
+        Also return the states ``s_0 … s_{N-1}``.
+
+    Returns
+    -------
+    numpy.ndarray or tuple
+        ``y`` of shape ``(N, num_outputs)``; with ``return_states`` also the states, shape
+        ``(N, num_states)``.
+    """
+    if int(num_samples) != num_samples or num_samples < 1:
+        raise CollocInputError(f"simulate: num_samples must be an integer >= 1, got {num_samples!r}")
+    N = int(num_samples)
+    rng = np.random.default_rng(rng)
+    d = model.discretize(theta)
+    n, q, p = model.num_states, model.num_inputs, model.num_outputs
+    s = d["m0"] + _psd_sqrt(d["P0"]) @ rng.standard_normal(n)
+    x = rng.standard_normal((N, q))
+    e = rng.standard_normal((N, p)) @ _psd_sqrt(d["R"]).T
+    Phi, Gam, C, D = d["Phi"], d["Gamma"], d["C"], d["D"]
+    states = np.empty((N, n))
+    for k in range(N):
+        states[k] = s
+        s = Phi @ s + Gam @ x[k]
+    y = states @ C.T + x @ D.T + e
+    return (y, states) if return_states else y

@@ -1,0 +1,426 @@
+"""The continuous-time linear-Gaussian state-space model and its exact zero-order-hold
+discretisation."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import casadi as ca
+import numpy as np
+
+from ...base.errors import CollocInputError, DataError, ModelError
+from .expm import expm, expm_squarings
+from .filter import filter_step
+
+__all__ = ["LinearGaussianModel"]
+
+
+def _as_symbolic(value, sym_type, what: str):
+    """Convert a user's matrix (CasADi expression, number or array) to ``sym_type``."""
+    if isinstance(value, (ca.SX, ca.MX)):
+        if not isinstance(value, sym_type):
+            raise ModelError(f"LinearGaussianModel: {what} is {type(value).__name__}, expected "
+                             f"{sym_type.__name__}")
+        return value
+    if isinstance(value, ca.DM):
+        return sym_type(value)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ModelError(f"LinearGaussianModel: {what} must be a CasADi expression or numeric, "
+                         f"got {value!r}") from exc
+    if arr.ndim > 2:
+        raise ModelError(f"LinearGaussianModel: {what} must be a matrix, got an array of shape {arr.shape}")
+    if arr.ndim < 2:
+        arr = arr.reshape(-1, 1)
+    return sym_type(ca.DM(arr))
+
+
+class LinearGaussianModel:
+    """A linear-Gaussian state-space model with zero-order-hold white-noise inputs.
+
+    ``s' = A(θ) s + G(θ) x(t)``, ``y_k = C(θ) s(t_k) + D(θ) x_k + e_k`` with ``e_k ~ N(0, R(θ))``
+    and ``x(t) = x_k ~ N(0, I)`` on each sample interval.  See the module docstring.
+
+    Parameters
+    ----------
+    parameter_names : sequence of str
+        Names of the entries of the parameter vector ``θ``, in order.
+    matrices : callable
+        ``matrices(theta) -> (A, G, C, R)`` or ``(A, G, C, R, D)`` or a mapping with keys
+        ``"A", "G", "C", "R"`` and optionally ``"D"``.  ``theta`` is a CasADi column vector
+        (SX; MX if the callable fails on SX), and the matrices are CasADi expressions of it
+        (or constants): ``A`` is n×n, ``G`` n×q, ``C`` p×n, ``R`` p×p (symmetric positive
+        semidefinite; the innovation covariance must be positive definite), ``D`` p×q.  A
+        scalar ``R`` is allowed for one output.
+    dt : float
+        Uniform sampling interval.
+    initial_mean : array-like or callable, optional
+        Mean of the state at the first sample, length n, or ``callable(theta)`` returning
+        a CasADi expression.  Default zero.
+    initial_covariance : array-like or callable, optional
+        Covariance of the state at the first sample (n×n, symmetric positive semidefinite),
+        or ``callable(theta)``.  Default the zero matrix (state known exactly).
+    name : str, optional
+        Used in CasADi function names and messages.
+
+    Notes
+    -----
+    The matrix exponential is compiled for a fixed number of squarings; the number is
+    chosen from ``‖[[A, G], [0, 0]] dt‖₁`` at the parameters where the model is evaluated
+    (one compiled version is cached per number of squarings and record length).
+    """
+
+    def __init__(
+        self,
+        parameter_names: Sequence[str],
+        matrices: Callable[[Any], Any],
+        *,
+        dt: float,
+        initial_mean=None,
+        initial_covariance=None,
+        name: str = "lgss",
+    ) -> None:
+        if isinstance(parameter_names, str):
+            raise ModelError("LinearGaussianModel: parameter_names must be a sequence of names, "
+                             "not one string")
+        names = list(parameter_names)
+        if not names:
+            raise ModelError("LinearGaussianModel: at least one parameter is needed")
+        for nm in names:
+            if not isinstance(nm, str) or not nm:
+                raise ModelError("LinearGaussianModel: parameter names must be non-empty "
+                                 f"strings, got {nm!r}")
+        dup = sorted({nm for nm in names if names.count(nm) > 1})
+        if dup:
+            raise ModelError(f"LinearGaussianModel: duplicate parameter names {dup}")
+        if not callable(matrices):
+            raise ModelError("LinearGaussianModel: matrices must be a callable theta -> (A, G, C, R)")
+        try:
+            dt = float(dt)
+        except (TypeError, ValueError) as exc:
+            raise ModelError(f"LinearGaussianModel: dt must be a number, got {dt!r}") from exc
+        if not (math.isfinite(dt) and dt > 0):
+            raise ModelError(f"LinearGaussianModel: dt must be finite and > 0, got {dt}")
+
+        self.parameter_names: tuple[str, ...] = tuple(names)
+        self.dt = dt
+        self.name = str(name)
+        np_ = len(names)
+
+        built = None
+        errors = []
+        for sym_type in (ca.SX, ca.MX):
+            theta = sym_type.sym("theta", np_)
+            try:
+                out = matrices(theta)
+            except Exception as exc:  # noqa: BLE001 - retried with MX, then reported
+                errors.append(f"{sym_type.__name__}: {type(exc).__name__}: {exc}")
+                continue
+            built = (sym_type, theta, out)
+            break
+        if built is None:
+            raise ModelError("LinearGaussianModel: calling matrices(theta) failed: " + "; ".join(errors))
+        sym_type, theta, out = built
+
+        if isinstance(out, Mapping):
+            missing = [k for k in ("A", "G", "C", "R") if k not in out]
+            extra = sorted(set(out) - {"A", "G", "C", "R", "D"})
+            if missing or extra:
+                raise ModelError("LinearGaussianModel: matrices() mapping needs keys A, G, C, R "
+                                 f"(and optionally D); missing {missing}, unknown {extra}")
+            mats = [out["A"], out["G"], out["C"], out["R"], out.get("D")]
+        else:
+            try:
+                mats = list(out)
+            except TypeError as exc:
+                raise ModelError("LinearGaussianModel: matrices() must return (A, G, C, R) "
+                                 "or (A, G, C, R, D)") from exc
+            if len(mats) not in (4, 5):
+                raise ModelError(f"LinearGaussianModel: matrices() returned {len(mats)} items; "
+                                 "expected (A, G, C, R) or (A, G, C, R, D)")
+            if len(mats) == 4:
+                mats.append(None)
+        for v, k in zip(mats[:4], "AGCR"):
+            if v is None:
+                raise ModelError(f"LinearGaussianModel: matrices() returned None for {k}")
+        A, G, C, R, D = (None if v is None else _as_symbolic(v, sym_type, k)
+                         for v, k in zip(mats, "AGCRD"))
+        n = A.shape[0]
+        if A.shape != (n, n) or n == 0:
+            raise ModelError("LinearGaussianModel: A must be square and non-empty, got "
+                             f"{A.shape[0]}x{A.shape[1]}")
+        if G.shape[0] != n or G.shape[1] == 0:
+            raise ModelError(f"LinearGaussianModel: G must have {n} rows and at least one column, "
+                             f"got {G.shape[0]}x{G.shape[1]}")
+        q = G.shape[1]
+        if C.shape[1] != n or C.shape[0] == 0:
+            raise ModelError(f"LinearGaussianModel: C must have {n} columns and at least one row, "
+                             f"got {C.shape[0]}x{C.shape[1]}")
+        p = C.shape[0]
+        if R.shape == (1, 1) and p > 1:
+            raise ModelError(f"LinearGaussianModel: R must be {p}x{p} for {p} outputs, got a scalar")
+        if R.shape != (p, p):
+            raise ModelError(f"LinearGaussianModel: R must be {p}x{p}, got {R.shape[0]}x{R.shape[1]}")
+        if D is None:
+            D = sym_type(p, q)
+        elif D.shape != (p, q):
+            raise ModelError(f"LinearGaussianModel: D must be {p}x{q}, got {D.shape[0]}x{D.shape[1]}")
+
+        m0 = self._initial(initial_mean, theta, sym_type, (n, 1), "initial_mean")
+        P0 = self._initial(initial_covariance, theta, sym_type, (n, n), "initial_covariance")
+
+        self.num_states, self.num_inputs, self.num_outputs = n, q, p
+        self._theta = theta
+        self._sym_type = sym_type
+        self._A, self._G, self._C, self._D, self._R, self._m0, self._P0 = A, G, C, D, R, m0, P0
+        try:
+            self._continuous = ca.Function(
+                f"{self.name}_continuous", [theta], [A, G, C, D, R, m0, P0],
+                ["theta"], ["A", "G", "C", "D", "R", "m0", "P0"])
+        except RuntimeError as exc:
+            raise ModelError("LinearGaussianModel: the matrices may depend on theta only "
+                             f"(free symbols found): {exc}") from exc
+        M = ca.blockcat([[A, G], [sym_type(q, n), sym_type(q, q)]]) * dt
+        self._block = ca.Function(f"{self.name}_block", [theta], [M])
+        self._step = filter_step(n, q, p)
+        self._discrete_cache: dict[int, ca.Function] = {}
+        self._nll_cache: dict[tuple[int, int], ca.Function] = {}
+        self._deriv_cache: dict[tuple[str, int, int], ca.Function] = {}
+
+    @staticmethod
+    def _initial(value, theta, sym_type, shape, what):
+        if value is None:
+            return sym_type(*shape)
+        if callable(value):
+            try:
+                value = value(theta)
+            except Exception as exc:
+                raise ModelError(f"LinearGaussianModel: {what}(theta) failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+            expr = _as_symbolic(value, sym_type, what)
+        else:
+            try:
+                arr = np.asarray(value, dtype=float)
+            except (TypeError, ValueError) as exc:
+                raise ModelError(f"LinearGaussianModel: {what} must be numeric or callable, got "
+                                 f"{value!r}") from exc
+            if shape[1] == 1:
+                arr = arr.reshape(-1, 1) if arr.ndim <= 1 else arr
+            if not np.all(np.isfinite(arr)):
+                raise ModelError(f"LinearGaussianModel: {what} must be finite")
+            if arr.shape != shape:
+                raise ModelError(f"LinearGaussianModel: {what} must have shape {shape}, got {arr.shape}")
+            if shape[1] != 1:
+                if not np.allclose(arr, arr.T, rtol=1e-12, atol=0.0):
+                    raise ModelError(f"LinearGaussianModel: {what} must be symmetric")
+                eig = np.linalg.eigvalsh(arr)
+                if eig.min() < -1e-12 * max(1.0, float(np.abs(eig).max())):
+                    raise ModelError(f"LinearGaussianModel: {what} must be positive semidefinite "
+                                     f"(smallest eigenvalue {eig.min():.3g})")
+            expr = sym_type(ca.DM(arr))
+        if expr.shape == (shape[1], shape[0]) and shape[1] == 1:
+            expr = expr.T
+        if expr.shape != shape:
+            raise ModelError(f"LinearGaussianModel: {what} must have shape {shape}, got {expr.shape}")
+        return expr
+
+    # -- parameters ------------------------------------------------------------------------------
+
+    @property
+    def num_parameters(self) -> int:
+        """Length of the parameter vector ``θ``."""
+        return len(self.parameter_names)
+
+    def parameter_vector(self, theta) -> np.ndarray:
+        """Validate ``theta`` and return it as a float vector in ``parameter_names`` order.
+
+        Parameters
+        ----------
+        theta : array-like or mapping
+            Values in ``parameter_names`` order, or a mapping name → value naming every
+            parameter.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(num_parameters,)``.
+        """
+        names = self.parameter_names
+        if isinstance(theta, Mapping):
+            unknown = sorted(set(theta) - set(names))
+            missing = [nm for nm in names if nm not in theta]
+            if unknown or missing:
+                raise CollocInputError(f"{self.name}: theta mapping has unknown names {unknown} "
+                                       f"and lacks {missing}")
+            values = [theta[nm] for nm in names]
+        else:
+            values = theta
+        try:
+            vec = np.asarray(values, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise CollocInputError(f"{self.name}: theta must be numeric, got {theta!r}") from exc
+        if vec.ndim == 2 and 1 in vec.shape:
+            vec = vec.ravel()
+        if vec.ndim != 1 or vec.size != len(names):
+            raise CollocInputError(f"{self.name}: theta must have {len(names)} entries ({', '.join(names)}), "
+                                   f"got shape {vec.shape}")
+        if not np.all(np.isfinite(vec)):
+            bad = [nm for nm, v in zip(names, vec) if not math.isfinite(v)]
+            raise CollocInputError(f"{self.name}: theta is not finite for {bad}")
+        return vec
+
+    def data_matrix(self, y) -> np.ndarray:
+        """Validate a record and return it as an ``(num_outputs, N)`` matrix (columns are samples).
+
+        Parameters
+        ----------
+        y : array-like
+            Shape ``(N, num_outputs)``; for one output also ``(N,)``.  Finite values only.
+
+        Returns
+        -------
+        numpy.ndarray
+            The transposed record, shape ``(num_outputs, N)``.
+        """
+        try:
+            arr = np.asarray(y, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"{self.name}: y must be numeric") from exc
+        p = self.num_outputs
+        if arr.ndim == 1 and p == 1:
+            arr = arr.reshape(-1, 1)
+        if arr.ndim != 2 or arr.shape[1] != p:
+            expected = "(N,) or (N, 1)" if p == 1 else f"(N, {p})"
+            raise DataError(f"{self.name}: y must have shape {expected} (rows are samples), got {arr.shape}")
+        if arr.shape[0] < 1:
+            raise DataError(f"{self.name}: y has no samples")
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            row, col = np.argwhere(bad)[0]
+            raise DataError(f"{self.name}: y has {int(bad.sum())} non-finite values (NaN or inf); "
+                            f"the first is at sample {row}, output {col}")
+        return np.ascontiguousarray(arr.T)
+
+    # -- numeric matrices ------------------------------------------------------------------------
+
+    def squarings(self, theta) -> int:
+        """Squarings the matrix exponential needs at ``theta`` (see :func:`expm_squarings`).
+
+        Parameters
+        ----------
+        theta : array-like or mapping
+            Parameter values.
+
+        Returns
+        -------
+        int
+        """
+        M = np.array(self._block(self.parameter_vector(theta)))
+        if not np.all(np.isfinite(M)):
+            raise CollocInputError(f"{self.name}: the model matrices are not finite at theta")
+        return expm_squarings(float(np.abs(M).sum(axis=0).max()))
+
+    def _discrete(self, s: int) -> ca.Function:
+        if s not in self._discrete_cache:
+            n = self.num_states
+            E = expm(self._block(self._theta), s)
+            Phi, Gam = E[:n, :n], E[:n, n:]
+            self._discrete_cache[s] = ca.Function(
+                f"{self.name}_discrete_s{s}", [self._theta],
+                [Phi, Gam, self._C, self._D, self._R, self._m0, self._P0],
+                ["theta"], ["Phi", "Gamma", "C", "D", "R", "m0", "P0"])
+        return self._discrete_cache[s]
+
+    def continuous(self, theta) -> dict[str, np.ndarray]:
+        """The continuous-time matrices at ``theta``.
+
+        Parameters
+        ----------
+        theta : array-like or mapping
+            Parameter values.
+
+        Returns
+        -------
+        dict
+            Keys ``A, G, C, D, R, m0, P0`` (``m0`` is a vector).
+        """
+        out = self._continuous(self.parameter_vector(theta))
+        res = {k: np.array(v) for k, v in zip(["A", "G", "C", "D", "R", "m0", "P0"], out)}
+        res["m0"] = res["m0"].ravel()
+        return res
+
+    def discretize(self, theta) -> dict[str, np.ndarray]:
+        """The exact zero-order-hold discretisation at ``theta``.
+
+        Parameters
+        ----------
+        theta : array-like or mapping
+            Parameter values.
+
+        Returns
+        -------
+        dict
+            ``Phi, Gamma, Q (= Γ Γᵀ), C, D, R, S (= Γ Dᵀ, the process/measurement noise
+            cross-covariance), m0, P0``.
+        """
+        vec = self.parameter_vector(theta)
+        out = self._discrete(self.squarings(vec))(vec)
+        res = {k: np.array(v) for k, v in zip(["Phi", "Gamma", "C", "D", "R", "m0", "P0"], out)}
+        res["m0"] = res["m0"].ravel()
+        res["Q"] = res["Gamma"] @ res["Gamma"].T
+        res["S"] = res["Gamma"] @ res["D"].T
+        return res
+
+    # -- likelihood functions --------------------------------------------------------------------
+
+    def nll_function(self, num_samples: int, squarings: int) -> ca.Function:
+        """The CasADi function ``(theta, Y) -> NLL`` for records of ``num_samples`` samples.
+
+        Parameters
+        ----------
+        num_samples : int
+            Record length N; ``Y`` is ``num_outputs × N`` (columns are samples).
+        squarings : int
+            Squarings of the matrix exponential (see :meth:`squarings`).
+
+        Returns
+        -------
+        casadi.Function
+            MX function built from the SX filter step mapped with ``mapaccum``; differentiable.
+        """
+        key = (int(num_samples), int(squarings))
+        if key not in self._nll_cache:
+            N, s = key
+            theta = ca.MX.sym("theta", self.num_parameters)
+            Y = ca.MX.sym("Y", self.num_outputs, N)
+            Phi, Gam, C, D, R, m0, P0 = self._discrete(s)(theta)
+            scan = self._step.mapaccum(f"{self.name}_filter_{N}", N, 2, {})
+            _, _, terms = scan(m0, P0, Y, Phi, Gam, C, D, R)
+            nll = ca.sum2(terms)
+            self._nll_cache[key] = ca.Function(f"{self.name}_nll_{N}_s{s}", [theta, Y], [nll],
+                                               ["theta", "Y"], ["nll"])
+        return self._nll_cache[key]
+
+    def _derivative(self, kind: str, num_samples: int, squarings: int) -> ca.Function:
+        key = (kind, int(num_samples), int(squarings))
+        if key not in self._deriv_cache:
+            f = self.nll_function(num_samples, squarings)
+            theta = ca.MX.sym("theta", self.num_parameters)
+            Y = ca.MX.sym("Y", self.num_outputs, int(num_samples))
+            nll = f(theta, Y)
+            if kind == "gradient":
+                outs, onames = [nll, ca.gradient(nll, theta)], ["nll", "gradient"]
+            else:
+                H, g = ca.hessian(nll, theta)
+                outs, onames = [nll, g, H], ["nll", "gradient", "hessian"]
+            self._deriv_cache[key] = ca.Function(f"{self.name}_{kind}_{num_samples}", [theta, Y], outs,
+                                                 ["theta", "Y"], onames)
+        return self._deriv_cache[key]
+
+    def __repr__(self) -> str:
+        return (f"LinearGaussianModel({self.name!r}, parameters={list(self.parameter_names)}, "
+                f"states={self.num_states}, inputs={self.num_inputs}, outputs={self.num_outputs}, "
+                f"dt={self.dt})")

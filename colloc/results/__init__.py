@@ -1,0 +1,1 @@
+"""Results of an identification (numbers only, no symbols) and their plots."""

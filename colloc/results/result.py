@@ -1,0 +1,266 @@
+"""The result of an identification: numbers only, no symbols.
+
+Field names follow :class:`scipy.optimize.OptimizeResult` (``success``, ``status``,
+``message``, …).  Arrays are user-facing, so rows are time: each trajectory is a pandas
+DataFrame indexed by time with one column per signal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..base.files import json_safe, write_atomic
+
+__all__ = ["Result"]
+
+
+def _frame_to_dict(frame: pd.DataFrame) -> dict:
+    out = {"time": frame.index.to_numpy()}
+    out.update({c: frame[c].to_numpy() for c in frame.columns})
+    return out
+
+
+def _frame_from_dict(d: dict) -> pd.DataFrame:
+    d = {k: np.array([np.nan if v is None else v for v in vals], dtype=float) for k, vals in d.items()}
+    time = d.pop("time")
+    return pd.DataFrame(d, index=pd.Index(time, name="time"))
+
+
+@dataclass
+class Result:
+    """Outcome of :func:`colloc.solve`.
+
+    Attributes
+    ----------
+    problem, method : str
+    success : bool
+    status : str
+        The solver's return status (``"Solve_Succeeded"``, ``"Maximum_Iterations_Exceeded"``…).
+    message : str
+    iterations : int
+    objective : float
+        ``½ Σ w (y − ŷ)²`` plus extra terms, in the problem's units (not solver-scaled).
+    parameters : dict of str to float
+        Identified parameters by element name.
+    standard_errors : dict of str to float or None
+        From the Gauss–Newton covariance; NaN where not estimable.
+    covariance : pandas.DataFrame or None
+        Parameter covariance, rows and columns named.
+    trajectories : dict of str to pandas.DataFrame
+        Per trial (by name): node times × (states, free inputs, outputs).
+    measurements : dict of str to pandas.DataFrame
+        Per trial: sample times × fitted signals, as measured.
+    residuals : dict of str to pandas.DataFrame
+        Per trial: sample times × fitted signals, model minus measurement (unweighted).
+    timings : dict
+        ``build_s``, ``solve_s``, ``total_s`` and more.
+    num_nodes : int
+        Collocation nodes over all trials.
+    trials : list of str
+    versions : dict of str to str
+    violations : list of dict
+        Worst constraint violations by name (filled when the solve failed).
+    simulation : dict
+        Per trial: ``status``, ``message`` and ``nrmse`` (signal → value), the identified
+        model simulated with CVODES from the identified initial state.
+    units : dict of str to str
+    info : dict
+        Everything else (residual variance, degrees of freedom, objective history…).
+    """
+
+    problem: str
+    method: str
+    success: bool
+    status: str
+    message: str
+    iterations: int
+    objective: float
+    parameters: dict[str, float]
+    standard_errors: dict[str, float] | None
+    covariance: pd.DataFrame | None
+    trajectories: dict[str, pd.DataFrame]
+    measurements: dict[str, pd.DataFrame]
+    residuals: dict[str, pd.DataFrame]
+    timings: dict[str, float]
+    num_nodes: int
+    trials: list[str]
+    versions: dict[str, str]
+    violations: list[dict] = field(default_factory=list)
+    simulation: dict[str, dict] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    # ---- convenience --------------------------------------------------------------------
+    @property
+    def x(self) -> np.ndarray:
+        """Identified parameters as an array, in declaration order (scipy's name)."""
+        return np.array(list(self.parameters.values()))
+
+    def parameter_table(self, truth: dict[str, float] | None = None) -> pd.DataFrame:
+        """Parameters with standard errors (and truth and % error when ``truth`` is given)."""
+        rows = []
+        for name, value in self.parameters.items():
+            row = {"parameter": name, "identified": value}
+            if truth is not None and name in truth:
+                row["true"] = truth[name]
+                row["error_%"] = 100.0 * (value - truth[name]) / truth[name] if truth[name] else np.nan
+            row["std_error"] = (self.standard_errors or {}).get(name, np.nan)
+            rows.append(row)
+        table = pd.DataFrame(rows).set_index("parameter")
+        cols = [c for c in ("true", "identified", "error_%", "std_error") if c in table.columns]
+        return table[cols]
+
+    def format_table(self, truth: dict[str, float] | None = None) -> str:
+        """Parameter table as text: name, (true,) identified, (% error,) standard error."""
+        se = self.standard_errors or {}
+        head = f"{'parameter':<10}" + (f"{'true':>12}" if truth else "") + f"{'identified':>14}"
+        head += (f"{'error':>10}" if truth else "") + f"{'std error':>12}"
+        lines = [head]
+        for name, value in self.parameters.items():
+            line = f"{name:<10}"
+            if truth:
+                line += f"{truth.get(name, float('nan')):>12.6g}"
+            line += f"{value:>14.6g}"
+            if truth:
+                t = truth.get(name, float("nan"))
+                line += f"{100 * (value - t) / t:>+9.2f}%" if t else f"{'':>10}"
+            line += f"{se.get(name, float('nan')):>12.4g}"
+            lines.append(line)
+        if truth:
+            errs = [abs(self.parameters[k] / truth[k] - 1) * 100 for k in self.parameters if truth.get(k)]
+            if errs:
+                lines.append(f"|error|: mean {np.mean(errs):.2f}%, max {np.max(errs):.2f}%")
+        return "\n".join(lines)
+
+    def summary(self, truth: dict[str, float] | None = None) -> str:
+        """A human-readable report: status, timings, parameter table, simulation check."""
+        lines = [
+            f"{self.problem} · {self.method} · {'success' if self.success else 'FAILED'} "
+            f"({self.status}) · {self.iterations} iterations · objective {self.objective:.6g}",
+            f"nodes {self.num_nodes} · build {self.timings.get('build_s', float('nan')):.2f} s · "
+            f"solve {self.timings.get('solve_s', float('nan')):.2f} s · "
+            f"total {self.timings.get('total_s', float('nan')):.2f} s",
+            "",
+            self.format_table(truth),
+        ]
+        if self.simulation:
+            lines.append("")
+            for trial, sim in self.simulation.items():
+                nrmse = ", ".join(f"{k} {v:.3%}" for k, v in sim.get("nrmse", {}).items() if v is not None)
+                lines.append(f"forward simulation of '{trial}': {sim['status']}" + (f" · NRMSE {nrmse}" if nrmse else f" · {sim['message']}"))
+        if self.violations:
+            lines.append("")
+            lines.append("worst constraint violations:")
+            lines += [f"  {v['violation']:.3g}  {v['constraint']}" for v in self.violations]
+        return "\n".join(lines)
+
+    # ---- JSON ---------------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        """The result document (CONTRACTS §4 keys plus extras), JSON-safe."""
+        doc = {
+            "problem": self.problem,
+            "method": self.method,
+            "success": self.success,
+            "status": self.status,
+            "message": self.message,
+            "iterations": self.iterations,
+            "objective": self.objective,
+            "parameters": self.parameters,
+            "timings": self.timings,
+            "num_nodes": self.num_nodes,
+            "trials": self.trials,
+            "versions": self.versions,
+        }
+        if self.standard_errors is not None:
+            doc["standard_errors"] = self.standard_errors
+        if self.covariance is not None:
+            doc["covariance"] = {
+                "names": list(self.covariance.columns),
+                "matrix": self.covariance.to_numpy(),
+            }
+        doc["violations"] = self.violations
+        doc["simulation"] = self.simulation
+        doc["units"] = self.units
+        doc["info"] = self.info
+        doc["trajectories"] = {k: _frame_to_dict(v) for k, v in self.trajectories.items()}
+        doc["measurements"] = {k: _frame_to_dict(v) for k, v in self.measurements.items()}
+        doc["residuals"] = {k: _frame_to_dict(v) for k, v in self.residuals.items()}
+        return json_safe(doc)
+
+    def to_json(self, path: str | os.PathLike | None = None, *, indent: int | None = 1) -> str:
+        """The result document as JSON text; written atomically to ``path`` when given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            write_atomic(path, text + "\n")
+        return text
+
+    @classmethod
+    def from_json(cls, source: str | os.PathLike) -> "Result":
+        """Read a result document from a path or a JSON string."""
+        text = str(source)
+        if not text.lstrip().startswith("{"):
+            text = Path(source).read_text(encoding="utf-8")
+        doc = json.loads(text)
+        nan = float("nan")
+
+        def num(d):
+            return None if d is None else {k: nan if v is None else float(v) for k, v in d.items()}
+
+        cov = None
+        if doc.get("covariance"):
+            names = doc["covariance"]["names"]
+            m = np.array([[nan if v is None else v for v in row] for row in doc["covariance"]["matrix"]], dtype=float)
+            cov = pd.DataFrame(m, index=names, columns=names)
+        return cls(
+            problem=doc["problem"],
+            method=doc["method"],
+            success=bool(doc["success"]),
+            status=doc["status"],
+            message=doc.get("message", ""),
+            iterations=int(doc["iterations"]),
+            objective=nan if doc["objective"] is None else float(doc["objective"]),
+            parameters=num(doc["parameters"]),
+            standard_errors=num(doc.get("standard_errors")),
+            covariance=cov,
+            trajectories={k: _frame_from_dict(v) for k, v in doc.get("trajectories", {}).items()},
+            measurements={k: _frame_from_dict(v) for k, v in doc.get("measurements", {}).items()},
+            residuals={k: _frame_from_dict(v) for k, v in doc.get("residuals", {}).items()},
+            timings=doc["timings"],
+            num_nodes=int(doc["num_nodes"]),
+            trials=list(doc["trials"]),
+            versions=doc["versions"],
+            violations=doc.get("violations", []),
+            simulation=doc.get("simulation", {}),
+            units=doc.get("units", {}),
+            info=doc.get("info", {}),
+        )
+
+    # ---- plots --------------------------------------------------------------------------
+    def plot_fit(self, trial: str | int | None = None, *, signals=None, path=None):
+        """Measured vs identified trajectories, one panel per signal.
+
+        See :func:`colloc.results.plotting.plot_fit`.
+        """
+        from .plotting import plot_fit
+
+        return plot_fit(self, trial=trial, signals=signals, path=path)
+
+    def plot_residuals(self, trial: str | int | None = None, *, path=None):
+        """Residuals (model − measurement) per fitted signal. See :mod:`colloc.results.plotting`."""
+        from .plotting import plot_residuals
+
+        return plot_residuals(self, trial=trial, path=path)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v:.6g}" for k, v in list(self.parameters.items())[:8])
+        return (
+            f"Result({self.problem}, {self.method}, success={self.success}, "
+            f"iterations={self.iterations}, {params})"
+        )

@@ -1,0 +1,1 @@
+"""Forward simulation: integrators, ODE simulation (CVODES) and the method of steps for delays."""

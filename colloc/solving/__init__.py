@@ -1,0 +1,1 @@
+"""``solve(problem, method)``: the one entry point, IPOPT's settings and the collocation path."""

@@ -1,0 +1,231 @@
+"""The collocation path of :func:`colloc.solve`.
+
+Transcribe → assemble the structure-exploiting NLP → IPOPT → unpack by name → standard
+errors → forward-simulation check → :class:`~colloc.Result`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time as _time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..base.errors import OptionsError
+from ..base.versions import versions
+from ..definition.problem import Problem
+from ..inference.covariance import parameter_covariance
+from ..results.result import Result
+from ..simulation.ode import simulate
+from ..transcription.collocation import Layout, transcribe
+from ..transcription.methods import AbstractTranscription
+from ..transcription.nlp import NLP
+from .ipopt import Ipopt, IterationInfo, progress_callback
+
+__all__ = ["solve_collocation", "worst_violations"]
+
+
+def _describe_row(nlp: NLP, problem: Problem) -> Callable[[int], str]:
+    def describe(i: int) -> str:
+        b = int(np.searchsorted(nlp.row_offsets, i, side="right") - 1)
+        while nlp.blocks[b].num_rows * nlp.blocks[b].count == 0:  # pragma: no cover
+            b -= 1
+        block = nlp.blocks[b]
+        k, r = divmod(i - nlp.row_offsets[b], block.num_rows)
+        where = f"trial '{problem.trials[block.trial].name}'" if block.trial is not None else "problem"
+        return f"{block.name} {block.row_names[r]} of {where} at t = {block.instance_times[k]:.6g} s"
+
+    return describe
+
+
+def solve_collocation(
+    problem: Problem,
+    method: AbstractTranscription,
+    *,
+    solver: Ipopt | None,
+    guess: Mapping[str, float] | None,
+    progress: Callable[[IterationInfo], None] | None,
+) -> Result:
+    """Collocation path of :func:`solve` (see there)."""
+    solver = Ipopt() if solver is None else solver
+    trajectory_terms = [t.name for t in problem.terms if t.kind == "trajectory"]
+    if trajectory_terms and solver.hessian != "limited-memory":
+        raise OptionsError(
+            f"trajectory objective '{trajectory_terms[0]}' couples every node with every other one "
+            f"(dense Hessian); solve it with Ipopt(hessian='limited-memory'), not {solver.hessian!r}"
+        )
+    if trajectory_terms and solver.standard_errors:
+        # the covariance comes from least-squares residuals and would ignore the term
+        solver = dataclasses.replace(solver, standard_errors=False)
+    start = _time.perf_counter()
+    layout, blocks, x0, lbx, ubx = transcribe(problem, method)
+    if guess:
+        for name, value in guess.items():
+            j = layout.param_names.index(name)
+            x0[layout.param_offset + j] = value / layout.scale[layout.param_offset + j]
+    x0 = np.clip(x0, lbx, ubx)
+    objective_scale = 1.0 / max(problem.num_observations, 1)
+    nlp = NLP(layout.size, blocks, hessian=solver.hessian, objective_scale=objective_scale,
+              parallel=solver.parallel, residual_jacobian=solver.standard_errors)
+    opts = solver.nlpsol_options()
+    if progress is not None:  # the callback copies x and g every iteration: only when asked
+        opts["iteration_callback"] = progress_callback(layout.size, nlp.num_rows, nlp.data.size, nlp.lbg,
+                                                        nlp.ubg, objective_scale, progress, start)
+    nlpsol = nlp.solver(opts)
+    build_s = _time.perf_counter() - start
+
+    t_solve = _time.perf_counter()
+    sol = nlpsol(x0=x0, p=nlp.data, lbx=lbx, ubx=ubx, lbg=nlp.lbg, ubg=nlp.ubg)
+    solve_s = _time.perf_counter() - t_solve
+    stats = nlpsol.stats()
+    status = str(stats.get("return_status", "unknown"))
+    success = bool(stats.get("success", False))
+    x = np.array(sol["x"]).ravel()
+    g = np.array(sol["g"]).ravel()
+
+    result = _unpack(problem, method, layout, nlp, x, g, solver, stats)
+    result.success, result.status = success, status
+    result.message = _message(status, success)
+    result.iterations = int(stats.get("iter_count", 0))
+    history = stats.get("iterations", {})
+    result.info["objective_history"] = [float(v) / objective_scale for v in history.get("obj", [])]
+    result.info["primal_infeasibility_history"] = [float(v) for v in history.get("inf_pr", [])]
+    if not success:
+        result.violations = worst_violations(g, nlp.lbg, nlp.ubg, _describe_row(nlp, problem), tol=1e-6)
+    post = _time.perf_counter() - t_solve - solve_s
+    result.timings = {
+        "build_s": build_s,
+        "solve_s": solve_s,
+        "total_s": build_s + solve_s,
+        "postprocess_s": post,
+        # time spent evaluating f, g and their derivatives; the rest of solve_s is IPOPT + MUMPS
+        "functions_s": float(sum(v for k, v in stats.items() if k.startswith("t_wall_nlp_"))),
+    }
+    return result
+
+
+def _message(status: str, success: bool) -> str:
+    if success:
+        return "IPOPT converged to a local optimum within tolerance."
+    hints = {
+        "Maximum_Iterations_Exceeded": "raise Ipopt(max_iter=...) or improve the initial guess",
+        "Infeasible_Problem_Detected": "the dynamics, bounds and constraints cannot all hold; check bounds",
+        "Restoration_Failed": "the solver lost feasibility; check scales and the initial guess",
+        "Invalid_Number_Detected": "the model produced NaN/inf at the initial guess or an iterate",
+    }
+    return f"IPOPT stopped with {status}" + (f": {hints[status]}" if status in hints else "") + "."
+
+
+def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stats) -> Result:
+    model = problem.model
+    trials_z, params = layout.unpack(x)
+    pnames = layout.param_names
+    parameters = dict(zip(pnames, params.tolist()))
+    signals_fn = model.functions()["signals"]
+    signal_names = problem.signal_names()
+    known = model.element_names("known_input")
+    n = layout.num_states
+    q = len(model.element_names("free_input"))
+    eiv = list(problem.input_noise)
+
+    res_all = np.array(nlp.functions["res"](x, nlp.data)).ravel()
+    fit_res_parts, trajectories, residuals, measurements = [], {}, {}, {}
+    simulation = {}
+    for i, trial in enumerate(problem.trials):
+        tn = layout.nodes[i]
+        Z = trials_z[i]
+        # known inputs at the nodes: measured, or estimated (errors-in-variables)
+        U = np.stack([
+            Z[n + q + eiv.index(u)] if u in eiv else np.interp(tn, trial.time, trial[u]) for u in known
+        ]) if known else np.zeros((0, tn.size))
+        R_free = Z[n : n + q]
+        Y = np.array(signals_fn.map(tn.size)(Z[:n], R_free, U, params, tn[None, :]))
+        Y = np.vstack([Y, Z[n + q : n + q + len(eiv)]])  # delayed-state rows (if any) follow
+        traj = pd.DataFrame(Y.T, columns=signal_names, index=pd.Index(tn, name="time"))
+        trajectories[trial.name] = traj
+        fitted = problem.fitted_signals(i)
+        b = next(k for k, blk in enumerate(nlp.blocks) if blk.name == "fit" and blk.trial == i)
+        blk = nlp.blocks[b]
+        r = res_all[nlp.res_offsets[b] : nlp.res_offsets[b] + blk.num_res * blk.count]
+        fit_res_parts.append(r)
+        w = np.sqrt([problem.fit[s] for s in fitted])
+        R = r.reshape(blk.count, blk.num_res) / w[None, :]
+        idx = pd.Index(trial.time, name="time")
+        residuals[trial.name] = pd.DataFrame(R, columns=fitted, index=idx)
+        measurements[trial.name] = pd.DataFrame({s: trial[s] for s in fitted}, index=idx)
+        if solver.simulate:
+            sim = simulate(
+                model, Z[:n, 0], params, tn,
+                known_inputs=U.T, free_inputs=R_free.T,
+            )
+            entry = {"status": sim.status, "message": sim.message, "nrmse": {}}
+            if sim.success:
+                for s in (s for s in fitted if s in sim.signals):
+                    ys = np.interp(trial.time, tn, sim.signals[s])
+                    span = np.ptp(trial[s])
+                    rms = float(np.sqrt(np.mean((ys - trial[s]) ** 2)))
+                    entry["nrmse"][s] = float(rms / span) if span > 0 else float("nan")
+            simulation[trial.name] = entry
+
+    objective = float(nlp.functions["f"](x, nlp.data)) / nlp.objective_scale
+    se = cov = None
+    info: dict[str, Any] = {"hessian": solver.hessian, "num_variables": layout.size,
+                            "num_constraints": nlp.num_rows, "num_observations": problem.num_observations}
+    if solver.standard_errors and pnames:
+        t0 = _time.perf_counter()
+        jac_res = nlp.functions["jac_res"](x, nlp.data)
+        _, jac_g = nlp.functions["jac_g"](x, nlp.data)
+        fit_res = np.concatenate(fit_res_parts)
+        c = parameter_covariance(
+            jac_res, res_all, jac_g, nlp.lbg == nlp.ubg, layout.p_index,
+            layout.scale[layout.p_index], problem.num_observations, fit_res,
+        )
+        se = dict(zip(pnames, c.standard_errors.tolist()))
+        cov = pd.DataFrame(c.matrix, index=pnames, columns=pnames)
+        info.update(residual_variance=c.residual_variance, dof=c.dof, covariance_message=c.message,
+                    covariance_s=_time.perf_counter() - t0)
+    units = {name: model.unit_of(name) for name in signal_names + pnames}
+    if eiv:
+        info["input_noise"] = dict(problem.input_noise)
+    return Result(
+        problem=problem.name,
+        method=method.name,
+        success=False,
+        status="",
+        message="",
+        iterations=0,
+        objective=objective,
+        parameters=parameters,
+        standard_errors=se,
+        covariance=cov,
+        trajectories=trajectories,
+        measurements=measurements,
+        residuals=residuals,
+        timings={},
+        num_nodes=int(sum(len(t) for t in layout.nodes)),
+        trials=[t.name for t in problem.trials],
+        versions=versions(),
+        simulation=simulation,
+        units=units,
+        info=info,
+    )
+
+
+def worst_violations(
+    g: np.ndarray, lbg: np.ndarray, ubg: np.ndarray, describe, count: int = 5, tol: float = 0.0
+) -> list[dict]:
+    """The ``count`` constraint rows with the largest violation above ``tol``.
+
+    ``describe(i)`` names row ``i``.  Each entry: ``{"constraint": name, "violation": value}``.
+    """
+    viol = np.maximum(lbg - g, 0.0) + np.maximum(g - ubg, 0.0)
+    viol = np.where(np.isfinite(viol), viol, np.inf)
+    order = np.argsort(-viol)[:count]
+    return [
+        {"constraint": describe(int(i)), "violation": float(viol[i])}
+        for i in order
+        if viol[i] > tol
+    ]

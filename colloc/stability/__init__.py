@@ -1,0 +1,1 @@
+"""Stability of delayed linear feedback: the delay margin."""

@@ -1,0 +1,148 @@
+"""Profile of the objective over one parameter held fixed at a grid of values.
+
+For a least-squares objective ``½ Σ r²`` with weights ``1/σ²`` (a negative log-likelihood
+up to a constant), the profile ``Δ(v) = min_{others} J(v) − min J`` gives the
+likelihood-ratio confidence interval ``{v : Δ(v) ≤ ½ χ²₁(0.95) = 1.92}``, which, unlike
+the standard error, does not assume the objective is quadratic in the parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..base.errors import OptionsError
+from ..definition.problem import Problem
+from ..solving.ipopt import Ipopt
+from ..solving.solve import solve
+from ..transcription.methods import AbstractTranscription, Midpoint
+
+__all__ = ["Profile", "profile"]
+
+#: ½ χ²₁ quantile at 95 %.
+HALF_CHI2_95 = 1.920729410347062
+
+
+@dataclass
+class Profile:
+    """Objective and re-optimised parameters along a grid of one fixed parameter.
+
+    Attributes
+    ----------
+    name : str
+        The profiled parameter.
+    values : ndarray
+        Grid values.
+    objective : ndarray
+        Optimal objective at each value (NaN where the solve failed).
+    parameters : pandas.DataFrame
+        The other parameters' optimal values, one row per grid value.
+    success : ndarray of bool
+    """
+
+    name: str
+    values: np.ndarray
+    objective: np.ndarray
+    parameters: pd.DataFrame
+    success: np.ndarray
+
+    @property
+    def delta(self) -> np.ndarray:
+        """Objective minus its smallest value on the grid."""
+        return self.objective - np.nanmin(self.objective)
+
+    def interval(self, threshold: float = HALF_CHI2_95) -> tuple[float, float]:
+        """Where ``delta`` crosses ``threshold`` (linear interpolation on the grid); an end
+        of the grid when the profile does not rise that far (``±inf`` is not returned: the
+        interval is then only known to reach at least that end)."""
+        v, d = self.values, self.delta
+        i = int(np.nanargmin(d))
+        lo = v[0]
+        for j in range(i, 0, -1):
+            if d[j - 1] > threshold >= d[j]:
+                lo = v[j - 1] + (threshold - d[j - 1]) * (v[j] - v[j - 1]) / (d[j] - d[j - 1])
+                break
+        hi = v[-1]
+        for j in range(i, len(v) - 1):
+            if d[j + 1] > threshold >= d[j]:
+                hi = v[j] + (threshold - d[j]) * (v[j + 1] - v[j]) / (d[j + 1] - d[j])
+                break
+        return float(lo), float(hi)
+
+    def plot(self, path=None, *, ax=None, threshold: float = HALF_CHI2_95):
+        """Δ objective against the value, with the 95 % likelihood-ratio threshold."""
+        import matplotlib.pyplot as plt
+
+        fig = None
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(6, 3.6))
+        ok = self.success
+        ax.plot(self.values[ok], self.delta[ok], "o-", ms=3)
+        if (~ok).any():
+            ax.plot(self.values[~ok], np.zeros((~ok).sum()), "x", color="C3", label="solve failed")
+        ax.axhline(threshold, color="0.4", ls="--", lw=1, label="95 % likelihood-ratio level")
+        lo, hi = self.interval(threshold)
+        ax.axvspan(lo, hi, color="C2", alpha=0.15, label=f"95 % interval [{lo:.4g}, {hi:.4g}]")
+        ax.set_xlabel(self.name)
+        ax.set_ylabel("Δ objective")
+        ax.set_title(f"profile of the objective over {self.name}")
+        ax.legend(fontsize=8)
+        if fig is not None:
+            fig.tight_layout()
+            if path is not None:
+                from ..results.plotting import save_figure
+
+                save_figure(fig, path)
+                plt.close(fig)
+        return ax
+
+
+def profile(problem: Problem, name: str, values: Sequence[float], *, method=None, solver=None,
+            progress: Callable[[int, float, object], None] | None = None) -> Profile:
+    """Solve ``problem`` with parameter ``name`` held at each of ``values``.
+
+    Parameters
+    ----------
+    problem : Problem
+    name : str
+        A scalar parameter element of the model.
+    values : sequence of float
+        Grid (sorted ascending); each solve starts from the previous optimum.
+    method : transcription, optional
+        Default ``Midpoint()`` (a collocation method: the value is imposed as a constraint).
+    solver : Ipopt, optional
+    progress : callable, optional
+        ``progress(i, value, result)`` after each solve.
+    """
+    method = Midpoint() if method is None else method
+    if not isinstance(method, AbstractTranscription):
+        raise OptionsError("profile() needs a collocation transcription (the value is a constraint)")
+    names = problem.model.element_names("parameter")
+    if name not in names:
+        raise OptionsError(f"profile: '{name}' is not a parameter; parameters: {', '.join(names)}")
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 1 or values.size < 2 or np.any(np.diff(values) <= 0):
+        raise OptionsError("profile: values must be a strictly increasing 1-D grid of at least two values")
+    var = problem.model.variable(name)
+    symbol = var.flat[var.element_names.index(name)]
+    solver = Ipopt(simulate=False, standard_errors=False) if solver is None else solver
+    objective, success, rows = [], [], []
+    guess = None
+    for i, v in enumerate(values):
+        p = problem.copy()
+        p.add_point_constraint(symbol, float(p.trials[0].time[0]), v, v, trial=0, name=f"profile:{name}")
+        g = dict(guess or {})
+        g[name] = v
+        res = solve(p, method, solver=solver, guess=g, throw=False)
+        objective.append(res.objective if res.success else np.nan)
+        success.append(bool(res.success))
+        rows.append({k: val for k, val in res.parameters.items() if k != name})
+        if res.success:
+            guess = dict(res.parameters)
+        if progress is not None:
+            progress(i, float(v), res)
+    return Profile(name, values, np.array(objective, dtype=float), pd.DataFrame(rows, index=values),
+                   np.array(success))

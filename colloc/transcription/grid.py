@@ -1,0 +1,61 @@
+"""Grid maths: node placement, quadrature weights and interpolation (pure numpy)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..base.errors import OptionsError
+
+__all__ = ["node_times", "trapezoid_weights", "locate"]
+
+
+def node_times(sample_times: np.ndarray, num_nodes: int | None) -> np.ndarray:
+    """Collocation node times for one trial.
+
+    Parameters
+    ----------
+    sample_times : ndarray, shape (num_samples,)
+        Strictly increasing measurement times.
+    num_nodes : int or None
+        ``None`` puts a node at every sample (non-uniform grids included); an int gives a
+        uniform grid over the same time span.
+
+    Returns
+    -------
+    ndarray, shape (num_nodes,)
+    """
+    if num_nodes is None:
+        return np.asarray(sample_times, dtype=float).copy()
+    if int(num_nodes) != num_nodes or num_nodes < 2:
+        raise OptionsError(f"num_nodes must be an integer >= 2 or None, got {num_nodes!r}")
+    return np.linspace(sample_times[0], sample_times[-1], int(num_nodes))
+
+
+def trapezoid_weights(times: np.ndarray) -> np.ndarray:
+    """Weights ``w`` with ``Σ w_k f(t_k) ≈ ∫ f dt`` (trapezoidal rule), shape like ``times``."""
+    h = np.diff(times)
+    w = np.zeros_like(times, dtype=float)
+    w[:-1] += h / 2
+    w[1:] += h / 2
+    return w
+
+
+def locate(nodes: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Interval index and fraction of each time for linear interpolation between nodes.
+
+    Returns ``(j, theta)`` such that ``f(t) ≈ (1 − θ) f_j + θ f_{j+1}`` with
+    ``0 ≤ j ≤ len(nodes) − 2`` and ``0 ≤ θ ≤ 1``.  Times must lie within the node span
+    (a tolerance of 1e-9 of the span is accepted at both ends).
+    """
+    nodes = np.asarray(nodes, dtype=float)
+    times = np.asarray(times, dtype=float)
+    span = nodes[-1] - nodes[0]
+    tol = 1e-9 * max(span, 1.0)
+    if np.any(times < nodes[0] - tol) or np.any(times > nodes[-1] + tol):
+        raise OptionsError(
+            f"times {times.min():g}..{times.max():g} s fall outside the grid "
+            f"{nodes[0]:g}..{nodes[-1]:g} s"
+        )
+    j = np.clip(np.searchsorted(nodes, times, side="right") - 1, 0, len(nodes) - 2)
+    theta = np.clip((times - nodes[j]) / (nodes[j + 1] - nodes[j]), 0.0, 1.0)
+    return j, theta
