@@ -35,6 +35,8 @@ from .simulation.integrators import Cvodes as Cvodes, RungeKutta as RungeKutta
 from .simulation.ode import Simulation as Simulation, simulate as simulate
 from .simulation.dde import DDESimulation as DDESimulation, simulate_dde as simulate_dde
 from .transcription.methods import (
+    HermiteSimpson as HermiteSimpson,
+    Radau as Radau,
     AbstractMethod as AbstractMethod,
     AbstractTranscription as AbstractTranscription,
     BackwardEuler as BackwardEuler,
@@ -61,6 +63,7 @@ __all__ = [
     "Adjoint",
     "Cvodes",
     "Forward",
+    "HermiteSimpson",
     "LBFGS",
     "MultipleShooting",
     "ReducedIpopt",
@@ -88,6 +91,7 @@ __all__ = [
     "Problem",
     "ProblemError",
     "Profile",
+    "Radau",
     "Result",
     "Simulation",
     "SolveFailed",

@@ -18,7 +18,7 @@ import numpy as np
 from ..base.errors import ProblemError
 from ..base.naming import function_name
 from ..definition.problem import Problem
-from .grid import locate, node_times, trapezoid_weights
+from .grid import interpolation_stencil, locate, mesh_nodes, trapezoid_weights
 from .interpolation import keys_kernel, keys_weights, known_inputs
 from .methods import AbstractTranscription
 from .nlp import Block
@@ -140,57 +140,64 @@ class _DelayWindow:
 
 def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, eq_scale,
                        windows: list | None = None, h_grid: float | None = None) -> ca.Function:
-    """Defects of one interval; local variables ``[z_k, z_{k+1}, p, window]``.
+    """Defects of one mesh interval; local variables ``[z_0, …, z_M, p, window]``.
 
-    With delays, ``window`` holds, for each delayed state, its node values at ``k + o`` for
-    the offsets ``o`` of its window and one more, scaled.  ``x(t − τ)`` is the
-    cubic-convolution sum over them where the scheme reads its inputs
-    (``method.input_fractions``: the centre for the midpoint rule, the ends otherwise),
-    substituted into the defect: no extra variables or constraints, so the KKT system keeps
-    the size of the undelayed one.
+    ``z_0 … z_M`` are the interval's nodes (its ends and the scheme's interior nodes), data
+    ``[u at each read place, t₀, h]``.  With delays, ``window`` holds, for each delayed
+    state, its mesh-point values at ``k + o`` for the offsets ``o`` of its window and one
+    more, scaled.  ``x(t − τ)`` is the cubic-convolution sum over them where the scheme
+    reads its inputs (``method.read_fractions``), substituted into the defect: no extra
+    variables or constraints, so the KKT system keeps the size of the undelayed one.
     """
     model = problem.model
     fns = model.functions()
     split = _Split(problem)
     nz, npar = len(sz), len(sp)
     ns = len(model.element_names("known_input"))
+    reads = tuple(method.read_fractions)
+    nn = len(method.node_fractions)
     windows = windows or []
     nwin = sum(len(w.state_index) * (len(w.offsets) + 1) for w in windows)
-    v = ca.SX.sym("v", 2 * nz + npar + nwin)
-    d = ca.SX.sym("d", 2 * ns + 2)
-    z0 = v[:nz] * sz
-    z1 = v[nz : 2 * nz] * sz
-    p = _scaled(v, 2 * nz, sp)
-    t0, h = d[2 * ns], d[2 * ns + 1]
-    x0, r0, u0 = split(z0, d[:ns])
-    x1, r1, u1 = split(z1, d[ns : 2 * ns])
+    v = ca.SX.sym("v", nn * nz + npar + nwin)
+    d = ca.SX.sym("d", nn * ns + 2)
+    p = _scaled(v, nn * nz, sp)
+    t0, h = d[nn * ns], d[nn * ns + 1]
+    parts = [split(v[j * nz : (j + 1) * nz] * sz, d[j * ns : (j + 1) * ns]) for j in range(nn)]
+    X = [x for x, _, _ in parts]
+    R = [r for _, r, _ in parts]
+    U = [u for _, _, u in parts]
     held = model.held_inputs()
     if held.any():  # zero-order hold: the interval sees the start value only
-        r1 = ca.vertcat(*[r0[j] if held[j] else r1[j] for j in range(held.size)])
-    if model.delays:  # x(t − τ) by the kernel over the window node values
-        y0, y1, o = [], [], 2 * nz + npar
+        R = [R[0]] + [ca.vertcat(*[R[0][e] if held[e] else r[e] for e in range(held.size)]) for r in R[1:]]
+    if model.delays:  # x(t − τ) by the kernel over the window's mesh-point values
+        delayed = {frac: [] for frac in reads}
+        o = nn * nz + npar
         for w in windows:
             k, L = len(w.state_index), len(w.offsets)
-            X = ca.reshape(v[o : o + k * (L + 1)], k, L + 1)  # scaled: the scale multiplies the sums
+            Xw = ca.reshape(v[o : o + k * (L + 1)], k, L + 1)  # scaled: the scale multiplies the sums
             scale = ca.DM(sz[w.state_index])
             o += k * (L + 1)
             # x(t − τ) where the scheme reads its inputs: at t_k + f·h − τ, from the window
-            # nodes k + o, o = offsets and one more (the kernel is even: weight K(o + τ/h − f))
+            # points k + o, o = offsets and one more (the kernel is even: weight K(o + τ/h − f))
             ext = np.append(w.offsets, w.offsets[-1] + 1)
-            read = []
-            for frac in dict.fromkeys(method.input_fractions):  # once when both are the centre
+            for frac in dict.fromkeys(reads):  # once per distinct place
                 if w.tau_index is not None:
                     weights = keys_weights(p[w.tau_index] / h_grid - frac, ext)
                 else:
                     weights = ca.DM([float(keys_kernel(off + w.tau_value / h_grid - frac)) for off in ext])
-                read.append(ca.mtimes(X, weights) * scale)
-            y0.append(read[0])
-            y1.append(read[-1])
-        u0 = ca.vertcat(u0, *y0)
-        u1 = ca.vertcat(u1, *y1)
-    defect = method.defect(fns["residual"], x0, x1, r0, r1, u0, u1, p, t0, h)
-    con = h * defect / eq_scale
+                delayed[frac].append(ca.mtimes(Xw, weights) * scale)
+        U = [ca.vertcat(U[j], *delayed[frac]) for j, frac in enumerate(reads)]
+    con = method.interval_defects(fns["residual"], X, R, U, p, t0, h, eq_scale, sz[: split.n])
     return ca.Function("dynamics", [v, d], [ca.SX(0, 1), ca.SX(0), con])
+
+
+def _eiv_interpolation_function(neiv: int, points: int) -> ca.Function:
+    """``û(node) − Σᵢ wᵢ û(sample i)`` for a node off the samples (scaled values; one scale
+    per input, so the scaled rows are exact)."""
+    v = ca.SX.sym("v", (points + 1) * neiv)
+    d = ca.SX.sym("d", points)
+    interp = sum(d[i] * v[(i + 1) * neiv : (i + 2) * neiv] for i in range(points))
+    return ca.Function("eiv_interpolation", [v, d], [ca.SX(0, 1), ca.SX(0), v[:neiv] - interp])
 
 
 def _interp_function(problem: Problem, name: str, sz, sp, body, *, node: bool = False):
@@ -239,6 +246,14 @@ def _locate_index(zi: np.ndarray, p_index: np.ndarray, tn: np.ndarray, times: np
     return False, np.vstack([zi[:, j], zi[:, j + 1], pidx]), np.vstack([theta[None, :], times[None, :]])
 
 
+def _sample_nodes(sample_times: np.ndarray, nodes: np.ndarray) -> np.ndarray | None:
+    """Index of the node at each sample time, or None when some sample is not a node."""
+    j = np.clip(np.searchsorted(nodes, sample_times), 1, nodes.size - 1)
+    j = np.where(np.abs(nodes[j - 1] - sample_times) <= np.abs(nodes[j] - sample_times), j - 1, j)
+    tol = 1e-9 * max(float(nodes[-1] - nodes[0]), 1.0)
+    return j if np.all(np.abs(nodes[j] - sample_times) <= tol) else None
+
+
 def transcribe(
     problem: Problem, method: AbstractTranscription
 ) -> tuple[Layout, list[Block], np.ndarray, np.ndarray, np.ndarray]:
@@ -274,17 +289,21 @@ def transcribe(
     nz = len(z_names)
 
     # ---- layout -------------------------------------------------------------------------
-    nodes, offsets, offset = [], [], 0
+    nodes, meshes, sample_nodes, offsets, offset = [], [], [], [], 0
     for t in problem.trials:
-        tn = node_times(t.time, method.num_nodes)
-        if eiv and len(tn) > t.num_samples:
+        mesh, tn = mesh_nodes(t.time, method.num_nodes, method.refine, method.node_fractions)
+        at = _sample_nodes(t.time, tn)
+        if eiv and len(tn) > t.num_samples and at is None:
             raise ProblemError(
                 f"trial '{t.name}': {type(method).__name__}(num_nodes={method.num_nodes}) puts {len(tn)} nodes on "
-                f"{t.num_samples} samples, but the errors-in-variables input(s) {', '.join(eiv)} are estimated at "
-                "every node and tied to the data only at the samples, so the values between samples would be "
-                "free; use at most one node per sample (num_nodes=None puts one at every sample)"
+                f"{t.num_samples} samples that are not among them, but the errors-in-variables input(s) "
+                f"{', '.join(eiv)} are tied to the data only at the samples, so the values between samples would "
+                "be free; use a grid through the samples (num_nodes=None, with refine=n for more nodes) or at "
+                "most one node per sample"
             )
         nodes.append(tn)
+        meshes.append(mesh)
+        sample_nodes.append(at)
         offsets.append(offset)
         offset += nz * len(tn)
     layout = Layout(
@@ -326,16 +345,19 @@ def transcribe(
         x, r, u = split(z, u_data)
         return ca.vertcat(signals_fn(x, r, u, p, t), z[n + split.q : n + split.q + split.neiv])
 
+    stride = len(method.node_fractions) - 1  # node k·stride is mesh point k
+    row_names = method.row_names(model.equation_names, state_names)
     for i, trial in enumerate(problem.trials):
-        tn = nodes[i]
-        N = len(tn)
+        tn, mesh = nodes[i], meshes[i]
+        N, K = len(tn), len(mesh) - 1  # nodes, mesh intervals
         zi = layout.z_index(i)
-        pidx = np.repeat(layout.p_index[:, None], N - 1, axis=1)
-        pair_index = np.vstack([zi[:, :-1], zi[:, 1:], pidx])
+        first = np.arange(K) * stride
+        pidx = np.repeat(layout.p_index[:, None], K, axis=1)
+        interval_index = np.vstack([zi[:, first + j] for j in range(stride + 1)] + [pidx])
         u_nodes = known_inputs(trial, known, tn, method.input_interpolation)
         dyn_i = dyn
-        if model.delays:  # x(t_k − τ) from the node values k + o of a window (uniform grid)
-            steps = np.diff(tn)
+        steps = np.diff(mesh)
+        if model.delays:  # x(t_k − τ) from the mesh-point values k + o of a window (uniform mesh)
             h = float(steps[0])
             if not np.allclose(steps, h, rtol=1e-9, atol=0):
                 raise ProblemError(
@@ -343,35 +365,61 @@ def transcribe(
                     f"{steps.min():.6g} to {steps.max():.6g} s (resample it or pass a uniform --nodes)"
                 )
             windows = [_DelayWindow.build(model, dl, h) for dl in model.delays]
-            k = np.arange(N - 1)
-            parts = [pair_index]
+            k = np.arange(K)
+            parts = [interval_index]
             for w in windows:
                 extended = np.append(w.offsets, w.offsets[-1] + 1)  # one more: reads at t_k + f·h, f ≤ 1
-                nodes_w = np.clip(k[None, :] + extended[:, None], 0, N - 1)  # clamp: constant history
+                points_w = np.clip(k[None, :] + extended[:, None], 0, K) * stride  # clamp: constant history
                 for off in range(extended.size):
-                    parts.append(zi[w.state_index][:, nodes_w[off]])
-            pair_index = np.vstack(parts)
+                    parts.append(zi[w.state_index][:, points_w[off]])
+            interval_index = np.vstack(parts)
             dyn_i = _interval_function(problem, method, sz, sp, eq_scale, windows, h)
 
-        # dynamics defects on every interval (known inputs where the scheme reads them)
-        fa, fb = method.input_fractions
-        steps = np.diff(tn)
-        u_a = u_nodes[:, :-1] if fa == 0.0 else known_inputs(trial, known, tn[:-1] + fa * steps, method.input_interpolation)
-        u_b = u_nodes[:, 1:] if fb == 1.0 else known_inputs(trial, known, tn[:-1] + fb * steps, method.input_interpolation)
-        data = np.vstack([u_a, u_b, tn[None, :-1], steps[None, :]])
+        # dynamics defects on every mesh interval (known inputs where the scheme reads them)
+        reads = []
+        for frac in method.read_fractions:
+            if frac == 0.0:
+                reads.append(u_nodes[:, first])
+            elif frac == 1.0:
+                reads.append(u_nodes[:, first + stride])
+            else:
+                reads.append(known_inputs(trial, known, mesh[:-1] + frac * steps, method.input_interpolation))
+        data = np.vstack([*reads, mesh[None, :-1], steps[None, :]])
         blocks.append(
             Block(
                 name="dynamics",
                 trial=i,
                 func=dyn_i,
-                index=pair_index,
+                index=interval_index,
                 data=data,
-                lower=np.zeros((n, N - 1)),
-                upper=np.zeros((n, N - 1)),
-                row_names=tuple(model.equation_names),
-                instance_times=tn[:-1],
+                lower=np.zeros((len(row_names), K)),
+                upper=np.zeros((len(row_names), K)),
+                row_names=row_names,
+                instance_times=mesh[:-1],
             )
         )
+
+        # errors-in-variables inputs at nodes off the samples: a fixed interpolation of their
+        # values at the samples (where their likelihood is), so extra nodes never free them
+        at = sample_nodes[i]
+        if eiv and at is not None and N > at.size:
+            off = np.setdiff1d(np.arange(N), at)
+            st_idx, st_w = interpolation_stencil(trial.time, tn[off])
+            rows = np.arange(n + split.q, n + split.q + nfree)
+            index = np.vstack([zi[rows][:, off]] + [zi[rows][:, at[st_idx[j]]] for j in range(st_idx.shape[0])])
+            blocks.append(
+                Block(
+                    name="eiv-interpolation",
+                    trial=i,
+                    func=_eiv_interpolation_function(nfree, st_idx.shape[0]),
+                    index=index,
+                    data=st_w,
+                    lower=np.zeros((nfree, off.size)),
+                    upper=np.zeros((nfree, off.size)),
+                    row_names=tuple(eiv),
+                    instance_times=tn[off],
+                )
+            )
 
         # fit of measured signals at the sample times
         fitted = problem.fitted_signals(i)

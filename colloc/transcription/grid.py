@@ -6,7 +6,7 @@ import numpy as np
 
 from ..base.errors import OptionsError
 
-__all__ = ["node_times", "trapezoid_weights", "locate"]
+__all__ = ["interpolation_stencil", "locate", "mesh_nodes", "node_times", "trapezoid_weights"]
 
 
 def node_times(sample_times: np.ndarray, num_nodes: int | None) -> np.ndarray:
@@ -29,6 +29,46 @@ def node_times(sample_times: np.ndarray, num_nodes: int | None) -> np.ndarray:
     if int(num_nodes) != num_nodes or num_nodes < 2:
         raise OptionsError(f"num_nodes must be an integer >= 2 or None, got {num_nodes!r}")
     return np.linspace(sample_times[0], sample_times[-1], int(num_nodes))
+
+
+def mesh_nodes(sample_times: np.ndarray, num_nodes: int | None, refine: int,
+               fractions: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Mesh points and all nodes of one trial.
+
+    The mesh is :func:`node_times` with ``refine`` equal intervals per interval; each mesh
+    interval then gets nodes at ``fractions`` of its length (``(0, …, 1)``).  Returns
+    ``(mesh, nodes)``; node ``k·(len(fractions) − 1)`` is mesh point ``k``.
+    """
+    mesh = node_times(sample_times, num_nodes)
+    if refine > 1:
+        steps = np.diff(mesh)[:, None] * (np.arange(refine) / refine)[None, :]
+        mesh = np.append((mesh[:-1, None] + steps).ravel(), mesh[-1])
+    inner = np.asarray(fractions[1:-1], dtype=float)
+    if inner.size == 0:
+        return mesh, mesh.copy()
+    h = np.diff(mesh)
+    per = np.hstack([mesh[:-1, None], mesh[:-1, None] + h[:, None] * inner[None, :]])
+    return mesh, np.append(per.ravel(), mesh[-1])
+
+
+def interpolation_stencil(known_times: np.ndarray, times: np.ndarray, points: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Lagrange interpolation from values at ``known_times`` to ``times``: for each time the
+    indices of the ``points`` nearest known times (a window that holds it) and the weights.
+
+    Exact for polynomials of degree ``points − 1``; shapes ``(points, len(times))``.
+    """
+    known_times = np.asarray(known_times, dtype=float)
+    points = min(points, known_times.size)
+    j = np.clip(np.searchsorted(known_times, times, side="right") - 1, 0, known_times.size - 2)
+    first = np.clip(j - (points - 2) // 2, 0, known_times.size - points)
+    idx = first[None, :] + np.arange(points)[:, None]
+    tk = known_times[idx]
+    weights = np.ones_like(tk)
+    for a in range(points):
+        for b in range(points):
+            if a != b:
+                weights[a] *= (times - tk[b]) / (tk[a] - tk[b])
+    return idx, weights
 
 
 def trapezoid_weights(times: np.ndarray) -> np.ndarray:

@@ -13,10 +13,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import casadi as ca
+import numpy as np
 
 from ..base.errors import OptionsError
+from ..definition.explicit import explicit_form
 
-__all__ = ["AbstractMethod", "AbstractTranscription", "BackwardEuler", "Midpoint", "Trapezoidal"]
+__all__ = [
+    "AbstractMethod", "AbstractTranscription", "BackwardEuler", "HermiteSimpson", "Midpoint", "Radau",
+    "Trapezoidal", "differentiation_matrix", "radau_points",
+]
 
 
 class AbstractMethod(abc.ABC):
@@ -48,10 +53,19 @@ class AbstractTranscription(AbstractMethod):
         accurate.  Linear interpolation is only second order, and its error ``h²/8·u''``
         biases parameters tied to timing (a feedback delay from 100 Hz data moves by about
         1.6 ms).  ``"linear"`` is for inputs with jumps, which a spline would make ring.
+    refine : int
+        Mesh intervals per sample interval (default 1: the mesh is the samples).  The data
+        are still read at the samples, which stay mesh points.
+
+    A scheme's *mesh interval* runs from one mesh point to the next; multi-node schemes
+    (Hermite–Simpson, Radau) add nodes inside it (:attr:`node_fractions`), which are
+    variables of the NLP like the mesh points.  Two-node schemes implement
+    :meth:`defect`; multi-node schemes override :meth:`interval_defects`.
     """
 
     num_nodes: int | None = None
     input_interpolation: str = "cubic"
+    refine: int = 1
 
     def __post_init__(self) -> None:
         if self.num_nodes is not None and (
@@ -60,6 +74,8 @@ class AbstractTranscription(AbstractMethod):
             raise OptionsError(
                 f"{type(self).__name__}(num_nodes={self.num_nodes!r}): expected an int >= 2 or None"
             )
+        if isinstance(self.refine, bool) or not isinstance(self.refine, int) or self.refine < 1:
+            raise OptionsError(f"{type(self).__name__}(refine={self.refine!r}): expected an int >= 1")
         if self.input_interpolation not in ("cubic", "linear"):
             raise OptionsError(
                 f"{type(self).__name__}(input_interpolation={self.input_interpolation!r}): "
@@ -75,9 +91,30 @@ class AbstractTranscription(AbstractMethod):
     def order(self) -> int:
         """Order of accuracy of the scheme (global error O(h^order))."""
 
-    @abc.abstractmethod
-    def defect(self, residual: ca.Function, x0, x1, r0, r1, u0, u1, p, t0, h) -> ca.SX:
-        """Defect of one interval, in the units of ``residual`` (not multiplied by h)."""
+    @property
+    def node_fractions(self) -> tuple[float, ...]:
+        """Nodes of one mesh interval as fractions of its length: 0, the interior ones, 1."""
+        return (0.0, 1.0)
+
+    @property
+    def read_fractions(self) -> tuple[float, ...]:
+        """Where the scheme reads measured inputs and delayed states, one place per node of
+        the interval (estimated inputs of read ``j`` come from node ``j``)."""
+        return self.input_fractions
+
+    def interval_defects(self, residual: ca.Function, X, R, U, p, t0, h, eq_scale, state_scale) -> ca.SX:
+        """Scaled constraint rows of one mesh interval.
+
+        ``X``, ``R``, ``U``: states, free inputs and inputs (known, then delayed states) at
+        each node / read place of the interval; ``eq_scale`` and ``state_scale`` are the
+        nominal scales of the residual equations and of the states.  Two-node schemes: ``h ·
+        defect / eq_scale``.
+        """
+        return h * self.defect(residual, X[0], X[-1], R[0], R[-1], U[0], U[-1], p, t0, h) / eq_scale
+
+    def row_names(self, equation_names: list[str], state_names: list[str]) -> tuple[str, ...]:
+        """Names of the constraint rows of one interval."""
+        return tuple(equation_names)
 
 
 @dataclass(frozen=True)
@@ -134,3 +171,124 @@ class Trapezoidal(AbstractTranscription):
         """Average of the residuals at both ends with the finite-difference slope."""
         slope = (x1 - x0) / h
         return (residual(slope, x0, r0, u0, p, t0) + residual(slope, x1, r1, u1, p, t0 + h)) / 2
+
+
+def _explicit(residual: ca.Function, method: str) -> ca.Function:
+    return explicit_form(residual, f"{method}: the model's residual '{residual.name()}'",
+                         f"{method} needs ẋ explicitly; Radau collocation handles DAEs")
+
+
+@dataclass(frozen=True)
+class HermiteSimpson(AbstractTranscription):
+    """Separated Hermite–Simpson collocation: a node at each interval centre; fourth order.
+
+    With ``g = ẋ`` from the residual (which must be affine in ẋ with a non-singular
+    ∂f/∂ẋ; for DAEs use :class:`Radau`), each interval ``[t₀, t₀ + h]`` with nodes ``x₀``,
+    ``x_c`` (centre) and ``x₁`` satisfies Simpson's rule and the Hermite cubic's centre::
+
+        x₁ − x₀ = h/6 · (g₀ + 4 g_c + g₁),      x_c = (x₀ + x₁)/2 + h/8 · (g₀ − g₁).
+
+    This is the three-stage Lobatto IIIA method.  Measured inputs and delayed states are read
+    at the three nodes; errors-in-variables inputs at the centre come from the samples by a
+    fixed cubic interpolation.  Rows are scaled by the states' scales.
+    """
+
+    name = "hermite-simpson"
+
+    @property
+    def order(self) -> int:
+        """Fourth order."""
+        return 4
+
+    @property
+    def node_fractions(self) -> tuple[float, ...]:
+        """The ends and the centre."""
+        return (0.0, 0.5, 1.0)
+
+    @property
+    def read_fractions(self) -> tuple[float, ...]:
+        """At the three nodes."""
+        return self.node_fractions
+
+    def interval_defects(self, residual, X, R, U, p, t0, h, eq_scale, state_scale):
+        """Simpson rows, then Hermite rows, each ``(·)/state_scale``."""
+        g = _explicit(residual, self.name)
+        g0, gc, g1 = (g(X[j], R[j], U[j], p, t0 + c * h) for j, c in enumerate(self.node_fractions))
+        simpson = X[2] - X[0] - h / 6 * (g0 + 4 * gc + g1)
+        hermite = X[1] - (X[0] + X[2]) / 2 - h / 8 * (g0 - g1)
+        return ca.vertcat(simpson / state_scale, hermite / state_scale)
+
+    def row_names(self, equation_names, state_names):
+        """``simpson <state>`` and ``hermite <state>``."""
+        return tuple(f"simpson {s}" for s in state_names) + tuple(f"hermite {s}" for s in state_names)
+
+
+def radau_points(degree: int) -> np.ndarray:
+    """The Legendre–Gauss–Radau collocation points on (0, 1], the last one at 1."""
+    return np.array(ca.collocation_points(int(degree), "radau"), dtype=float)
+
+
+def differentiation_matrix(tau: np.ndarray) -> np.ndarray:
+    """``D[j, i] = ℓᵢ'(τⱼ)`` for the Lagrange basis on the points ``tau`` (barycentric form)."""
+    tau = np.asarray(tau, dtype=float)
+    diff = tau[:, None] - tau[None, :]
+    np.fill_diagonal(diff, 1.0)
+    w = 1.0 / np.prod(diff, axis=1)  # barycentric weights
+    D = (w[None, :] / w[:, None]) / diff
+    np.fill_diagonal(D, 0.0)
+    np.fill_diagonal(D, -D.sum(axis=1))
+    return D
+
+
+@dataclass(frozen=True)
+class Radau(AbstractTranscription):
+    """Orthogonal collocation on Legendre–Gauss–Radau points (Radau IIA); order 2·degree − 1.
+
+    In each mesh interval the states are the polynomial of degree ``degree`` through the
+    start node and ``degree`` collocation points ``c₁ < … < c_d = 1`` (the last is the next
+    mesh point; the others are interior nodes).  The residual ``f(ẋ, x, r, u, p, t)`` holds at
+    every collocation point, with ẋ the polynomial's derivative, so implicit dynamics and DAEs
+    need no explicit form.  Measured inputs and delayed states are read at the nodes.
+
+    Parameters
+    ----------
+    degree : int
+        Collocation points per interval (default 3: fifth order at the mesh points).
+    """
+
+    degree: int = 3
+    name = "radau"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.degree, bool) or not isinstance(self.degree, int) or not 1 <= self.degree <= 9:
+            raise OptionsError(f"Radau(degree={self.degree!r}): expected an int from 1 to 9")
+
+    @property
+    def order(self) -> int:
+        """``2·degree − 1`` at the mesh points."""
+        return 2 * self.degree - 1
+
+    @property
+    def node_fractions(self) -> tuple[float, ...]:
+        """0 and the Radau points."""
+        return (0.0, *radau_points(self.degree).tolist())
+
+    @property
+    def read_fractions(self) -> tuple[float, ...]:
+        """At every node."""
+        return self.node_fractions
+
+    def interval_defects(self, residual, X, R, U, p, t0, h, eq_scale, state_scale):
+        """``h · f(ẋⱼ, xⱼ, …) / eq_scale`` at each collocation point j = 1 … degree."""
+        tau = np.asarray(self.node_fractions)
+        D = differentiation_matrix(tau)
+        rows = []
+        for j in range(1, tau.size):
+            xdot = sum((D[j, i] / h) * X[i] for i in range(tau.size) if D[j, i] != 0.0)
+            rows.append(h * residual(xdot, X[j], R[j], U[j], p, t0 + tau[j] * h) / eq_scale)
+        return ca.vertcat(*rows)
+
+    def row_names(self, equation_names, state_names):
+        """``<equation> @c<j>``."""
+        return tuple(f"{e} @c{j}" for j in range(1, self.degree + 1) for e in equation_names)

@@ -151,16 +151,26 @@ def test_noisy_seed_case_accuracy_over_realizations():
     assert np.all(np.abs(errors.mean(axis=0)) < 0.08)
 
 
-def test_errors_in_variables_refuses_a_grid_finer_than_the_samples():
-    """The latent acceleration lives at the nodes but is measured only at the samples: with
-    two nodes per sample every other latent value would be free (this gave K errors of
-    hundreds of percent before it was refused)."""
+def test_errors_in_variables_on_a_grid_finer_than_the_samples():
+    """The latent acceleration is measured only at the samples.  On nodes between them it is
+    a fixed cubic interpolation of its values at the samples, never free: two nodes per
+    sample (``refine=2``, or a uniform grid through the samples) identify K as well as one
+    (free latent values there gave K errors of hundreds of percent before).  A finer grid
+    that misses the samples is refused."""
+    _, clean = tl.simulate_trial(duration=10.0, seed=0, return_clean=True)
+    solver = co.Ipopt(simulate=False, standard_errors=False)
+    for method in (co.Midpoint(refine=2), co.Midpoint(num_nodes=2001), co.Radau(refine=2)):
+        fine = co.solve(tl.problem(clean), method, solver=solver)
+        assert fine.num_nodes == {"midpoint": 2001, "radau": 6001}[method.name]
+        worst = max(abs(fine.parameters[k] / v - 1) for k, v in tl.TRUE.items())
+        assert worst < (0.02 if method.name == "midpoint" else 1e-3), (method, worst)
+        acc = fine.trajectories[clean.name]["platform_acc"].to_numpy()
+        np.testing.assert_allclose(acc[:: fine.num_nodes // 1000], clean["platform_acc"], atol=0.02)
     trial = tl.simulate_trial(duration=1.0, seed=0)
-    with pytest.raises(co.ProblemError, match=r"Midpoint\(num_nodes=201\) puts 201 nodes on 101 samples.*platform_acc"):
-        co.solve(tl.problem(trial), co.Midpoint(num_nodes=201))
-    coarse = co.solve(tl.problem(trial), co.Midpoint(num_nodes=51),
-                      solver=co.Ipopt(simulate=False, standard_errors=False))  # coarser is fine
+    with pytest.raises(co.ProblemError, match=r"Midpoint\(num_nodes=150\) puts 150 nodes on 101 samples.*platform_acc"):
+        co.solve(tl.problem(trial), co.Midpoint(num_nodes=150))
+    coarse = co.solve(tl.problem(trial), co.Midpoint(num_nodes=51), solver=solver)  # coarser is fine
     assert coarse.success
-    fine = co.solve(tl.problem(trial, errors_in_variables=False), co.Midpoint(num_nodes=201),
-                    solver=co.Ipopt(simulate=False, standard_errors=False))  # no latent input: fine too
+    fine = co.solve(tl.problem(trial, errors_in_variables=False), co.Midpoint(num_nodes=150),
+                    solver=solver)  # no latent input: fine too
     assert fine.success
