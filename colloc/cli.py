@@ -7,6 +7,7 @@ Exit codes: 0 success; 1 the computation ran but did not succeed; 2 bad usage or
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 import warnings
@@ -20,12 +21,21 @@ from .shooting.methods import Adjoint, Forward, MultipleShooting, SingleShooting
 from .shooting.optimizers import LBFGS, ReducedIpopt, SteepestDescent
 from .solving.ipopt import Ipopt, IterationInfo
 from .solving.solve import solve
-from .transcription.methods import BackwardEuler, Midpoint, Trapezoidal
+from .transcription.methods import BackwardEuler, HermiteSimpson, Midpoint, Radau, Trapezoidal
 
 __all__ = ["BASELINES", "METHODS", "load_problem_module", "main", "make_method", "method_names"]
 
 #: Method names accepted by ``--method`` (the CLI edge is the only place strings map to objects).
-METHODS = {"midpoint": Midpoint, "backward-euler": BackwardEuler, "trapezoidal": Trapezoidal}
+METHODS = {
+    "radau2": functools.partial(Radau, degree=2),
+    "radau3": functools.partial(Radau, degree=3),
+    "hermite-simpson": HermiteSimpson,
+    "midpoint": Midpoint,
+    "backward-euler": BackwardEuler,
+    "trapezoidal": Trapezoidal,
+}
+#: The collocation method used when ``--method`` is not given (that of :func:`colloc.solve`).
+DEFAULT_METHOD = "radau2"
 
 #: Shooting baselines accepted by ``--method`` / ``--methods`` (name → factory).
 BASELINES = {
@@ -106,31 +116,31 @@ def _known_problem(name: str) -> str:
     return name
 
 
-def make_method(name: str, nodes: int | None = None):
+def make_method(name: str, nodes: int | None = None, refine: int = 1):
     """The method object for a command-line method name (collocation or baseline).
 
-    ``nodes`` (collocation nodes per trial) applies to the collocation methods only.
+    ``nodes`` (collocation nodes per trial) and ``refine`` (mesh intervals per sample
+    interval) apply to the collocation methods only.
     """
     if name not in METHODS and name not in BASELINES:
         raise UsageError(f"unknown method '{name}'; available: {', '.join(method_names())}")
     if nodes is not None and nodes < 2:
         raise UsageError(f"--nodes must be >= 2, got {nodes}")
+    if refine < 1:
+        raise UsageError(f"--refine must be >= 1, got {refine}")
     if name in METHODS:
-        return METHODS[name](num_nodes=nodes)
-    if nodes is not None:
-        raise UsageError(f"--nodes applies to the collocation methods ({', '.join(METHODS)}), not to {name}")
+        return METHODS[name](num_nodes=nodes, refine=refine)
+    for option, value, default in (("--nodes", nodes, None), ("--refine", refine, 1)):
+        if value != default:
+            raise UsageError(f"{option} applies to the collocation methods ({', '.join(METHODS)}), not to {name}")
     return BASELINES[name]()
 
 
-def _method(name: str, nodes: int | None):
-    return make_method(name, nodes)
-
-
 def _identify(module: ModuleType, problem_name: str, paths: list[str], method_name: str,
-              nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500):
+              nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1):
     trials = [module.load_trial(p) for p in paths]
     problem = module.problem(trials)
-    method = _method(method_name, nodes)
+    method = make_method(method_name, nodes, refine)
     progress = None if quiet else _Progress()
     try:
         if max_iter < 0:
@@ -152,7 +162,7 @@ def cmd_identify(args) -> int:
         if not Path(p).is_file():
             raise UsageError(f"--data {p}: no such file")
     result = _identify(module, args.problem, args.data, args.method, args.nodes, args.verbose, args.json,
-                       args.max_iter)
+                       args.max_iter, args.refine)
     if args.out:
         result.to_json(args.out)
     if args.json:
@@ -389,10 +399,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("problem", type=_known_problem, help="problem name (see `colloc problems`)")
     p.add_argument("--data", action="append", required=True, metavar="FILE.csv",
                    help="measured trial (CSV: time column then signals); repeat for several trials")
-    p.add_argument("--method", default="midpoint",
-                   help=f"one of {', '.join(method_names())} (default midpoint)")
+    p.add_argument("--method", default=DEFAULT_METHOD,
+                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD})")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
-                   help="collocation nodes per trial (default: one per sample)")
+                   help="collocation nodes per trial (default: one mesh point per sample)")
+    p.add_argument("--refine", type=int, default=1, metavar="N",
+                   help="mesh intervals per sample interval (default 1; the data stay at the samples)")
     p.add_argument("--out", metavar="RESULT.json", help="write the result document here (atomically)")
     p.add_argument("--json", action="store_true", help="print the result document on stdout and nothing else")
     p.add_argument("--plot", metavar="FIG.png", help="write measured vs identified trajectories")
@@ -407,7 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--problem", type=_known_problem, default="two-link",
                    help="problem whose shipped data to use (default two-link)")
     d.add_argument("--out", default="colloc-demo", metavar="DIR", help="output folder (default ./colloc-demo)")
-    d.add_argument("--method", default="midpoint", help=f"one of {', '.join(method_names())}")
+    d.add_argument("--method", default=DEFAULT_METHOD,
+                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD})")
     d.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
     d.set_defaults(func=cmd_demo)
 

@@ -118,7 +118,7 @@ def test_extra_column_is_ignored_with_a_named_warning(capsys, tmp_path):
 USAGE_ERRORS = [
     (["identify", "no-such-problem", "--data", "{good}"], r"unknown problem 'no-such-problem'; available: .*pendulum"),
     (["identify", "pendulum", "--data", "{missing}"], r"absent.csv"),
-    (["identify", "pendulum", "--data", "{good}", "--method", "rk4"], r"unknown method 'rk4'; available: midpoint, backward-euler, trapezoidal"),
+    (["identify", "pendulum", "--data", "{good}", "--method", "rk4"], r"unknown method 'rk4'; available: radau2, radau3, hermite-simpson, midpoint, backward-euler, trapezoidal"),
     (["identify", "pendulum", "--data", "{good}", "--nodes", "1"], r"--nodes must be >= 2"),
     (["identify", "pendulum"], r"required: --data"),
     (["identify", "pendulum", "--data", "{good}", "--bogus"], r"unrecognized arguments: --bogus"),

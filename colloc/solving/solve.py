@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from ..base.errors import OptionsError, SolveFailed
 from ..definition.problem import Problem
 from ..results.result import Result
-from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint
+from ..transcription.methods import AbstractMethod, AbstractTranscription, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
 
@@ -33,7 +33,8 @@ def solve(
     ----------
     problem : Problem
     method : AbstractMethod, optional
-        A transcription (``Midpoint()`` default, ``BackwardEuler()``, ``Trapezoidal()``)
+        A transcription (default ``Radau(degree=2)``; ``Radau()``, ``HermiteSimpson()``, ``Midpoint()``,
+        ``BackwardEuler()``, ``Trapezoidal()``)
         or a baseline.
     solver : Ipopt, optional
         Solver settings.
@@ -51,10 +52,10 @@ def solve(
     """
     if not isinstance(problem, Problem):
         raise OptionsError(f"solve() needs a colloc.Problem, got {type(problem).__name__}")
-    method = Midpoint() if method is None else method
+    method = default_method() if method is None else method
     if not isinstance(method, AbstractMethod):
         raise OptionsError(
-            f"solve(method={method!r}): expected a method object such as colloc.Midpoint(); "
+            f"solve(method={method!r}): expected a method object such as colloc.Radau(); "
             "strings are accepted only on the command line"
         )
     solver = Ipopt() if solver is None else solver

@@ -22,7 +22,7 @@ from ..definition.trial import Trial
 from ..results.result import Result
 from ..solving.ipopt import Ipopt
 from ..solving.solve import solve
-from ..transcription.methods import AbstractMethod, Midpoint
+from ..transcription.methods import AbstractMethod, default_method
 
 __all__ = ["Bootstrap", "bootstrap"]
 
@@ -102,7 +102,7 @@ def bootstrap(
         The problem that produced ``result``.
     result : Result
     method : AbstractMethod, optional
-        Method for the replicates (default ``Midpoint()``; use the one of ``result``).
+        Method for the replicates (default ``Radau(degree=2)``, as :func:`colloc.solve`; use the one of ``result``).
     replicates : int
         Number of synthetic data sets.
     seed : int
@@ -128,7 +128,7 @@ def bootstrap(
         raise OptionsError(f"bootstrap(replicates={replicates}): need at least 2")
     if not 0 < level < 1:
         raise OptionsError(f"bootstrap(level={level}): must be between 0 and 1")
-    method = Midpoint() if method is None else method
+    method = default_method() if method is None else method
     base = Ipopt() if solver is None else solver
     quiet = Ipopt(**{**base.__dict__, "standard_errors": False, "simulate": False})
     s2 = float(result.info.get("residual_variance", 1.0) or 1.0)

@@ -18,7 +18,7 @@ from ..base.errors import OptionsError
 from ..definition.problem import Problem
 from ..solving.ipopt import Ipopt
 from ..solving.solve import solve
-from ..transcription.methods import AbstractTranscription, Midpoint
+from ..transcription.methods import AbstractTranscription, default_method
 
 __all__ = ["Profile", "profile"]
 
@@ -112,12 +112,13 @@ def profile(problem: Problem, name: str, values: Sequence[float], *, method=None
     values : sequence of float
         Grid (sorted ascending); each solve starts from the previous optimum.
     method : transcription, optional
-        Default ``Midpoint()`` (a collocation method: the value is imposed as a constraint).
+        Default ``Radau(degree=2)``, as :func:`colloc.solve` (a collocation method: the value is
+        imposed as a constraint).
     solver : Ipopt, optional
     progress : callable, optional
         ``progress(i, value, result)`` after each solve.
     """
-    method = Midpoint() if method is None else method
+    method = default_method() if method is None else method
     if not isinstance(method, AbstractTranscription):
         raise OptionsError("profile() needs a collocation transcription (the value is a constraint)")
     names = problem.model.element_names("parameter")

@@ -43,6 +43,9 @@ class Layout:
     param_offset : int
     scale : ndarray, shape (nx,)
         Physical value = scale · NLP value.
+    stride : int
+        Nodes per mesh interval: node ``k·stride`` is mesh point ``k`` (1 for two-node
+        schemes, whose nodes are the mesh).
     """
 
     z_names: list[str]
@@ -53,6 +56,7 @@ class Layout:
     nodes: list[np.ndarray]
     param_offset: int
     scale: np.ndarray
+    stride: int = 1
 
     @property
     def nz(self) -> int:
@@ -315,6 +319,7 @@ def transcribe(
         nodes=nodes,
         param_offset=offset,
         scale=np.concatenate([np.tile(sz, offset // nz if nz else 0), sp]),
+        stride=len(method.node_fractions) - 1,
     )
 
     # ---- guesses and bounds -------------------------------------------------------------
@@ -345,7 +350,7 @@ def transcribe(
         x, r, u = split(z, u_data)
         return ca.vertcat(signals_fn(x, r, u, p, t), z[n + split.q : n + split.q + split.neiv])
 
-    stride = len(method.node_fractions) - 1  # node k·stride is mesh point k
+    stride = layout.stride  # node k·stride is mesh point k
     row_names = method.row_names(model.equation_names, state_names)
     for i, trial in enumerate(problem.trials):
         tn, mesh = nodes[i], meshes[i]
