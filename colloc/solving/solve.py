@@ -55,7 +55,7 @@ def solve(
     method = default_method() if method is None else method
     if not isinstance(method, AbstractMethod):
         raise OptionsError(
-            f"solve(method={method!r}): expected a method object such as colloc.Radau(); "
+            f"solve(method={method!r}): expected a method object such as colloc.Midpoint(); "
             "strings are accepted only on the command line"
         )
     solver = Ipopt() if solver is None else solver

@@ -161,7 +161,7 @@ def test_errors_in_variables_on_a_grid_finer_than_the_samples():
     solver = co.Ipopt(simulate=False, standard_errors=False)
     for method in (co.Midpoint(refine=2), co.Midpoint(num_nodes=2001), co.Radau(refine=2)):
         fine = co.solve(tl.problem(clean), method, solver=solver)
-        assert fine.num_nodes == {"midpoint": 2001, "radau": 6001}[method.name]
+        assert fine.num_nodes == {"midpoint": 2001, "radau3": 6001}[method.name]
         worst = max(abs(fine.parameters[k] / v - 1) for k, v in tl.TRUE.items())
         assert worst < (0.02 if method.name == "midpoint" else 1e-3), (method, worst)
         acc = fine.trajectories[clean.name]["platform_acc"].to_numpy()
