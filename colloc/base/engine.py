@@ -80,7 +80,8 @@ def local_client(client: Any = None, *, tasks: int | None = None) -> Iterator[An
     if tasks is not None:
         workers = max(1, min(workers, int(tasks)))
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                           dashboard_address=None, env=dict(THREAD_ENV), silence_logs=40)
+                           dashboard_address=None,
+                           scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}, env=dict(THREAD_ENV), silence_logs=40)
     try:
         with Client(cluster) as c:
             yield c
