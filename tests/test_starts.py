@@ -301,3 +301,12 @@ def test_cli_rejects_bad_starts(value, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert err.count("\n") == 1 and "--starts" in err and "Traceback" not in err
+
+
+def test_nonlinear_residual_starts_from_the_guesses_by_default():
+    full = two_link_delay.load_trial(data_path("two_link", "two_link_delay.csv"))
+    head = co.Trial(full.time[:401], {k: v[:401] for k, v in full.signals.items()}, name="head")
+    r = co.solve(two_link_delay.problem([head]), solver=QUIET, throw=False)
+    est = r.info["initial_estimate"]
+    assert est["source"] == "guess" and est["linear"] is False and "start='equation-error'" in est["message"]
+    assert r.initial_parameters["tau"] == pytest.approx(0.01)  # the declared guess

@@ -18,7 +18,7 @@ from ..results.result import Result
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
-from .start import InitialEstimate, equation_error
+from .start import InitialEstimate, equation_error, residual_is_linear
 from .starts import solve_starts
 
 __all__ = ["solve", "START_CHOICES"]
@@ -60,7 +60,8 @@ def solve(
         not succeed; with ``False`` the failed result is returned.
     start : {"equation-error", "guess"}, optional
         Where the parameters start.  ``"equation-error"`` (the default for collocation
-        without a ``guess``): a global first estimate from the data alone, the model's
+        without a ``guess`` when the residual is linear in the parameters): a global first
+        estimate from the data alone, the model's
         residual fitted to the smoothed measurements and their derivatives
         (:func:`colloc.solving.start.equation_error`); it falls back to the guesses, and
         says so in ``result.info["initial_estimate"]``, when it cannot be trusted.
@@ -107,8 +108,18 @@ def solve(
         raise OptionsError(f"solve(seed={seed!r}): expected an integer >= 0")
     check_client(client, "solve")
     if start is None:
-        start = "equation-error" if isinstance(method, AbstractTranscription) and guess is None else "guess"
-    estimate = _initial_estimate(problem, method, start, guess)
+        if not isinstance(method, AbstractTranscription) or guess is not None:
+            start = "guess"
+        elif not residual_is_linear(problem):
+            # the NLP estimate on smoothed data can be biased into another basin (a delay τ
+            # was off by 40 ms on the two-link-delay records): ask for it explicitly
+            estimate = InitialEstimate(_declared_start(problem, guess), "guess", False,
+                                       "the declared guesses: the residual is nonlinear in the parameters, "
+                                       "so the equation-error estimate is used only with start='equation-error'")
+        else:
+            start = "equation-error"
+    if start is not None:
+        estimate = _initial_estimate(problem, method, start, guess)
     first = estimate.parameters
     if starts == 1:
         result = _solve_from(problem, method, solver, first, progress)

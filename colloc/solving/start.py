@@ -29,7 +29,7 @@ from scipy.optimize import lsq_linear
 
 from ..definition.problem import Problem
 
-__all__ = ["InitialEstimate", "equation_error"]
+__all__ = ["InitialEstimate", "equation_error", "residual_is_linear"]
 
 #: Fraction of each record dropped at both ends (spline derivatives are poor there).
 _MARGIN = 0.02
@@ -91,7 +91,7 @@ def _declared(problem: Problem) -> tuple[list[str], np.ndarray, np.ndarray, np.n
     return names, lb, ub, guess, model.scales("parameter")
 
 
-def _is_linear(problem: Problem) -> bool:
+def residual_is_linear(problem: Problem) -> bool:
     """``f`` affine in ``p``: its Jacobian w.r.t. ``p`` does not depend on ``p`` (nor on τ)."""
     model = problem.model
     if any(d.parameter is not None for d in model.delays):
@@ -144,7 +144,7 @@ def equation_error(
         columns, states_how = _trajectories(problem, collocation_states)
     except _Unrecoverable as exc:
         return fallback(str(exc))
-    linear = _is_linear(problem)
+    linear = residual_is_linear(problem)
     try:
         if linear:
             p, note = _linear_fit(problem, columns, lb, ub, scale)
@@ -318,7 +318,7 @@ def _nonlinear_fit(problem: Problem, cols: _Columns, lb, ub, scale, p0) -> tuple
                 _, spl, order, t0, t1, tau_name = entry
                 grid = np.linspace(t0, t1, max(2, int(round((t1 - t0) / np.min(np.diff(T[0])) * 2)) + 1))
                 vals = spl.derivative(order)(grid) if order else spl(grid)
-                interp = ca.interpolant(f"delayed_{k}", "linear", [grid], vals)
+                interp = ca.interpolant(f"delayed_{k}", "bspline", [grid], vals)
                 tau = p[names.index(tau_name)]
                 ts = ca.fmin(ca.fmax(ca.DM(T) - tau, t0), t1)
                 rows.append(interp.map(N)(ts))
