@@ -136,18 +136,30 @@ def make_method(name: str, nodes: int | None = None, refine: int = 1):
     return BASELINES[name]()
 
 
+def _starts_count(text: str) -> int:
+    """argparse type of ``--starts``: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got '{text}'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
 def _identify(module: ModuleType, problem_name: str, paths: list[str], method_name: str,
-              nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1):
+              nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1,
+              start: str | None = None, starts: int = 1, seed: int = 0):
     trials = [module.load_trial(p) for p in paths]
     problem = module.problem(trials)
     method = make_method(method_name, nodes, refine)
-    progress = None if quiet else _Progress()
+    progress = None if quiet or starts > 1 else _Progress()
     try:
         if max_iter < 0:
             raise UsageError(f"--max-iter must be >= 0, got {max_iter}")
         solver = Ipopt(print_level=5 if verbose else 0, max_iter=max_iter)
         result = solve(problem, method, solver=solver,
-                       progress=progress, throw=False)
+                       progress=progress, throw=False, start=start, starts=starts, seed=seed)
     finally:
         if progress is not None:
             progress.close()
@@ -162,7 +174,7 @@ def cmd_identify(args) -> int:
         if not Path(p).is_file():
             raise UsageError(f"--data {p}: no such file")
     result = _identify(module, args.problem, args.data, args.method, args.nodes, args.verbose, args.json,
-                       args.max_iter, args.refine)
+                       args.max_iter, args.refine, args.start, args.starts, args.seed)
     if args.out:
         result.to_json(args.out)
     if args.json:
@@ -410,6 +422,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FIG.png", help="write measured vs identified trajectories")
     p.add_argument("--max-iter", type=int, default=500, metavar="K", help="IPOPT iteration limit (default 500)")
     p.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
+    p.add_argument("--start", choices=("equation-error", "guess"), default=None,
+                   help="initial parameters: the equation-error estimate from the data (default for "
+                        "collocation) or the declared guesses")
+    p.add_argument("--starts", type=_starts_count, default=1, metavar="N",
+                   help="solve from N starts (start 0 as --start, the rest space-filling within the bounds) "
+                        "in parallel worker processes and keep the best (default 1)")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the space-filling starts (default 0)")
     p.set_defaults(func=cmd_identify)
 
     d = sub.add_parser("demo", help="the main job: identify the two-link feedback gains from the shipped data",

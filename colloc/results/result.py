@@ -72,7 +72,12 @@ class Result:
         model simulated with CVODES from the identified initial state.
     units : dict of str to str
     info : dict
-        Everything else (residual variance, degrees of freedom, objective history…).
+        Everything else (residual variance, degrees of freedom, objective history…);
+        ``info["initial_estimate"]`` says how the start was found and, after several starts,
+        ``info["local_minima"]`` lists the distinct local minima reached (``objective``,
+        ``parameters``, ``starts``: how many starts reached it, ``start_indices``).
+    initial_parameters : dict of str to float
+        The parameters the solver started from (by default the equation-error estimate).
     """
 
     problem: str
@@ -96,6 +101,7 @@ class Result:
     simulation: dict[str, dict] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    initial_parameters: dict[str, float] = field(default_factory=dict)
 
     # ---- convenience --------------------------------------------------------------------
     @property
@@ -155,6 +161,19 @@ class Result:
             for trial, sim in self.simulation.items():
                 nrmse = ", ".join(f"{k} {v:.3%}" for k, v in sim.get("nrmse", {}).items() if v is not None)
                 lines.append(f"forward simulation of '{trial}': {sim['status']}" + (f" · NRMSE {nrmse}" if nrmse else f" · {sim['message']}"))
+        estimate = self.info.get("initial_estimate")
+        if self.initial_parameters:
+            start = ", ".join(f"{k} {v:.4g}" for k, v in list(self.initial_parameters.items())[:8])
+            source = f" ({estimate['source']})" if isinstance(estimate, dict) and "source" in estimate else ""
+            more = " …" if len(self.initial_parameters) > 8 else ""
+            lines += ["", f"started from{source}: {start}{more}"]
+        minima = self.info.get("local_minima")
+        if minima is not None:
+            runs = self.info.get("starts", {})
+            found = "; ".join(f"objective {m['objective']:.6g} ({m['starts']} start{'s' if m['starts'] != 1 else ''})"
+                              for m in minima[:5])
+            lines.append(f"{runs.get('count', '?')} starts · {runs.get('failed', 0)} failed · "
+                         f"{len(minima)} distinct local minim{'um' if len(minima) == 1 else 'a'}: {found or 'none'}")
         if self.violations:
             lines.append("")
             lines.append("worst constraint violations:")
@@ -173,6 +192,7 @@ class Result:
             "iterations": self.iterations,
             "objective": self.objective,
             "parameters": self.parameters,
+            "initial_parameters": self.initial_parameters,
             "timings": self.timings,
             "num_nodes": self.num_nodes,
             "trials": self.trials,
@@ -240,6 +260,7 @@ class Result:
             simulation=doc.get("simulation", {}),
             units=doc.get("units", {}),
             info=doc.get("info", {}),
+            initial_parameters=num(doc.get("initial_parameters")) or {},
         )
 
     # ---- plots --------------------------------------------------------------------------

@@ -48,8 +48,13 @@ def solve_collocation(
     solver: Ipopt | None,
     guess: Mapping[str, float] | None,
     progress: Callable[[IterationInfo], None] | None,
+    fix_parameters: bool = False,
 ) -> Result:
-    """Collocation path of :func:`solve` (see there)."""
+    """Collocation path of :func:`solve` (see there).
+
+    ``fix_parameters`` holds the parameters at their initial values (only the trajectories
+    are solved for), as the equation-error estimate does for states it cannot recover.
+    """
     solver = Ipopt() if solver is None else solver
     trajectory_terms = [t.name for t in problem.terms if t.kind == "trajectory"]
     if trajectory_terms and solver.hessian != "limited-memory":
@@ -67,6 +72,9 @@ def solve_collocation(
             j = layout.param_names.index(name)
             x0[layout.param_offset + j] = value / layout.scale[layout.param_offset + j]
     x0 = np.clip(x0, lbx, ubx)
+    if fix_parameters:
+        lbx, ubx = lbx.copy(), ubx.copy()
+        lbx[layout.p_index] = ubx[layout.p_index] = x0[layout.p_index]
     objective_scale = 1.0 / max(problem.num_observations, 1)
     nlp = NLP(layout.size, blocks, hessian=solver.hessian, objective_scale=objective_scale,
               parallel=solver.parallel, residual_jacobian=solver.standard_errors)

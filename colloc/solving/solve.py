@@ -6,16 +6,25 @@ method object (a shooting baseline, or a user's own) runs its ``solve``.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping
 
+import numpy as np
+
+from ..base.engine import check_client
 from ..base.errors import OptionsError, SolveFailed
 from ..definition.problem import Problem
 from ..results.result import Result
 from ..transcription.methods import AbstractMethod, AbstractTranscription, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
+from .start import InitialEstimate, equation_error, residual_is_linear
+from .starts import solve_starts
 
-__all__ = ["solve"]
+__all__ = ["solve", "START_CHOICES"]
+
+#: Values of ``solve(start=...)``.
+START_CHOICES = ("equation-error", "guess")
 
 
 def solve(
@@ -26,6 +35,10 @@ def solve(
     guess: Mapping[str, float] | None = None,
     progress: Callable[[IterationInfo], None] | None = None,
     throw: bool = True,
+    start: str | None = None,
+    starts: int = 1,
+    client=None,
+    seed: int = 0,
 ) -> Result:
     """Identify the parameters of ``problem`` with ``method``.
 
@@ -39,12 +52,33 @@ def solve(
     solver : Ipopt, optional
         Solver settings.
     guess : mapping of str to float, optional
-        Initial parameter values by element name (overriding the declared guesses).
+        Initial parameter values by element name (overriding the declared guesses).  A
+        given ``guess`` is the start unless ``start="equation-error"`` is asked for.
     progress : callable, optional
         Called with an :class:`IterationInfo` after every iteration.
     throw : bool
         Raise :class:`SolveFailed` (carrying the inspectable result) when the solver does
         not succeed; with ``False`` the failed result is returned.
+    start : {"equation-error", "guess"}, optional
+        Where the parameters start.  ``"equation-error"`` (the default for collocation
+        without a ``guess`` when the residual is linear in the parameters): a global first
+        estimate from the data alone, the model's
+        residual fitted to the smoothed measurements and their derivatives
+        (:func:`colloc.solving.start.equation_error`); it falls back to the guesses, and
+        says so in ``result.info["initial_estimate"]``, when it cannot be trusted.
+        ``"guess"`` (the default for the shooting baselines or with ``guess``): the
+        declared guesses overridden by ``guess``.  ``result.initial_parameters`` reports it.
+    starts : int
+        Number of starts (default 1).  With more, start 0 is the one above and the others
+        are seeded space-filling points within the bounds (log-spaced for positive
+        parameters); they are solved in parallel Dask worker processes and the best
+        converged one is returned, with the distinct local minima in
+        ``result.info["local_minima"]``.
+    client : dask.distributed.Client, optional
+        Where the starts run; by default a local cluster (one single-threaded worker
+        process per core) made and closed for the call.
+    seed : int
+        Seed of the space-filling starts.
 
     Returns
     -------
@@ -66,10 +100,81 @@ def solve(
         unknown = [k for k in guess if k not in names]
         if unknown:
             raise OptionsError(f"guess for unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(names)}")
+    if start is not None and start not in START_CHOICES:
+        raise OptionsError(f"solve(start={start!r}): expected one of {', '.join(map(repr, START_CHOICES))}")
+    if isinstance(starts, bool) or not isinstance(starts, numbers.Integral) or starts < 1:
+        raise OptionsError(f"solve(starts={starts!r}): expected an integer >= 1")
+    starts = int(starts)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise OptionsError(f"solve(seed={seed!r}): expected an integer >= 0")
+    check_client(client, "solve")
+    if start is None:
+        if not isinstance(method, AbstractTranscription) or guess is not None:
+            start = "guess"
+        elif not residual_is_linear(problem):
+            # the NLP estimate on smoothed data can be biased into another basin (a delay τ
+            # was off by 40 ms on the two-link-delay records): ask for it explicitly
+            estimate = InitialEstimate(_declared_start(problem, guess), "guess", False,
+                                       "the declared guesses: the residual is nonlinear in the parameters, "
+                                       "so the equation-error estimate is used only with start='equation-error'")
+        else:
+            start = "equation-error"
+    if start is not None:
+        estimate = _initial_estimate(problem, method, start, guess)
+    first = estimate.parameters
+    if starts == 1:
+        result = _solve_from(problem, method, solver, first, progress)
+    else:
+        if progress is not None:
+            raise OptionsError("solve(progress=...): progress reports are for one start; with starts > 1 "
+                               "pass progress=None")
+        result, runs = solve_starts(problem, method, solver, _solve_from, first, starts, seed=seed,
+                                    client=client)
+        if result is None:
+            errors = "; ".join(f"start {r['start']}: {r['error']}" for r in runs[:3])
+            raise SolveFailed(f"{method.name} on '{problem.name}': all {starts} starts raised ({errors})", None)
+    result.info["initial_estimate"] = estimate.to_info()
+    if throw and not result.success:
+        raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
+    return result
+
+
+def _solve_from(problem: Problem, method: AbstractMethod, solver: Ipopt, guess: Mapping[str, float],
+                progress: Callable[[IterationInfo], None] | None = None) -> Result:
+    """One solve from the parameter values ``guess`` (a full set, by element name)."""
     if isinstance(method, AbstractTranscription):
         result = solve_collocation(problem, method, solver=solver, guess=guess, progress=progress)
     else:
         result = method.solve(problem, solver=solver, guess=guess, progress=progress)
-    if throw and not result.success:
-        raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
+    result.initial_parameters = {k: float(v) for k, v in guess.items()}
     return result
+
+
+def _declared_start(problem: Problem, guess: Mapping[str, float] | None) -> dict[str, float]:
+    model = problem.model
+    lb, ub = model.bounds("parameter")
+    values = np.clip(model.guesses("parameter"), lb, ub)
+    start = dict(zip(model.element_names("parameter"), values.tolist()))
+    start.update({k: float(v) for k, v in (guess or {}).items()})
+    return start
+
+
+def _initial_estimate(problem: Problem, method: AbstractMethod, start: str,
+                      guess: Mapping[str, float] | None) -> InitialEstimate:
+    if start == "guess":
+        return InitialEstimate(_declared_start(problem, guess), "guess", None,
+                               "the declared guesses" + (" overridden by guess=" if guess else ""))
+    transcription = method if isinstance(method, AbstractTranscription) else default_method()
+
+    def states_at_guess(p: Problem):
+        """Trajectories from a collocation solve with the parameters held at the guess."""
+        quick = Ipopt(max_iter=100, standard_errors=False, simulate=False)
+        r = solve_collocation(p, transcription, solver=quick, guess=_declared_start(p, guess), progress=None,
+                              fix_parameters=True)
+        if not r.success:
+            return None
+        return [{"time": r.trajectories[t.name].index.to_numpy(),
+                 **{s: r.trajectories[t.name][s].to_numpy() for s in p.model.element_names("state")}}
+                for t in p.trials]
+
+    return equation_error(problem, guess=guess, collocation_states=states_at_guess)

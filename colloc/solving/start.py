@@ -1,0 +1,337 @@
+"""A global first estimate of the parameters from the data alone (equation error).
+
+Gradient matching: smooth every measured signal with a quintic smoothing spline whose
+residual matches the declared noise (the fit weights are ``1/σ²``, so the spline may leave
+``Σ (y − s)²/σ² = N``), differentiate the splines, and fit the parameters to the model's
+residual ``f(ẋ, x, r, u, p, t)`` evaluated on that trajectory, each equation divided by its
+declared scale.  No integration, no trajectory unknowns, hence no local minima from the
+dynamics: where ``f`` is affine in ``p`` (detected with CasADi: ``∂f/∂p`` does not depend on
+``p``) this is a bounded linear least-squares problem with one answer; otherwise a small
+bounded NLP in ``p`` alone, solved by IPOPT with CasADi's derivatives.
+
+Unmeasured states come from derivative pairs (``set_der(theta, omega)`` with θ measured:
+ω is the derivative of θ's spline) or, failing that, from a collocation solve with the
+parameters held at their declared guesses.  When the estimate cannot be trusted (rank
+deficient, non-finite, the NLP failed) it falls back to the declared guesses and says why.
+"""
+
+from __future__ import annotations
+
+import time as _time
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import casadi as ca
+import numpy as np
+from scipy.interpolate import UnivariateSpline
+from scipy.optimize import lsq_linear
+
+from ..definition.problem import Problem
+
+__all__ = ["InitialEstimate", "equation_error", "residual_is_linear"]
+
+#: Fraction of each record dropped at both ends (spline derivatives are poor there).
+_MARGIN = 0.02
+#: Relative singular value below which the linear problem counts as rank deficient.
+_RANK_TOL = 1e-9
+
+
+@dataclass
+class InitialEstimate:
+    """The first estimate of the parameters and how it was obtained.
+
+    Attributes
+    ----------
+    parameters : dict of str to float
+        Within the declared bounds.
+    source : str
+        ``"equation-error"`` or ``"guess"`` (the declared guesses, after a fallback).
+    linear : bool or None
+        Whether the residual is affine in the parameters (``None`` when not examined).
+    message : str
+        What was done, and why it fell back when it did.
+    states : dict of str to str
+        How each state's trajectory was obtained (``"measured"``, ``"d/dt theta"``,
+        ``"collocation at the guess"``).
+    clipped : list of str
+        Parameters whose estimate lay outside their bounds and was clipped.
+    time_s : float
+    """
+
+    parameters: dict[str, float]
+    source: str
+    linear: bool | None = None
+    message: str = ""
+    states: dict[str, str] = field(default_factory=dict)
+    clipped: list[str] = field(default_factory=list)
+    time_s: float = 0.0
+
+    def to_info(self) -> dict:
+        """JSON-safe summary for ``Result.info["initial_estimate"]``."""
+        return {"source": self.source, "linear": self.linear, "message": self.message,
+                "states": dict(self.states), "clipped": list(self.clipped), "time_s": self.time_s}
+
+
+def _spline(t: np.ndarray, y: np.ndarray, sigma: float | None) -> UnivariateSpline:
+    """Quintic smoothing spline with ``Σ ((y − s)/σ)² ≈ N``; interpolating without σ."""
+    k = 5 if t.size > 5 else max(1, t.size - 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FITPACK's notes on s are not errors here
+        if sigma is None or not np.isfinite(sigma) or sigma <= 0:
+            return UnivariateSpline(t, y, k=k, s=0)
+        return UnivariateSpline(t, y, w=np.full(t.size, 1.0 / sigma), k=k, s=float(t.size))
+
+
+def _declared(problem: Problem) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    model = problem.model
+    names = model.element_names("parameter")
+    lb, ub = model.bounds("parameter")
+    guess = np.clip(model.guesses("parameter"), lb, ub)
+    return names, lb, ub, guess, model.scales("parameter")
+
+
+def residual_is_linear(problem: Problem) -> bool:
+    """``f`` affine in ``p``: its Jacobian w.r.t. ``p`` does not depend on ``p`` (nor on τ)."""
+    model = problem.model
+    if any(d.parameter is not None for d in model.delays):
+        return False
+    res = model.functions()["residual"]
+    syms = [ca.SX.sym(n, *res.size_in(i)) for i, n in enumerate(res.name_in())]
+    jac = ca.jacobian(res(*syms), syms[4])
+    return not ca.depends_on(jac, syms[4])
+
+
+def equation_error(
+    problem: Problem,
+    *,
+    guess: Mapping[str, float] | None = None,
+    collocation_states=None,
+) -> InitialEstimate:
+    """Estimate the parameters of ``problem`` from its trials by equation error.
+
+    Parameters
+    ----------
+    problem : Problem
+    guess : mapping of str to float, optional
+        Parameter values to fall back on (and to start the NLP from) instead of the
+        declared guesses.
+    collocation_states : callable, optional
+        ``collocation_states(problem) -> list of dict`` giving, per trial, node times
+        (``"time"``) and every state's trajectory, from a solve with the parameters held
+        fixed; used for states the data do not determine.  Without it such states make the
+        estimate fall back to the guesses.
+
+    Returns
+    -------
+    InitialEstimate
+    """
+    t_start = _time.perf_counter()
+    names, lb, ub, p_guess, scale = _declared(problem)
+    if guess:
+        p_guess = np.clip([float(guess.get(n, g)) for n, g in zip(names, p_guess)], lb, ub)
+
+    def fallback(why: str, linear=None, states=None) -> InitialEstimate:
+        return InitialEstimate(dict(zip(names, p_guess.tolist())), "guess", linear,
+                               f"equation error not used: {why}; starting from the declared guesses",
+                               states or {}, [], _time.perf_counter() - t_start)
+
+    if not names:
+        return InitialEstimate({}, "guess", None, "no parameters", {}, [], _time.perf_counter() - t_start)
+    if any(t.kind == "trajectory" for t in problem.terms) and not problem.fit:
+        return fallback("the objective is a trajectory statistic, not a fit to samples")
+    try:
+        columns, states_how = _trajectories(problem, collocation_states)
+    except _Unrecoverable as exc:
+        return fallback(str(exc))
+    linear = residual_is_linear(problem)
+    try:
+        if linear:
+            p, note = _linear_fit(problem, columns, lb, ub, scale)
+        else:
+            p, note = _nonlinear_fit(problem, columns, lb, ub, scale, p_guess)
+    except _Unusable as exc:
+        return fallback(str(exc), linear, states_how)
+    if not np.all(np.isfinite(p)):
+        return fallback("the estimate is not finite", linear, states_how)
+    clipped = [n for n, v, lo, hi in zip(names, p, lb, ub) if v < lo or v > hi]
+    p = np.clip(p, lb, ub)
+    kind = "linear least squares" if linear else "bounded NLP in the parameters"
+    how = ", ".join(f"{k} {v}" for k, v in states_how.items() if v != "measured")
+    message = f"equation error ({kind}{'; ' + note if note else ''})"
+    if how:
+        message += f"; unmeasured states: {how}"
+    if clipped:
+        message += f"; clipped to bounds: {', '.join(clipped)}"
+    return InitialEstimate(dict(zip(names, p.tolist())), "equation-error", linear, message, states_how,
+                           clipped, _time.perf_counter() - t_start)
+
+
+class _Unrecoverable(Exception):
+    pass
+
+
+class _Unusable(Exception):
+    pass
+
+
+@dataclass
+class _Columns:
+    """Per trial: the residual's arguments at the interior sample times (columns = samples)."""
+
+    xdot: list[np.ndarray]
+    x: list[np.ndarray]
+    r: list[np.ndarray]
+    u: list[np.ndarray]  # known inputs then delayed states (constant delays)
+    t: list[np.ndarray]
+    delayed: list[list]  # per trial: (row in u, spline, order, t0) for delays with a τ parameter
+
+
+def _trajectories(problem: Problem, collocation_states) -> tuple[_Columns, dict[str, str]]:
+    model = problem.model
+    states = model.element_names("state")
+    free = model.element_names("free_input")
+    known = model.element_names("known_input")
+    pairs = model.derivative_pairs()
+    cols = _Columns([], [], [], [], [], [])
+    how: dict[str, str] = {}
+    colloc = None
+    for i, trial in enumerate(problem.trials):
+        t = trial.time
+        # source of each state: (spline, derivative order)
+        src: dict[str, tuple[UnivariateSpline, int]] = {}
+        for s in states:
+            if s in trial:
+                sigma = 1.0 / np.sqrt(problem.fit[s]) if s in problem.fit else None
+                src[s] = (_spline(t, trial[s], sigma), 0)
+                how.setdefault(s, "measured")
+        changed = True
+        while changed:
+            changed = False
+            for pos, vel in pairs:
+                if pos in src and vel not in src and src[pos][1] < 3:
+                    spl, order = src[pos]
+                    src[vel] = (spl, order + 1)
+                    how.setdefault(vel, f"d/dt {pos}")
+                    changed = True
+        missing = [s for s in states if s not in src]
+        if missing:
+            if collocation_states is None:
+                raise _Unrecoverable(f"state(s) {', '.join(missing)} are neither measured nor derivatives "
+                                     "of measured states")
+            if colloc is None:
+                colloc = collocation_states(problem)
+                if colloc is None:
+                    raise _Unrecoverable(f"state(s) {', '.join(missing)} are unmeasured and the collocation "
+                                         "solve at the guesses failed")
+            tn = colloc[i]["time"]
+            for s in missing:
+                src[s] = (_spline(tn, colloc[i][s], None), 0)
+                how.setdefault(s, "collocation at the guess")
+        span = t[-1] - t[0]
+        keep = (t >= t[0] + _MARGIN * span) & (t <= t[-1] - _MARGIN * span)
+        if keep.sum() < 2:
+            keep = np.ones(t.size, dtype=bool)
+        tk = t[keep]
+        X = np.array([src[s][0].derivative(src[s][1])(tk) if src[s][1] else src[s][0](tk) for s in states])
+        XD = np.array([src[s][0].derivative(src[s][1] + 1)(tk) for s in states])
+        guesses = problem.guess_trajectories(i, tk)
+        R = np.array([guesses[r] for r in free]).reshape(len(free), tk.size)
+        U = []
+        for u in known:
+            if u in problem.input_noise:
+                U.append(_spline(t, trial[u], problem.input_noise[u])(tk))
+            else:
+                U.append(np.asarray(trial[u], dtype=float)[keep])
+        delayed = []
+        row = len(known)
+        for d in model.delays:
+            for e in d.state_elements:
+                spl, order = src[e]
+                if d.parameter is None:
+                    ts = np.maximum(tk - d.value, t[0])
+                    U.append(spl.derivative(order)(ts) if order else spl(ts))
+                else:
+                    U.append(np.zeros(tk.size))
+                    delayed.append((row, spl, order, float(t[0]), float(t[-1]), d.parameter))
+                row += 1
+        cols.xdot.append(XD)
+        cols.x.append(X)
+        cols.r.append(R)
+        cols.u.append(np.array(U).reshape(len(U), tk.size))
+        cols.t.append(tk[None, :])
+        cols.delayed.append(delayed)
+    return cols, how
+
+
+def _linear_fit(problem: Problem, cols: _Columns, lb, ub, scale) -> tuple[np.ndarray, str]:
+    """``min ‖W (f(p=0) + ∂f/∂p · p)‖²`` within the bounds, in scaled parameters."""
+    model = problem.model
+    res = model.functions()["residual"]
+    npar = res.size1_in(4)
+    syms = [ca.SX.sym(n, *res.size_in(i)) for i, n in enumerate(res.name_in())]
+    out = res(*syms)
+    jac = ca.Function("eqerr_jac", syms[:4] + syms[5:], [ca.jacobian(out, syms[4])])
+    w = 1.0 / model.equation_scales
+    A_parts, b_parts = [], []
+    for XD, X, R, U, T in zip(cols.xdot, cols.x, cols.r, cols.u, cols.t):
+        N = X.shape[1]
+        e0 = np.array(res.map(N)(XD, X, R, U, np.zeros(npar), T))  # (m, N)
+        J = np.array(jac.map(N)(XD, X, R, U, T))  # (m, N·npar)
+        J = J.reshape(J.shape[0], N, npar)
+        b_parts.append(-(w[:, None] * e0).T.ravel())
+        A_parts.append((w[:, None, None] * J).transpose(1, 0, 2).reshape(-1, npar))
+    A = np.vstack(A_parts) * scale[None, :]
+    b = np.concatenate(b_parts)
+    if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
+        raise _Unusable("the residual is not finite on the smoothed data")
+    sv = np.linalg.svd(A, compute_uv=False)
+    if sv.size == 0 or sv[0] == 0 or sv[-1] < _RANK_TOL * sv[0]:
+        _, _, vt = np.linalg.svd(A, full_matrices=False)
+        null = vt[-1]
+        names = model.element_names("parameter")
+        involved = [names[j] for j in np.argsort(-np.abs(null)) if abs(null[j]) > 0.1]
+        raise _Unusable(f"rank deficient: the data do not separate {', '.join(involved)}")
+    fit = lsq_linear(A, b, bounds=(lb / scale, ub / scale), method="bvls" if A.shape[1] <= 50 else "trf")
+    return fit.x * scale, f"condition {sv[0] / sv[-1]:.3g}"
+
+
+def _nonlinear_fit(problem: Problem, cols: _Columns, lb, ub, scale, p0) -> tuple[np.ndarray, str]:
+    """Bounded NLP ``min ½‖W f(p)‖²/N`` in the scaled parameters (IPOPT, exact Hessian)."""
+    model = problem.model
+    res = model.functions()["residual"]
+    names = model.element_names("parameter")
+    ps = ca.MX.sym("p_scaled", len(names))
+    p = ps * ca.DM(scale)
+    w = ca.DM(1.0 / model.equation_scales)
+    terms, count = [], 0
+    for XD, X, R, U, T, delayed in zip(cols.xdot, cols.x, cols.r, cols.u, cols.t, cols.delayed):
+        N = X.shape[1]
+        Umx = ca.MX(ca.DM(U))
+        if delayed:
+            rows = []
+            for k in range(U.shape[0]):
+                entry = next((d for d in delayed if d[0] == k), None)
+                if entry is None:
+                    rows.append(ca.MX(ca.DM(U[k][None, :])))
+                    continue
+                _, spl, order, t0, t1, tau_name = entry
+                grid = np.linspace(t0, t1, max(2, int(round((t1 - t0) / np.min(np.diff(T[0])) * 2)) + 1))
+                vals = spl.derivative(order)(grid) if order else spl(grid)
+                interp = ca.interpolant(f"delayed_{k}", "bspline", [grid], vals)
+                tau = p[names.index(tau_name)]
+                ts = ca.fmin(ca.fmax(ca.DM(T) - tau, t0), t1)
+                rows.append(interp.map(N)(ts))
+            Umx = ca.vertcat(*rows)
+        E = res.map(N)(ca.DM(XD), ca.DM(X), ca.DM(R), Umx, ca.repmat(p, 1, N), ca.DM(T))
+        terms.append(ca.sumsqr(E * ca.repmat(w, 1, N)))
+        count += N
+    f = 0.5 * sum(terms[1:], terms[0]) / count
+    solver = ca.nlpsol("equation_error", "ipopt", {"x": ps, "f": f},
+                       {"ipopt.print_level": 0, "print_time": False, "ipopt.sb": "yes",
+                        "ipopt.tol": 1e-10, "ipopt.max_iter": 200})
+    sol = solver(x0=np.clip(p0, lb, ub) / scale, lbx=lb / scale, ubx=ub / scale)
+    stats = solver.stats()
+    if not stats.get("success", False):
+        raise _Unusable(f"the equation-error NLP stopped with {stats.get('return_status', 'unknown')}")
+    return np.array(sol["x"]).ravel() * scale, f"{stats.get('iter_count', 0)} IPOPT iterations"
