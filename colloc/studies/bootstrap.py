@@ -137,7 +137,7 @@ def bootstrap(
     rows, failures = [], 0
     for k in range(replicates):
         replica = problem.with_trials(_replicate(problem, result, rng, s2))
-        r = solve(replica, method, solver=quiet, guess=result.parameters, throw=False)
+        r = solve(replica, method, solver=quiet, guess=result.parameters, throw=False, verdict=False)
         if r.success:
             rows.append([r.parameters[n] for n in names])
         else:
