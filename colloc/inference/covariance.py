@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 import scipy.sparse as sps
-import scipy.sparse.linalg as spla
 
 __all__ = ["Covariance", "parameter_covariance"]
 
@@ -108,15 +107,28 @@ def parameter_covariance(
     -----
     The top-left block of the inverse KKT matrix ``[[JᵀJ, Aᵀ], [A, 0]]`` equals
     ``Z (Zᵀ JᵀJ Z)⁻¹ Zᵀ`` with ``Z`` a null-space basis of ``A``, the linearised
-    constraints.  One sparse LDLᵀ factorisation (CasADi's ``ldl``, fill-reducing ordering)
-    and one solve per parameter give the parameter block without forming ``Z``.
+    constraints.  One sparse LDLᵀ factorisation (CasADi's ``ldl``, fill-reducing ordering,
+    no pivoting) and one solve per parameter give the parameter block without forming ``Z``.
+
+    ``JᵀJ`` alone is far from definite: every collocation variable that no sample sees
+    (unmeasured states, nodes between samples, free inputs) has a zero row.  Without
+    pivoting such a block factors only after a shift, and a tiny shift (the obvious choice,
+    to leave the answer unchanged) gives pivots of that tiny size and an elimination that
+    overflows.  Instead the constraint rows are equilibrated (``Â = D A``, unit row maxima)
+    and the top-left block becomes ``JᵀJ + ρ ÂᵀÂ`` with ``ρ = max|JᵀJ|``.  On the null space
+    of ``A`` this adds nothing, so the solution is unchanged, while the block is positive
+    definite whenever the parameters are identifiable (``Zᵀ JᵀJ Z`` definite) and its
+    pivots are of the size of the data, not of the shift.  A small ``−δI`` in the
+    constraint block (``δ = 10⁻⁹/ρ``) makes the matrix quasi-definite, so the factorisation
+    exists for any ordering; iterative refinement against the exact matrix removes the
+    ``δ`` bias.  The cost is that of one sparse factorisation of a matrix with the
+    sparsity of the KKT matrix (``ÂᵀÂ`` couples only variables that share a constraint).
     """
     J = _to_scipy(jac_res)
     A = _to_scipy(jac_g)[np.flatnonzero(equality), :]
     nx = J.shape[1]
-    na = A.shape[0]
     npar = len(param_index)
-    free_dirs = nx - na
+    free_dirs = nx - A.shape[0]
     dof = int(num_fit_residuals - free_dirs)
     message = ""
     if dof > 0:
@@ -127,52 +139,56 @@ def parameter_covariance(
             f"no residual degrees of freedom ({num_fit_residuals} observations, {free_dirs} free "
             "directions): covariance uses the fit weights as exact 1/σ²"
         )
-    # quasi-definite regularisation: an LDLᵀ factorisation exists for any ordering, and
-    # the O(eps) perturbation is far below the statistical precision of the result
+    nan = np.full((npar, npar), np.nan)
+    # equilibrate the constraint rows (unit maximum); structurally empty rows carry nothing
+    row_max = np.asarray(abs(A).max(axis=1).todense()).ravel() if A.shape[0] else np.zeros(0)
+    keep = row_max > 0
+    A = (sps.diags(1.0 / row_max[keep]) @ A[np.flatnonzero(keep), :]).tocsc()
+    na = A.shape[0]
     H = (J.T @ J).tocsc()
-    hmax = max(1.0, float(abs(H).max()) if H.nnz else 1.0)
-    amax = float(abs(A).max()) if A.nnz else 1.0
-    eps = 1e-13 * hmax
-    # the −δ block acts like a penalty (1/δ)·AᵀA on the constraints: δ must be tiny relative
-    # to ‖A‖²/‖H‖, or the constraints are softened and the covariance inflated
-    delta = 1e-13 * amax**2 / hmax
-    K = sps.bmat([[H + eps * sps.eye(nx), A.T], [A, -delta * sps.eye(na) if na else None]], format="csc")
+    rho = float(abs(H).max()) if H.nnz else 1.0
+    Hr = (H + rho * (A.T @ A)).tocsc() if na else H
+    delta = 1e-9 / rho
+    K = sps.bmat([[Hr, A.T], [A, -delta * sps.eye(na) if na else None]], format="csc")
     K.sort_indices()
+    shift = np.zeros(nx + na)
+    shift[nx:] = delta  # K + diag(shift) is the exact (δ = 0) KKT matrix
+
+    def exact_times(v: np.ndarray) -> np.ndarray:
+        return K @ v + shift[:, None] * v
+
     rhs = np.zeros((nx + na, npar))
     rhs[param_index, np.arange(npar)] = 1.0
+    scale = max(rho, 1.0)
     try:
         Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
-        sol = None
-        # CasADi's sparse LDLᵀ (no pivoting) on the quasi-definite matrix, with a few steps
-        # of iterative refinement; an unstable pivot sequence shows in the residual
         solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
-        with _quiet_output():  # it prints "zeros in D" from C++; the residual decides
+        with _quiet_output():  # it prints "zeros in D" from C++ when not identifiable
             solver.sfact(Kc)
             solver.nfact(Kc)
-            trial = np.array(solver.solve(Kc, ca.DM(rhs)))
-            for _ in range(3):
-                trial = trial + np.array(solver.solve(Kc, ca.DM(rhs - K @ trial)))
-        kmax = float(abs(K).max()) if K.nnz else 1.0
-        if np.all(np.isfinite(trial)):
-            resid = np.linalg.norm(K @ trial - rhs)
-            if os.environ.get("COLLOC_DEBUG_COV"):
-                print(f"covariance LDLᵀ residual {resid:.3g}", file=sys.__stderr__)
-            if resid <= 1e-9 * (kmax * np.linalg.norm(trial) + np.linalg.norm(rhs)):
-                sol = trial
-        if sol is None:
-            if K.shape[0] > 50_000:  # a general LU of a large KKT matrix can exhaust memory
-                nan = np.full((npar, npar), np.nan)
-                return Covariance(nan, s2, dof, "the sparse LDLᵀ of the KKT matrix was not accurate and the "
-                                  "matrix is too large for an LU fallback; use colloc.bootstrap")
-            sol = spla.splu(K, permc_spec="MMD_AT_PLUS_A").solve(rhs)  # LU with partial pivoting
+            sol = np.array(solver.solve(Kc, ca.DM(rhs)))
+            for _ in range(10):  # refinement towards the exact (δ = 0) KKT system
+                if not np.all(np.isfinite(sol)):
+                    break
+                resid = rhs - exact_times(sol)
+                if np.linalg.norm(resid) <= 1e-12 * (scale * np.linalg.norm(sol) + 1.0):
+                    break
+                sol = sol + np.array(solver.solve(Kc, ca.DM(resid)))
     except RuntimeError as exc:
-        nan = np.full((npar, npar), np.nan)
         msg = str(exc).splitlines()[-1][:120]
         return Covariance(nan, s2, dof, f"KKT factorisation failed ({msg}); parameters not identifiable")
+    if not np.all(np.isfinite(sol)):
+        return Covariance(nan, s2, dof, "reduced Hessian is singular (zero pivots in the KKT factorisation); "
+                          "parameters not identifiable")
+    resid = float(np.linalg.norm(exact_times(sol) - rhs))
+    if os.environ.get("COLLOC_DEBUG_COV"):
+        print(f"covariance LDLᵀ residual {resid:.3g}", file=sys.__stderr__)
+    if resid > 1e-8 * (scale * np.linalg.norm(sol) + 1.0):
+        return Covariance(nan, s2, dof, f"KKT solve inaccurate (residual {resid:.2g}): the reduced Hessian is "
+                          "nearly singular; parameters not identifiable (try colloc.bootstrap)")
     C = sol[param_index, :]
     C = 0.5 * (C + C.T)
     if not np.all(np.isfinite(C)) or np.any(np.diag(C) < -1e-12 * np.abs(C).max()):
-        nan = np.full((npar, npar), np.nan)
         return Covariance(nan, s2, dof, "reduced Hessian is not positive definite; parameters not identifiable")
     S = np.diag(param_scale)
     return Covariance(S @ C @ S * s2, s2, dof, message)
