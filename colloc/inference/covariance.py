@@ -107,22 +107,24 @@ def parameter_covariance(
     -----
     The top-left block of the inverse KKT matrix ``[[JᵀJ, Aᵀ], [A, 0]]`` equals
     ``Z (Zᵀ JᵀJ Z)⁻¹ Zᵀ`` with ``Z`` a null-space basis of ``A``, the linearised
-    constraints.  One sparse LDLᵀ factorisation (CasADi's ``ldl``, fill-reducing ordering,
-    no pivoting) and one solve per parameter give the parameter block without forming ``Z``.
+    constraints.  Its parameter block is the inverse of the Schur complement of the other
+    unknowns (states, free inputs) and the multipliers: with ``K_SS`` the KKT matrix of the
+    problem at fixed parameters, ``C = (K_PP − K_PSᵀ K_SS⁻¹ K_SP)⁻¹``.  So one sparse LDLᵀ
+    factorisation of ``K_SS`` (CasADi's ``ldl``, fill-reducing ordering, no pivoting) and
+    one solve per parameter give it; the dense parameter columns never enter the factor.
 
     ``JᵀJ`` alone is far from definite: every collocation variable that no sample sees
-    (unmeasured states, nodes between samples, free inputs) has a zero row.  Without
-    pivoting such a block factors only after a shift, and a tiny shift (the obvious choice,
-    to leave the answer unchanged) gives pivots of that tiny size and an elimination that
-    overflows.  Instead the constraint rows are equilibrated (``Â = D A``, unit row maxima)
-    and the top-left block becomes ``JᵀJ + ρ ÂᵀÂ`` with ``ρ = max|JᵀJ|``.  On the null space
-    of ``A`` this adds nothing, so the solution is unchanged, while the block is positive
-    definite whenever the parameters are identifiable (``Zᵀ JᵀJ Z`` definite) and its
-    pivots are of the size of the data, not of the shift.  A small ``−δI`` in the
-    constraint block (``δ = 10⁻⁹/ρ``) makes the matrix quasi-definite, so the factorisation
-    exists for any ordering; iterative refinement against the exact matrix removes the
-    ``δ`` bias.  The cost is that of one sparse factorisation of a matrix with the
-    sparsity of the KKT matrix (``ÂᵀÂ`` couples only variables that share a constraint).
+    (an unmeasured state, nodes between samples, free inputs) has a zero diagonal.  Without
+    pivoting the obvious fix, a tiny shift that leaves the answer unchanged, gives pivots
+    of that tiny size and an elimination that overflows (the non-finite values seen on a
+    ten-experiment reactor with nodes between its samples).  Instead the constraint rows
+    are equilibrated (``Â = D A``, unit row maxima) and every row that touches such a
+    variable is added as ``ρ âᵀâ`` to ``JᵀJ`` (``ρ = max|JᵀJ|``).  On the null space of
+    ``A`` this adds nothing, so the answer is unchanged, while those variables get pivots of
+    the size of the data.  A small ``−δI`` in the constraint block (``δ = 10⁻⁹/ρ``) makes
+    ``K_SS`` quasi-definite, so its factorisation exists for any ordering; iterative
+    refinement against the exact (``δ = 0``) matrix removes the ``δ`` bias.  The cost is one
+    sparse factorisation with the sparsity of the KKT matrix, linear in the grid.
     """
     J = _to_scipy(jac_res)
     A = _to_scipy(jac_g)[np.flatnonzero(equality), :]
@@ -142,53 +144,64 @@ def parameter_covariance(
     nan = np.full((npar, npar), np.nan)
     # equilibrate the constraint rows (unit maximum); structurally empty rows carry nothing
     row_max = np.asarray(abs(A).max(axis=1).todense()).ravel() if A.shape[0] else np.zeros(0)
-    keep = row_max > 0
-    A = (sps.diags(1.0 / row_max[keep]) @ A[np.flatnonzero(keep), :]).tocsc()
+    A = (sps.diags(1.0 / row_max[row_max > 0]) @ A[np.flatnonzero(row_max > 0), :]).tocsr()
     na = A.shape[0]
     H = (J.T @ J).tocsc()
     rho = float(abs(H).max()) if H.nnz else 1.0
-    Hr = (H + rho * (A.T @ A)).tocsc() if na else H
+    is_param = np.zeros(nx, dtype=bool)
+    is_param[param_index] = True
+    rest = np.flatnonzero(~is_param)
+    unseen = (H.diagonal() == 0) & ~is_param
+    rows = np.flatnonzero(np.asarray(abs(A[:, np.flatnonzero(unseen)]).sum(axis=1)).ravel() > 0)
+    if rows.size:
+        Aw = A[rows, :]
+        H = (H + rho * (Aw.T @ Aw)).tocsc()
+    H_rr = H[rest, :][:, rest]
+    A_r = A[:, rest].tocsc()
     delta = 1e-9 / rho
-    K = sps.bmat([[Hr, A.T], [A, -delta * sps.eye(na) if na else None]], format="csc")
+    K = sps.bmat([[H_rr, A_r.T], [A_r, -delta * sps.eye(na) if na else None]], format="csc")
     K.sort_indices()
-    shift = np.zeros(nx + na)
-    shift[nx:] = delta  # K + diag(shift) is the exact (δ = 0) KKT matrix
+    shift = np.zeros(K.shape[0])
+    shift[rest.size:] = delta  # K + diag(shift) is the exact (δ = 0) matrix
 
     def exact_times(v: np.ndarray) -> np.ndarray:
         return K @ v + shift[:, None] * v
 
-    rhs = np.zeros((nx + na, npar))
-    rhs[param_index, np.arange(npar)] = 1.0
-    scale = max(rho, 1.0)
+    # K_SP: coupling of the other unknowns and the multipliers with the parameters
+    K_sp = np.vstack([H[rest, :][:, param_index].toarray(), A[:, param_index].toarray()])
+    K_pp = H[param_index, :][:, param_index].toarray()
     try:
         Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
         solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
         with _quiet_output():  # it prints "zeros in D" from C++ when not identifiable
             solver.sfact(Kc)
             solver.nfact(Kc)
-            sol = np.array(solver.solve(Kc, ca.DM(rhs)))
-            for _ in range(10):  # refinement towards the exact (δ = 0) KKT system
+            sol = np.array(solver.solve(Kc, ca.DM(K_sp)))
+            for _ in range(10):  # refinement towards the exact (δ = 0) system
                 if not np.all(np.isfinite(sol)):
                     break
-                resid = rhs - exact_times(sol)
-                if np.linalg.norm(resid) <= 1e-12 * (scale * np.linalg.norm(sol) + 1.0):
+                resid = K_sp - exact_times(sol)
+                if np.linalg.norm(resid) <= 1e-14 * (rho * np.linalg.norm(sol) + np.linalg.norm(K_sp)):
                     break
                 sol = sol + np.array(solver.solve(Kc, ca.DM(resid)))
     except RuntimeError as exc:
         msg = str(exc).splitlines()[-1][:120]
         return Covariance(nan, s2, dof, f"KKT factorisation failed ({msg}); parameters not identifiable")
     if not np.all(np.isfinite(sol)):
-        return Covariance(nan, s2, dof, "reduced Hessian is singular (zero pivots in the KKT factorisation); "
-                          "parameters not identifiable")
-    resid = float(np.linalg.norm(exact_times(sol) - rhs))
+        return Covariance(nan, s2, dof, "the states are not determined at fixed parameters (zero pivots in the "
+                          "KKT factorisation); parameters not identifiable")
+    resid = float(np.linalg.norm(exact_times(sol) - K_sp))
     if os.environ.get("COLLOC_DEBUG_COV"):
         print(f"covariance LDLᵀ residual {resid:.3g}", file=sys.__stderr__)
-    if resid > 1e-8 * (scale * np.linalg.norm(sol) + 1.0):
-        return Covariance(nan, s2, dof, f"KKT solve inaccurate (residual {resid:.2g}): the reduced Hessian is "
-                          "nearly singular; parameters not identifiable (try colloc.bootstrap)")
-    C = sol[param_index, :]
-    C = 0.5 * (C + C.T)
-    if not np.all(np.isfinite(C)) or np.any(np.diag(C) < -1e-12 * np.abs(C).max()):
+    if resid > 1e-8 * (rho * np.linalg.norm(sol) + np.linalg.norm(K_sp)):
+        return Covariance(nan, s2, dof, f"KKT solve inaccurate (residual {resid:.2g}); parameters not "
+                          "identifiable (try colloc.bootstrap)")
+    schur = K_pp - K_sp.T @ sol
+    schur = 0.5 * (schur + schur.T)
+    eig = np.linalg.eigvalsh(schur) if npar else np.zeros(0)
+    if npar and (not np.all(np.isfinite(eig)) or eig.min() <= 1e-13 * max(abs(eig).max(), 1e-300)):
         return Covariance(nan, s2, dof, "reduced Hessian is not positive definite; parameters not identifiable")
+    C = np.linalg.inv(schur)
+    C = 0.5 * (C + C.T)
     S = np.diag(param_scale)
     return Covariance(S @ C @ S * s2, s2, dof, message)
