@@ -118,8 +118,11 @@ def parameter_covariance(
     pivoting the obvious fix, a tiny shift that leaves the answer unchanged, gives pivots
     of that tiny size and an elimination that overflows (the non-finite values seen on a
     ten-experiment reactor with nodes between its samples).  Instead the constraint rows
-    are equilibrated (``Â = D A``, unit row maxima) and every row that touches such a
-    variable is added as ``ρ âᵀâ`` to ``JᵀJ`` (``ρ = max|JᵀJ|``).  On the null space of
+    are equilibrated (``Â = D A``, unit row maxima) and every row that touches a variable
+    whose ``JᵀJ`` row is not strictly diagonally dominant (unseen, or seen only in
+    combination with others, like the states behind a centre-of-pressure output) is added
+    as ``ρ âᵀâ`` to ``JᵀJ`` (``ρ = max|JᵀJ|``); should that still leave a zero pivot, every
+    row is.  On the null space of
     ``A`` this adds nothing, so the answer is unchanged, while those variables get pivots of
     the size of the data.  A small ``−δI`` in the constraint block (``δ = 10⁻⁹/ρ``) makes
     ``K_SS`` quasi-definite, so its factorisation exists for any ordering; iterative
@@ -151,8 +154,35 @@ def parameter_covariance(
     is_param = np.zeros(nx, dtype=bool)
     is_param[param_index] = True
     rest = np.flatnonzero(~is_param)
-    unseen = (H.diagonal() == 0) & ~is_param
-    rows = np.flatnonzero(np.asarray(abs(A[:, np.flatnonzero(unseen)]).sum(axis=1)).ravel() > 0)
+    # variables whose JᵀJ row is strictly diagonally dominant (among the non-parameters) give
+    # a definite block by themselves; rows of Â that touch any other variable are added
+    H_rr = H[rest, :][:, rest]
+    diag = H_rr.diagonal()
+    off = np.asarray(abs(H_rr).sum(axis=0)).ravel() - np.abs(diag)
+    seen = np.zeros(nx, dtype=bool)
+    seen[rest] = diag > off
+    touch = np.asarray(abs(A[:, np.flatnonzero(~seen & ~is_param)]).sum(axis=1)).ravel() > 0
+    outcome = _solve_reduced(H, A, rho, rest, param_index, np.flatnonzero(touch))
+    if isinstance(outcome, str) and not touch.all():  # the dominance test was not enough: all rows
+        outcome = _solve_reduced(H, A, rho, rest, param_index, np.arange(na))
+    if isinstance(outcome, str):
+        return Covariance(nan, s2, dof, outcome)
+    K_pp, K_sp, sol = outcome
+    schur = K_pp - K_sp.T @ sol
+    schur = 0.5 * (schur + schur.T)
+    eig = np.linalg.eigvalsh(schur) if npar else np.zeros(0)
+    if npar and (not np.all(np.isfinite(eig)) or eig.min() <= 1e-13 * max(abs(eig).max(), 1e-300)):
+        return Covariance(nan, s2, dof, "reduced Hessian is not positive definite; parameters not identifiable")
+    C = np.linalg.inv(schur)
+    C = 0.5 * (C + C.T)
+    S = np.diag(param_scale)
+    return Covariance(S @ C @ S * s2, s2, dof, message)
+
+
+def _solve_reduced(H, A, rho, rest, param_index, rows):
+    """``(K_PP, K_SP, K_SS⁻¹ K_SP)`` with the rows ``rows`` of ``A`` added as ``ρ AᵀA``, or
+    a message saying why the factorisation failed."""
+    na = A.shape[0]
     if rows.size:
         Aw = A[rows, :]
         H = (H + rho * (Aw.T @ Aw)).tocsc()
@@ -186,22 +216,13 @@ def parameter_covariance(
                 sol = sol + np.array(solver.solve(Kc, ca.DM(resid)))
     except RuntimeError as exc:
         msg = str(exc).splitlines()[-1][:120]
-        return Covariance(nan, s2, dof, f"KKT factorisation failed ({msg}); parameters not identifiable")
+        return f"KKT factorisation failed ({msg}); parameters not identifiable"
     if not np.all(np.isfinite(sol)):
-        return Covariance(nan, s2, dof, "the states are not determined at fixed parameters (zero pivots in the "
-                          "KKT factorisation); parameters not identifiable")
+        return ("the states are not determined at fixed parameters (zero pivots in the KKT factorisation); "
+                "parameters not identifiable")
     resid = float(np.linalg.norm(exact_times(sol) - K_sp))
     if os.environ.get("COLLOC_DEBUG_COV"):
         print(f"covariance LDLᵀ residual {resid:.3g}", file=sys.__stderr__)
     if resid > 1e-8 * (rho * np.linalg.norm(sol) + np.linalg.norm(K_sp)):
-        return Covariance(nan, s2, dof, f"KKT solve inaccurate (residual {resid:.2g}); parameters not "
-                          "identifiable (try colloc.bootstrap)")
-    schur = K_pp - K_sp.T @ sol
-    schur = 0.5 * (schur + schur.T)
-    eig = np.linalg.eigvalsh(schur) if npar else np.zeros(0)
-    if npar and (not np.all(np.isfinite(eig)) or eig.min() <= 1e-13 * max(abs(eig).max(), 1e-300)):
-        return Covariance(nan, s2, dof, "reduced Hessian is not positive definite; parameters not identifiable")
-    C = np.linalg.inv(schur)
-    C = 0.5 * (C + C.T)
-    S = np.diag(param_scale)
-    return Covariance(S @ C @ S * s2, s2, dof, message)
+        return f"KKT solve inaccurate (residual {resid:.2g}); parameters not identifiable (try colloc.bootstrap)"
+    return K_pp, K_sp, sol
