@@ -121,8 +121,8 @@ def parameter_covariance(
     are equilibrated (``Â = D A``, unit row maxima) and every row that touches a variable
     whose ``JᵀJ`` row is not strictly diagonally dominant (unseen, or seen only in
     combination with others, like the states behind a centre-of-pressure output) is added
-    as ``ρ âᵀâ`` to ``JᵀJ`` (``ρ = max|JᵀJ|``); should that still leave a zero pivot, every
-    row is.  On the null space of
+    as ``ρ âᵀâ`` to ``JᵀJ`` (``ρ`` the median non-zero diagonal entry of ``JᵀJ``); should
+    that still leave a zero pivot or an inaccurate solve, every row is.  On the null space of
     ``A`` this adds nothing, so the answer is unchanged, while those variables get pivots of
     the size of the data.  A small ``−δI`` in the constraint block (``δ = 10⁻⁹/ρ``) makes
     ``K_SS`` quasi-definite, so its factorisation exists for any ordering; iterative
@@ -150,7 +150,11 @@ def parameter_covariance(
     A = (sps.diags(1.0 / row_max[row_max > 0]) @ A[np.flatnonzero(row_max > 0), :]).tocsr()
     na = A.shape[0]
     H = (J.T @ J).tocsc()
-    rho = float(abs(H).max()) if H.nnz else 1.0
+    diag_h = H.diagonal()
+    # the shift's size: a typical pivot of the data (the median, not the largest: weights of
+    # one signal can exceed another's by many decades, and ρ far above the smallest pivots
+    # makes the block ill-conditioned)
+    rho = float(np.median(diag_h[diag_h > 0])) if np.any(diag_h > 0) else 1.0
     is_param = np.zeros(nx, dtype=bool)
     is_param[param_index] = True
     rest = np.flatnonzero(~is_param)
@@ -211,7 +215,7 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
                 if not np.all(np.isfinite(sol)):
                     break
                 resid = K_sp - exact_times(sol)
-                if np.linalg.norm(resid) <= 1e-14 * (rho * np.linalg.norm(sol) + np.linalg.norm(K_sp)):
+                if np.linalg.norm(resid) <= 1e-14 * np.linalg.norm(K_sp):
                     break
                 sol = sol + np.array(solver.solve(Kc, ca.DM(resid)))
     except RuntimeError as exc:
@@ -223,6 +227,6 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     resid = float(np.linalg.norm(exact_times(sol) - K_sp))
     if os.environ.get("COLLOC_DEBUG_COV"):
         print(f"covariance LDLᵀ residual {resid:.3g}", file=sys.__stderr__)
-    if resid > 1e-8 * (rho * np.linalg.norm(sol) + np.linalg.norm(K_sp)):
+    if resid > 1e-8 * np.linalg.norm(K_sp):  # backward error of the solve
         return f"KKT solve inaccurate (residual {resid:.2g}); parameters not identifiable (try colloc.bootstrap)"
     return K_pp, K_sp, sol
