@@ -211,12 +211,15 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
             solver.sfact(Kc)
             solver.nfact(Kc)
             sol = np.array(solver.solve(Kc, ca.DM(K_sp)))
-            for _ in range(10):  # refinement towards the exact (δ = 0) system
+            target, last = 1e-12 * np.linalg.norm(K_sp), np.inf
+            for _ in range(10):  # refinement towards the exact (δ = 0) system, while it gains
                 if not np.all(np.isfinite(sol)):
                     break
                 resid = K_sp - exact_times(sol)
-                if np.linalg.norm(resid) <= 1e-14 * np.linalg.norm(K_sp):
+                size = np.linalg.norm(resid)
+                if size <= target or size > 0.5 * last:
                     break
+                last = size
                 sol = sol + np.array(solver.solve(Kc, ca.DM(resid)))
     except RuntimeError as exc:
         msg = str(exc).splitlines()[-1][:120]
