@@ -75,7 +75,7 @@ CONSTANTS = {
 
 def _rhs(x, u, p, t, c=CONSTANTS):
     """Right-hand side f(x, u, p, t) for CasADi or numpy arguments."""
-    Ca, Cb, Cc, Tr, Vr = x[0], x[1], x[2], x[3], x[4]
+    Ca, Cb, Tr, Vr = x[0], x[1], x[3], x[4]  # C_c enters no rate
     Fa1, Fa2, Tc1, Tc2 = u[0], u[1], u[2], u[3]
     k1, k2, E1, E2 = p[0], p[1], p[2], p[3]
     early = t < SWITCH_TIME
@@ -130,8 +130,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], noise_std: dict | None = None
             prob.add_point_constraint(m.variable(name).symbol, t0[i], value, value, trial=i, name=f"{name}(0)")
         fa1 = float(trials[i]["Fa1"][0])
         fa2 = float(trials[i]["Fa2"][0])
-        rate = CONSTANTS["Mwa"] / CONSTANTS["rhor"]
-        prob.set_guess("Vr", lambda t, a=fa1, b=fa2: CONSTANTS["Vr0"] + rate * (
+        prob.set_guess("Vr", lambda t, a=fa1, b=fa2: CONSTANTS["Vr0"] + CONSTANTS["Mwa"] / CONSTANTS["rhor"] * (
             a * np.minimum(t, SWITCH_TIME) + b * np.maximum(t - SWITCH_TIME, 0.0)), trial=i)
     return prob
 

@@ -36,14 +36,18 @@ def test_weight_two_equals_the_trial_twice():
 
 
 def test_weight_applies_to_shooting_too():
-    a, b = two_trials()
-    method = co.MultipleShooting(segments=3)
+    a = pendulum.simulate_trial(duration=1.0, theta0=0.5, noise_std=0.05, seed=3, name="a.csv")
+    b = pendulum.simulate_trial(duration=1.0, theta0=1.2, noise_std=0.05, seed=4, name="b.csv")
+    method = co.SingleShooting(integrator=co.RungeKutta(substeps=2))
     weighted = co.solve(co.Problem(pendulum.model(), [a, b], fit={"theta": 400.0}, trial_weights={"b.csv": 2.0}),
-                        method, solver=QUIET, guess={"p": 9.0})
+                        method, solver=co.Ipopt(print_level=0, standard_errors=False), guess={"p": 9.0})
     b2 = co.Trial(b.time, b.signals, name="b2.csv")
-    doubled = co.solve(co.Problem(pendulum.model(), [a, b, b2], fit={"theta": 400.0}), method, solver=QUIET,
-                       guess={"p": 9.0})
+    doubled = co.solve(co.Problem(pendulum.model(), [a, b, b2], fit={"theta": 400.0}), method,
+                       solver=co.Ipopt(print_level=0, standard_errors=False), guess={"p": 9.0})
     assert weighted.parameters["p"] == pytest.approx(doubled.parameters["p"], rel=1e-6)
+    plain = co.solve(co.Problem(pendulum.model(), [a, b], fit={"theta": 400.0}), method,
+                     solver=co.Ipopt(print_level=0, standard_errors=False), guess={"p": 9.0})
+    assert abs(plain.parameters["p"] / weighted.parameters["p"] - 1) > 1e-4  # the weight matters
 
 
 def test_unknown_trial_names_are_refused_by_name():

@@ -325,7 +325,7 @@ class Problem:
         copy._guesses = {k: v for k, v in self._guesses.items() if isinstance(k, str)}
         return copy
 
-    def resampled(self, indices: Sequence[int]) -> "Problem":
+    def resampled(self, indices: Sequence[int]) -> Problem:
         """The same problem on ``trials[i] for i in indices`` (a trial may repeat).
 
         A repeated trial is renamed ``'name#2'``, ``'name#3'``…; constraints and guesses
