@@ -177,6 +177,7 @@ def cmd_identify(args) -> int:
                        args.max_iter, args.refine, args.start, args.starts, args.seed)
     if args.out:
         result.to_json(args.out)
+    _report_poor_fit(result)
     if args.json:
         sys.stdout.write(result.to_json(indent=None) + "\n")
     else:
@@ -191,6 +192,15 @@ def cmd_identify(args) -> int:
     return EXIT_OK if result.success else EXIT_FAILED
 
 
+def _report_poor_fit(result) -> None:
+    """One line on stderr when the solver converged but the fit is far above the declared noise."""
+    if result.status == "poor_fit":
+        from .solving.solve import POOR_FIT_HINT
+
+        reason = result.info.get("fit_verdict", {}).get("reason", "residuals far above the declared noise")
+        sys.stderr.write(f"colloc: poor fit: {reason}; {POOR_FIT_HINT}\n")
+
+
 def cmd_demo(args) -> int:
     module = load_problem_module(args.problem)
     from problems._data import data_path  # the shipped data belong to the problems package
@@ -202,6 +212,7 @@ def cmd_demo(args) -> int:
     t0 = time.perf_counter()
     result = _identify(module, args.problem, [str(path)], args.method, None, args.verbose, False)
     print(result.summary(module.TRUE))
+    _report_poor_fit(result)
     from .results.plotting import plot_fit, plot_residuals
 
     out.mkdir(parents=True, exist_ok=True)

@@ -51,3 +51,41 @@ def test_bootstrap_rejects_bad_options(kwargs, match, clean_pendulum_trial):
     result = co.solve(problem, co.Midpoint(), solver=co.Ipopt(simulate=False))
     with pytest.raises(OptionsError, match=match):
         co.bootstrap(problem, result, **kwargs)
+
+
+def _eight_trials():
+    return [pendulum.simulate_trial(duration=2.0, theta0=0.4 + 0.1 * k, noise_std=0.05, seed=20 + k,
+                                    name=f"t{k}.csv") for k in range(8)]
+
+
+def test_trial_bootstrap_spread_matches_the_between_trial_spread():
+    trials = _eight_trials()
+    quiet = co.Ipopt(print_level=0, simulate=False)
+    # independent reference: each trial alone.  The pooled estimate is about the information-
+    # weighted mean of the single-trial estimates; resampling trials gives it the spread
+    # √(Σ I_k² (p_k − p̄)²) / Σ I_k (I_k = 1/SE_k², the sandwich form of the between-trial spread)
+    fits = [co.solve(pendulum.problem(t), co.Midpoint(), solver=quiet) for t in trials]
+    p_k = np.array([f.parameters["p"] for f in fits])
+    info = np.array([f.standard_errors["p"] ** -2 for f in fits])
+    p_bar = info @ p_k / info.sum()
+    expected = np.sqrt(np.sum(info**2 * (p_k - p_bar) ** 2)) / info.sum()
+    problem = pendulum.problem(trials)
+    result = co.solve(problem, co.Midpoint(), solver=quiet)
+    boot = co.bootstrap(problem, result, co.Midpoint(), replicates=40, seed=2, kind="trials")
+    assert boot.kind == "trials" and boot.failures == 0 and boot.estimates.shape == (40, 1)
+    ratio = boot.standard_errors["p"] / expected
+    assert 0.6 < ratio < 1.6, (boot.standard_errors["p"], expected)
+    again = co.bootstrap(problem, result, co.Midpoint(), replicates=4, seed=2, kind="trials")
+    np.testing.assert_array_equal(again.estimates.to_numpy(), boot.estimates.to_numpy()[:4])
+    other = co.bootstrap(problem, result, co.Midpoint(), replicates=4, seed=3, kind="trials")
+    assert not np.array_equal(other.estimates.to_numpy(), again.estimates.to_numpy())
+
+
+def test_bootstrap_kind_is_checked():
+    trial = pendulum.simulate_trial(duration=2.0, noise_std=0.05, seed=1)
+    problem = pendulum.problem(trial)
+    result = co.solve(problem, co.Midpoint(), solver=co.Ipopt(print_level=0, simulate=False))
+    with pytest.raises(OptionsError, match=r"bootstrap\(kind='residual'\): expected one of 'parametric', 'trials'"):
+        co.bootstrap(problem, result, kind="residual")
+    with pytest.raises(OptionsError, match=r"kind='trials'.*has 1, need at least 2"):
+        co.bootstrap(problem, result, kind="trials")

@@ -181,10 +181,15 @@ def test_mass_matrix_and_dae_forms_give_the_explicit_answer(noisy_pendulum_trial
     dae.add_residual(ca.vertcat(dae.der(om2) - tau, tau + p2 * ca.sin(th2)), name="eom")
 
     w = {"theta": 1 / 0.05**2}
-    ref = co.solve(pendulum.problem(noisy_pendulum_trial), co.BackwardEuler(), solver=QUIET)
+    # backward Euler's numerical damping over 10 s at 100 Hz leaves residuals of 2.3 σ: the
+    # fit verdict rightly calls that poor (Midpoint is within σ); here only the forms are compared
+    ref = co.solve(pendulum.problem(noisy_pendulum_trial), co.BackwardEuler(), solver=QUIET, verdict=False)
+    assert ref.info.get("fit_verdict") is None
+    assert co.solve(pendulum.problem(noisy_pendulum_trial), co.BackwardEuler(), solver=QUIET,
+                    throw=False).status == "poor_fit"
     for model in (implicit, dae):
         result = co.solve(co.Problem(model, noisy_pendulum_trial, fit=w), co.BackwardEuler(),
-                          solver=co.Ipopt())
+                          solver=co.Ipopt(), verdict=False)
         assert result.parameters["p"] == pytest.approx(ref.parameters["p"], rel=1e-6)
     # the DAE cannot be simulated as an ODE: the check says so instead of crashing
     assert result.simulation["noisy.csv"]["status"] == "not_available"

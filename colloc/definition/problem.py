@@ -7,7 +7,7 @@ Still grid-free: a :class:`Problem` says *what* is fitted and constrained; a tra
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import casadi as ca
 import numpy as np
@@ -60,6 +60,10 @@ class Problem:
         *errors-in-variables* unknown: its true trajectory is estimated at every node,
         fitted to its measurement with weight ``1/σ²``, and drives the dynamics.  Feeding a
         noisy input in as if exact biases the parameters; this does not.
+    trial_weights : mapping of str to float, optional
+        Factor on every fit weight of the named trials (by trial name; others keep 1).
+        Weight 2 counts a trial as if it had been recorded twice.  The declared noise
+        (``fit``) is unchanged, so the fit verdict still compares residuals with ``1/σ²``.
 
     Notes
     -----
@@ -75,6 +79,7 @@ class Problem:
         fit: Mapping[str, float] | None = None,
         name: str | None = None,
         input_noise: Mapping[str, float] | None = None,
+        trial_weights: Mapping[str, float] | None = None,
     ) -> None:
         if not isinstance(model, Model):
             raise ProblemError(f"Problem needs a colloc.Model, got {type(model).__name__}")
@@ -96,6 +101,17 @@ class Problem:
         self.model = model
         self.trials: tuple[Trial, ...] = tuple(trials)
         self.name = name or model.name
+        trial_weights = dict(trial_weights or {})
+        unknown = [k for k in trial_weights if k not in names]
+        if unknown:
+            raise ProblemError(
+                f"trial_weights for unknown trial(s) {', '.join(map(repr, unknown))}; trials: {', '.join(names)}"
+            )
+        for k, w in trial_weights.items():
+            if not isinstance(w, (int, float, np.integer, np.floating)) or not np.isfinite(w) or w <= 0:
+                raise ProblemError(f"trial_weights['{k}'] must be a finite number > 0, got {w!r}")
+        #: Factor on the fit weights of each trial, by trial name (1 unless given).
+        self.trial_weights: dict[str, float] = {n: float(trial_weights.get(n, 1.0)) for n in names}
         known = model.element_names("known_input")
         input_noise = dict(input_noise or {})
         for u, sigma in input_noise.items():
@@ -286,19 +302,55 @@ class Problem:
     def with_trials(self, trials: Trial | Sequence[Trial]) -> "Problem":
         """The same problem (model, weights, input noise, extra terms, guesses) on other trials.
 
-        Point constraints that name a trial by index keep that index.
+        Point constraints that name a trial by index keep that index.  Trial weights carry
+        over by trial name (a copy named ``'name#k'`` takes the weight of ``'name'``).
         """
         eiv = set(self.input_noise)
+        new = [trials] if isinstance(trials, Trial) else list(trials)
+        weights = {}
+        for t in new:  # by name; a resampled copy 'name#k' keeps the weight of 'name'
+            base = t.name if t.name in self.trial_weights else t.name.rsplit("#", 1)[0]
+            if self.trial_weights.get(base, 1.0) != 1.0:
+                weights[t.name] = self.trial_weights[base]
         copy = Problem(
             self.model,
-            trials,
+            new,
             fit={k: v for k, v in self.fit.items() if k not in eiv},
             name=self.name,
             input_noise=self.input_noise or None,
+            trial_weights=weights or None,
         )
         copy.terms = list(self.terms)
         # guesses for every trial carry over; trial-specific ones belong to the old trials
         copy._guesses = {k: v for k, v in self._guesses.items() if isinstance(k, str)}
+        return copy
+
+    def resampled(self, indices: Sequence[int]) -> Problem:
+        """The same problem on ``trials[i] for i in indices`` (a trial may repeat).
+
+        A repeated trial is renamed ``'name#2'``, ``'name#3'``…; constraints and guesses
+        given for one trial follow it to every position it takes (the trial bootstrap).
+        """
+        indices = [int(i) for i in indices]
+        bad = [i for i in indices if not 0 <= i < len(self.trials)]
+        if bad or not indices:
+            raise ProblemError(f"resampled(indices): expected indices in 0..{len(self.trials) - 1}, got {bad or 'none'}")
+        seen: dict[int, int] = {}
+        new = []
+        for i in indices:
+            seen[i] = seen.get(i, 0) + 1
+            t = self.trials[i]
+            name = t.name if seen[i] == 1 else f"{t.name}#{seen[i]}"
+            new.append(Trial(t.time, t.signals, name=name))
+        copy = self.with_trials(new)
+        copy.terms = [term for term in self.terms if term.trial is None]
+        for j, i in enumerate(indices):
+            copy.terms += [replace(term, trial=j) for term in self.terms if term.trial == i]
+        copy._guesses = {k: v for k, v in self._guesses.items() if isinstance(k, str)}
+        for (key, v) in [(k, v) for k, v in self._guesses.items() if not isinstance(k, str)]:
+            for j, i in enumerate(indices):
+                if key[1] == i:
+                    copy._guesses[(key[0], j)] = v
         return copy
 
     def copy(self) -> "Problem":
@@ -322,6 +374,11 @@ class Problem:
     def signal_names(self) -> list[str]:
         """Model signals plus the errors-in-variables inputs (the names a fit may use)."""
         return self.model.signal_names() + list(self.input_noise)
+
+    def fit_weights(self, trial: int) -> dict[str, float]:
+        """Weights of the signals fitted in trial ``trial``: ``fit`` times its trial weight."""
+        factor = self.trial_weights[self.trials[trial].name]
+        return {s: self.fit[s] * factor for s in self.fitted_signals(trial)}
 
     def fitted_signals(self, trial: int) -> list[str]:
         """Signals fitted in trial ``trial``, in model order."""
@@ -370,5 +427,8 @@ class Problem:
     def __repr__(self) -> str:
         return (
             f"Problem('{self.name}', {self.model!r}, trials=[{', '.join(t.name for t in self.trials)}], "
-            f"fit={self.fit})"
+            f"fit={self.fit}"
+            + (f", trial_weights={ {k: v for k, v in self.trial_weights.items() if v != 1.0} }"
+               if any(v != 1.0 for v in self.trial_weights.values()) else "")
+            + ")"
         )

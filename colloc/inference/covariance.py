@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 import scipy.sparse as sps
-import scipy.sparse.linalg as spla
 
 __all__ = ["Covariance", "parameter_covariance"]
 
@@ -108,15 +107,33 @@ def parameter_covariance(
     -----
     The top-left block of the inverse KKT matrix ``[[JᵀJ, Aᵀ], [A, 0]]`` equals
     ``Z (Zᵀ JᵀJ Z)⁻¹ Zᵀ`` with ``Z`` a null-space basis of ``A``, the linearised
-    constraints.  One sparse LDLᵀ factorisation (CasADi's ``ldl``, fill-reducing ordering)
-    and one solve per parameter give the parameter block without forming ``Z``.
+    constraints.  Its parameter block is the inverse of the Schur complement of the other
+    unknowns (states, free inputs) and the multipliers: with ``K_SS`` the KKT matrix of the
+    problem at fixed parameters, ``C = (K_PP − K_PSᵀ K_SS⁻¹ K_SP)⁻¹``.  So one sparse LDLᵀ
+    factorisation of ``K_SS`` (CasADi's ``ldl``, fill-reducing ordering, no pivoting) and
+    one solve per parameter give it; the dense parameter columns never enter the factor.
+
+    ``JᵀJ`` alone is far from definite: every collocation variable that no sample sees
+    (an unmeasured state, nodes between samples, free inputs) has a zero diagonal.  Without
+    pivoting the obvious fix, a tiny shift that leaves the answer unchanged, gives pivots
+    of that tiny size and an elimination that overflows (the non-finite values seen on a
+    ten-experiment reactor with nodes between its samples).  Instead the constraint rows
+    are equilibrated (``Â = D A``, unit row maxima) and every row that touches a variable
+    whose ``JᵀJ`` row is not strictly diagonally dominant (unseen, or seen only in
+    combination with others, like the states behind a centre-of-pressure output) is added
+    as ``ρ âᵀâ`` to ``JᵀJ`` (``ρ`` the median non-zero diagonal entry of ``JᵀJ``); should
+    that still leave a zero pivot or an inaccurate solve, every row is.  On the null space of
+    ``A`` this adds nothing, so the answer is unchanged, while those variables get pivots of
+    the size of the data.  A small ``−δI`` in the constraint block (``δ = 10⁻⁹/ρ``) makes
+    ``K_SS`` quasi-definite, so its factorisation exists for any ordering; iterative
+    refinement against the exact (``δ = 0``) matrix removes the ``δ`` bias.  The cost is one
+    sparse factorisation with the sparsity of the KKT matrix, linear in the grid.
     """
     J = _to_scipy(jac_res)
     A = _to_scipy(jac_g)[np.flatnonzero(equality), :]
     nx = J.shape[1]
-    na = A.shape[0]
     npar = len(param_index)
-    free_dirs = nx - na
+    free_dirs = nx - A.shape[0]
     dof = int(num_fit_residuals - free_dirs)
     message = ""
     if dof > 0:
@@ -127,52 +144,92 @@ def parameter_covariance(
             f"no residual degrees of freedom ({num_fit_residuals} observations, {free_dirs} free "
             "directions): covariance uses the fit weights as exact 1/σ²"
         )
-    # quasi-definite regularisation: an LDLᵀ factorisation exists for any ordering, and
-    # the O(eps) perturbation is far below the statistical precision of the result
+    nan = np.full((npar, npar), np.nan)
+    # equilibrate the constraint rows (unit maximum); structurally empty rows carry nothing
+    row_max = np.asarray(abs(A).max(axis=1).todense()).ravel() if A.shape[0] else np.zeros(0)
+    A = (sps.diags(1.0 / row_max[row_max > 0]) @ A[np.flatnonzero(row_max > 0), :]).tocsr()
+    na = A.shape[0]
     H = (J.T @ J).tocsc()
-    hmax = max(1.0, float(abs(H).max()) if H.nnz else 1.0)
-    amax = float(abs(A).max()) if A.nnz else 1.0
-    eps = 1e-13 * hmax
-    # the −δ block acts like a penalty (1/δ)·AᵀA on the constraints: δ must be tiny relative
-    # to ‖A‖²/‖H‖, or the constraints are softened and the covariance inflated
-    delta = 1e-13 * amax**2 / hmax
-    K = sps.bmat([[H + eps * sps.eye(nx), A.T], [A, -delta * sps.eye(na) if na else None]], format="csc")
-    K.sort_indices()
-    rhs = np.zeros((nx + na, npar))
-    rhs[param_index, np.arange(npar)] = 1.0
-    try:
-        Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
-        sol = None
-        # CasADi's sparse LDLᵀ (no pivoting) on the quasi-definite matrix, with a few steps
-        # of iterative refinement; an unstable pivot sequence shows in the residual
-        solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
-        with _quiet_output():  # it prints "zeros in D" from C++; the residual decides
-            solver.sfact(Kc)
-            solver.nfact(Kc)
-            trial = np.array(solver.solve(Kc, ca.DM(rhs)))
-            for _ in range(3):
-                trial = trial + np.array(solver.solve(Kc, ca.DM(rhs - K @ trial)))
-        kmax = float(abs(K).max()) if K.nnz else 1.0
-        if np.all(np.isfinite(trial)):
-            resid = np.linalg.norm(K @ trial - rhs)
-            if os.environ.get("COLLOC_DEBUG_COV"):
-                print(f"covariance LDLᵀ residual {resid:.3g}", file=sys.__stderr__)
-            if resid <= 1e-9 * (kmax * np.linalg.norm(trial) + np.linalg.norm(rhs)):
-                sol = trial
-        if sol is None:
-            if K.shape[0] > 50_000:  # a general LU of a large KKT matrix can exhaust memory
-                nan = np.full((npar, npar), np.nan)
-                return Covariance(nan, s2, dof, "the sparse LDLᵀ of the KKT matrix was not accurate and the "
-                                  "matrix is too large for an LU fallback; use colloc.bootstrap")
-            sol = spla.splu(K, permc_spec="MMD_AT_PLUS_A").solve(rhs)  # LU with partial pivoting
-    except RuntimeError as exc:
-        nan = np.full((npar, npar), np.nan)
-        msg = str(exc).splitlines()[-1][:120]
-        return Covariance(nan, s2, dof, f"KKT factorisation failed ({msg}); parameters not identifiable")
-    C = sol[param_index, :]
-    C = 0.5 * (C + C.T)
-    if not np.all(np.isfinite(C)) or np.any(np.diag(C) < -1e-12 * np.abs(C).max()):
-        nan = np.full((npar, npar), np.nan)
+    diag_h = H.diagonal()
+    # the shift's size: a typical pivot of the data (the median, not the largest: weights of
+    # one signal can exceed another's by many decades, and ρ far above the smallest pivots
+    # makes the block ill-conditioned)
+    rho = float(np.median(diag_h[diag_h > 0])) if np.any(diag_h > 0) else 1.0
+    is_param = np.zeros(nx, dtype=bool)
+    is_param[param_index] = True
+    rest = np.flatnonzero(~is_param)
+    # variables whose JᵀJ row is strictly diagonally dominant (among the non-parameters) give
+    # a definite block by themselves; rows of Â that touch any other variable are added
+    H_rr = H[rest, :][:, rest]
+    diag = H_rr.diagonal()
+    off = np.asarray(abs(H_rr).sum(axis=0)).ravel() - np.abs(diag)
+    seen = np.zeros(nx, dtype=bool)
+    seen[rest] = diag > off
+    touch = np.asarray(abs(A[:, np.flatnonzero(~seen & ~is_param)]).sum(axis=1)).ravel() > 0
+    outcome = _solve_reduced(H, A, rho, rest, param_index, np.flatnonzero(touch))
+    if isinstance(outcome, str) and not touch.all():  # the dominance test was not enough: all rows
+        outcome = _solve_reduced(H, A, rho, rest, param_index, np.arange(na))
+    if isinstance(outcome, str):
+        return Covariance(nan, s2, dof, outcome)
+    K_pp, K_sp, sol = outcome
+    schur = K_pp - K_sp.T @ sol
+    schur = 0.5 * (schur + schur.T)
+    eig = np.linalg.eigvalsh(schur) if npar else np.zeros(0)
+    if npar and (not np.all(np.isfinite(eig)) or eig.min() <= 1e-13 * max(abs(eig).max(), 1e-300)):
         return Covariance(nan, s2, dof, "reduced Hessian is not positive definite; parameters not identifiable")
+    C = np.linalg.inv(schur)
+    C = 0.5 * (C + C.T)
     S = np.diag(param_scale)
     return Covariance(S @ C @ S * s2, s2, dof, message)
+
+
+def _solve_reduced(H, A, rho, rest, param_index, rows):
+    """``(K_PP, K_SP, K_SS⁻¹ K_SP)`` with the rows ``rows`` of ``A`` added as ``ρ AᵀA``, or
+    a message saying why the factorisation failed."""
+    na = A.shape[0]
+    if rows.size:
+        Aw = A[rows, :]
+        H = (H + rho * (Aw.T @ Aw)).tocsc()
+    H_rr = H[rest, :][:, rest]
+    A_r = A[:, rest].tocsc()
+    delta = 1e-9 / rho
+    K = sps.bmat([[H_rr, A_r.T], [A_r, -delta * sps.eye(na) if na else None]], format="csc")
+    K.sort_indices()
+    shift = np.zeros(K.shape[0])
+    shift[rest.size:] = delta  # K + diag(shift) is the exact (δ = 0) matrix
+
+    def exact_times(v: np.ndarray) -> np.ndarray:
+        return K @ v + shift[:, None] * v
+
+    # K_SP: coupling of the other unknowns and the multipliers with the parameters
+    K_sp = np.vstack([H[rest, :][:, param_index].toarray(), A[:, param_index].toarray()])
+    K_pp = H[param_index, :][:, param_index].toarray()
+    try:
+        Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
+        solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
+        with _quiet_output():  # it prints "zeros in D" from C++ when not identifiable
+            solver.sfact(Kc)
+            solver.nfact(Kc)
+            sol = np.array(solver.solve(Kc, ca.DM(K_sp)))
+            target, last = 1e-12 * np.linalg.norm(K_sp), np.inf
+            for _ in range(10):  # refinement towards the exact (δ = 0) system, while it gains
+                if not np.all(np.isfinite(sol)):
+                    break
+                resid = K_sp - exact_times(sol)
+                size = np.linalg.norm(resid)
+                if size <= target or size > 0.5 * last:
+                    break
+                last = size
+                sol = sol + np.array(solver.solve(Kc, ca.DM(resid)))
+    except RuntimeError as exc:
+        msg = str(exc).splitlines()[-1][:120]
+        return f"KKT factorisation failed ({msg}); parameters not identifiable"
+    if not np.all(np.isfinite(sol)):
+        return ("the states are not determined at fixed parameters (zero pivots in the KKT factorisation); "
+                "parameters not identifiable")
+    resid = float(np.linalg.norm(exact_times(sol) - K_sp))
+    if os.environ.get("COLLOC_DEBUG_COV"):
+        print(f"covariance LDLᵀ residual {resid:.3g}", file=sys.__stderr__)
+    if resid > 1e-8 * np.linalg.norm(K_sp):  # backward error of the solve
+        return f"KKT solve inaccurate (residual {resid:.2g}); parameters not identifiable (try colloc.bootstrap)"
+    return K_pp, K_sp, sol

@@ -42,7 +42,9 @@ class Result:
     problem, method : str
     success : bool
     status : str
-        The solver's return status (``"Solve_Succeeded"``, ``"Maximum_Iterations_Exceeded"``…).
+        The solver's return status (``"Solve_Succeeded"``, ``"Maximum_Iterations_Exceeded"``…),
+        or ``"poor_fit"`` when the solver converged but the residuals are far above the
+        declared noise (see :mod:`colloc.results.verdict`; details in ``info["fit_verdict"]``).
     message : str
     iterations : int
     objective : float
@@ -72,12 +74,16 @@ class Result:
         model simulated with CVODES from the identified initial state.
     units : dict of str to str
     info : dict
-        Everything else (residual variance, degrees of freedom, objective history…);
+        Everything else (residual variance, degrees of freedom, objective history,
+        ``fit_verdict``…);
         ``info["initial_estimate"]`` says how the start was found and, after several starts,
         ``info["local_minima"]`` lists the distinct local minima reached (``objective``,
         ``parameters``, ``starts``: how many starts reached it, ``start_indices``).
     initial_parameters : dict of str to float
         The parameters the solver started from (by default the equation-error estimate).
+    solver_status : str
+        The solver's (or baseline's) own return status, kept when ``status`` becomes
+        ``"poor_fit"``; equal to ``status`` otherwise.
     """
 
     problem: str
@@ -102,6 +108,11 @@ class Result:
     units: dict[str, str] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     initial_parameters: dict[str, float] = field(default_factory=dict)
+    solver_status: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.solver_status:
+            self.solver_status = self.status
 
     # ---- convenience --------------------------------------------------------------------
     @property
@@ -156,6 +167,13 @@ class Result:
             "",
             self.format_table(truth),
         ]
+        if self.info.get("fit_verdict"):
+            from .verdict import verdict_line
+
+            lines.append("")
+            lines.append(verdict_line(self.info["fit_verdict"]))
+            if not self.success and self.status == "poor_fit":
+                lines.append(f"  {self.info['fit_verdict']['reason']}")
         if self.simulation:
             lines.append("")
             for trial, sim in self.simulation.items():
@@ -188,6 +206,7 @@ class Result:
             "method": self.method,
             "success": self.success,
             "status": self.status,
+            "solver_status": self.solver_status,
             "message": self.message,
             "iterations": self.iterations,
             "objective": self.objective,
@@ -261,6 +280,7 @@ class Result:
             units=doc.get("units", {}),
             info=doc.get("info", {}),
             initial_parameters=num(doc.get("initial_parameters")) or {},
+            solver_status=doc.get("solver_status", doc["status"]),
         )
 
     # ---- plots --------------------------------------------------------------------------

@@ -200,7 +200,8 @@ class _Shooting:
             fitted = problem.fitted_signals(i)
             sel = [signal_names.index(sig) for sig in fitted]
             meas = np.stack([trial[sig] for sig in fitted]) if fitted else np.zeros((0, N))
-            w = np.sqrt([problem.fit[sig] for sig in fitted])[:, None]
+            weights = problem.fit_weights(i)
+            w = np.sqrt([weights[sig] for sig in fitted])[:, None]
             res_parts.append(ca.vec((Y[sel, :] - ca.DM(meas)) * ca.DM(np.repeat(w, N, axis=1))))
             for term in problem.terms:
                 if term.kind == "trajectory":

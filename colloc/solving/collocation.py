@@ -159,7 +159,8 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
         blk = nlp.blocks[b]
         r = res_all[nlp.res_offsets[b] : nlp.res_offsets[b] + blk.num_res * blk.count]
         fit_res_parts.append(r)
-        w = np.sqrt([problem.fit[s] for s in fitted])
+        weights = problem.fit_weights(i)
+        w = np.sqrt([weights[s] for s in fitted])
         R = r.reshape(blk.count, blk.num_res) / w[None, :]
         idx = pd.Index(trial.time, name="time")
         residuals[trial.name] = pd.DataFrame(R, columns=fitted, index=idx)

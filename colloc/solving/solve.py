@@ -15,6 +15,7 @@ from ..base.engine import check_client
 from ..base.errors import OptionsError, SolveFailed
 from ..definition.problem import Problem
 from ..results.result import Result
+from ..results.verdict import fit_verdict
 from ..transcription.methods import AbstractMethod, AbstractTranscription, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
@@ -39,6 +40,7 @@ def solve(
     starts: int = 1,
     client=None,
     seed: int = 0,
+    verdict: bool = True,
 ) -> Result:
     """Identify the parameters of ``problem`` with ``method``.
 
@@ -79,6 +81,14 @@ def solve(
         process per core) made and closed for the call.
     seed : int
         Seed of the space-filling starts.
+    verdict : bool
+        Judge the fit against the declared noise (the fit weights ``1/σ²``) after the solve,
+        see :mod:`colloc.results.verdict`: ``result.info["fit_verdict"]`` holds the reduced
+        χ² and whiteness of every fitted signal.  When the solver converged but a signal's
+        residuals exceed twice its declared σ (reduced χ² > 4) the result is not a success:
+        ``success`` is False and ``status`` is ``"poor_fit"``; the solver's own status stays
+        in ``result.solver_status``.  ``False`` skips the check (for re-solves whose fit is
+        worse on purpose, such as profile points, or data whose noise is unknown).
 
     Returns
     -------
@@ -134,6 +144,9 @@ def solve(
             errors = "; ".join(f"start {r['start']}: {r['error']}" for r in runs[:3])
             raise SolveFailed(f"{method.name} on '{problem.name}': all {starts} starts raised ({errors})", None)
     result.info["initial_estimate"] = estimate.to_info()
+    result.solver_status = result.status
+    if verdict:
+        _apply_verdict(problem, result)
     if throw and not result.success:
         raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
     return result
@@ -178,3 +191,21 @@ def _initial_estimate(problem: Problem, method: AbstractMethod, start: str,
                 for t in p.trials]
 
     return equation_error(problem, guess=guess, collocation_states=states_at_guess)
+
+
+#: What to try when a converged fit is poor (shown in the message and by the CLI).
+POOR_FIT_HINT = ("try other initial guesses (solve(guess=...), or colloc compare ... --starts N), "
+                 "a model that captures the missing dynamics, or check the declared noise (fit weights 1/σ²)")
+
+
+def _apply_verdict(problem: Problem, result: Result) -> None:
+    """Judge ``result`` against the declared noise; a poor fit of a converged solve fails."""
+    if not result.residuals:
+        return
+    v = fit_verdict(result.residuals, problem.fit, num_parameters=len(result.parameters),
+                    simulation=result.simulation)
+    result.info["fit_verdict"] = v
+    if result.success and v["verdict"] == "poor_fit":
+        result.success = False
+        result.status = "poor_fit"
+        result.message = f"{result.message} But the fit is poor: {v['reason']}. To do: {POOR_FIT_HINT}."

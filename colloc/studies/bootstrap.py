@@ -1,11 +1,13 @@
-"""Parametric bootstrap of an identification: uncertainty without linearisation.
+"""Bootstrap of an identification: uncertainty without linearisation.
 
 The Gauss–Newton standard errors of :func:`colloc.solve` linearise the problem at the
 optimum.  That is accurate when the noise is small against the signal.  It is not accurate
 for errors-in-variables problems, where every node carries its own nuisance unknown.
 :func:`bootstrap` makes no such assumption. It draws new measurements from the identified
 model plus Gaussian noise with the fitted variances, re-identifies each replicate and
-reports the spread of the estimates.
+reports the spread of the estimates.  With ``kind="trials"`` it resamples the trials
+themselves instead (with replacement): the spread then includes whatever varies from one
+trial to the next, not only the measurement noise the model assumes.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class Bootstrap:
         Replicates whose solve did not succeed (excluded).
     level : float
     seed : int
+    kind : str
+        ``"parametric"`` or ``"trials"``.
     """
 
     estimates: pd.DataFrame
@@ -54,6 +58,7 @@ class Bootstrap:
     failures: int
     level: float
     seed: int
+    kind: str = "parametric"
 
     def table(self, result: Result) -> pd.DataFrame:
         """Side by side: estimate, Gauss–Newton SE, bootstrap SE, their ratio, interval."""
@@ -93,8 +98,9 @@ def bootstrap(
     level: float = 0.95,
     solver: Ipopt | None = None,
     progress: Callable[[int, int], None] | None = None,
+    kind: str = "parametric",
 ) -> Bootstrap:
-    """Parametric bootstrap of ``result`` (identified from ``problem``).
+    """Bootstrap of ``result`` (identified from ``problem``): parametric or by trials.
 
     Parameters
     ----------
@@ -113,6 +119,12 @@ def bootstrap(
         Settings for the replicate solves (standard errors and simulation are switched off).
     progress : callable, optional
         Called as ``progress(done, replicates)`` after each replicate.
+    kind : {"parametric", "trials"}
+        ``"parametric"`` (default): new noise on the identified trajectories.
+        ``"trials"``: each replicate draws as many trials as the problem has, with
+        replacement, from its trials (a trial drawn twice enters as ``'name'`` and
+        ``'name#2'``, keeping its constraints, guesses and trial weight); needs at least
+        two trials.
 
     Returns
     -------
@@ -122,8 +134,15 @@ def bootstrap(
     -----
     Replicate data are the identified trajectories at the sample times plus Gaussian noise
     with variance ``s²/w`` per fitted signal (``w`` the fit weight, ``s²`` the residual
-    variance estimated by the fit).  Each replicate starts from the original estimate.
+    variance estimated by the fit).  Each replicate starts from the original estimate and
+    is solved without the fit verdict (its success means the solver converged).
     """
+    kinds = ("parametric", "trials")
+    if kind not in kinds:
+        raise OptionsError(f"bootstrap(kind={kind!r}): expected one of {', '.join(map(repr, kinds))}")
+    if kind == "trials" and len(problem.trials) < 2:
+        raise OptionsError(f"bootstrap(kind='trials') resamples trials: problem '{problem.name}' has "
+                           f"{len(problem.trials)}, need at least 2 (use kind='parametric')")
     if replicates < 2:
         raise OptionsError(f"bootstrap(replicates={replicates}): need at least 2")
     if not 0 < level < 1:
@@ -136,8 +155,11 @@ def bootstrap(
     names = list(result.parameters)
     rows, failures = [], 0
     for k in range(replicates):
-        replica = problem.with_trials(_replicate(problem, result, rng, s2))
-        r = solve(replica, method, solver=quiet, guess=result.parameters, throw=False)
+        if kind == "trials":
+            replica = problem.resampled(rng.integers(0, len(problem.trials), len(problem.trials)))
+        else:
+            replica = problem.with_trials(_replicate(problem, result, rng, s2))
+        r = solve(replica, method, solver=quiet, guess=result.parameters, throw=False, verdict=False)
         if r.success:
             rows.append([r.parameters[n] for n in names])
         else:
@@ -154,4 +176,5 @@ def bootstrap(
         failures=failures,
         level=level,
         seed=seed,
+        kind=kind,
     )

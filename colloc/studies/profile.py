@@ -137,7 +137,7 @@ def profile(problem: Problem, name: str, values: Sequence[float], *, method=None
         p.add_point_constraint(symbol, float(p.trials[0].time[0]), v, v, trial=0, name=f"profile:{name}")
         g = dict(guess or {})
         g[name] = v
-        res = solve(p, method, solver=solver, guess=g, throw=False)
+        res = solve(p, method, solver=solver, guess=g, throw=False, verdict=False)  # off-optimum on purpose
         objective.append(res.objective if res.success else np.nan)
         success.append(bool(res.success))
         rows.append({k: val for k, val in res.parameters.items() if k != name})

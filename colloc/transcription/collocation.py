@@ -432,7 +432,8 @@ def transcribe(
         node_mode, idx, lead = _locate_index(zi, layout.p_index, tn, trial.time)
         u_samples = np.stack([trial[u] for u in known]) if known else np.zeros((0, trial.num_samples))
         meas = np.stack([trial[s] for s in fitted]) if fitted else np.zeros((0, trial.num_samples))
-        sqrt_w = np.sqrt([problem.fit[s] for s in fitted])[:, None] * np.ones_like(meas)
+        weights = problem.fit_weights(i)
+        sqrt_w = np.sqrt([weights[s] for s in fitted])[:, None] * np.ones_like(meas)
 
         def fit_body(z, u, p, t, extra, sel=sel, nf=len(fitted)):
             y = sig_fn(z, u, p, t)[sel]
