@@ -16,7 +16,7 @@ from ..base.errors import OptionsError, SolveFailed
 from ..definition.problem import Problem
 from ..results.result import Result
 from ..results.verdict import fit_verdict
-from ..transcription.methods import AbstractMethod, AbstractTranscription, default_method
+from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
 from .start import InitialEstimate, equation_error, residual_is_linear
@@ -177,7 +177,9 @@ def _initial_estimate(problem: Problem, method: AbstractMethod, start: str,
     if start == "guess":
         return InitialEstimate(_declared_start(problem, guess), "guess", None,
                                "the declared guesses" + (" overridden by guess=" if guess else ""))
-    transcription = method if isinstance(method, AbstractTranscription) else default_method()
+    # the unmeasured states of a first estimate: the cheapest transcription on the samples
+    # (an interior-node scheme would cost several times more and change little here)
+    transcription = Midpoint(input_interpolation=getattr(method, "input_interpolation", "cubic"))
 
     def states_at_guess(p: Problem):
         """Trajectories from a collocation solve with the parameters held at the guess."""
