@@ -201,3 +201,92 @@ def test_num_observations_counts_measured_values_only():
     assert co.Problem(_model(), [trial], fit={"x": 1.0}).num_observations == 8
     guess = co.Problem(_model(), [trial], fit={"x": 1.0}).guess_trajectories(0, t)["x"]
     np.testing.assert_allclose(guess[[2, 3, 4]], np.interp(t[[2, 3, 4]], [0.1, 0.5], np.exp(-np.array([0.1, 0.5]))))
+
+
+def test_simulate_restarts_at_a_repeated_time_with_the_input_step():
+    # ẋ = −a x + u, u = 0 then 1 from t = 0.5: x = e^{−a t}, then x(0.5) e^{−a(t−0.5)} + (1 − e^{−a(t−0.5)})/a
+    m = co.Model("m")
+    x = m.state("x")
+    u = m.known_input("u")
+    a = m.parameter("a")
+    m.set_der(x, -a * x + u)
+    t = np.array([0.0, 0.25, 0.5, 0.5, 0.75, 1.0])
+    U = np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0])[:, None]
+    sim = co.simulate(m, [1.0], [2.0], t, known_inputs=U, rtol=1e-11, atol=1e-11)
+    assert sim.success and "2 pieces" in sim.message
+    xs = np.exp(-1.0)
+    exact = np.where(t < 0.5, np.exp(-2 * t), xs * np.exp(-2 * (t - 0.5)) + (1 - np.exp(-2 * (t - 0.5))) / 2)
+    exact[2] = xs
+    np.testing.assert_allclose(sim.states[:, 0], exact, rtol=1e-8)
+
+
+def test_delay_simulation_refuses_input_jumps():
+    m = co.Model("d")
+    x = m.state("x")
+    u = m.known_input("u")
+    m.set_der(x, -m.delayed(x, 0.1) + u)
+    t = np.array([0.0, 0.5, 0.5, 1.0])
+    sim = co.simulate(m, [1.0], [], t, known_inputs=np.array([[0.0], [0.0], [1.0], [1.0]]))
+    assert not sim.success and sim.status == "not_available" and "jumps" in sim.message
+
+
+def test_shooting_refuses_jumps_and_fits_measured_values_only():
+    t = np.linspace(0.0, 1.0, 21)
+    a = 1.3
+    x = np.exp(-a * t)  # u = 0: ẋ = −a x
+    trial = co.Trial(t, {"x": x, "u": np.zeros(21)}, name="s")
+    with pytest.raises(ProblemError, match=r"trial 's': known input\(s\) u jump; the shooting baselines"):
+        co.solve(co.Problem(_model(jumps=[0.5]), [trial], fit={"x": 1.0}), co.SingleShooting(), start="guess")
+    gaps = x.copy()
+    gaps[5:12] = np.nan
+    trial = co.Trial(t, {"x": gaps, "u": np.zeros(21)}, name="g", missing="allow")
+    result = co.solve(co.Problem(_model(), [trial], fit={"x": 1.0}), co.SingleShooting(), start="guess")
+    assert result.success and result.parameters["a"] == pytest.approx(a, rel=1e-5)
+
+
+def test_errors_in_variables_with_gaps_needs_a_grid_through_the_samples():
+    t = np.linspace(0.0, 1.0, 21)
+    u = np.sin(t)
+    u[5:9] = np.nan
+    trial = co.Trial(t, {"x": np.cos(t), "u": u}, name="e", missing="allow")
+    problem = co.Problem(_model(), [trial], fit={"x": 1.0}, input_noise={"u": 0.1})
+    from colloc.transcription.collocation import transcribe
+
+    with pytest.raises(ProblemError, match=r"trial 'e': errors-in-variables input\(s\) u have unmeasured samples"):
+        transcribe(problem, co.Midpoint(num_nodes=15))
+
+
+def test_bootstrap_replicates_keep_the_unmeasured_samples_unmeasured():
+    from colloc.studies.bootstrap import _replicate
+
+    t = np.linspace(0.0, 1.0, 11)
+    x = np.exp(-t)
+    x[[3, 4]] = np.nan
+    trial = co.Trial(t, {"x": x, "u": np.zeros(11)}, name="b", missing="allow")
+    problem = co.Problem(_model(), [trial], fit={"x": 1.0})
+
+    class _R:
+        trajectories = {"b": __import__("pandas").DataFrame({"x": np.exp(-t)}, index=t)}
+
+    (replica,) = _replicate(problem, _R(), np.random.default_rng(0), 1e-4)
+    assert np.array_equal(np.isnan(replica["x"]), np.isnan(x))
+    assert replica.missing == "allow"
+
+
+def test_from_dataframe_takes_the_missing_opt_in():
+    import pandas as pd
+
+    frame = pd.DataFrame({"time": [0.0, 1.0, 2.0], "a": [1.0, np.nan, 3.0]})
+    with pytest.raises(DataError, match=r"trial 'f': signal 'a', row 2 \(index 1\): value nan is not finite"):
+        co.Trial.from_dataframe(frame, name="f")
+    assert co.Trial.from_dataframe(frame, name="f", missing="allow").present("a").tolist() == [True, False, True]
+
+
+def test_cli_refuses_missing_for_a_loader_without_it():
+    import types
+
+    from colloc.cli import UsageError, _load_trials
+
+    module = types.SimpleNamespace(load_trial=lambda path: None)
+    with pytest.raises(UsageError, match=r"--missing allow: the load_trial of problem 'mine' has no missing= argument"):
+        _load_trials(module, "mine", ["x.csv"], "allow")
