@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import inspect
 import sys
 import time
 import warnings
@@ -147,10 +148,25 @@ def _starts_count(text: str) -> int:
     return value
 
 
+def _load_trials(module: ModuleType, problem_name: str, paths: list[str], missing: str = "error") -> list:
+    """Read the trials with the problem's ``load_trial``; ``--missing allow`` is passed on as
+    ``missing="allow"`` (a problem whose loader does not take it is told so)."""
+    if missing == "error":
+        return [module.load_trial(p) for p in paths]
+    try:
+        takes = "missing" in inspect.signature(module.load_trial).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if not takes:
+        raise UsageError(f"--missing {missing}: the load_trial of problem '{problem_name}' has no missing= "
+                         "argument, so it cannot read unmeasured samples")
+    return [module.load_trial(p, missing=missing) for p in paths]
+
+
 def _identify(module: ModuleType, problem_name: str, paths: list[str], method_name: str,
               nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1,
-              start: str | None = None, starts: int = 1, seed: int = 0):
-    trials = [module.load_trial(p) for p in paths]
+              start: str | None = None, starts: int = 1, seed: int = 0, missing: str = "error"):
+    trials = _load_trials(module, problem_name, paths, missing)
     problem = module.problem(trials)
     method = make_method(method_name, nodes, refine)
     progress = None if quiet or starts > 1 else _Progress()
@@ -174,7 +190,7 @@ def cmd_identify(args) -> int:
         if not Path(p).is_file():
             raise UsageError(f"--data {p}: no such file")
     result = _identify(module, args.problem, args.data, args.method, args.nodes, args.verbose, args.json,
-                       args.max_iter, args.refine, args.start, args.starts, args.seed)
+                       args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing)
     if args.out:
         result.to_json(args.out)
     _report_poor_fit(result)
@@ -258,7 +274,7 @@ def cmd_compare(args) -> int:
     for p in args.data:
         if not Path(p).is_file():
             raise UsageError(f"--data {p}: no such file")
-    trials = [module.load_trial(p) for p in args.data]
+    trials = _load_trials(module, args.problem, args.data, args.missing)
     problem = module.problem(trials)
     truth = getattr(module, "TRUE", None)
     if truth is not None:
@@ -440,6 +456,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="solve from N starts (start 0 as --start, the rest space-filling within the bounds) "
                         "in parallel worker processes and keep the best (default 1)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the space-filling starts (default 0)")
+    p.add_argument("--missing", choices=("error", "allow"), default="error",
+                   help="an empty signal cell is an error (default) or, with 'allow', a sample not measured "
+                        "(signals at different rates in one file, gaps); fits use the measured values only")
     p.set_defaults(func=cmd_identify)
 
     d = sub.add_parser("demo", help="the main job: identify the two-link feedback gains from the shipped data",
@@ -463,6 +482,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("problem", type=_known_problem, help="problem name (see `colloc problems`)")
     c.add_argument("--data", action="append", required=True, metavar="FILE.csv",
                    help="measured trial (CSV); repeat for several trials")
+    c.add_argument("--missing", choices=("error", "allow"), default="error",
+                   help="an empty signal cell is an error (default) or, with 'allow', a sample not measured")
     c.add_argument("--methods", required=True, metavar="M1,M2,...",
                    help=f"comma-separated, from: {', '.join(method_names())}")
     c.add_argument("--starts", type=int, default=1, metavar="K", help="initial guesses per method (default 1)")

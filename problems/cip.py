@@ -159,9 +159,14 @@ def cop_from_states(states: np.ndarray, gains: Mapping[str, float], disturbance:
 
 
 # ---- data -------------------------------------------------------------------------------
-def load_trial(path) -> co.Trial:
-    """Read a CIP CSV (``time, cop[, disturbance]``; COP in m, disturbance in N·m)."""
-    return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=20)
+def load_trial(path, missing: str = "error") -> co.Trial:
+    """Read a CIP CSV (``time, cop[, disturbance]``; COP in m, disturbance in N·m).
+
+    ``missing="allow"`` reads an empty cell as a sample not measured; the disturbance may
+    step at a time written on two rows (:class:`colloc.Trial`, ``jump_columns``).
+    """
+    return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=20,
+                             missing=missing, jump_columns=("disturbance",))
 
 
 def discrete_system(gains: Mapping[str, float], dt: float, body: Mapping[str, float] | None = None,

@@ -49,9 +49,11 @@ def problem(trials: co.Trial | Sequence[co.Trial], noise_std: float = NOISE_STD)
     return co.Problem(model(), trials, fit={"theta": w, "omega": w}, name="pendulum")
 
 
-def load_trial(path) -> co.Trial:
-    """Read a pendulum CSV (columns ``time, theta[, omega]``)."""
-    return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=3)
+def load_trial(path, missing: str = "error") -> co.Trial:
+    """Read a pendulum CSV (columns ``time, theta[, omega]``); ``missing="allow"`` reads an
+    empty cell as a sample not measured (θ and ω at different rates, gaps)."""
+    return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=3,
+                             missing=missing)
 
 
 def simulate_trial(

@@ -134,9 +134,15 @@ def problem(trials: co.Trial | Sequence[co.Trial], *, errors_in_variables: bool 
     return co.Problem(model(body), trials, fit=fit, input_noise=noise, name="two-link")
 
 
-def load_trial(path) -> co.Trial:
-    """Read a two-link CSV (``time, theta_a, theta_h, omega_a, omega_h, platform_acc``)."""
-    return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=10)
+def load_trial(path, missing: str = "error") -> co.Trial:
+    """Read a two-link CSV (``time, theta_a, theta_h, omega_a, omega_h, platform_acc``).
+
+    ``missing="allow"`` reads an empty cell as a sample not measured (angles and
+    acceleration at different rates, gaps); the platform acceleration may step at a time
+    written on two rows (:class:`colloc.Trial`, ``jump_columns``).
+    """
+    return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=10,
+                             missing=missing, jump_columns=("platform_acc",))
 
 
 def excitation(seed: int = 0, harmonics: Sequence[int] = HARMONICS, period: float = 240.0,

@@ -155,9 +155,10 @@ def problem(trials: co.Trial | Sequence[co.Trial], *, tau: float | None = None, 
                       input_noise=noise, name="two-link-delay")
 
 
-def load_trial(path) -> co.Trial:
-    """Read a two-link CSV (``time, theta_a, theta_h, omega_a, omega_h, platform_acc``)."""
-    return tl.load_trial(path)
+def load_trial(path, missing: str = "error") -> co.Trial:
+    """Read a two-link CSV (``time, theta_a, theta_h, omega_a, omega_h, platform_acc``), as
+    :func:`problems.two_link.load_trial`."""
+    return tl.load_trial(path, missing=missing)
 
 
 def simulate_trial(K=tl.K_TRUE, tau: float = TAU_TRUE, *, duration: float = 60.0, rate: float = 100.0,

@@ -18,6 +18,8 @@ Glossary of sizes used in this module and in :mod:`colloc.transcription.nlp`:
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -59,6 +61,10 @@ class Variable:
         The symbol handed to the user, of shape ``shape``.
     flat : casadi.SX
         The same elements as a column, row-major, shape ``(size, 1)``.
+    hold : bool
+        Free inputs only: held constant over each interval.
+    jumps : tuple of float
+        Known inputs only: times (s) at which the input may jump.
     """
 
     name: str
@@ -73,6 +79,7 @@ class Variable:
     symbol: ca.SX = field(repr=False)
     flat: ca.SX = field(repr=False)
     hold: bool = False
+    jumps: tuple[float, ...] = ()
 
     @property
     def size(self) -> int:
@@ -276,7 +283,8 @@ class Model:
         return self._declare("state", name, shape, unit, bounds, scale, guess)
 
     def known_input(
-        self, name: str, shape: int | Sequence[int] = 1, *, unit: str = "", scale=1.0
+        self, name: str, shape: int | Sequence[int] = 1, *, unit: str = "", scale=1.0,
+        jumps: Sequence[float] = (),
     ) -> ca.SX:
         """Declare a measured input; every trial must provide a column of this name.
 
@@ -288,8 +296,31 @@ class Model:
         unit : str, optional
         scale : float or array, optional
             Nominal magnitude (used when the input is estimated as errors-in-variables).
+        jumps : sequence of float, optional
+            Times (s) at which the input may jump (a step in a dose, a stimulator switched
+            on).  Each becomes a mesh point; the input is interpolated separately on each
+            side, the spline of each side ending at the jump, and the simulation check
+            restarts there.  A jump written in the data itself (two rows at one time, read
+            with ``jump_columns=``) needs no declaration.  Each time must lie strictly
+            inside every trial's record.
         """
-        return self._declare("known_input", name, shape, unit, (-np.inf, np.inf), scale, 0.0)
+        where = f"known input '{name}' of model '{self.name}'"
+        try:
+            times = np.array(jumps, dtype=float).ravel()
+        except (TypeError, ValueError):
+            raise ModelError(f"{where}: jumps must be a sequence of times in seconds, got {jumps!r}") from None
+        if isinstance(jumps, str) or not np.all(np.isfinite(times)):
+            raise ModelError(f"{where}: jumps must be finite times in seconds, got {jumps!r}")
+        symbol = self._declare("known_input", name, shape, unit, (-np.inf, np.inf), scale, 0.0)
+        if times.size:
+            var = self._variables[name]
+            self._variables[name] = dataclasses.replace(var, jumps=tuple(sorted(set(times.tolist()))))
+        return symbol
+
+    def input_jumps(self) -> dict[str, tuple[float, ...]]:
+        """Known-input element name -> the jump times declared with ``known_input(..., jumps=)``
+        (only elements that have some)."""
+        return {e: v.jumps for v in self.variables("known_input") if v.jumps for e in v.element_names}
 
     def free_input(
         self,

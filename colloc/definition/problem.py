@@ -134,6 +134,7 @@ class Problem:
                 )
             if t.num_samples < 2:
                 raise ProblemError(f"trial '{t.name}' has {t.num_samples} sample(s); need at least 2")
+            self._check_jumps(t, known)
         no_fit = fit is not None and len(fit) == 0  # explicitly no least-squares fit
         if fit is None:
             fit = {s: 1.0 for s in model.signal_names() if any(s in t for t in self.trials)}
@@ -156,9 +157,62 @@ class Problem:
             if u in fit:
                 raise ProblemError(f"'{u}' has both a fit weight and input_noise; give only input_noise")
         fit.update({u: 1.0 / sigma**2 for u, sigma in self.input_noise.items()})
+        for t in self.trials:  # every signal used needs two measured values to interpolate
+            for s in [u for u in known] + [s for s in fit if s in t and s not in known]:
+                count = int(t.present(s).sum())
+                if count < 2:
+                    where = f"trial '{t.name}'" + (f" ({t.source})" if t.source else "")
+                    kind = "column" if t.source else "signal"
+                    raise ProblemError(
+                        f"{where}: {kind} '{s}' has {count} measured value(s) of {t.num_samples}; a fitted "
+                        "signal or known input needs at least 2 (drop the column or measure it)"
+                    )
         self.fit: dict[str, float] = {k: float(v) for k, v in fit.items()}
         self.terms: list[Term] = []
         self._guesses: dict = {}  # name or (name, trial index) -> constant or f(times)
+
+    def _check_jumps(self, t: Trial, known: list[str]) -> None:
+        """Jumps only in exact known inputs, and only strictly inside the record."""
+        where = f"trial '{t.name}'" + (f" ({t.source})" if t.source else "")
+        for col, (times, _) in t.jumps.items():
+            if col not in known or col in self.input_noise:
+                what = ("an errors-in-variables input (its estimate is continuous)" if col in self.input_noise
+                        else "not a known input of the model")
+                raise ProblemError(
+                    f"{where}: column '{col}' jumps at t = {float(times[0]):g} s but is {what}; only exact known "
+                    f"inputs may jump (known inputs: {', '.join(known) or '(none)'})"
+                )
+        for name, times in self.model.input_jumps().items():
+            if name in self.input_noise:
+                raise ProblemError(
+                    f"known input '{name}' declares jumps but is estimated as errors-in-variables (input_noise); "
+                    "its estimate is continuous: drop jumps= or input_noise for it"
+                )
+            for tj in times:
+                if not (t.time[0] < tj < t.time[-1]):
+                    raise ProblemError(
+                        f"known input '{name}': jump at t = {tj:g} s is outside {where}, which runs from "
+                        f"{t.time[0]:g} to {t.time[-1]:g} s; a jump must lie strictly inside every trial's record"
+                    )
+
+    def input_jumps(self, trial: int) -> dict[str, np.ndarray]:
+        """Known input -> sorted jump times in trial ``trial``: those declared with
+        ``known_input(..., jumps=)`` and those written in the data (repeated time rows)."""
+        t = self.trials[trial]
+        out: dict[str, np.ndarray] = {}
+        declared = self.model.input_jumps()
+        for u in self.model.element_names("known_input"):
+            times = set(declared.get(u, ()))
+            if u in t.jumps:
+                times |= set(t.jumps[u][0].tolist())
+            if times:
+                out[u] = np.array(sorted(times))
+        return out
+
+    def jump_times(self, trial: int) -> np.ndarray:
+        """All times at which some known input of trial ``trial`` may jump (sorted, unique)."""
+        jumps = self.input_jumps(trial)
+        return np.unique(np.concatenate(list(jumps.values()))) if jumps else np.zeros(0)
 
     # ---- extra objective terms and constraints ------------------------------------------
     def _expr(self, expr, where: str) -> ca.SX:
@@ -387,13 +441,15 @@ class Problem:
 
     @property
     def num_observations(self) -> int:
-        """Number of fitted scalar samples over all trials."""
-        return sum(len(self.fitted_signals(i)) * t.num_samples for i, t in enumerate(self.trials))
+        """Number of fitted scalar samples over all trials (measured values only: a sample
+        that was not measured, NaN in the trial, does not count)."""
+        return sum(int(t.present(s).sum()) for i, t in enumerate(self.trials) for s in self.fitted_signals(i))
 
     def guess_trajectories(self, trial: int, times: np.ndarray) -> dict[str, np.ndarray]:
         """Initial guesses of every state and free-input element at ``times``.
 
-        Measured signals are interpolated from the trial; an unmeasured state that is the
+        Measured signals are interpolated (linearly, through the measured values) from the
+        trial; an unmeasured state that is the
         plain derivative of a measured one (``set_der(theta, omega)``) is initialised by
         differentiating the measurement; anything else takes the declared guess, unless
         :meth:`set_guess` gave one.
@@ -412,12 +468,14 @@ class Problem:
                     np.asarray(v(times) if callable(v) else v, dtype=float), times.shape
                 ).copy()
             elif name in t:
-                out[name] = np.interp(times, t.time, t[name])
+                m = t.present(name)  # through the measured values only
+                out[name] = np.interp(times, t.time[m], t[name][m])
             else:
                 out[name] = np.full(times.shape, g)
         for pos, vel in model.derivative_pairs():
             if pos in t and vel not in t and vel not in self._guesses and (vel, trial) not in self._guesses:
-                out[vel] = np.interp(times, t.time, np.gradient(t[pos], t.time))
+                m = t.present(pos)
+                out[vel] = np.interp(times, t.time[m], np.gradient(t[pos][m], t.time[m]))
         for name in names[: len(names) - len(self.input_noise)]:
             var = model.variable(name)
             i = var.element_names.index(name)

@@ -13,6 +13,18 @@ CSV contract
   ignored with an :class:`~colloc.ExtraColumnsWarning`.
 * Empty, non-numeric, NaN or infinite cells, duplicate or decreasing times and too few
   rows are errors.  Blank lines at the very end of the file are allowed.
+
+Two opt-ins relax this, and only where the caller asks:
+
+* ``missing="allow"``: an *empty* signal cell means "not measured at this time" (multi-rate
+  records, gaps).  It is stored as NaN; :meth:`Trial.present` tells which samples exist.
+  ``nan``/``inf`` text, non-numeric cells and an empty ``time`` cell stay errors.
+* ``jump_columns=[...]``: a time may appear on two consecutive rows when they differ in a
+  jump column (a known input that steps at that time, such as a drug dose).  The earlier
+  row holds the value just before the step, the later row the value just after; every
+  other column must agree on the two rows (or be empty on one of them).  The trial keeps
+  one sample at that time (the value after the step) and records the value before it in
+  :attr:`Trial.jumps`.
 """
 
 from __future__ import annotations
@@ -88,31 +100,99 @@ def _as_vector(values: Any, what: str, origin: _Origin) -> np.ndarray:
     return array
 
 
-def _first_bad_row(array: np.ndarray, what: str, origin: _Origin) -> None:
-    bad = np.flatnonzero(~np.isfinite(array))
+MISSING_POLICIES = ("error", "allow")
+
+
+def _check_missing(missing: str) -> str:
+    if not isinstance(missing, str) or missing not in MISSING_POLICIES:
+        raise ValueError(f"missing must be 'error' (every sample present) or 'allow' (an empty "
+                         f"cell or NaN means not measured), got {missing!r}")
+    return missing
+
+
+def _first_bad_row(array: np.ndarray, what: str, origin: _Origin, allow_nan: bool = False) -> None:
+    bad = np.flatnonzero(np.isinf(array) if allow_nan else ~np.isfinite(array))
     if bad.size:
         i = int(bad[0])
+        hint = "" if allow_nan else (" or pass missing='allow' to mark NaN as not measured")
         raise _error(f"{origin.label}: {what}, {origin.row(i)}: value {float(array[i])!r} "
                      "is not finite; expected a finite number (missing samples are not allowed: "
-                     "remove the row or fill it explicitly)")
+                     f"remove the row or fill it explicitly{hint})")
 
 
-def _check_time(time: np.ndarray, origin: _Origin) -> None:
-    what = f"{origin.kind} 'time'" if origin.lines is not None else "time"
+def _time_what(origin: _Origin) -> str:
+    return f"{origin.kind} 'time'" if origin.lines is not None else "time"
+
+
+def _duplicate_error(time: np.ndarray, i: int, origin: _Origin, why: str = "") -> DataError:
+    cur = float(time[i])
+    return _error(f"{origin.label}: {_time_what(origin)}, {origin.row(i)}: duplicate time {cur!r} "
+                  f"(same as {origin.row(i - 1)}); time must be strictly increasing: remove or fix "
+                  f"the duplicate row{why}")
+
+
+def _check_time(time: np.ndarray, origin: _Origin, pairs: frozenset[int] = frozenset()) -> None:
+    """Finite and strictly increasing, except rows ``i ∈ pairs`` that repeat row ``i − 1``."""
+    what = _time_what(origin)
     if time.size == 0:
         raise _error(f"{origin.label}: {what} is empty; expected at least 1 sample")
     _first_bad_row(time, what, origin)
-    bad = np.flatnonzero(np.diff(time) <= 0.0)
-    if bad.size:
-        i = int(bad[0]) + 1
+    bad = [int(k) + 1 for k in np.flatnonzero(np.diff(time) <= 0.0)]
+    bad = [i for i in bad if not (i in pairs and time[i] == time[i - 1])]
+    if bad:
+        i = bad[0]
         prev, cur = float(time[i - 1]), float(time[i])
         if cur == prev:
-            problem = (f"duplicate time {cur!r} (same as {origin.row(i - 1)}); time must be "
-                       "strictly increasing: remove or fix the duplicate row")
-        else:
-            problem = (f"decreasing time {cur!r} (less than {prev!r} at {origin.row(i - 1)}); "
-                       "time must be strictly increasing: sort the rows by time")
+            raise _duplicate_error(time, i, origin)
+        problem = (f"decreasing time {cur!r} (less than {prev!r} at {origin.row(i - 1)}); "
+                   "time must be strictly increasing: sort the rows by time")
         raise _error(f"{origin.label}: {what}, {origin.row(i)}: {problem}")
+
+
+def _merge_jumps(time: np.ndarray, arrays: dict[str, np.ndarray], jump_columns: Sequence[str],
+                 origin: _Origin) -> tuple[np.ndarray, dict[str, np.ndarray],
+                                           dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Merge the row pairs that share a time into one sample, recording the jumps.
+
+    A pair is valid when at least one jump column differs between its rows and every
+    other column agrees (or is NaN on one row).  Three rows at one time, or a pair that
+    is not valid, raise the duplicate-time error.
+    """
+    equal = np.flatnonzero(np.diff(time) == 0.0) + 1  # the later row of each repeat
+    pairs = frozenset(int(i) for i in equal if not (i - 1 in set(equal.tolist())))
+    _check_time(time, origin, pairs)  # decreasing times and triples come first
+    if not pairs:
+        return time, arrays, {}
+    names = ", ".join(repr(c) for c in jump_columns)
+    merged = {k: v.copy() for k, v in arrays.items()}
+    jumps: dict[str, tuple[list[float], list[float]]] = {}
+    for i in sorted(pairs):
+        stepped = []
+        for col, v in arrays.items():
+            a, b = v[i - 1], v[i]
+            if np.isnan(a) or np.isnan(b) or a == b:
+                merged[col][i] = b if not np.isnan(b) else a
+                continue
+            if col not in jump_columns:
+                raise _duplicate_error(time, i, origin, (
+                    f" ({origin.kind} {col!r} differs between the two rows: {float(a)!r} and "
+                    f"{float(b)!r}; only the jump column(s) {names} may)"))
+            stepped.append((col, float(a)))
+        if not stepped:
+            raise _duplicate_error(time, i, origin, (
+                f" (a repeated time marks a jump only where the jump column(s) {names} differ "
+                "between the two rows)"))
+        for col, left in stepped:
+            jumps.setdefault(col, ([], []))
+            jumps[col][0].append(float(time[i]))
+            jumps[col][1].append(left)
+    keep = np.ones(time.size, dtype=bool)
+    keep[[i - 1 for i in pairs]] = False
+    out = {k: v[keep] for k, v in merged.items()}
+    recorded = {c: (np.array(t), np.array(v)) for c, (t, v) in jumps.items()}
+    for t, v in recorded.values():
+        t.flags.writeable = v.flags.writeable = False
+    return time[keep], out, recorded
 
 
 class Trial:
@@ -127,6 +207,15 @@ class Trial:
         non-empty strings without surrounding blanks, and not ``"time"``.
     name : str, optional
         Name used in messages and results; defaults to ``"trial"``.
+    missing : {"error", "allow"}, optional
+        ``"error"`` (default): every sample of every signal must be finite.  ``"allow"``:
+        NaN marks a sample that was not measured (multi-rate signals, gaps); fits use only
+        the present samples.  Infinite values are errors either way; time is always complete.
+    jump_columns : sequence of str, optional
+        Signals that may step at a repeated time: two consecutive samples with the same
+        time that differ in these signals (and agree, or are NaN on one of them, in every
+        other) are one sample with a jump, the earlier holding the value before it.
+        Every other repeated time is an error.
 
     Attributes
     ----------
@@ -138,6 +227,11 @@ class Trial:
         The trial name; for CSV trials the file name.
     source : str or None
         The path of the CSV file the trial was read from, else None.
+    missing : str
+        The missing-sample policy the trial was built with (``"error"`` or ``"allow"``).
+    jumps : dict[str, tuple[numpy.ndarray, numpy.ndarray]]
+        Signal name -> (jump times, values just before them), for the signals that step at
+        a repeated time; ``signals`` holds the value just after.  Empty when none.
 
     Raises
     ------
@@ -149,11 +243,15 @@ class Trial:
     signals: dict[str, np.ndarray]
     name: str
     source: str | None
+    missing: str
+    jumps: dict[str, tuple[np.ndarray, np.ndarray]]
 
     def __init__(self, time: ArrayLike, signals: Mapping[str, ArrayLike], *,
-                 name: str | None = None) -> None:
+                 name: str | None = None, missing: str = "error",
+                 jump_columns: Sequence[str] = ()) -> None:
         name = self._check_name(name)
-        self._setup(time, signals, name, None, _Origin(f"trial {name!r}"))
+        self._setup(time, signals, name, None, _Origin(f"trial {name!r}"), missing=missing,
+                    jump_columns=jump_columns)
 
     # -- construction helpers -------------------------------------------------------------
     @staticmethod
@@ -165,10 +263,16 @@ class Trial:
         return name
 
     def _setup(self, time: Any, signals: Any, name: str, source: str | None,
-               origin: _Origin) -> None:
+               origin: _Origin, *, missing: str = "error", jump_columns: Sequence[str] = (),
+               jumps: dict | None = None) -> None:
         """Validate and store; ``origin`` decides how rows are named in messages."""
+        _check_missing(missing)
+        jump_columns = _name_list(jump_columns, "jump_columns")
         time_arr = _as_vector(time, "time", origin)
-        _check_time(time_arr, origin)
+        if not jump_columns:
+            _check_time(time_arr, origin)
+        elif time_arr.size == 0 or not np.all(np.isfinite(time_arr)):
+            _check_time(time_arr, origin)
         if not isinstance(signals, Mapping):
             raise _error(f"{origin.label}: signals must be a mapping name -> 1-D array, "
                          f"got {type(signals).__name__}")
@@ -185,19 +289,34 @@ class Trial:
             if array.shape != time_arr.shape:
                 raise _error(f"{origin.label}: {what} has {array.size} samples, expected "
                              f"{time_arr.size} (the length of time)")
-            _first_bad_row(array, what, origin)
-            array.flags.writeable = False
+            _first_bad_row(array, what, origin, allow_nan=missing == "allow")
             stored[key] = array
+        unknown = [c for c in jump_columns if c not in stored]
+        if unknown:
+            raise _error(f"{origin.label}: jump_columns names {', '.join(map(repr, unknown))}, which "
+                         f"is not a {origin.kind}; {origin.kind}s: {_names(list(stored))}")
+        found = dict(jumps or {})
+        if jump_columns:
+            time_arr, stored, found = _merge_jumps(time_arr, stored, jump_columns, origin)
+        for array in stored.values():
+            array.flags.writeable = False
         time_arr.flags.writeable = False
         self.time, self.signals, self.name, self.source = time_arr, stored, name, source
+        self.missing, self.jumps = missing, found
 
     @classmethod
     def _trusted(cls, time: np.ndarray, signals: dict[str, np.ndarray], name: str,
-                 source: str | None) -> Trial:
+                 source: str | None, missing: str = "error", jumps: dict | None = None) -> Trial:
         """Build from already validated read-only arrays (no copy, no checks)."""
         trial = cls.__new__(cls)
         trial.time, trial.signals, trial.name, trial.source = time, signals, name, source
+        trial.missing, trial.jumps = missing, dict(jumps or {})
         return trial
+
+    def __setstate__(self, state: dict) -> None:  # trials pickled before missing/jumps existed
+        state.setdefault("missing", "error")
+        state.setdefault("jumps", {})
+        self.__dict__.update(state)
 
     @property
     def _label(self) -> str:
@@ -243,6 +362,15 @@ class Trial:
 
     def __contains__(self, signal: object) -> bool:
         return isinstance(signal, str) and signal in self.signals
+
+    def present(self, signal: str) -> np.ndarray:
+        """Boolean mask, shape (num_samples,): True where ``signal`` was measured (not NaN)."""
+        return ~np.isnan(self[signal])
+
+    @property
+    def has_missing(self) -> bool:
+        """True if some signal has a sample that was not measured (NaN)."""
+        return any(bool(np.isnan(v).any()) for v in self.signals.values())
 
     def __repr__(self) -> str:
         return (f"Trial({self.name!r}, {self.num_samples} samples, {self.time[0]:g} to "
@@ -307,13 +435,18 @@ class Trial:
                 f"{', '.join(repr(n) for n in extra)} (expected required: {_names(req)}; "
                 f"optional: {_names(opt)})"), stacklevel=stacklevel)
         kept = {n: self.signals[n] for n in req + opt if n in self.signals}
-        return self._trusted(self.time, kept, self.name, self.source)
+        jumps = {n: j for n, j in self.jumps.items() if n in kept}
+        return self._trusted(self.time, kept, self.name, self.source, self.missing, jumps)
 
     def with_signals(self, **signals: ArrayLike) -> Trial:
-        """A copy with ``signals`` (name -> shape (num_samples,)) added or replaced."""
+        """A copy with ``signals`` (name -> shape (num_samples,)) added or replaced.
+
+        The missing-sample policy is kept; so are the jumps of the signals not replaced.
+        """
         trial = type(self).__new__(type(self))
+        jumps = {n: j for n, j in self.jumps.items() if n not in signals}
         trial._setup(self.time, {**self.signals, **signals}, self.name, self.source,
-                     _Origin(self._label))
+                     _Origin(self._label), missing=self.missing, jumps=jumps)
         return trial
 
     # -- conversion -----------------------------------------------------------------------
@@ -325,17 +458,31 @@ class Trial:
     def to_csv(self, path: str | os.PathLike[str]) -> None:
         """Write the trial in the CSV contract format, atomically and at full precision.
 
+        Samples that were not measured are written as empty cells and each jump as two rows
+        at its time, so :meth:`from_csv` with the same ``missing`` and ``jump_columns``
+        reads the trial back unchanged.
+
         The file is written to a temporary file in the same directory and then moved over
         ``path`` with :func:`os.replace`, so readers never see a half-written file.
         """
         target = Path(path)
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-        columns = [self.time.tolist()] + [v.tolist() for v in self.signals.values()]
+        columns = [self.time.tolist()] + [["" if v != v else v for v in a.tolist()]  # NaN: empty
+                                          for a in self.signals.values()]
+        rows = list(zip(*columns, strict=True))
+        before: dict[int, list] = {}  # jumps: the row just before the step, written first
+        names = list(self.signals)
+        for col, (times, left) in self.jumps.items():
+            for t, v in zip(times.tolist(), left.tolist()):
+                k = int(np.searchsorted(self.time, t))
+                row = before.setdefault(k, list(rows[k]))
+                row[1 + names.index(col)] = v
+        rows = [r for k, row in enumerate(rows) for r in ([tuple(before[k])] if k in before else []) + [row]]
         try:
             with open(tmp, "x", encoding="utf-8", newline="") as handle:
                 writer = csv.writer(handle, lineterminator="\n")
                 writer.writerow(["time", *self.signals])
-                writer.writerows(zip(*columns, strict=True))  # floats are written with repr: exact
+                writer.writerows(rows)  # floats are written with repr: exact
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, target)
@@ -346,7 +493,8 @@ class Trial:
     @classmethod
     def from_csv(cls, path: str | os.PathLike[str], *, required: Sequence[str] = (),
                  optional: Sequence[str] = (), min_rows: int = 2,
-                 name: str | None = None) -> Trial:
+                 name: str | None = None, missing: str = "error",
+                 jump_columns: Sequence[str] = ()) -> Trial:
         """Read a trial from a CSV file following the contract in the module docstring.
 
         Parameters
@@ -360,6 +508,12 @@ class Trial:
             Minimum number of data rows.
         name : str, optional
             Trial name; defaults to the file name.
+        missing : {"error", "allow"}
+            ``"allow"`` reads an empty signal cell as "not measured" (NaN): signals sampled
+            at different rates in one file, or with gaps.  ``"error"`` (default) refuses it.
+        jump_columns : sequence of str
+            Columns that may step at a time written on two consecutive rows (see the
+            module docstring); columns not in the file are ignored here.
 
         Returns
         -------
@@ -373,28 +527,35 @@ class Trial:
         """
         source = os.fspath(path)
         _check_min_rows(min_rows)
+        _check_missing(missing)
+        jump_columns = _name_list(jump_columns, "jump_columns")
         name = cls._check_name(name if name is not None else Path(source).name)
-        header, rows, lines = _read_csv(source)
+        header, rows, lines = _read_csv(source, allow_empty=missing == "allow")
         if len(rows) < min_rows:
             raise _error(f"{source}: needs at least {min_rows} data rows, got {len(rows)}; "
                          "record a longer trial")
-        data = np.array(rows, dtype=np.float64).reshape(len(rows), len(header))
-        overflow = np.argwhere(~np.isfinite(data))  # e.g. '1e999'; row-major order
+        data = np.array([[c if c.strip(" \t") else "nan" for c in r] for r in rows] if missing == "allow"
+                        else rows, dtype=np.float64).reshape(len(rows), len(header))
+        overflow = np.argwhere(np.isinf(data))  # e.g. '1e999'; row-major order
         if overflow.size:
             i, j = (int(k) for k in overflow[0])
             raise _error(f"{source}: column {header[j]!r}, row {i + 1} (line {lines[i]} of the "
                          f"file): value {rows[i][j].strip()!r} overflows float64 (not finite)")
         trial = cls.__new__(cls)
         trial._setup(data[:, 0], {n: data[:, j] for j, n in enumerate(header) if j},
-                     name, source, _Origin(source, lines))
+                     name, source, _Origin(source, lines), missing=missing,
+                     jump_columns=[c for c in jump_columns if c in header])
         if required or optional:
             trial = trial._require(required, optional, min_rows, stacklevel=3)
         return trial
 
     @classmethod
     def from_dataframe(cls, frame: pd.DataFrame, *, time_column: str = "time",
-                       name: str | None = None) -> Trial:
+                       name: str | None = None, missing: str = "error",
+                       jump_columns: Sequence[str] = ()) -> Trial:
         """Build a trial from a DataFrame: ``time_column`` plus one signal per other column.
+
+        ``missing`` and ``jump_columns`` are as for :class:`Trial`.
 
         Rows are taken by position (the index is ignored); messages give 1-based rows and
         the 0-based position as ``index``.
@@ -417,7 +578,7 @@ class Trial:
         arrays = {col: _numeric_column(frame[col], col, origin) for col in columns}
         time = arrays.pop(time_column)
         trial = cls.__new__(cls)
-        trial._setup(time, arrays, name, None, origin)
+        trial._setup(time, arrays, name, None, origin, missing=missing, jump_columns=jump_columns)
         return trial
 
 
@@ -449,8 +610,10 @@ def _numeric_column(series: pd.Series, col: str, origin: _Origin) -> np.ndarray:
     return series.to_numpy(dtype=np.float64)
 
 
-def _read_csv(source: str) -> tuple[list[str], list[list[str]], list[int]]:
-    """Parse ``source`` into (header, rows of validated number strings, line of each row)."""
+def _read_csv(source: str, allow_empty: bool = False) -> tuple[list[str], list[list[str]], list[int]]:
+    """Parse ``source`` into (header, rows of validated number strings, line of each row).
+
+    ``allow_empty`` lets signal cells (not ``time``) be blank: a sample not measured."""
     try:
         with open(source, "rb") as handle:
             data = handle.read()
@@ -511,23 +674,29 @@ def _read_csv(source: str) -> tuple[list[str], list[list[str]], list[int]]:
             raise _error(f"{source}: {where} {found}, expected {width} "
                          f"(one per column: {_names(header)})")
         if not all(map(_NUMBER.fullmatch, record)):
-            for col, cell in zip(header, record, strict=True):
-                if not _NUMBER.fullmatch(cell):
-                    raise _error(f"{source}: column {col!r}, {where}: {_cell_problem(cell)}")
+            for j, (col, cell) in enumerate(zip(header, record, strict=True)):
+                if not _NUMBER.fullmatch(cell) and not (allow_empty and j and not cell.strip(" \t")):
+                    raise _error(f"{source}: column {col!r}, {where}: {_cell_problem(cell, allow_empty)}")
         rows.append(record)
         lines.append(line)
     return header, rows, lines
 
 
-def _cell_problem(cell: str) -> str:
+def _cell_problem(cell: str, allow_empty: bool = False) -> str:
     text = cell.strip(" \t")
     if not text.strip():
-        return "empty cell; expected a number (no silent fill: fix or remove the row)"
+        if allow_empty:  # only the time column gets here
+            return "empty time cell; every row needs its time (an empty signal cell is a missing sample)"
+        return ("empty cell; expected a number (no silent fill: fix or remove the row, or read "
+                "with missing='allow' (CLI --missing allow) if it was not measured)")
     try:
         value = float(text)
     except ValueError:
         value = 0.0
     if not math.isfinite(value):
+        if allow_empty:
+            return (f"value {text!r} is not finite; expected a finite number (leave the cell "
+                    "empty for a sample that was not measured)")
         return (f"value {text!r} is not finite; expected a finite number (missing samples "
                 "are not allowed: remove the row or fill it explicitly)")
     return f"cannot read {text!r} as a number; expected a decimal number such as 1.25 or -3e-4"

@@ -24,14 +24,14 @@ import casadi as ca
 import numpy as np
 import pandas as pd
 
-from ..base.errors import OptionsError
+from ..base.errors import OptionsError, ProblemError
 from ..base.versions import versions
 from ..definition.explicit import explicit_rhs
 from ..definition.problem import Problem
 from ..results.result import Result
 from ..simulation.integrators import Cvodes, RungeKutta, interval_data_size
 from ..solving.ipopt import IterationInfo
-from ..transcription.interpolation import keys_kernel
+from ..transcription.interpolation import InputReader, keys_kernel
 from ..transcription.methods import AbstractMethod
 from .optimizers import LBFGS, Outcome, ReducedIpopt, SteepestDescent
 
@@ -178,7 +178,13 @@ class _Shooting:
             R = ca.reshape(phys[o : o + q * N], N, q).T if q else ca.MX(0, N)
             o += q * N
             E = ca.reshape(phys[o : o + len(eiv) * N], N, len(eiv)).T if eiv else ca.MX(0, N)
-            rows = [E[eiv.index(u), :] if u in eiv else ca.DM(trial[u][None, :]) for u in known]
+            if problem.input_jumps(i):
+                raise ProblemError(
+                    f"trial '{trial.name}': known input(s) {', '.join(problem.input_jumps(i))} jump; the shooting "
+                    "baselines read inputs linearly between samples and cannot take a jump: use a collocation method"
+                )
+            measured_u = InputReader(trial, known, "linear")(trial.time)  # unmeasured samples interpolated
+            rows = [E[eiv.index(u), :] if u in eiv else ca.DM(measured_u[k][None, :]) for k, u in enumerate(known)]
             U = ca.vertcat(*rows) if rows else ca.MX(0, N)
             t = ca.DM(trial.time[None, :])
             h = ca.DM(np.diff(trial.time)[None, :])
@@ -201,8 +207,10 @@ class _Shooting:
             sel = [signal_names.index(sig) for sig in fitted]
             meas = np.stack([trial[sig] for sig in fitted]) if fitted else np.zeros((0, N))
             weights = problem.fit_weights(i)
-            w = np.sqrt([weights[sig] for sig in fitted])[:, None]
-            res_parts.append(ca.vec((Y[sel, :] - ca.DM(meas)) * ca.DM(np.repeat(w, N, axis=1))))
+            w = np.sqrt([weights[sig] for sig in fitted])[:, None] * np.ones((1, N))
+            w[np.isnan(meas)] = 0.0  # a sample not measured has no residual
+            meas = np.nan_to_num(meas, nan=0.0)
+            res_parts.append(ca.vec((Y[sel, :] - ca.DM(meas)) * ca.DM(w)))
             for term in problem.terms:
                 if term.kind == "trajectory":
                     values = {sig: Y[signal_names.index(sig), :].T for sig in term.signals}
@@ -221,7 +229,7 @@ class _Shooting:
                     extra.append(ca.sum2(val * ca.DM((qw if term.integral else np.ones(N))[None, :])))
         self.theta = theta
         res = ca.vertcat(*res_parts)
-        self.num_fit = sum(len(problem.fitted_signals(i)) * t.num_samples for i, t in enumerate(problem.trials))
+        self.num_fit = problem.num_observations
         J = 0.5 * ca.sumsqr(res) + (ca.sum1(ca.vertcat(*extra)) if extra else 0)
         self.J = ca.Function("J", [theta], [J])
         self.res = ca.Function("res", [theta], [res])

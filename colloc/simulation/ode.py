@@ -76,7 +76,10 @@ def simulate(
         Initial state (physical units), elements in model order.
     parameters : array, shape (num_params,) or dict name → value
     time : array, shape (num_times,)
-        Output times; inputs are linear between consecutive times.
+        Output times, non-decreasing; inputs are linear between consecutive times.  A time
+        written twice in a row is a jump of the inputs: the first row holds the values just
+        before it, the second those just after, and the integration restarts there from
+        the state reached (both rows get that state).  Delay models do not take jumps.
     known_inputs, free_inputs : array, shape (num_times, s) / (num_times, q), optional
         Input values at ``time`` (zero-width when the model has none).
     rtol, atol : float
@@ -115,6 +118,12 @@ def simulate(
         rhs = explicit_rhs(model)
     except ModelError as exc:
         return Simulation(False, "not_available", str(exc), time, nan_states)
+    repeats = np.flatnonzero(np.diff(time) == 0.0) + 1  # jumps: the row after the step
+    if repeats.size:
+        if model.delays:
+            return Simulation(False, "not_available", "the delay simulator does not take input jumps "
+                              f"(a repeated time at t = {time[repeats[0]]:.6g} s)", time, nan_states)
+        return _simulate_pieces(model, x0, pvec, time, U, R, repeats, rtol, atol, divergence_bound)
     if model.delays:
         return _simulate_delayed(model, rhs, x0, pvec, time, U, R, divergence_bound)
 
@@ -155,6 +164,27 @@ def simulate(
             break
         states[start + 1 : stop + 1] = traj.T
         xk = traj[:, -1]
+    return _finish(model, status, message, time, states, R, U, pvec)
+
+
+def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bound) -> Simulation:
+    """Integrate piece by piece between the repeated times (input jumps), chaining the state."""
+    N, n = time.size, x0.size
+    states = np.full((N, n), np.nan)
+    bounds = [0, *repeats.tolist(), N]
+    xk = x0
+    status, message = "ok", f"integrated to the final time in {len(bounds) - 1} pieces (inputs jump between them)"
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if b - a == 1:  # a piece of one point: the state does not move
+            states[a] = xk
+            continue
+        piece = simulate(model, xk, pvec, time[a:b], known_inputs=U[a:b], free_inputs=R[a:b],
+                         rtol=rtol, atol=atol, divergence_bound=bound)
+        states[a:b] = piece.states
+        if not piece.success:
+            status, message = piece.status, piece.message
+            break
+        xk = piece.states[-1]
     return _finish(model, status, message, time, states, R, U, pvec)
 
 

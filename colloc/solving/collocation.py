@@ -21,6 +21,7 @@ from ..inference.covariance import parameter_covariance
 from ..results.result import Result
 from ..simulation.ode import simulate
 from ..transcription.collocation import Layout, transcribe
+from ..transcription.interpolation import InputReader
 from ..transcription.methods import AbstractTranscription
 from ..transcription.nlp import NLP
 from .ipopt import Ipopt, IterationInfo, progress_callback
@@ -146,8 +147,10 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
         tn = layout.nodes[i]
         Z = trials_z[i]
         # known inputs at the nodes: measured, or estimated (errors-in-variables)
+        reader = InputReader(trial, known, method.input_interpolation, problem.input_jumps(i))
+        measured_u = reader(tn)  # through the measured samples, piecewise between jumps
         U = np.stack([
-            Z[n + q + eiv.index(u)] if u in eiv else np.interp(tn, trial.time, trial[u]) for u in known
+            Z[n + q + eiv.index(u)] if u in eiv else measured_u[k] for k, u in enumerate(known)
         ]) if known else np.zeros((0, tn.size))
         R_free = Z[n : n + q]
         Y = np.array(signals_fn.map(tn.size)(Z[:n], R_free, U, params, tn[None, :]))
@@ -162,21 +165,32 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
         weights = problem.fit_weights(i)
         w = np.sqrt([weights[s] for s in fitted])
         R = r.reshape(blk.count, blk.num_res) / w[None, :]
+        if fitted:  # a sample not measured has no residual
+            R[~np.stack([trial.present(s) for s in fitted], axis=1)] = np.nan
         idx = pd.Index(trial.time, name="time")
         residuals[trial.name] = pd.DataFrame(R, columns=fitted, index=idx)
         measurements[trial.name] = pd.DataFrame({s: trial[s] for s in fitted}, index=idx)
         if solver.simulate:
-            mesh = slice(None, None, layout.stride)  # at the mesh points, inputs linear between
-            sim = simulate(
-                model, Z[:n, 0], params, tn[mesh],
-                known_inputs=U.T[mesh], free_inputs=R_free.T[mesh],
-            )
+            # at the mesh points, inputs linear between; a jump is a repeated mesh point whose
+            # rows hold the inputs before and after it, so the integration restarts there
+            mesh = np.arange(0, tn.size, layout.stride)
+            t_sim, U_sim, R_sim = tn[mesh], U[:, mesh], R_free[:, mesh]
+            jumps = problem.jump_times(i)
+            if jumps.size:
+                k = np.flatnonzero(np.isin(t_sim, jumps))
+                left = reader(t_sim[k], side="left")
+                left_u = np.stack([U_sim[e, k] if u in eiv else left[e] for e, u in enumerate(known)])
+                t_sim = np.insert(t_sim, k, t_sim[k])
+                U_sim = np.insert(U_sim, k, left_u, axis=1)
+                R_sim = np.insert(R_sim, k, R_sim[:, k], axis=1)
+            sim = simulate(model, Z[:n, 0], params, t_sim, known_inputs=U_sim.T, free_inputs=R_sim.T)
             entry = {"status": sim.status, "message": sim.message, "nrmse": {}}
             if sim.success:
                 for s in (s for s in fitted if s in sim.signals):
-                    ys = np.interp(trial.time, tn[mesh], sim.signals[s])
-                    span = np.ptp(trial[s])
-                    rms = float(np.sqrt(np.mean((ys - trial[s]) ** 2)))
+                    m = trial.present(s)  # measured values only
+                    ys = np.interp(trial.time[m], t_sim, sim.signals[s])
+                    span = np.ptp(trial[s][m])
+                    rms = float(np.sqrt(np.mean((ys - trial[s][m]) ** 2)))
                     entry["nrmse"][s] = float(rms / span) if span > 0 else float("nan")
             simulation[trial.name] = entry
 

@@ -28,6 +28,7 @@ from scipy.interpolate import UnivariateSpline
 from scipy.optimize import lsq_linear
 
 from ..definition.problem import Problem
+from ..transcription.interpolation import InputReader
 
 __all__ = ["InitialEstimate", "equation_error", "residual_is_linear"]
 
@@ -203,7 +204,8 @@ def _trajectories(problem: Problem, collocation_states) -> tuple[_Columns, dict[
         for s in states:
             if s in trial:
                 sigma = 1.0 / np.sqrt(problem.fit[s]) if s in problem.fit else None
-                src[s] = (_spline(t, trial[s], sigma), 0)
+                m = trial.present(s)  # measured values only
+                src[s] = (_spline(t[m], trial[s][m], sigma), 0)
                 how.setdefault(s, "measured")
         changed = True
         while changed:
@@ -238,11 +240,13 @@ def _trajectories(problem: Problem, collocation_states) -> tuple[_Columns, dict[
         guesses = problem.guess_trajectories(i, tk)
         R = np.array([guesses[r] for r in free]).reshape(len(free), tk.size)
         U = []
-        for u in known:
+        exact = InputReader(trial, known, "cubic", problem.input_jumps(i))(tk)  # measured, else interpolated
+        for e, u in enumerate(known):
             if u in problem.input_noise:
-                U.append(_spline(t, trial[u], problem.input_noise[u])(tk))
+                m = trial.present(u)
+                U.append(_spline(t[m], trial[u][m], problem.input_noise[u])(tk))
             else:
-                U.append(np.asarray(trial[u], dtype=float)[keep])
+                U.append(exact[e])
         delayed = []
         row = len(known)
         for d in model.delays:

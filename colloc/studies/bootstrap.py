@@ -80,11 +80,10 @@ def _replicate(problem: Problem, result: Result, rng: np.random.Generator, s2: f
         for name in problem.fitted_signals(i):
             model_value = np.interp(trial.time, traj.index.to_numpy(), traj[name].to_numpy())
             sigma = np.sqrt(s2 / problem.fit[name])
-            signals[name] = model_value + sigma * rng.standard_normal(trial.num_samples)
-        for name in problem.model.element_names("known_input"):
-            if name not in signals:  # exact known inputs are kept as measured
-                signals[name] = trial[name]
-        trials.append(Trial(trial.time, signals, name=trial.name))
+            noisy = model_value + sigma * rng.standard_normal(trial.num_samples)
+            signals[name] = np.where(trial.present(name), noisy, np.nan)  # measured where the data are
+        # exact known inputs (and their jumps) are kept as measured
+        trials.append(trial.with_signals(**signals))
     return trials
 
 

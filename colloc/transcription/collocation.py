@@ -19,7 +19,7 @@ from ..base.errors import ProblemError
 from ..base.naming import function_name
 from ..definition.problem import Problem
 from .grid import interpolation_stencil, locate, mesh_nodes, trapezoid_weights
-from .interpolation import keys_kernel, keys_weights, known_inputs
+from .interpolation import InputReader, keys_kernel, keys_weights
 from .methods import AbstractTranscription
 from .nlp import Block
 
@@ -295,7 +295,8 @@ def transcribe(
     # ---- layout -------------------------------------------------------------------------
     nodes, meshes, sample_nodes, offsets, offset = [], [], [], [], 0
     for t in problem.trials:
-        mesh, tn = mesh_nodes(t.time, method.num_nodes, method.refine, method.node_fractions)
+        mesh, tn = mesh_nodes(t.time, method.num_nodes, method.refine, method.node_fractions,
+                              problem.jump_times(len(nodes)))
         at = _sample_nodes(t.time, tn)
         if eiv and len(tn) > t.num_samples and at is None:
             raise ProblemError(
@@ -359,7 +360,9 @@ def transcribe(
         first = np.arange(K) * stride
         pidx = np.repeat(layout.p_index[:, None], K, axis=1)
         interval_index = np.vstack([zi[:, first + j] for j in range(stride + 1)] + [pidx])
-        u_nodes = known_inputs(trial, known, tn, method.input_interpolation)
+        # known inputs through their measured samples, piecewise between their jumps
+        reader = InputReader(trial, known, method.input_interpolation, problem.input_jumps(i))
+        u_nodes = reader(tn)
         dyn_i = dyn
         steps = np.diff(mesh)
         if model.delays:  # x(t_k − τ) from the mesh-point values k + o of a window (uniform mesh)
@@ -381,14 +384,8 @@ def transcribe(
             dyn_i = _interval_function(problem, method, sz, sp, eq_scale, windows, h)
 
         # dynamics defects on every mesh interval (known inputs where the scheme reads them)
-        reads = []
-        for frac in method.read_fractions:
-            if frac == 0.0:
-                reads.append(u_nodes[:, first])
-            elif frac == 1.0:
-                reads.append(u_nodes[:, first + stride])
-            else:
-                reads.append(known_inputs(trial, known, mesh[:-1] + frac * steps, method.input_interpolation))
+        # (each interval reads the piece of the side of a jump it lies on)
+        reads = [reader.on_intervals(mesh, frac) for frac in method.read_fractions]
         data = np.vstack([*reads, mesh[None, :-1], steps[None, :]])
         blocks.append(
             Block(
@@ -404,36 +401,53 @@ def transcribe(
             )
         )
 
-        # errors-in-variables inputs at nodes off the samples: a fixed interpolation of their
-        # values at the samples (where their likelihood is), so extra nodes never free them
+        # errors-in-variables inputs at nodes off their measured samples: a fixed interpolation
+        # of their values at those samples (where their likelihood is), so extra nodes and
+        # unmeasured samples never free them
         at = sample_nodes[i]
-        if eiv and at is not None and N > at.size:
-            off = np.setdiff1d(np.arange(N), at)
-            st_idx, st_w = interpolation_stencil(trial.time, tn[off])
-            rows = np.arange(n + split.q, n + split.q + nfree)
-            index = np.vstack([zi[rows][:, off]] + [zi[rows][:, at[st_idx[j]]] for j in range(st_idx.shape[0])])
-            blocks.append(
-                Block(
-                    name="eiv-interpolation",
-                    trial=i,
-                    func=_eiv_interpolation_function(nfree, st_idx.shape[0]),
-                    index=index,
-                    data=st_w,
-                    lower=np.zeros((nfree, off.size)),
-                    upper=np.zeros((nfree, off.size)),
-                    row_names=tuple(eiv),
-                    instance_times=tn[off],
-                )
+        if eiv and at is None and any(trial.has_missing and not trial.present(u).all() for u in eiv):
+            raise ProblemError(
+                f"trial '{trial.name}': errors-in-variables input(s) {', '.join(eiv)} have unmeasured samples "
+                f"and {type(method).__name__}(num_nodes={method.num_nodes}) puts nodes off the samples, so their "
+                "values there would be free; use a grid through the samples (num_nodes=None)"
             )
+        if eiv and at is not None:
+            groups: dict[bytes, list[int]] = {}  # inputs measured at the same samples share a block
+            for e, u in enumerate(eiv):
+                groups.setdefault(trial.present(u).tobytes(), []).append(e)
+            for members in groups.values():
+                present = trial.present(eiv[members[0]])
+                tied = at[present]
+                if N <= tied.size:
+                    continue
+                off = np.setdiff1d(np.arange(N), tied)
+                st_idx, st_w = interpolation_stencil(trial.time[present], tn[off])
+                rows = n + split.q + np.array(members)
+                index = np.vstack([zi[rows][:, off]] + [zi[rows][:, tied[st_idx[j]]] for j in range(st_idx.shape[0])])
+                blocks.append(
+                    Block(
+                        name="eiv-interpolation",
+                        trial=i,
+                        func=_eiv_interpolation_function(len(members), st_idx.shape[0]),
+                        index=index,
+                        data=st_w,
+                        lower=np.zeros((len(members), off.size)),
+                        upper=np.zeros((len(members), off.size)),
+                        row_names=tuple(eiv[e] for e in members),
+                        instance_times=tn[off],
+                    )
+                )
 
         # fit of measured signals at the sample times
         fitted = problem.fitted_signals(i)
         sel = [signal_names.index(s) for s in fitted]
         node_mode, idx, lead = _locate_index(zi, layout.p_index, tn, trial.time)
-        u_samples = np.stack([trial[u] for u in known]) if known else np.zeros((0, trial.num_samples))
+        u_samples = reader(trial.time)  # the measured values, unmeasured ones interpolated
         meas = np.stack([trial[s] for s in fitted]) if fitted else np.zeros((0, trial.num_samples))
         weights = problem.fit_weights(i)
         sqrt_w = np.sqrt([weights[s] for s in fitted])[:, None] * np.ones_like(meas)
+        unmeasured = np.isnan(meas)  # no residual there: weight 0 (not counted as observations)
+        meas[unmeasured], sqrt_w[unmeasured] = 0.0, 0.0
 
         def fit_body(z, u, p, t, extra, sel=sel, nf=len(fitted)):
             y = sig_fn(z, u, p, t)[sel]
@@ -548,7 +562,7 @@ def transcribe(
             if term.trial is not None and term.trial != i:
                 continue
             node_mode, pt_index, pt_lead = _locate_index(zi, layout.p_index, tn, np.array([term.time]))
-            u_pt = np.array([np.interp(term.time, trial.time, trial[u]) for u in known])
+            u_pt = reader(np.array([term.time]))[:, 0]
 
             def point_body(z, u, p, t, extra, expr=term.expr):
                 return ca.SX(0, 1), 0, _substitute(problem, expr, z, u, p, t)

@@ -32,17 +32,26 @@ def node_times(sample_times: np.ndarray, num_nodes: int | None) -> np.ndarray:
 
 
 def mesh_nodes(sample_times: np.ndarray, num_nodes: int | None, refine: int,
-               fractions: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+               fractions: tuple[float, ...], jumps: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Mesh points and all nodes of one trial.
 
-    The mesh is :func:`node_times` with ``refine`` equal intervals per interval; each mesh
-    interval then gets nodes at ``fractions`` of its length (``(0, …, 1)``).  Returns
-    ``(mesh, nodes)``; node ``k·(len(fractions) − 1)`` is mesh point ``k``.
+    The mesh is :func:`node_times` with ``refine`` equal intervals per interval, plus a
+    mesh point at each time in ``jumps`` (where a known input may jump) that is not one
+    already (within 1e-9 of the span); each mesh interval then gets nodes at ``fractions``
+    of its length (``(0, …, 1)``).  Returns ``(mesh, nodes)``; node
+    ``k·(len(fractions) − 1)`` is mesh point ``k``.
     """
     mesh = node_times(sample_times, num_nodes)
     if refine > 1:
         steps = np.diff(mesh)[:, None] * (np.arange(refine) / refine)[None, :]
         mesh = np.append((mesh[:-1, None] + steps).ravel(), mesh[-1])
+    if jumps is not None and len(jumps):
+        tol = 1e-9 * max(float(mesh[-1] - mesh[0]), 1.0)
+        jumps = np.asarray(jumps, dtype=float)
+        j = np.clip(np.searchsorted(mesh, jumps), 1, mesh.size - 1)
+        near = np.minimum(np.abs(mesh[j - 1] - jumps), np.abs(mesh[j] - jumps)) <= tol
+        inside = (jumps > mesh[0]) & (jumps < mesh[-1])
+        mesh = np.union1d(mesh, jumps[~near & inside])
     inner = np.asarray(fractions[1:-1], dtype=float)
     if inner.size == 0:
         return mesh, mesh.copy()

@@ -3,10 +3,14 @@ at any time from the node values, and the spline that reads measured inputs betw
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import casadi as ca
 import numpy as np
 
-__all__ = ["keys_kernel", "keys_weights", "known_inputs"]
+from ..base.errors import ProblemError
+
+__all__ = ["InputReader", "keys_kernel", "keys_weights", "known_inputs"]
 
 
 def keys_kernel(s):
@@ -37,20 +41,115 @@ def keys_weights(s, offsets) -> ca.SX:
     return ca.vertcat(*out)
 
 
-def known_inputs(trial, names: list[str], times: np.ndarray, interpolation: str) -> np.ndarray:
+class InputReader:
+    """The measured inputs ``names`` of one trial, readable at any time within the record.
+
+    Each input is interpolated through its *measured* samples only (NaN marks a sample not
+    measured), exact at them, and between them by the not-a-knot cubic spline
+    (``"cubic"``) or linearly (``"linear"``).  Where an input may jump (``jumps``: name ->
+    times) it is interpolated separately on each piece between jumps, the spline of each
+    side ending at the jump: the value on a side is the sample at the jump on that side
+    (the row before or after the repeated time, :attr:`Trial.jumps`), or else the piece's
+    spline extended to it.  A piece with fewer than four samples is linear, one with a
+    single sample constant.  Before the first and after the last measured sample of the
+    record an input is held constant.
+
+    Raises
+    ------
+    ProblemError
+        If a piece between two jumps holds no measured sample of the input.
+    """
+
+    def __init__(self, trial, names: list[str], interpolation: str,
+                 jumps: Mapping[str, np.ndarray] | None = None) -> None:
+        self.names = list(names)
+        self.interpolation = interpolation
+        jumps = dict(jumps or {})
+        self._pieces: list[tuple[np.ndarray, list]] = []
+        for u in self.names:
+            J = np.sort(np.asarray(jumps.get(u, ()), dtype=float))
+            data_jumps = trial.jumps.get(u, (np.zeros(0), np.zeros(0)))
+            values = np.asarray(trial[u], dtype=float)
+            present = ~np.isnan(values)
+            t_all, v_all = trial.time[present], values[present]
+            pieces = []
+            for p in range(J.size + 1):
+                lo = J[p - 1] if p > 0 else -np.inf
+                hi = J[p] if p < J.size else np.inf
+                keep = (t_all >= lo) & (t_all <= hi)
+                ts, vs = t_all[keep].copy(), v_all[keep].copy()
+                if p < J.size and ts.size and ts[-1] == hi:  # the row before the step, if written
+                    k = np.flatnonzero(data_jumps[0] == hi)
+                    if k.size:
+                        vs[-1] = data_jumps[1][k[0]]
+                if ts.size == 0:
+                    raise ProblemError(
+                        f"trial '{trial.name}': known input '{u}' has no measured value between "
+                        f"{'the start' if p == 0 else f'its jump at {lo:g} s'} and "
+                        f"{'the end' if p == J.size else f'its jump at {hi:g} s'}; it cannot be read there"
+                    )
+                a = lo if p > 0 else ts[0]
+                b = hi if p < J.size else ts[-1]
+                pieces.append((ts, vs, a, b, self._interpolant(ts, vs)))
+            self._pieces.append((J, pieces))
+
+    def _interpolant(self, ts: np.ndarray, vs: np.ndarray):
+        if self.interpolation == "linear" or ts.size < 4:
+            return None
+        from scipy.interpolate import CubicSpline
+
+        return CubicSpline(ts, vs)
+
+    @staticmethod
+    def _read(piece, t: np.ndarray) -> np.ndarray:
+        ts, vs, a, b, spline = piece
+        if ts.size == 1:
+            return np.full(t.shape, vs[0])
+        tc = np.clip(t, a, b)
+        if spline is None:  # linear; beyond the samples (only towards a jump) the end segment's line
+            j = np.clip(np.searchsorted(ts, tc, side="right") - 1, 0, ts.size - 2)
+            th = (tc - ts[j]) / (ts[j + 1] - ts[j])
+            out = (1 - th) * vs[j] + th * vs[j + 1]
+        else:
+            out = np.asarray(spline(tc), dtype=float)
+        k = np.clip(np.searchsorted(ts, tc), 0, ts.size - 1)
+        at = ts[k] == tc  # the samples themselves, not their round-off image
+        out[at] = vs[k[at]]
+        return out
+
+    def _piece_values(self, row: int, times: np.ndarray, piece_index: np.ndarray) -> np.ndarray:
+        _, pieces = self._pieces[row]
+        out = np.empty(times.shape)
+        for p in np.unique(piece_index):
+            sel = piece_index == p
+            out[sel] = self._read(pieces[p], times[sel])
+        return out
+
+    def __call__(self, times: np.ndarray, side: str = "right") -> np.ndarray:
+        """Values at ``times``, shape ``(len(names), len(times))``; at a jump time the value
+        after the jump (``side="right"``) or before it (``"left"``)."""
+        times = np.asarray(times, dtype=float)
+        rows = []
+        for r, (J, _) in enumerate(self._pieces):
+            rows.append(self._piece_values(r, times, np.searchsorted(J, times, side=side)))
+        return np.stack(rows) if rows else np.zeros((0, times.size))
+
+    def on_intervals(self, mesh: np.ndarray, fraction: float) -> np.ndarray:
+        """Values at ``mesh[:-1] + fraction·diff(mesh)``, each read with the piece its mesh
+        interval lies on (the mesh holds every jump), shape ``(len(names), len(mesh) − 1)``."""
+        mesh = np.asarray(mesh, dtype=float)
+        times = mesh[:-1] + fraction * np.diff(mesh)
+        centre = 0.5 * (mesh[:-1] + mesh[1:])
+        rows = []
+        for r, (J, _) in enumerate(self._pieces):
+            rows.append(self._piece_values(r, times, np.searchsorted(J, centre, side="right")))
+        return np.stack(rows) if rows else np.zeros((0, times.size))
+
+
+def known_inputs(trial, names: list[str], times: np.ndarray, interpolation: str, *,
+                 jumps: Mapping[str, np.ndarray] | None = None, side: str = "right") -> np.ndarray:
     """Measured inputs ``names`` of ``trial`` at ``times`` (within the record), shape
     ``(len(names), len(times))``: exact at the samples, between them by the not-a-knot
-    cubic spline (``"cubic"``, needs four samples, else linear) or linearly."""
-    if not names:
-        return np.zeros((0, len(times)))
-    values = np.stack([trial[u] for u in names])
-    if interpolation == "linear" or trial.num_samples < 4:
-        return np.stack([np.interp(times, trial.time, v) for v in values])
-    from scipy.interpolate import CubicSpline
-
-    t = np.clip(times, trial.time[0], trial.time[-1])
-    out = np.atleast_2d(CubicSpline(trial.time, values, axis=1)(t))
-    j = np.clip(np.searchsorted(trial.time, t), 0, trial.num_samples - 1)
-    at_sample = trial.time[j] == t  # the samples themselves, not their round-off image
-    out[:, at_sample] = values[:, j[at_sample]]
-    return out
+    cubic spline (``"cubic"``, needs four samples, else linear) or linearly, through the
+    measured samples only and piecewise between ``jumps`` (see :class:`InputReader`)."""
+    return InputReader(trial, names, interpolation, jumps)(np.asarray(times, dtype=float), side)
