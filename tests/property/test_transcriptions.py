@@ -19,6 +19,7 @@ from colloc.transcription.collocation import transcribe
 from colloc.transcription.grid import locate, node_times, trapezoid_weights
 from colloc.transcription.nlp import NLP
 from problems import pendulum
+from test_high_order import collocation_end_state  # tests/property is on the path
 
 METHODS = [co.BackwardEuler, co.Midpoint, co.Trapezoidal]
 METHOD_IDS = [m.name for m in METHODS]
@@ -148,33 +149,9 @@ CASES = {
 
 
 def _collocation_end_state(case, method, N):
-    """Solve the dynamics defects g(x) = 0 for nodes 1..N by Newton, node 0 pinned to x₀."""
-    model = case["model"]()
-    states = model.element_names("state")
-    t = np.linspace(0.0, case["T"], N + 1)
-    problem = co.Problem(model, co.Trial(t, {states[0]: np.zeros(t.size)}), fit={states[0]: 1.0})
-    layout, blocks, *_ = transcribe(problem, method)
-    nlp = NLP(layout.size, blocks)
-
-    idx = layout.z_index(0)
-    free = idx[:, 1:].ravel()
-    w = np.zeros(layout.size)
-    w[idx] = case["exact"](t) / layout.scale[idx]  # start Newton next to the solution
-    w[idx[:, 0]] = np.asarray(case["x0"]) / layout.scale[idx[:, 0]]
-    w[layout.p_index] = np.asarray(case["params"]) / layout.scale[layout.p_index]
-    for _ in range(30):
-        g, J = nlp.functions["jac_g"](w, nlp.data)
-        g = _dynamics_rows(nlp, np.array(g).ravel()).ravel()
-        assert nlp.blocks[0].name == "dynamics" and nlp.row_offsets[0] == 0
-        J = J.full()[: g.size, free]
-        assert J.shape == (free.size, free.size)
-        step = np.linalg.solve(J, -g)
-        w[free] += step
-        if np.abs(step).max() < 1e-13:
-            break
-    else:
-        pytest.fail("Newton did not converge on the collocation equations")
-    return (w * layout.scale)[idx[:, -1]]
+    """Solve the dynamics defects for nodes 1..N by Newton, node 0 pinned to x₀ (shared with the
+    high-order tests, which need the interior nodes too)."""
+    return collocation_end_state(case, method, N)
 
 
 @pytest.mark.parametrize("case_name", list(CASES))
