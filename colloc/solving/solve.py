@@ -196,7 +196,7 @@ def _initial_estimate(problem: Problem, method: AbstractMethod, start: str,
 
 
 #: What to try when a converged fit is poor (shown in the message and by the CLI).
-POOR_FIT_HINT = ("try other initial guesses (solve(guess=...), or colloc compare ... --starts N), "
+POOR_FIT_HINT = ("try several starts (colloc identify --starts N, solve(starts=N)) or other guesses, "
                  "a model that captures the missing dynamics, or check the declared noise (fit weights 1/σ²)")
 
 
