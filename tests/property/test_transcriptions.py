@@ -6,20 +6,18 @@ from an independent high-accuracy integration (scipy ``solve_ivp``), never from 
 
 from __future__ import annotations
 
-import functools
 
 import casadi as ca
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 
 import colloc as co
 from colloc import OptionsError
 from colloc.transcription.collocation import transcribe
 from colloc.transcription.grid import locate, node_times, trapezoid_weights
 from colloc.transcription.nlp import NLP
-from problems import pendulum
-from test_high_order import collocation_end_state  # tests/property is on the path
+from test_high_order import CASES  # noqa: E402  (tests/property is on the path; shared cases)
+from test_high_order import collocation_end_state as _collocation_end_state
 
 METHODS = [co.BackwardEuler, co.Midpoint, co.Trapezoidal]
 METHOD_IDS = [m.name for m in METHODS]
@@ -122,38 +120,6 @@ def test_defects_vanish_on_polynomials_of_the_schemes_order(method_cls, degree_n
 
 
 # ---- 2. measured order of convergence ------------------------------------------------------
-def _decay_model() -> co.Model:
-    """ẋ = −x·cos t, exact solution x(t) = x₀·exp(−sin t)."""
-    m = co.Model("decay")
-    x = m.state("x", scale=0.5)
-    m.set_der(x, -x * ca.cos(m.time))
-    return m
-
-
-@functools.cache
-def _pendulum_reference(T):
-    """θ, ω of the pendulum from θ=1, ω=0 by scipy's DOP853 at rtol 1e-12 (dense output)."""
-    p = pendulum.TRUE["p"]
-    sol = solve_ivp(lambda t, s: [s[1], -p * np.sin(s[0])], (0.0, T), [1.0, 0.0], method="DOP853",
-                    rtol=1e-12, atol=1e-12, dense_output=True)
-    assert sol.success
-    return sol.sol
-
-
-CASES = {
-    "pendulum": {"model": pendulum.model, "x0": [1.0, 0.0], "params": [pendulum.TRUE["p"]], "T": 1.0,
-                 "exact": lambda t: _pendulum_reference(1.0)(t)},
-    "decay": {"model": _decay_model, "x0": [2.0], "params": [], "T": 3.0,
-              "exact": lambda t: np.atleast_2d(2.0 * np.exp(-np.sin(t)))},
-}
-
-
-def _collocation_end_state(case, method, N):
-    """Solve the dynamics defects for nodes 1..N by Newton, node 0 pinned to x₀ (shared with the
-    high-order tests, which need the interior nodes too)."""
-    return collocation_end_state(case, method, N)
-
-
 @pytest.mark.parametrize("case_name", list(CASES))
 @pytest.mark.parametrize("method_cls", METHODS, ids=METHOD_IDS)
 def test_measured_order_of_convergence(method_cls, case_name):
