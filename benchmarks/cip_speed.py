@@ -3,7 +3,7 @@ gradients (Barauskas & Krušinskienė 2007), one 60 s record at 100 Hz, one run.
 
     python benchmarks/cip_speed.py [--duration 60] [--seed 0] [--sd-max-iter 300]
 
-For each formulation of problems.cip (known, J_u, J_S, J_T, MAP, MAP-OM) the same Problem is
+For each formulation of colloc_problems.cip (known, J_u, J_S, J_T, MAP, MAP-OM) the same Problem is
 solved by
 
 * ``collocation``: midpoint, IPOPT (exact Hessian; limited-memory for J_S);
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import colloc as co
 from colloc import versions, write_atomic
-from problems import cip
+from colloc_problems import cip
 
 
 def error(params) -> float:

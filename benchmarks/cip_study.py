@@ -3,8 +3,8 @@ formulation over synthetic realizations (Barauskas & Krušinskienė 2007, going 
 
     python benchmarks/cip_study.py [--realizations 20] [--duration 60] [--only J_u,MAP,...]
 
-Each realization is a new 60 s record at 100 Hz (problems.cip.simulate_trial, seed
-``first_seed + i``; truth problems.cip.TRUE; COP noise 0.1 mm).  Estimators:
+Each realization is a new 60 s record at 100 Hz (colloc_problems.cip.simulate_trial, seed
+``first_seed + i``; truth colloc_problems.cip.TRUE; COP noise 0.1 mm).  Estimators:
 
 * ``known``: disturbance torque measured (the reference best case, not COP-only);
 * ``J_u``, ``J_S``: the paper's §4.1, a surrogate filtered-noise disturbance, COP time law or
@@ -38,7 +38,7 @@ import numpy as np
 
 import colloc as co
 from colloc import save_figure, versions, write_atomic
-from problems import cip
+from colloc_problems import cip
 
 ESTIMATORS = ("known", "J_u", "J_S", "J_T", "J_T-paper", "MAP", "MAP-OM", "ML", "MAP-wide", "MAP-OM-wide",
               "ML-wide")

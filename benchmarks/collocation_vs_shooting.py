@@ -60,8 +60,8 @@ import numpy as np
 
 import colloc as co
 from colloc import versions
-from problems import pendulum as pend
-from problems import two_link as tl
+from colloc_problems import pendulum as pend
+from colloc_problems import two_link as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import pendulum_basin

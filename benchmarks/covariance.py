@@ -27,8 +27,8 @@ import numpy as np
 
 import colloc as co
 from colloc import versions, write_atomic
-from problems import cip, pendulum, semibatch, two_link, two_link_delay
-from problems._data import data_path
+from colloc_problems import cip, pendulum, semibatch, two_link, two_link_delay
+from colloc_problems._data import data_path
 
 PROBLEMS = {
     "pendulum": (pendulum, [pendulum.DEFAULT_DATA], None),

@@ -31,8 +31,8 @@ from scipy.integrate import solve_ivp
 import colloc as co
 from colloc.transcription.collocation import transcribe
 from colloc.transcription.nlp import NLP
-from problems import pendulum
-from problems import two_link as tl
+from colloc_problems import pendulum
+from colloc_problems import two_link as tl
 
 METHODS = {
     "midpoint": "co.Midpoint()",
@@ -120,7 +120,7 @@ def accuracy_study(duration: float) -> dict:
 _COST = """
 import json, resource, sys, time
 import colloc as co
-from problems import two_link as tl
+from colloc_problems import two_link as tl
 trial = tl.load_trial(sys.argv[1])
 t0 = time.perf_counter()
 r = co.solve(tl.problem(trial), {method}, throw=False)
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
         case = str(out / "quick.csv")
         short.to_csv(case)
     else:
-        from problems._data import data_path
+        from colloc_problems._data import data_path
 
         case = str(data_path("two_link", "two_link_seed.csv"))
     cost = cost_study(case, 1 if args.quick else args.repeat)

@@ -44,7 +44,7 @@ import numpy as np
 
 import colloc as co
 from colloc import atomic_path, versions, write_atomic
-from problems import pendulum as pend
+from colloc_problems import pendulum as pend
 
 P_TRUE = pend.TRUE["p"]
 GUESSES = ("measured", "zero", "random")

@@ -9,7 +9,7 @@ For every node count N a *fresh* Python process
    identification problem on a finer grid (with 100 Hz and a 300 s record IPOPT had not
    converged after 52 iterations / 600 s: that would measure convergence, not scaling).  Up to
    ``--colloc-sim-max`` (20,000) samples the data come from
-   ``problems.pendulum.simulate_trial`` (CVODES); above it from scipy ``solve_ivp(DOP853,
+   ``colloc_problems.pendulum.simulate_trial`` (CVODES); above it from scipy ``solve_ivp(DOP853,
    rtol = atol = 1e-12, dense_output=True)`` evaluated at the sample times (CVODES restarted
    per sample costs ~60 µs a sample: 6 s for 100k, ~1 min for 1M; solve_ivp < 1 s).  Both
    use the same seeded noise draws; the noise-free trajectories agree to ~1e-7 rad (far
@@ -74,7 +74,7 @@ def _make_trial(n: int, noise: float, seed: int, generator: str, colloc_sim_max:
     import numpy as np
 
     import colloc as co
-    from problems import pendulum
+    from colloc_problems import pendulum
 
     rate = (n - 1) / DURATION
     if generator == "auto":
@@ -105,7 +105,7 @@ def _make_trial(n: int, noise: float, seed: int, generator: str, colloc_sim_max:
 def run_child(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     import colloc as co
-    from problems import pendulum
+    from colloc_problems import pendulum
 
     import_s = time.perf_counter() - t0
     n = args.child
@@ -340,10 +340,10 @@ def run_parent(args: argparse.Namespace) -> int:
         "benchmark": "pendulum_scaling",
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "setup": {
-            "problem": "problems.pendulum, one parameter p (true 10 1/s^2), theta measured",
+            "problem": "colloc_problems.pendulum, one parameter p (true 10 1/s^2), theta measured",
             "data": f"fixed {DURATION:g} s record, rate = (N-1)/{DURATION:g} Hz, N samples; "
                     f"theta(0)={THETA0}, omega(0)={OMEGA0}; noise sigma={args.noise} rad, seed {args.seed}; "
-                    f"generator 'colloc' (problems.pendulum.simulate_trial, CVODES) for N <= "
+                    f"generator 'colloc' (colloc_problems.pendulum.simulate_trial, CVODES) for N <= "
                     f"{args.colloc_sim_max}, else 'scipy' (solve_ivp DOP853 dense output, rtol=atol=1e-12)"
                     if args.generator == "auto" else f"generator forced to '{args.generator}'",
             "method": "colloc.Midpoint() (a node at every sample)",

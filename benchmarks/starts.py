@@ -29,8 +29,8 @@ from pathlib import Path
 import colloc as co
 from colloc import versions, write_atomic
 from colloc.base.engine import THREAD_ENV
-from problems import pendulum, two_link
-from problems._data import data_path
+from colloc_problems import pendulum, two_link
+from colloc_problems._data import data_path
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,7 +29,7 @@ import numpy as np
 import colloc as co
 from colloc import versions, write_atomic
 from colloc.cli import make_method
-from problems import two_link as tl
+from colloc_problems import two_link as tl
 
 
 def run(realizations: int, duration: float, first_seed: int, method_name: str = "midpoint") -> dict:

@@ -5,14 +5,14 @@ the model without delay, the profile over τ, and the shooting baseline.
                                         [--information] [--quick]
 
 * Accuracy: ``--realizations`` records of the seed case with a delayed feedback
-  (problems.two_link_delay: K of CONTRACTS §2, τ = 23.7 ms, 100 Hz, seed-case noise, new
+  (colloc_problems.two_link_delay: K of CONTRACTS §2, τ = 23.7 ms, 100 Hz, seed-case noise, new
   excitation phases and noise per seed) for each of ``--durations`` (60 s: the seed case;
   240 s: one full period of the multisine), τ unknown in [0, 0.08] s, the platform
   acceleration as errors-in-variables.  Targets: |τ̂ − τ| ≤ 2 ms and ‖K̂ − K‖/‖K‖ ≤ 10 % on
   average.  Also the coverage of τ ± 1.96 SE.
 * Information (``--information``): how well one 60 s record can determine τ at all.  The
   profile likelihood over τ of the exact parametric model of the experiment
-  (problems.two_link_delay.multisine_problem: the designed multisine with 24 unknown
+  (colloc_problems.two_link_delay.multisine_problem: the designed multisine with 24 unknown
   coefficients, every measurement in the likelihood) on a grid of fixed τ; a parabola
   through it gives the profile standard deviation of τ, against which the 2 ms target is
   judged (an unbiased estimator's mean |error| is about 0.8 of its standard deviation).
@@ -43,8 +43,8 @@ import numpy as np
 
 import colloc as co
 from colloc import versions, write_atomic
-from problems import two_link as tl
-from problems import two_link_delay as d
+from colloc_problems import two_link as tl
+from colloc_problems import two_link_delay as d
 
 KEYS = list(tl.TRUE)
 

@@ -27,7 +27,7 @@ from colloc import write_atomic
 
 def worker(nodes: int) -> dict:
     import colloc as co
-    from problems import two_link as tl
+    from colloc_problems import two_link as tl
 
     duration = (nodes - 1) / 100.0
     t0 = time.perf_counter()

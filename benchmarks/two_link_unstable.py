@@ -41,7 +41,7 @@ import numpy as np
 
 import colloc as co
 from colloc import versions
-from problems import two_link as tl
+from colloc_problems import two_link as tl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from collocation_vs_shooting import captured_stderr

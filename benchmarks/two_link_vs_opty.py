@@ -1,7 +1,7 @@
 """Two-link standing balance: colloc against opty on identical data, in one command.
 
 The seed case of CONTRACTS §2 (`two-link`): 60 s at 100 Hz of noisy states and platform
-acceleration from :func:`problems.two_link.simulate_trial`, the 2×4 gain matrix K unknown.
+acceleration from :func:`colloc_problems.two_link.simulate_trial`, the 2×4 gain matrix K unknown.
 The trial is written once to a temporary CSV file; every tool reads that same file, each in
 its own child process (this script re-invoked with a hidden ``--worker`` flag) so that its
 peak memory (``ru_maxrss``) is its own:
@@ -272,7 +272,7 @@ def _opty_worker(job: dict) -> dict:
 def _colloc_worker(job: dict) -> dict:
     import colloc as co
     from colloc import versions
-    from problems import two_link as tl
+    from colloc_problems import two_link as tl
 
     eiv = bool(job["errors_in_variables"])
     runs = []
@@ -449,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--duration must be > 0")
 
     from colloc import versions
-    from problems import two_link as tl
+    from colloc_problems import two_link as tl
 
     opty_version = None
     if args.no_opty:

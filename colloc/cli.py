@@ -219,7 +219,7 @@ def _report_poor_fit(result) -> None:
 
 def cmd_demo(args) -> int:
     module = load_problem_module(args.problem)
-    from problems._data import data_path  # the shipped data belong to the problems package
+    from colloc_problems._data import data_path  # the shipped data belong to the problems package
 
     path = data_path(*module.DEFAULT_DATA)
     out = Path(args.out)
@@ -409,7 +409,7 @@ def cmd_delay_margin(args) -> int:
 def cmd_spine_one_dof(args) -> int:
     import json
 
-    from problems.spine.one_dof import one_dof
+    from colloc_problems.spine.one_dof import one_dof
 
     result = one_dof(q=args.q, b=args.b, alpha2=args.alpha2, gp=args.gp, gd=args.gd, g=args.g, f0=args.f0,
                      m=args.m, length=args.length, lm1=args.lm1, lm2=args.lm2,
@@ -539,7 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
     od.add_argument("--json", action="store_true", help="print the result as JSON and nothing else")
     od.set_defaults(func=cmd_spine_one_dof)
 
-    from problems.spine.stability import add_stability_parser
+    from colloc_problems.spine.stability import add_stability_parser
 
     add_stability_parser(spine_sub)
 

@@ -2,7 +2,7 @@
 
 The two-link model of CONTRACTS §2 (``two-link``) with the closed loop
 ``[T_a, T_h]ᵀ = −K·x(t − τ)``; τ is identified with K (``two-link-delay``).  Same columns,
-body and excitation as :mod:`problems.two_link`; the state before the first sample is the
+body and excitation as :mod:`colloc_problems.two_link`; the state before the first sample is the
 initial state (constant history).
 
 The synthetic case: the seed-case K, τ = 23.7 ms (deliberately not a multiple of the 10 ms
@@ -27,7 +27,7 @@ import casadi as ca
 import numpy as np
 
 import colloc as co
-from problems import two_link as tl
+from colloc_problems import two_link as tl
 
 __all__ = ["TAU_TRUE", "TRUE", "TAU_BOUNDS", "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model",
            "problem", "multisine_problem", "simulate_trial", "load_trial", "linearization"]
@@ -54,7 +54,7 @@ def model(tau: float | None = None, body: Mapping[str, float] | None = None, *, 
     tau : float, optional
         A known delay (s); ``None`` (default) makes τ the parameter ``tau``.
     body : mapping, optional
-        Overrides of :data:`problems.two_link.BODY`.
+        Overrides of :data:`colloc_problems.two_link.BODY`.
     acceleration : callable, optional
         ``a(t)`` as a CasADi expression (for simulating the true excitation); by default the
         measured input ``platform_acc``.
@@ -64,7 +64,7 @@ def model(tau: float | None = None, body: Mapping[str, float] | None = None, *, 
         Initial guess of ``tau``.
     multisine_guess : array of 24 floats, optional
         Drive the body with the latent excitation ``a(t) = Σ c_i sin ω_i t + d_i cos ω_i t``
-        at the designed frequencies (:data:`problems.two_link.HARMONICS`, period 240 s)
+        at the designed frequencies (:data:`colloc_problems.two_link.HARMONICS`, period 240 s)
         instead of the measured input; its coefficients ``[c; d]`` become the parameter
         ``acc_coef`` with this guess (see :func:`multisine_problem`).
     """
@@ -157,7 +157,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], *, tau: float | None = None, 
 
 def load_trial(path, missing: str = "error") -> co.Trial:
     """Read a two-link CSV (``time, theta_a, theta_h, omega_a, omega_h, platform_acc``), as
-    :func:`problems.two_link.load_trial`."""
+    :func:`colloc_problems.two_link.load_trial`."""
     return tl.load_trial(path, missing=missing)
 
 

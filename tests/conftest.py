@@ -9,7 +9,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from problems import pendulum  # noqa: E402
+from colloc_problems import pendulum  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

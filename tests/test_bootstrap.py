@@ -7,7 +7,7 @@ import pytest
 
 import colloc as co
 from colloc import OptionsError
-from problems import pendulum
+from colloc_problems import pendulum
 
 
 def test_bootstrap_matches_gauss_newton_on_the_pendulum():
@@ -33,7 +33,7 @@ def test_bootstrap_matches_gauss_newton_on_the_pendulum():
 
 
 def test_bootstrap_keeps_errors_in_variables_and_extra_terms():
-    from problems import two_link as tl
+    from colloc_problems import two_link as tl
 
     trial = tl.simulate_trial(duration=5.0, seed=3)
     problem = tl.problem(trial)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from colloc.cli import main
-from problems import pendulum
+from colloc_problems import pendulum
 
 REPO = Path(__file__).resolve().parents[1]
 

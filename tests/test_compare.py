@@ -17,7 +17,7 @@ import pytest
 import colloc as co
 from colloc.cli import BASELINES, METHODS, main, make_method, method_names
 from colloc.studies.compare import Comparison, compare, initial_guesses
-from problems import pendulum
+from colloc_problems import pendulum
 
 RUN_KEYS = {"method", "start", "success", "iterations", "time_s", "objective", "parameters"}
 PNG = b"\x89PNG\r\n\x1a\n"

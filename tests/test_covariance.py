@@ -10,8 +10,8 @@ import scipy.linalg
 from scipy.integrate import solve_ivp
 
 import colloc as co
-from problems import semibatch
-from problems._data import data_path
+from colloc_problems import semibatch
+from colloc_problems._data import data_path
 
 P_TRUE, C_TRUE, SIGMA = 10.0, 0.3, 0.02
 

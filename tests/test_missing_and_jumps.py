@@ -13,8 +13,8 @@ from scipy.integrate import solve_ivp
 
 import colloc as co
 from colloc.transcription.collocation import transcribe
-from problems import pendulum
-from problems import two_link as tl
+from colloc_problems import pendulum
+from colloc_problems import two_link as tl
 
 
 

@@ -28,6 +28,9 @@ def test_committed_without_outputs(path):
 def test_notebook_executes(path):
     nb = nbformat.read(path, as_version=4)
     os.environ.setdefault("MPLBACKEND", "Agg")
+    # Notebooks read COLLOC_QUICK=1 and run on short records in the default suite; the full
+    # runs are in the slow lane (pytest -m slow tests/slow/test_notebooks_full.py).
+    os.environ["COLLOC_QUICK"] = "1"
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors

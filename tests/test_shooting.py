@@ -9,8 +9,8 @@ import pytest
 import colloc as co
 from colloc import OptionsError
 from colloc.shooting.methods import _Shooting
-from problems import pendulum
-from problems import two_link as tl
+from colloc_problems import pendulum
+from colloc_problems import two_link as tl
 
 
 def central_difference(f, x, h):

@@ -10,7 +10,7 @@ import pytest
 
 import colloc as co
 from colloc import SolveFailed
-from problems import pendulum
+from colloc_problems import pendulum
 
 QUIET = co.Ipopt(simulate=False)
 

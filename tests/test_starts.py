@@ -18,8 +18,8 @@ from colloc.base.engine import pack, unpack
 from colloc.cli import main
 from colloc.solving.start import equation_error
 from colloc.solving.starts import cluster_minima, start_box, start_points
-from problems import pendulum, two_link, two_link_delay
-from problems._data import data_path
+from colloc_problems import pendulum, two_link, two_link_delay
+from colloc_problems._data import data_path
 
 QUIET = co.Ipopt(standard_errors=False, simulate=False)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import colloc as co
-from problems import pendulum
+from colloc_problems import pendulum
 
 QUIET = co.Ipopt(print_level=0)
 

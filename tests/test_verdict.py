@@ -12,7 +12,7 @@ from scipy.integrate import solve_ivp
 import colloc as co
 from colloc.cli import main
 from colloc.results.verdict import CHI2_POOR, fit_verdict
-from problems import cip, pendulum, two_link
+from colloc_problems import cip, pendulum, two_link
 
 QUIET = co.Ipopt(print_level=0)
 

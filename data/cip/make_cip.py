@@ -2,8 +2,8 @@
 
     python data/cip/make_cip.py
 
-Synthetic quiet-standing record of the controlled inverted pendulum (problems.cip):
-gains problems.cip.TRUE (K_P = 1180 N·m/rad, K_I = 40 N·m/(rad·s), K_D = 245 N·m·s/rad),
+Synthetic quiet-standing record of the controlled inverted pendulum (colloc_problems.cip):
+gains colloc_problems.cip.TRUE (K_P = 1180 N·m/rad, K_I = 40 N·m/(rad·s), K_D = 245 N·m·s/rad),
 body and disturbance filter of Barauskas & Krušinskienė (2007) (I = 76 kg·m², m = 60 kg,
 h = 0.87 m, A = 1000, B = 80), 60 s at 100 Hz from rest, unit white noise held over each
 sample (numpy default_rng(seed=0)), exact matrix-exponential integration, Gaussian COP
@@ -14,7 +14,7 @@ case); cip_cop_only.csv is the same record without it (the COP-only case).
 from pathlib import Path
 
 import colloc as co
-from problems import cip
+from colloc_problems import cip
 
 if __name__ == "__main__":
     here = Path(__file__).resolve().parent

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import colloc as co
-from problems.semibatch import INITIAL, INPUTS, SIGNALS, read_out
+from colloc_problems.semibatch import INITIAL, INPUTS, SIGNALS, read_out
 
 HERE = Path(__file__).resolve().parent
 

@@ -10,7 +10,7 @@ The seed case of Moore & van den Bogert (2015) as fixed in CONTRACTS §2: K = [[
 
 from pathlib import Path
 
-from problems import two_link
+from colloc_problems import two_link
 
 if __name__ == "__main__":
     out = Path(__file__).resolve().parent / "two_link_seed.csv"

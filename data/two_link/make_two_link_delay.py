@@ -2,7 +2,7 @@
 
     python data/two_link/make_two_link_delay.py
 
-The two-link seed case with a delayed feedback, T = −K·x(t − τ) (problems.two_link_delay):
+The two-link seed case with a delayed feedback, T = −K·x(t − τ) (colloc_problems.two_link_delay):
 the seed-case K, τ = 23.7 ms, the 12-sine platform acceleration with the seed-0 phases,
 60 s at 100 Hz from the upright rest state (constant history), method of steps with RK4
 on a 2.5 ms step, noise σ_θ = 0.3°, σ_ω = 4°/s, σ_a = 0.42 m/s² from numpy's
@@ -11,7 +11,7 @@ default_rng([0, 1]).
 
 from pathlib import Path
 
-from problems import two_link_delay
+from colloc_problems import two_link_delay
 
 if __name__ == "__main__":
     out = Path(__file__).resolve().parent / "two_link_delay.csv"

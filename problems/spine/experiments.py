@@ -4,7 +4,7 @@ Each experiment is a function that computes its table, writes figures (matplotli
 atomically via :func:`colloc.plotting.save_figure`) and a JSON file into ``out``, and returns
 the data.  Command line::
 
-    python -m problems.spine.experiments NAME [--out DIR] [--quick]
+    python -m colloc_problems.spine.experiments NAME [--out DIR] [--quick]
 
 with ``NAME`` one of ``reflex-gain`` (Table 5.1, Figs 5.2 / 4.5 / 4.6), ``delay-margin``
 (Figs 5.3 / 4.7), ``differential-gain`` (Fig. 4.8), ``load-position`` (sensitivity of the
@@ -13,8 +13,8 @@ with ``NAME`` one of ``reflex-gain`` (Table 5.1, Figs 5.2 / 4.5 / 4.6), ``delay-
 
 Because the optimized activations depend only on the load, ``q`` and ``G_p`` (the zero-delay
 stability constraint ``K(α) ⪰ σI`` does not involve ``b`` or ``G_d``; see
-:mod:`problems.spine.stability`), the delay margins for several ``b`` and ``G_d`` reuse one
-optimization per (load, ``G_p``) and only re-linearize (:func:`problems.spine.model.linearization`).
+:mod:`colloc_problems.spine.stability`), the delay margins for several ``b`` and ``G_d`` reuse one
+optimization per (load, ``G_p``) and only re-linearize (:func:`colloc_problems.spine.model.linearization`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from colloc import delay_margin, save_figure, simulate_dde, write_atomic
-from problems.spine.model import STATE_NAMES, build_model, linearization
-from problems.spine.stability import PHYSIOLOGICAL_DELAY_S, StabilityProblem, _affine_cached, stability
+from colloc_problems.spine.model import STATE_NAMES, build_model, linearization
+from colloc_problems.spine.stability import PHYSIOLOGICAL_DELAY_S, StabilityProblem, _affine_cached, stability
 
 __all__ = [
     "EXPERIMENTS",
@@ -605,14 +605,14 @@ def _num(v, spec):
 
 
 def main(argv=None) -> int:
-    """``python -m problems.spine.experiments NAME [--out DIR] [--quick]``.
+    """``python -m colloc_problems.spine.experiments NAME [--out DIR] [--quick]``.
 
     Parameters
     ----------
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     """
-    ap = argparse.ArgumentParser(prog="python -m problems.spine.experiments",
+    ap = argparse.ArgumentParser(prog="python -m colloc_problems.spine.experiments",
                                  description="Franklin (2006) Ch. 4-5 experiments on the 18-DoF spine model.")
     ap.add_argument("name", choices=[*EXPERIMENTS, "all"])
     ap.add_argument("--out", default="spine-experiments", help="output folder (default ./spine-experiments)")

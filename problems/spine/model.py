@@ -75,7 +75,7 @@ import casadi as ca
 import numpy as np
 
 from colloc import CollocInputError, OptionsError
-from problems._data import data_path
+from colloc_problems._data import data_path
 
 __all__ = [
     "BODIES",

@@ -48,7 +48,7 @@ import casadi as ca
 import numpy as np
 
 from colloc import CollocInputError, DDESimulation, DelayMargin, OptionsError, delay_margin, simulate_dde
-from problems._data import data_path
+from colloc_problems._data import data_path
 
 __all__ = [
     "DATA",

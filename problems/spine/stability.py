@@ -72,7 +72,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from colloc import CollocInputError, OptionsError, delay_margin
-from problems.spine.model import (
+from colloc_problems.spine.model import (
     N_DOF,
     AffineJacobians,
     SpineModel,
@@ -125,9 +125,9 @@ class StabilityProblem:
     Parameters
     ----------
     model : SpineModel
-        From :func:`problems.spine.model.build_model`.
+        From :func:`colloc_problems.spine.model.build_model`.
     affine : AffineJacobians
-        From :func:`problems.spine.model.affine_jacobians` for the parameter set.
+        From :func:`colloc_problems.spine.model.affine_jacobians` for the parameter set.
     stiffness_margin : float
         ``σ`` of ``K(α) ⪰ σ I`` (N·m/rad, > 0).
     max_iter : int

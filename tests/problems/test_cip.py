@@ -15,7 +15,7 @@ import pytest
 import colloc as co
 from colloc.transcription.collocation import transcribe
 from colloc.transcription.nlp import NLP
-from problems import cip
+from colloc_problems import cip
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +210,7 @@ def test_held_noise_input_reproduces_the_exact_discretisation():
 
 def test_cli_identify_cip_known_and_cop_only(tmp_path):
     from colloc.cli import main
-    from problems._data import data_path
+    from colloc_problems._data import data_path
 
     out = tmp_path / "r.json"
     assert main(["identify", "cip", "--data", str(data_path("cip", "cip.csv")), "--out", str(out)]) == 0

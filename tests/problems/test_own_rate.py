@@ -15,10 +15,10 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import colloc as co
-from problems import cip
-from problems import pendulum
-from problems import two_link as tl
-from problems import two_link_delay as tld
+from colloc_problems import cip
+from colloc_problems import pendulum
+from colloc_problems import two_link as tl
+from colloc_problems import two_link_delay as tld
 
 from test_two_link import reference_rhs  # noqa: E402  (tests/problems is on the path)
 

@@ -9,8 +9,8 @@ import pytest
 
 import colloc as co
 from colloc.cli import main
-from problems import semibatch
-from problems._data import data_path
+from colloc_problems import semibatch
+from colloc_problems._data import data_path
 
 
 def test_csv_and_out_reader_agree(tmp_path):

@@ -11,8 +11,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from colloc import CollocInputError, OptionsError
-from problems._data import data_path
-from problems.spine import model as sm
+from colloc_problems._data import data_path
+from colloc_problems.spine import model as sm
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "spine"
 P_REFLEX = {"stiffness_gain": 10.0, "damping": 2.0, "proportional_gain": 10.0, "differential_gain": 1.5,

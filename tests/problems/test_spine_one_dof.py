@@ -11,8 +11,8 @@ import pytest
 
 from colloc import CollocInputError, OptionsError
 from colloc.stability.delay_margin import delay_margin
-from problems._data import data_path
-from problems.spine import one_dof as od
+from colloc_problems._data import data_path
+from colloc_problems.spine import one_dof as od
 
 PUBLISHED = od.example_data()["results"]
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from colloc import CollocInputError, OptionsError
-from problems.spine import experiments as ex
-from problems.spine import stability as st
-from problems.spine.model import build_model, linearization
+from colloc_problems.spine import experiments as ex
+from colloc_problems.spine import stability as st
+from colloc_problems.spine.model import build_model, linearization
 
 CONTRACT_KEYS = {"stable", "metabolic_power_w", "co_contraction_pct", "max_real_eigenvalue", "equilibrium_residual",
                  "delay_margin_s", "activations"}

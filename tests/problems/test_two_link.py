@@ -7,7 +7,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import colloc as co
-from problems import two_link as tl
+from colloc_problems import two_link as tl
 
 
 def reference_rhs(t, x, K, acc):

@@ -1,6 +1,6 @@
 """two-link-delay: the gains K and the feedback delay τ (acceptance cases of the delay issue).
 
-The truth comes from the generator (problems.two_link_delay.TRUE); the data are simulated by
+The truth comes from the generator (colloc_problems.two_link_delay.TRUE); the data are simulated by
 the method of steps, independently of the collocation transcription.
 """
 
@@ -11,8 +11,8 @@ import json
 import numpy as np
 
 import colloc as co
-from problems import two_link as tl
-from problems import two_link_delay as d
+from colloc_problems import two_link as tl
+from colloc_problems import two_link_delay as d
 
 
 def _max_rel(params, keys):

@@ -16,7 +16,7 @@ import pytest
 import colloc as co
 from colloc.transcription.collocation import transcribe
 from colloc.transcription.nlp import NLP
-from problems import pendulum
+from colloc_problems import pendulum
 
 METHODS = [co.BackwardEuler, co.Midpoint, co.Trapezoidal]
 RTOL = 1e-6

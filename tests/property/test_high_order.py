@@ -21,7 +21,7 @@ from colloc.transcription.collocation import transcribe
 from colloc.transcription.grid import interpolation_stencil, mesh_nodes
 from colloc.transcription.methods import differentiation_matrix, radau_points
 from colloc.transcription.nlp import NLP
-from problems import pendulum
+from colloc_problems import pendulum
 
 HIGH = {
     "hermite-simpson": co.HermiteSimpson(),

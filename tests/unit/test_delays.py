@@ -97,7 +97,7 @@ def test_transcription_interpolates_the_delayed_state_exactly_for_quadratics(tau
 
 
 def _delayed_problem(duration=0.6, rate=50.0):
-    from problems import two_link_delay as d
+    from colloc_problems import two_link_delay as d
 
     trial = d.simulate_trial(duration=duration, rate=rate, seed=3)
     return d.problem(trial, tau_bounds=(0.0, 0.08))
@@ -140,7 +140,7 @@ def test_derivatives_in_tau_and_everything_else_match_finite_differences():
 
 
 def test_delay_beyond_the_margin_is_a_status_not_a_crash():
-    from problems import two_link_delay as d
+    from colloc_problems import two_link_delay as d
 
     Ji, Jd = d.linearization()
     margin = co.delay_margin(Ji, Jd).delay_margin_s

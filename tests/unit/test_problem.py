@@ -7,7 +7,7 @@ import pytest
 
 import colloc as co
 from colloc import OptionsError, ProblemError
-from problems import pendulum
+from colloc_problems import pendulum
 
 
 def input_model():

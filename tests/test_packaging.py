@@ -1,0 +1,68 @@
+"""What ``pip install .`` ships: the library and the problems (as ``colloc_problems``), nothing else.
+
+The package list in ``pyproject.toml`` is explicit (the problems live in ``problems/`` but are
+installed under a name a user's own ``problems.py`` cannot shadow), so these tests keep it in
+step with the folders and look inside a freshly built wheel.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _declared():
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    return set(cfg["packages"]), cfg["package-dir"]
+
+
+def _on_disk():
+    found = set()
+    for init in (ROOT / "colloc").rglob("__init__.py"):
+        found.add(".".join(init.parent.relative_to(ROOT).parts))
+    for init in (ROOT / "problems").rglob("__init__.py"):
+        found.add(".".join(("colloc_problems",) + init.parent.relative_to(ROOT / "problems").parts))
+    return found
+
+
+def test_every_package_folder_is_declared():
+    declared, package_dir = _declared()
+    assert package_dir == {"colloc_problems": "problems"}
+    missing = sorted(_on_disk() - declared)
+    extra = sorted(declared - _on_disk())
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"
+    assert not extra, f"declared in pyproject.toml but not on disk: {extra}"
+
+
+def test_entry_points_name_installed_modules():
+    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["colloc.problems"]
+    declared, _ = _declared()
+    for name, target in eps.items():
+        assert target.rsplit(".", 1)[0] in declared, f"{name} -> {target} is not an installed package"
+
+
+def test_wheel_holds_only_the_library_and_the_problems(tmp_path):
+    # A stray folder that an earlier version's pattern ("colloc*") would have packaged.
+    stray = ROOT / "colloc-demo-packaging-probe"
+    stray.mkdir(exist_ok=True)
+    (stray / "__init__.py").write_text("")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                               "-q", "-w", str(tmp_path), str(ROOT)], capture_output=True, text=True,
+                              timeout=600)
+    finally:
+        (stray / "__init__.py").unlink()
+        stray.rmdir()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("colloc-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/")[0] for n in names}
+    top = {t for t in top if not t.endswith((".dist-info", ".data"))}
+    assert top == {"colloc", "colloc_problems"}, top
+    assert "colloc_problems/cip.py" in names and "colloc/cli.py" in names
+    assert not any(n.startswith("problems/") for n in names)
