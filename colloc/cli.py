@@ -9,13 +9,19 @@ from __future__ import annotations
 import argparse
 import functools
 import inspect
+import math
+import os
+import re
 import sys
+import tempfile
+import traceback
 import time
 import warnings
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
+from .base.capture import capture_native_output
 from .base.errors import CollocInputError, ExtraColumnsWarning
 from .base.versions import __version__
 from .shooting.methods import Adjoint, Forward, MultipleShooting, SingleShooting
@@ -148,6 +154,134 @@ def _starts_count(text: str) -> int:
     return value
 
 
+#: Figure formats ``--plot`` accepts (matplotlib's file types without a special backend).
+PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
+
+def _check_output_file(option: str, path: str | None, suffixes: tuple[str, ...] | None = None) -> None:
+    """Refuse, before any work, an output file that cannot be written (one-line error)."""
+    if path is None:
+        return
+    p = Path(path)
+    if suffixes is not None and p.suffix.lower() not in suffixes:
+        raise UsageError(f"{option} {path}: unknown file type '{p.suffix or '(none)'}'; "
+                         f"use one of {', '.join(suffixes)}")
+    if p.is_dir():
+        raise UsageError(f"{option} {path}: is a folder; give a file name")
+    folder = p.parent if str(p.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"{option} {path}: folder {folder} does not exist")
+    _probe(option, path, folder)
+    if p.exists() and not os.access(p, os.W_OK):
+        raise UsageError(f"{option} {path}: file exists and is not writable")
+
+
+def _probe(option: str, path: str, folder: Path) -> None:
+    """Create and remove a file in ``folder`` (permissions alone do not tell: root, read-only
+    mounts, full disks); results are written there atomically through a temporary file."""
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".colloc-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot write in folder {folder} ({exc.strerror or exc})") from None
+
+
+def _check_output_dir(option: str, path: str) -> Path:
+    """Make (if needed) and check a writable output folder before any work."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{option} {path}: exists and is not a folder")
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {path}: cannot create the folder ({exc.strerror or exc})") from None
+    _probe(option, path, p)
+    return p
+
+
+def _data_files(option: str, paths: list[str]) -> list[str]:
+    """The files behind ``--data``: a folder stands for the ``*.csv`` files in it."""
+    files: list[str] = []
+    for text in paths:
+        p = Path(text)
+        if p.is_dir():
+            found = sorted(str(f) for f in p.iterdir() if f.is_file() and f.suffix.lower() == ".csv")
+            if not found:
+                raise UsageError(f"{option} {text}: folder holds no .csv file")
+            files += found
+        elif p.is_file():
+            files.append(text)
+        else:
+            raise UsageError(f"{option} {text}: no such file or folder")
+    return files
+
+
+def trial_names(paths: list[str]) -> list[str]:
+    """Unique, short names for trial files: the file name, or as many trailing folders as
+    it takes to tell files with the same name apart (``s1/trial.csv``, ``s2/trial.csv``)."""
+    parts = [Path(p).resolve().parts for p in paths]
+    depth = [1] * len(paths)
+    while True:
+        names = ["/".join(pt[-d:]) for pt, d in zip(parts, depth)]
+        clash = {n for n in names if names.count(n) > 1}
+        if not clash:
+            return names
+        grown = False
+        for i, n in enumerate(names):
+            if n in clash and depth[i] < len(parts[i]):
+                depth[i] += 1
+                grown = True
+        if not grown:  # the same file given twice
+            raise UsageError(f"--data {paths[names.index(next(iter(clash)))]} is given more than once")
+
+
+def _assignments(option: str, items: list[str] | None, parse) -> dict:
+    """``NAME=VALUE`` pairs of a repeatable option, values parsed by ``parse``."""
+    out: dict = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"{option} {item}: expected NAME=VALUE")
+        if name in out:
+            raise UsageError(f"{option}: {name} given twice")
+        try:
+            out[name] = parse(value.strip())
+        except ValueError as exc:
+            raise UsageError(f"{option} {item}: {exc}") from None
+    return out
+
+
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+
+
+def _number(text: str) -> float:
+    """A decimal number as people write it (no ``1_0``, no hex); ``inf`` and ``nan`` are read
+    (callers refuse what they cannot use)."""
+    if not _NUMBER.fullmatch(text.strip()):
+        raise ValueError(f"'{text}' is not a number")
+    return float(text)
+
+
+def _finite_number(text: str) -> float:
+    value = _number(text)
+    if not math.isfinite(value):
+        raise ValueError(f"'{text}' is not a finite number")
+    return value
+
+
+def _bounds_pair(text: str) -> tuple[float | None, float | None]:
+    lo, sep, hi = text.partition(":")
+    if not sep:
+        raise ValueError("expected LO:HI (either side may be empty)")
+    pair = (_number(lo) if lo.strip() else None, _number(hi) if hi.strip() else None)
+    if any(v is not None and math.isnan(v) for v in pair):
+        raise ValueError("a bound may not be NaN")
+    if pair[0] is not None and pair[1] is not None and pair[0] > pair[1]:
+        raise ValueError(f"lower bound {pair[0]:g} > upper bound {pair[1]:g}")
+    return pair
+
+
 def _load_trials(module: ModuleType, problem_name: str, paths: list[str], missing: str = "error") -> list:
     """Read the trials with the problem's ``load_trial``; ``--missing allow`` is passed on as
     ``missing="allow"`` (a problem whose loader does not take it is told so)."""
@@ -165,46 +299,100 @@ def _load_trials(module: ModuleType, problem_name: str, paths: list[str], missin
 
 def _identify(module: ModuleType, problem_name: str, paths: list[str], method_name: str,
               nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1,
-              start: str | None = None, starts: int = 1, seed: int = 0, missing: str = "error"):
-    trials = _load_trials(module, problem_name, paths, missing)
-    problem = module.problem(trials)
+              start: str | None = None, starts: int = 1, seed: int = 0, missing: str = "error",
+              names: list[str] | None = None, fit_weights: dict | None = None, guess: dict | None = None,
+              bounds: dict | None = None, absolute_sigma: bool = False):
+    """Read, build and solve; with ``verbose`` off, what IPOPT, CasADi and CVODES print is
+    kept off the terminal (a one-line note counts it; ``result.info["solver_output"]`` keeps
+    the first lines)."""
     method = make_method(method_name, nodes, refine)
-    progress = None if quiet or starts > 1 else _Progress()
-    try:
-        if max_iter < 0:
-            raise UsageError(f"--max-iter must be >= 0, got {max_iter}")
-        solver = Ipopt(print_level=5 if verbose else 0, max_iter=max_iter)
-        result = solve(problem, method, solver=solver,
-                       progress=progress, throw=False, start=start, starts=starts, seed=seed)
-    finally:
-        if progress is not None:
-            progress.close()
+    if max_iter < 0:
+        raise UsageError(f"--max-iter must be >= 0, got {max_iter}")
+    if names is not None and len(names) != len(paths):
+        raise UsageError(f"--name given {len(names)} time(s) for {len(paths)} --data file(s); give one per file")
+    trials = _load_trials(module, problem_name, paths, missing)
+    labels = names if names is not None else trial_names(paths)
+    if len(set(labels)) != len(labels):
+        raise UsageError(f"--name: names must be unique, got {', '.join(labels)}")
+    trials = [t.renamed(n) for t, n in zip(trials, labels)]
+    problem = module.problem(trials)
+    model = problem.model
+    pnames = model.element_names("parameter")
+    for option, given in (("--guess", guess), ("--bounds", bounds)):
+        unknown = [k for k in (given or {}) if k not in pnames and k not in {v.name for v in model.variables("parameter")}]
+        if unknown:
+            raise UsageError(f"{option}: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(pnames)}")
+    for name, (lo, hi) in (bounds or {}).items():
+        model.set_bounds(name, lo, hi)
+    if guess:
+        guess = {e: v for k, v in guess.items() for e in (model.variable(k).element_names if k not in pnames else [k])}
+    if fit_weights:
+        signals = problem.signal_names()
+        unknown = [k for k in fit_weights if k not in signals]
+        if unknown:
+            raise UsageError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; signals: {', '.join(signals)}")
+        problem = problem.with_fit(fit_weights)
+    solver = Ipopt(print_level=5 if verbose else 0, max_iter=max_iter, absolute_sigma=absolute_sigma)
+    with capture_native_output(enabled=not verbose) as native:
+        progress = None if quiet or starts > 1 else _Progress(stream=native.terminal)
+        try:
+            result = solve(problem, method, solver=solver, guess=guess or None,
+                           progress=progress, throw=False, start=start, starts=starts, seed=seed)
+        finally:
+            if progress is not None:
+                progress.close()
+    _replay(native, result)
     result.problem = problem_name
     result.trials = [str(p) for p in paths]
     return result
 
 
+def _replay(native, result=None) -> None:
+    """After a captured block: our own warnings go to the terminal; the libraries' output is
+    counted in one line (and its first lines kept in the result)."""
+    ours = [ln for ln in native.lines if ln.startswith("colloc:")]
+    theirs = [ln for ln in native.lines if not ln.startswith("colloc:")]
+    for line in ours:
+        sys.stderr.write(line + "\n")
+    if theirs:
+        sys.stderr.write(f"colloc: note: {len(theirs)} line(s) of solver/integrator output hidden "
+                         "(--verbose shows them)\n")
+        if result is not None:
+            result.info["solver_output"] = theirs[:40]
+
+
 def cmd_identify(args) -> int:
     module = load_problem_module(args.problem)
-    for p in args.data:
-        if not Path(p).is_file():
-            raise UsageError(f"--data {p}: no such file")
-    result = _identify(module, args.problem, args.data, args.method, args.nodes, args.verbose, args.json,
-                       args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing)
+    # every check before the solve: outputs, inputs, options
+    _check_output_file("--out", args.out)
+    _check_output_file("--plot", args.plot, PLOT_SUFFIXES)
+    if args.out and args.plot and Path(args.out).resolve() == Path(args.plot).resolve():
+        raise UsageError(f"--out and --plot name the same file {args.out}")
+    paths = _data_files("--data", args.data)
+    guess = _assignments("--guess", args.guess, _finite_number)
+    bounds = _assignments("--bounds", args.bounds, _bounds_pair)
+    weights = _assignments("--fit-weight", args.fit_weight, _finite_number)
+    result = _identify(module, args.problem, paths, args.method, args.nodes, args.verbose, args.json,
+                       args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
+                       names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
+                       absolute_sigma=args.absolute_sigma)
     if args.out:
         result.to_json(args.out)
     _report_poor_fit(result)
+    note = sys.stderr if args.json else sys.stdout
     if args.json:
         sys.stdout.write(result.to_json(indent=None) + "\n")
     else:
         print(result.summary())
         if args.out:
             print(f"result written to {args.out}")
-        if args.plot:
-            from .results.plotting import plot_fit
+    if args.plot:
+        from .results.plotting import plot_fit
 
+        with capture_native_output(enabled=not args.verbose) as native:
             plot_fit(result, path=args.plot)
-            print(f"figure written to {args.plot}")
+        _replay(native)
+        note.write(f"figure written to {args.plot}\n")
     return EXIT_OK if result.success else EXIT_FAILED
 
 
@@ -222,7 +410,7 @@ def cmd_demo(args) -> int:
     from colloc_problems._data import data_path  # the shipped data belong to the problems package
 
     path = data_path(*module.DEFAULT_DATA)
-    out = Path(args.out)
+    out = _check_output_dir("--out", args.out)
     stem = args.problem.replace("-", "_")
     print(f"colloc {__version__} demo: identify the {args.problem} parameters from {path}")
     t0 = time.perf_counter()
@@ -231,7 +419,6 @@ def cmd_demo(args) -> int:
     _report_poor_fit(result)
     from .results.plotting import plot_fit, plot_residuals
 
-    out.mkdir(parents=True, exist_ok=True)
     fig_path = out / f"{stem}_fit.png"
     states = getattr(module, "STATE_NAMES", None)
     plot_fit(result, signals=list(states) if states else None, path=fig_path)
@@ -267,34 +454,36 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--starts must be >= 1, got {args.starts}")
     if args.max_iter < 0:
         raise UsageError(f"--max-iter must be >= 0, got {args.max_iter}")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out}: exists and is not a folder")
+    out = _check_output_dir("--out", args.out)
     module = load_problem_module(args.problem)
-    for p in args.data:
-        if not Path(p).is_file():
-            raise UsageError(f"--data {p}: no such file")
-    trials = _load_trials(module, args.problem, args.data, args.missing)
+    paths = _data_files("--data", args.data)
+    trials = [t.renamed(n) for t, n in zip(_load_trials(module, args.problem, paths, args.missing),
+                                           trial_names(paths))]
     problem = module.problem(trials)
     truth = getattr(module, "TRUE", None)
     if truth is not None:
         names = set(problem.model.element_names("parameter"))
         truth = {k: v for k, v in truth.items() if k in names} or None
 
+    terminal = [sys.stderr]
+
     def progress(event) -> None:
         if event.result is None:
             return
         r = event.result
-        sys.stderr.write(f"  [{event.index + 1}/{event.total}] {event.method} start {event.start}: "
-                         f"{'converged' if r.success else 'FAILED (' + r.status + ')'} · "
-                         f"{r.iterations} iterations · {r.timings.get('total_s', float('nan')):.2f} s\n")
-        sys.stderr.flush()
+        terminal[0].write(f"  [{event.index + 1}/{event.total}] {event.method} start {event.start}: "
+                          f"{'converged' if r.success else 'FAILED (' + r.status + ')'} · "
+                          f"{r.iterations} iterations · {r.timings.get('total_s', float('nan')):.2f} s\n")
+        terminal[0].flush()
 
     solver = Ipopt(max_iter=args.max_iter)
-    comparison = compare(problem, methods, starts=args.starts, seed=args.seed, truth=truth,
-                         solver=solver, progress=progress)
+    with capture_native_output(enabled=not args.verbose) as native:
+        terminal[0] = native.terminal
+        comparison = compare(problem, methods, starts=args.starts, seed=args.seed, truth=truth,
+                             solver=solver, progress=progress)
+    _replay(native)
     comparison.problem = args.problem
-    comparison.notes["trials"] = [str(p) for p in args.data]
+    comparison.notes["trials"] = [str(p) for p in paths]
     paths = comparison.write(out)
     ok = sum(r.result.success for r in comparison.runs)
     print(f"{args.problem} · {len(methods)} methods × {args.starts} starts (seed {args.seed}) · "
@@ -348,7 +537,7 @@ def _read_matrix_csv(path: str, option: str):
                 for col, cell in enumerate(cells, start=1):
                     text = cell.strip()
                     try:
-                        value = float(text)
+                        value = _number(text)
                     except ValueError:
                         raise UsageError(f"{option} {path}: row {lineno}, column {col}: "
                                          f"{text!r} is not a number (headerless numeric CSV expected)") from None
@@ -432,12 +621,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"colloc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    known = ", ".join(sorted(problem_registry())) or "(none installed)"
     p = sub.add_parser("identify", help="identify a problem's parameters from CSV trials",
                        description="Identify the parameters of PROBLEM from one or more CSV trials "
-                                   "(several --data files share the parameters).")
-    p.add_argument("problem", type=_known_problem, help="problem name (see `colloc problems`)")
+                                   "(several --data files share the parameters). "
+                                   f"Problems: {known}. Initial states are estimated with the parameters; "
+                                   "standard errors are rescaled by the residual variance unless "
+                                   "--absolute-sigma.")
+    p.add_argument("problem", type=_known_problem, help=f"problem name: {known}")
     p.add_argument("--data", action="append", required=True, metavar="FILE.csv",
-                   help="measured trial (CSV: time column then signals); repeat for several trials")
+                   help="measured trial (CSV: time column then signals); repeat for several trials; a folder "
+                        "stands for the .csv files in it")
+    p.add_argument("--name", action="append", default=None, metavar="NAME",
+                   help="name of the trial of each --data file, in order (default: the file name, with as many "
+                        "folders as it takes to tell equal file names apart)")
+    p.add_argument("--fit-weight", action="append", default=None, metavar="SIGNAL=W",
+                   help="fit weight 1/sigma^2 of a signal (replaces the problem's; 0 leaves the signal out)")
+    p.add_argument("--guess", action="append", default=None, metavar="PARAM=V",
+                   help="initial value of a parameter (an element such as k_00, or a whole matrix); the solve "
+                        "starts from the guesses unless --start equation-error")
+    p.add_argument("--bounds", action="append", default=None, metavar="PARAM=LO:HI",
+                   help="bounds of a parameter (either side may be empty: k_00=0: )")
+    p.add_argument("--absolute-sigma", action="store_true",
+                   help="take the fit weights as exact 1/sigma^2: standard errors are not rescaled by the "
+                        "residual variance")
     p.add_argument("--method", default=DEFAULT_METHOD,
                    help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD})")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
@@ -493,6 +700,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--max-iter", type=int, default=500, metavar="K",
                    help="IPOPT iteration limit of the collocation methods (default 500)")
     c.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    c.add_argument("--verbose", action="store_true", help="show the solvers' and integrators' own output")
     c.set_defaults(func=cmd_compare)
 
     dm = sub.add_parser("delay-margin", help="delay margin of x' = J_i x(t) + J_d x(t - tau)",
@@ -569,6 +777,17 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             sys.stderr.write("colloc: interrupted\n")
             return 130
+        except OSError as exc:  # a file that could not be read or written after the checks
+            where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
+            sys.stderr.write(f"colloc: error: cannot access{where}: {exc.strerror or exc}\n")
+            return EXIT_INPUT
+        except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback for users
+            if os.environ.get("COLLOC_TRACEBACK"):
+                traceback.print_exc()
+            first = (str(exc).splitlines() or [""])[0][:300]
+            sys.stderr.write(f"colloc: internal error: {type(exc).__name__}: {first} "
+                             "(please report it; COLLOC_TRACEBACK=1 shows the traceback)\n")
+            return EXIT_FAILED
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -133,8 +133,10 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         td = m.known_input("disturbance", unit="N·m", scale=10.0)
     else:
         td = m.state("disturbance", unit="N·m", scale=10.0)
-    gains = {k: m.parameter(k, unit=unit, bounds=rng[k], guess=CENTRE_NORMAL[k], scale=_SCALES[k])
-             for k, unit in zip(GAINS, ("N·m/rad", "N·m/(rad·s)", "N·m·s/rad"))}
+    gains = {k: m.parameter(k, unit=unit, bounds=rng[k], guess=CENTRE_NORMAL[k], scale=_SCALES[k],
+                            description=f"{term} gain of the ankle torque")
+             for k, unit, term in zip(GAINS, ("N·m/rad", "N·m/(rad·s)", "N·m·s/rad"),
+                                      ("proportional", "integral", "derivative"))}
     tc = gains["KP"] * u + gains["KI"] * w + gains["KD"] * v
     m.set_der(u, v)
     m.set_der(v, (b["m"] * b["g"] * b["h"] * u + td - tc) / b["I"])

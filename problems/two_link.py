@@ -114,13 +114,20 @@ def model(body: Mapping[str, float] | None = None, *,
         a = m.known_input("platform_acc", unit="m/s^2", scale=1.0)
     else:
         a = acceleration(m.time)
-    K = m.parameter("k", shape=(2, 4), unit="N·m/rad, N·m·s/rad", scale=100.0, guess=0.0)
+    K = m.parameter("k", shape=(2, 4), unit=GAIN_UNITS, description=GAIN_DESCRIPTIONS, scale=100.0, guess=0.0)
     x = ca.vertcat(qa, qh, wa, wh)
     M, F = mass_matrix_forcing(ca.vertcat(qa, qh), ca.vertcat(wa, wh), a, -K @ x, pars)
     m.set_der(qa, wa)
     m.set_der(qh, wh)
     m.add_residual(M @ ca.vertcat(m.der(wa), m.der(wh)) - F, name="eom", scale=50.0)
     return m
+
+
+#: Units of the gain matrix K (row: joint torque; column: θ_a, θ_h, ω_a, ω_h).
+GAIN_UNITS = [["N·m/rad", "N·m/rad", "N·m·s/rad", "N·m·s/rad"]] * 2
+#: What each gain means: T = −K·x, rows ankle and hip torque, columns the fed-back state.
+GAIN_DESCRIPTIONS = [[f"{joint} torque from {state}" for state in ("θ_a", "θ_h", "ω_a", "ω_h")]
+                     for joint in ("ankle", "hip")]
 
 
 def problem(trials: co.Trial | Sequence[co.Trial], *, errors_in_variables: bool = True,

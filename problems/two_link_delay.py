@@ -79,9 +79,11 @@ def model(tau: float | None = None, body: Mapping[str, float] | None = None, *, 
     if multisine_guess is not None:
         coef = m.parameter("acc_coef", shape=2 * len(tl.HARMONICS), unit="m/s^2", guess=np.asarray(multisine_guess))
         a = ca.dot(_multisine_basis(m.time), coef)
-    K = m.parameter("k", shape=(2, 4), unit="N·m/rad, N·m·s/rad", scale=100.0, guess=0.0)
+    K = m.parameter("k", shape=(2, 4), unit=tl.GAIN_UNITS, description=tl.GAIN_DESCRIPTIONS, scale=100.0,
+                    guess=0.0)
     if tau is None:
-        delay = m.parameter("tau", unit="s", bounds=tau_bounds, guess=tau_guess, scale=0.05)
+        delay = m.parameter("tau", unit="s", bounds=tau_bounds, guess=tau_guess, scale=0.05,
+                            description="feedback delay")
     else:
         delay = float(tau)
     x = ca.vertcat(qa, qh, wa, wh)

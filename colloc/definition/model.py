@@ -55,6 +55,12 @@ class Variable:
     element_names : tuple of str
         One name per scalar element, row-major (``k_00, k_01, …`` for a matrix ``k``).
     unit : str
+        The unit as declared (for a matrix with per-element units, the distinct units
+        joined by ", ").
+    units : tuple of str
+        One unit per element (row-major).
+    descriptions : tuple of str
+        One description per element (what the element means), ``""`` when not given.
     lower, upper, scale, guess : ndarray, shape (size,)
         Per-element bounds, nominal scale and initial guess (row-major).
     symbol : casadi.SX
@@ -80,6 +86,14 @@ class Variable:
     flat: ca.SX = field(repr=False)
     hold: bool = False
     jumps: tuple[float, ...] = ()
+    units: tuple[str, ...] = ()
+    descriptions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.units:
+            object.__setattr__(self, "units", (self.unit,) * len(self.element_names))
+        if not self.descriptions:
+            object.__setattr__(self, "descriptions", ("",) * len(self.element_names))
 
     @property
     def size(self) -> int:
@@ -146,6 +160,20 @@ def _element_names(name: str, shape: tuple[int, int]) -> tuple[str, ...]:
     return tuple(f"{name}_{i}{j}" for i in range(rows) for j in range(cols))
 
 
+def _per_element_text(value, size: int, shape: tuple[int, int], what: str, where: str) -> tuple[str, ...]:
+    """A string, or one string per element (nested rows or flat, row-major)."""
+    if value is None:
+        return ("",) * size
+    if isinstance(value, str):
+        return (value,) * size
+    arr = np.asarray(value, dtype=object)
+    if arr.shape == shape or arr.size == size:
+        items = tuple(arr.reshape(shape).ravel(order="C").tolist())
+        if all(isinstance(v, str) for v in items):
+            return items
+    raise ModelError(f"{where}: {what} must be a string or one string per element (shape {shape}), got {value!r}")
+
+
 def _per_element(value, size: int, shape: tuple[int, int], what: str, where: str) -> np.ndarray:
     arr = np.asarray(value, dtype=float)
     if arr.ndim == 0:
@@ -199,6 +227,7 @@ class Model:
         scale,
         guess,
         hold: bool = False,
+        description=None,
     ) -> ca.SX:
         where = f"{_KIND_LABEL[kind]} '{name}' of model '{self.name}'"
         if not isinstance(name, str) or not name.isidentifier():
@@ -231,6 +260,10 @@ class Model:
         if np.any(~np.isfinite(guess_arr)):
             raise ModelError(f"{where}: guess must be finite, got {guess!r}")
         guess_arr = np.clip(guess_arr, lower, upper)
+        units = _per_element_text(unit, size, dims, "unit", where)
+        descriptions = _per_element_text(description, size, dims, "description", where)
+        if not isinstance(unit, str):
+            unit = ", ".join(dict.fromkeys(u for u in units if u))
         flat = ca.vertcat(*[ca.SX.sym(n) for n in names])
         symbol = flat if dims[1] == 1 else ca.reshape(flat, dims[1], dims[0]).T
         var = Variable(
@@ -246,6 +279,8 @@ class Model:
             symbol=symbol,
             flat=flat,
             hold=bool(hold),
+            units=units,
+            descriptions=descriptions,
         )
         self._variables[name] = var
         for n in names:
@@ -359,10 +394,11 @@ class Model:
         name: str,
         shape: int | Sequence[int] = 1,
         *,
-        unit: str = "",
+        unit: str | Sequence = "",
         bounds: tuple = (-np.inf, np.inf),
         scale=1.0,
         guess=0.0,
+        description: str | Sequence | None = None,
     ) -> ca.SX:
         """Declare a constant unknown parameter shared by all trials.
 
@@ -373,15 +409,20 @@ class Model:
         ----------
         name : str
         shape : int or (rows, cols), optional
-        unit : str, optional
+        unit : str or array of str, optional
+            One unit, or one per element (nested rows for a matrix): the gains of
+            ``K = m.parameter("k", shape=(2, 4), unit=[["N·m/rad"] * 2 + ["N·m·s/rad"] * 2] * 2)``
+            print each with its own unit.
         bounds : (lower, upper), optional
             Scalars or per-element arrays; ``None`` means unbounded.
         scale : float or array, optional
             Nominal magnitude; the solver sees ``value / scale``.
         guess : float or array, optional
             Initial guess (clipped into the bounds).
+        description : str or array of str, optional
+            What the parameter (or each element) means, shown in reports.
         """
-        return self._declare("parameter", name, shape, unit, bounds, scale, guess)
+        return self._declare("parameter", name, shape, unit, bounds, scale, guess, description=description)
 
     def output(self, name: str, expr, *, unit: str = "") -> ca.SX:
         """Declare a measurable output ``y = h(x, r, u, p, t)`` and return ``expr``.
@@ -592,10 +633,45 @@ class Model:
         )
 
     def unit_of(self, signal: str) -> str:
-        """Unit of a state, input, parameter or output element."""
+        """Unit of a state, input, parameter or output element (its own, for an element of
+        a matrix declared with per-element units)."""
         if signal in self._outputs:
             return self._outputs[signal][1]
-        return self.variable(signal).unit
+        var = self.variable(signal)
+        if signal in var.element_names:
+            return var.units[var.element_names.index(signal)]
+        return var.unit
+
+    def description_of(self, element: str) -> str:
+        """The declared description of a variable element (``""`` when none)."""
+        var = self.variable(element)
+        if element in var.element_names:
+            return var.descriptions[var.element_names.index(element)]
+        return ""
+
+    def set_bounds(self, name: str, lower=None, upper=None) -> None:
+        """Change the bounds of a declared variable or of one of its elements.
+
+        ``None`` keeps a side as it is.  The guess is not changed (starts are clipped into
+        the bounds when a solve begins).
+        """
+        var = self.variable(name)
+        where = f"{_KIND_LABEL[var.kind]} '{name}' of model '{self.name}'"
+        index = [var.element_names.index(name)] if name in var.element_names and name != var.name \
+            else list(range(var.size))
+        lo, hi = var.lower.copy(), var.upper.copy()
+        for arr, value in ((lo, lower), (hi, upper)):
+            if value is not None:
+                value = float(value)
+                if np.isnan(value):
+                    raise ModelError(f"{where}: a bound may not be NaN")
+                arr[index] = value
+        bad = [i for i in index if lo[i] > hi[i]]
+        if bad:
+            i = bad[0]
+            raise ModelError(f"{where}: lower bound {lo[i]:g} > upper bound {hi[i]:g} for element "
+                             f"'{var.element_names[i]}'")
+        self._variables[var.name] = dataclasses.replace(var, lower=lo, upper=hi)
 
     def derivative_pairs(self) -> list[tuple[str, str]]:
         """(state, state) pairs where ``set_der(a, b)`` made ``b`` the plain derivative of ``a``.

@@ -379,6 +379,24 @@ class Problem:
         copy._guesses = {k: v for k, v in self._guesses.items() if isinstance(k, str)}
         return copy
 
+    def with_fit(self, weights: Mapping[str, float]) -> Problem:
+        """The same problem with the fit weights of ``weights`` (signal → ``1/σ²``) set or
+        replaced; a weight of 0 removes a signal from the fit."""
+        fit = {k: v for k, v in self.fit.items() if k not in set(self.input_noise)}
+        for signal, w in weights.items():
+            w = float(w)
+            if not np.isfinite(w) or w < 0:
+                raise ProblemError(f"fit weight of '{signal}' must be finite and >= 0, got {w}")
+            if w == 0:
+                fit.pop(signal, None)
+            else:
+                fit[signal] = w
+        copy = Problem(self.model, self.trials, fit=fit, name=self.name, input_noise=self.input_noise or None,
+                       trial_weights={k: v for k, v in self.trial_weights.items() if v != 1.0} or None)
+        copy.terms = list(self.terms)
+        copy._guesses = dict(self._guesses)
+        return copy
+
     def resampled(self, indices: Sequence[int]) -> Problem:
         """The same problem on ``trials[i] for i in indices`` (a trial may repeat).
 

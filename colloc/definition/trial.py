@@ -438,6 +438,11 @@ class Trial:
         jumps = {n: j for n, j in self.jumps.items() if n in kept}
         return self._trusted(self.time, kept, self.name, self.source, self.missing, jumps)
 
+    def renamed(self, name: str) -> Trial:
+        """The same trial (shared read-only arrays) under another name."""
+        return self._trusted(self.time, self.signals, self._check_name(name), self.source, self.missing,
+                             self.jumps)
+
     def with_signals(self, **signals: ArrayLike) -> Trial:
         """A copy with ``signals`` (name -> shape (num_samples,)) added or replaced.
 

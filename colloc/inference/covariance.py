@@ -30,12 +30,17 @@ class Covariance:
         Observations minus free directions (initial states, free inputs, parameters).
     message : str
         Empty when all went well, else why the matrix is NaN or unscaled.
+    not_identifiable : tuple of int
+        Indices of the parameters that take part in a direction the data do not determine
+        (a near-zero eigenvalue of the reduced Hessian); all of them when the factorisation
+        itself failed; empty when the matrix is usable.
     """
 
     matrix: np.ndarray
     residual_variance: float
     dof: int
     message: str = ""
+    not_identifiable: tuple[int, ...] = ()
 
     @property
     def standard_errors(self) -> np.ndarray:
@@ -82,6 +87,7 @@ def parameter_covariance(
     param_scale: np.ndarray,
     num_fit_residuals: int,
     fit_res: np.ndarray,
+    absolute_sigma: bool = False,
 ) -> Covariance:
     """Gauss–Newton covariance of the parameters of an equality-constrained least squares.
 
@@ -102,6 +108,8 @@ def parameter_covariance(
         Number of fitted observations (for the degrees of freedom).
     fit_res : ndarray
         The weighted fit residuals alone (for the residual variance).
+    absolute_sigma : bool
+        Take the weights as exact ``1/σ²``: no rescaling by the residual variance.
 
     Notes
     -----
@@ -170,17 +178,34 @@ def parameter_covariance(
     if isinstance(outcome, str) and not touch.all():  # the dominance test was not enough: all rows
         outcome = _solve_reduced(H, A, rho, rest, param_index, np.arange(na))
     if isinstance(outcome, str):
-        return Covariance(nan, s2, dof, outcome)
+        return Covariance(nan, s2, dof, outcome, tuple(range(npar)))
     K_pp, K_sp, sol = outcome
     schur = K_pp - K_sp.T @ sol
     schur = 0.5 * (schur + schur.T)
-    eig = np.linalg.eigvalsh(schur) if npar else np.zeros(0)
-    if npar and (not np.all(np.isfinite(eig)) or eig.min() <= 1e-13 * max(abs(eig).max(), 1e-300)):
-        return Covariance(nan, s2, dof, "reduced Hessian is not positive definite; parameters not identifiable")
+    if npar and not np.all(np.isfinite(schur)):
+        return Covariance(nan, s2, dof, "reduced Hessian is not finite; parameters not identifiable",
+                          tuple(range(npar)))
+    eig, vec = np.linalg.eigh(schur) if npar else (np.zeros(0), np.zeros((0, 0)))
+    flat = eig <= 1e-13 * max(abs(eig).max() if npar else 0.0, 1e-300)
+    if npar and flat.any():
+        # the parameters that carry the undetermined directions (components ≥ 0.1 of a unit
+        # eigenvector of a near-zero eigenvalue; physical and solver scales differ, so this
+        # names rather than measures)
+        involved = np.flatnonzero(np.any(np.abs(vec[:, flat]) >= 0.1, axis=1))
+        return Covariance(nan, s2, dof, "reduced Hessian is not positive definite; parameters not identifiable",
+                          tuple(int(i) for i in involved))
+    if absolute_sigma:
+        s2_scale = 1.0
+    elif dof > 0 and s2 <= 1e-24:
+        return Covariance(nan, s2, dof, "the residuals are zero (the model reproduces the data exactly), so "
+                          "standard errors rescaled by the residual variance would be 0; not estimable from "
+                          "these data")
+    else:
+        s2_scale = s2
     C = np.linalg.inv(schur)
     C = 0.5 * (C + C.T)
     S = np.diag(param_scale)
-    return Covariance(S @ C @ S * s2, s2, dof, message)
+    return Covariance(S @ C @ S * s2_scale, s2, dof, message)
 
 
 def _solve_reduced(H, A, rho, rest, param_index, rows):

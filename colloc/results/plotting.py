@@ -13,7 +13,7 @@ import numpy as np
 
 from ..base.files import atomic_path
 
-__all__ = ["plot_estimates", "plot_fit", "plot_objective_history", "plot_residuals", "save_figure"]
+__all__ = ["parameter_lines", "plot_estimates", "plot_fit", "plot_objective_history", "plot_residuals", "save_figure"]
 
 
 def save_figure(fig, path: str | os.PathLike, dpi: int = 120) -> Path:
@@ -39,8 +39,46 @@ def _label(result, signal: str) -> str:
     return f"{signal} ({unit})" if unit else signal
 
 
+#: Trials longer than this (s) get a zoomed panel beside the full record.
+ZOOM_AFTER_S = 20.0
+#: Width of the zoomed window (s).
+ZOOM_WINDOW_S = 4.0
+
+
+def _zoom_window(result, t: str, signals: list[str]) -> tuple[float, float]:
+    """A window of :data:`ZOOM_WINDOW_S` seconds around the largest standardised residual."""
+    traj = result.trajectories[t]
+    t0, t1 = float(traj.index[0]), float(traj.index[-1])
+    centre = 0.5 * (t0 + t1)
+    res = result.residuals.get(t)
+    if res is not None and len(res):
+        cols = [s for s in signals if s in res]
+        if cols:
+            scaled = np.abs(res[cols].to_numpy(dtype=float)) / (np.nanstd(res[cols].to_numpy(dtype=float), axis=0) + 1e-300)
+            if np.isfinite(scaled).any():
+                centre = float(res.index[int(np.nanargmax(np.nanmax(scaled, axis=1)))])
+    lo = min(max(centre - ZOOM_WINDOW_S / 2, t0), t1 - ZOOM_WINDOW_S)
+    return lo, lo + ZOOM_WINDOW_S
+
+
+def parameter_lines(result) -> list[str]:
+    """``name = value ± SE unit`` for every parameter (``± n/a`` when not estimable)."""
+    se = result.standard_errors or {}
+    lines = []
+    for k, v in result.parameters.items():
+        e = se.get(k)
+        spread = f" ± {e:.3g}" if e is not None and np.isfinite(e) else " ± n/a"
+        unit = result.units.get(k, "")
+        lines.append(f"{k} = {v:.5g}{spread}" + (f" {unit}" if unit else ""))
+    return lines
+
+
 def plot_fit(result, trial=None, *, signals=None, path=None):
     """Measured vs identified trajectories: one row per signal, one column per trial.
+
+    Every parameter (± standard error, unit) is listed in a table under the panels, so
+    nothing is cut from a title.  A trial longer than :data:`ZOOM_AFTER_S` seconds gets a
+    second column zoomed on a few seconds around its largest residual.
 
     Parameters
     ----------
@@ -50,7 +88,7 @@ def plot_fit(result, trial=None, *, signals=None, path=None):
     signals : list of str, optional
         Signals to show (default: every fitted signal).
     path : path-like, optional
-        Write the figure as PNG there.
+        Write the figure there (PNG, PDF, SVG… by the suffix).
 
     Returns
     -------
@@ -66,24 +104,59 @@ def plot_fit(result, trial=None, *, signals=None, path=None):
         missing = [s for s in signals if s not in known]
         if missing:
             raise KeyError(f"plot_fit: no signal(s) {', '.join(missing)}; available: {', '.join(sorted(known))}")
-    fig = Figure(figsize=(4.2 + 3.8 * len(trials), 1.0 + 2.1 * len(signals)), layout="constrained")
-    axes = np.atleast_2d(fig.subplots(len(signals), len(trials), sharex="col", squeeze=False))
-    for c, t in enumerate(trials):
+    columns = []  # (trial, window or None)
+    for t in trials:
+        index = result.trajectories[t].index
+        columns.append((t, None))
+        if len(index) and float(index[-1] - index[0]) > ZOOM_AFTER_S:
+            columns.append((t, _zoom_window(result, t, signals)))
+    lines = parameter_lines(result)
+    per_col = 12
+    text_cols = max(1, -(-len(lines) // per_col))
+    text_rows = min(len(lines), per_col)
+    width = max(4.2 + 3.8 * len(columns), 3.4 * text_cols)
+    text_h = 0.35 + 0.17 * text_rows
+    fig = Figure(figsize=(width, 1.0 + 2.1 * len(signals) + text_h), layout="constrained")
+    grid = fig.add_gridspec(len(signals) + 1, len(columns), height_ratios=[2.1] * len(signals) + [text_h],
+                            width_ratios=[1.0 if w is None else 0.6 for _, w in columns])
+    axes = np.empty((len(signals), len(columns)), dtype=object)
+    for c, (t, window) in enumerate(columns):
         meas = result.measurements[t]
         traj = result.trajectories[t]
         for r, s in enumerate(signals):
-            ax = axes[r, c]
+            ax = fig.add_subplot(grid[r, c], sharex=axes[0, c] if r else None)
+            axes[r, c] = ax
             if s in meas:
                 ax.plot(meas.index, meas[s], ".", ms=2.5, color="0.55", label="measured")
             ax.plot(traj.index, traj[s], "-", lw=1.2, color="C0", label=f"identified ({result.method})")
-            ax.set_ylabel(_label(result, s))
+            if window is None:
+                ax.set_ylabel(_label(result, s))
+            else:
+                ax.set_xlim(*window)
+                inside = (traj.index >= window[0]) & (traj.index <= window[1])
+                shown = np.concatenate([traj[s].to_numpy()[inside],
+                                        meas[s].to_numpy()[(meas.index >= window[0]) & (meas.index <= window[1])]
+                                        if s in meas else []])
+                shown = shown[np.isfinite(shown)]
+                if shown.size:
+                    pad = 0.08 * (np.ptp(shown) or 1.0)
+                    ax.set_ylim(shown.min() - pad, shown.max() + pad)
             if r == 0:
-                ax.set_title(t, fontsize=9)
+                ax.set_title(t if window is None else f"{t}: {window[0]:.1f}–{window[1]:.1f} s", fontsize=9)
             if r == len(signals) - 1:
                 ax.set_xlabel("time (s)")
-        axes[0, c].legend(loc="upper right", fontsize=8, framealpha=0.85)
-    params = ", ".join(f"{k} = {v:.4g}" for k, v in list(result.parameters.items())[:8])
-    fig.suptitle(f"{result.problem}: {params}", fontsize=10)
+            else:
+                ax.tick_params(labelbottom=False)
+        if window is None:
+            axes[0, c].legend(loc="upper right", fontsize=8, framealpha=0.85)
+    table = fig.add_subplot(grid[-1, :])
+    table.axis("off")
+    for k in range(text_cols):
+        chunk = lines[k * per_col:(k + 1) * per_col]
+        table.text(k / text_cols, 1.0, "\n".join(chunk), va="top", ha="left", family="monospace", fontsize=8,
+                   transform=table.transAxes)
+    state = "success" if result.success else f"FAILED ({result.status})"
+    fig.suptitle(f"{result.problem} · {result.method} · {state}", fontsize=10)
     if path is not None:
         save_figure(fig, path)
     return fig

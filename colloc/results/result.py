@@ -84,6 +84,12 @@ class Result:
     solver_status : str
         The solver's (or baseline's) own return status, kept when ``status`` becomes
         ``"poor_fit"``; equal to ``status`` otherwise.
+    warnings : list of dict
+        Diagnostics (``code``, ``message``, names concerned): a parameter at a bound, not
+        identifiable, strongly correlated estimates, a failed simulation, a poor fit… (see
+        :mod:`colloc.results.diagnostics`).
+    descriptions : dict of str to str
+        What each parameter element means, where the model says so.
     """
 
     problem: str
@@ -109,6 +115,8 @@ class Result:
     info: dict[str, Any] = field(default_factory=dict)
     initial_parameters: dict[str, float] = field(default_factory=dict)
     solver_status: str = ""
+    warnings: list[dict] = field(default_factory=list)
+    descriptions: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.solver_status:
@@ -128,42 +136,67 @@ class Result:
             if truth is not None and name in truth:
                 row["true"] = truth[name]
                 row["error_%"] = 100.0 * (value - truth[name]) / truth[name] if truth[name] else np.nan
-            row["std_error"] = (self.standard_errors or {}).get(name, np.nan)
+            se = (self.standard_errors or {}).get(name, np.nan)
+            se = np.nan if se is None else float(se)
+            row["std_error"] = se
+            row["ci95_low"], row["ci95_high"] = value - 1.96 * se, value + 1.96 * se
+            row["unit"] = self.units.get(name, "")
+            row["description"] = self.descriptions.get(name, "")
             rows.append(row)
         table = pd.DataFrame(rows).set_index("parameter")
-        cols = [c for c in ("true", "identified", "error_%", "std_error") if c in table.columns]
+        cols = [c for c in ("true", "identified", "error_%", "std_error", "ci95_low", "ci95_high", "unit",
+                            "description") if c in table.columns]
         return table[cols]
 
     def format_table(self, truth: dict[str, float] | None = None) -> str:
-        """Parameter table as text: name, (true,) identified, (% error,) standard error."""
+        """Parameter table as text: name, (true,) identified, (% error,) standard error, 95 %
+        interval (Wald, ±1.96 SE), unit and description.  A standard error that cannot be
+        estimated prints as ``n/a`` (the reason is among :attr:`warnings`)."""
         se = self.standard_errors or {}
-        head = f"{'parameter':<10}" + (f"{'true':>12}" if truth else "") + f"{'identified':>14}"
-        head += (f"{'error':>10}" if truth else "") + f"{'std error':>12}"
-        lines = [head]
+        describe = any(self.descriptions.get(n) for n in self.parameters)
+        width = max([9, *(len(n) for n in self.parameters)]) + 1
+        head = f"{'parameter':<{width}}" + (f"{'true':>12}" if truth else "") + f"{'identified':>14}"
+        head += (f"{'error':>10}" if truth else "") + f"{'std error':>12}  {'95 % interval':<28}{'unit':<12}"
+        if describe:
+            head += "meaning"
+        lines = [head.rstrip()]
         for name, value in self.parameters.items():
-            line = f"{name:<10}"
+            line = f"{name:<{width}}"
             if truth:
                 line += f"{truth.get(name, float('nan')):>12.6g}"
             line += f"{value:>14.6g}"
             if truth:
                 t = truth.get(name, float("nan"))
                 line += f"{100 * (value - t) / t:>+9.2f}%" if t else f"{'':>10}"
-            line += f"{se.get(name, float('nan')):>12.4g}"
-            lines.append(line)
+            e = se.get(name)
+            if e is not None and np.isfinite(e):
+                line += f"{e:>12.4g}  " + (f"[{value - 1.96 * e:.5g}, {value + 1.96 * e:.5g}]".ljust(27) + " ")
+            else:
+                line += f"{'n/a':>12}  " + "".ljust(28)
+            line += f"{self.units.get(name, ''):<12}"
+            if describe:
+                line += self.descriptions.get(name, "")
+            lines.append(line.rstrip())
         if truth:
             errs = [abs(self.parameters[k] / truth[k] - 1) * 100 for k in self.parameters if truth.get(k)]
             if errs:
                 lines.append(f"|error|: mean {np.mean(errs):.2f}%, max {np.max(errs):.2f}%")
         return "\n".join(lines)
 
+    def timing_line(self) -> str:
+        """``build … · solve … · covariance … · simulation … · total …`` (total: the whole call)."""
+        t = self.timings
+        parts = [(k, t.get(f"{k}_s")) for k in ("start", "build", "solve", "covariance", "simulation")]
+        shown = " · ".join(f"{k} {v:.2f} s" for k, v in parts if v is not None and np.isfinite(v) and (v >= 0.005 or k in ("build", "solve")))
+        total = t.get("total_s", float("nan"))
+        return f"nodes {self.num_nodes} · {shown} · total {total:.2f} s"
+
     def summary(self, truth: dict[str, float] | None = None) -> str:
         """A human-readable report: status, timings, parameter table, simulation check."""
         lines = [
             f"{self.problem} · {self.method} · {'success' if self.success else 'FAILED'} "
             f"({self.status}) · {self.iterations} iterations · objective {self.objective:.6g}",
-            f"nodes {self.num_nodes} · build {self.timings.get('build_s', float('nan')):.2f} s · "
-            f"solve {self.timings.get('solve_s', float('nan')):.2f} s · "
-            f"total {self.timings.get('total_s', float('nan')):.2f} s",
+            self.timing_line(),
             "",
             self.format_table(truth),
         ]
@@ -177,7 +210,8 @@ class Result:
         if self.simulation:
             lines.append("")
             for trial, sim in self.simulation.items():
-                nrmse = ", ".join(f"{k} {v:.3%}" for k, v in sim.get("nrmse", {}).items() if v is not None)
+                nrmse = ", ".join(f"{k} {v:.3%}" if v is not None and np.isfinite(v) else f"{k} n/a (constant)"
+                                  for k, v in sim.get("nrmse", {}).items())
                 lines.append(f"forward simulation of '{trial}': {sim['status']}" + (f" · NRMSE {nrmse}" if nrmse else f" · {sim['message']}"))
         estimate = self.info.get("initial_estimate")
         if self.initial_parameters:
@@ -192,6 +226,11 @@ class Result:
                               for m in minima[:5])
             lines.append(f"{runs.get('count', '?')} starts · {runs.get('failed', 0)} failed · "
                          f"{len(minima)} distinct local minim{'um' if len(minima) == 1 else 'a'}: {found or 'none'}")
+        if self.warnings:
+            from .diagnostics import warning_line
+
+            lines.append("")
+            lines += [warning_line(w) for w in self.warnings]
         if self.violations:
             lines.append("")
             lines.append("worst constraint violations:")
@@ -218,7 +257,9 @@ class Result:
             "versions": self.versions,
         }
         if self.standard_errors is not None:
-            doc["standard_errors"] = self.standard_errors
+            doc["standard_errors"] = self.standard_errors  # NaN (not estimable) becomes null
+        doc["warnings"] = self.warnings
+        doc["descriptions"] = self.descriptions
         if self.covariance is not None:
             doc["covariance"] = {
                 "names": list(self.covariance.columns),
@@ -281,6 +322,8 @@ class Result:
             info=doc.get("info", {}),
             initial_parameters=num(doc.get("initial_parameters")) or {},
             solver_status=doc.get("solver_status", doc["status"]),
+            warnings=list(doc.get("warnings", [])),
+            descriptions=dict(doc.get("descriptions", {})),
         )
 
     # ---- plots --------------------------------------------------------------------------

@@ -354,6 +354,7 @@ def _result(problem: Problem, method, setup: _Shooting, outcome: Outcome, build_
         timings={"build_s": build_s, "solve_s": solve_s, "total_s": build_s + solve_s},
         num_nodes=sum(t.num_samples for t in problem.trials), trials=[t.name for t in problem.trials],
         versions=versions(), units={k: model.unit_of(k) for k in names + setup.pnames}, info=info,
+        descriptions={k: model.description_of(k) for k in setup.pnames if model.description_of(k)},
     )
 
 

@@ -110,6 +110,8 @@ def solve_collocation(
         "solve_s": solve_s,
         "total_s": build_s + solve_s,
         "postprocess_s": post,
+        "covariance_s": float(result.info.get("covariance_s", 0.0)),
+        "simulation_s": float(result.info.get("simulation_s", 0.0)),
         # time spent evaluating f, g and their derivatives; the rest of solve_s is IPOPT + MUMPS
         "functions_s": float(sum(v for k, v in stats.items() if k.startswith("t_wall_nlp_"))),
     }
@@ -143,6 +145,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
     res_all = np.array(nlp.functions["res"](x, nlp.data)).ravel()
     fit_res_parts, trajectories, residuals, measurements = [], {}, {}, {}
     simulation = {}
+    simulation_s = 0.0
     for i, trial in enumerate(problem.trials):
         tn = layout.nodes[i]
         Z = trials_z[i]
@@ -183,7 +186,9 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
                 t_sim = np.insert(t_sim, k, t_sim[k])
                 U_sim = np.insert(U_sim, k, left_u, axis=1)
                 R_sim = np.insert(R_sim, k, R_sim[:, k], axis=1)
+            t0 = _time.perf_counter()
             sim = simulate(model, Z[:n, 0], params, t_sim, known_inputs=U_sim.T, free_inputs=R_sim.T)
+            simulation_s += _time.perf_counter() - t0
             entry = {"status": sim.status, "message": sim.message, "nrmse": {}}
             if sim.success:
                 for s in (s for s in fitted if s in sim.signals):
@@ -197,7 +202,8 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
     objective = float(nlp.functions["f"](x, nlp.data)) / nlp.objective_scale
     se = cov = None
     info: dict[str, Any] = {"hessian": solver.hessian, "num_variables": layout.size,
-                            "num_constraints": nlp.num_rows, "num_observations": problem.num_observations}
+                            "num_constraints": nlp.num_rows, "num_observations": problem.num_observations,
+                            "simulation_s": simulation_s}
     if solver.standard_errors and pnames:
         t0 = _time.perf_counter()
         jac_res = nlp.functions["jac_res"](x, nlp.data)
@@ -206,11 +212,13 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
         c = parameter_covariance(
             jac_res, res_all, jac_g, nlp.lbg == nlp.ubg, layout.p_index,
             layout.scale[layout.p_index], problem.num_observations, fit_res,
+            absolute_sigma=solver.absolute_sigma,
         )
         se = dict(zip(pnames, c.standard_errors.tolist()))
         cov = pd.DataFrame(c.matrix, index=pnames, columns=pnames)
         info.update(residual_variance=c.residual_variance, dof=c.dof, covariance_message=c.message,
-                    covariance_s=_time.perf_counter() - t0)
+                    covariance_s=_time.perf_counter() - t0, absolute_sigma=solver.absolute_sigma,
+                    not_identifiable=[pnames[i] for i in c.not_identifiable])
     units = {name: model.unit_of(name) for name in signal_names + pnames}
     if eiv:
         info["input_noise"] = dict(problem.input_noise)
@@ -235,6 +243,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
         simulation=simulation,
         units=units,
         info=info,
+        descriptions={name: model.description_of(name) for name in pnames if model.description_of(name)},
     )
 
 

@@ -43,6 +43,12 @@ class Ipopt:
         Compute the parameter covariance after the solve.
     simulate : bool
         Run the forward-simulation check after the solve.
+    absolute_sigma : bool
+        ``False`` (default): the covariance is rescaled by the residual variance
+        ``s² = ‖r‖²/dof`` of the weighted fit, so standard errors hold when the declared
+        noise (fit weights ``1/σ²``) is only right up to a common factor.  ``True``: the
+        fit weights are taken as the exact ``1/σ²`` and nothing is rescaled (SciPy's
+        ``curve_fit(absolute_sigma=True)``); ``colloc identify --absolute-sigma``.
     extra : mapping, optional
         Further raw IPOPT options (``{"mu_strategy": "adaptive"}``).
     """
@@ -56,6 +62,7 @@ class Ipopt:
     parallel: int = 1
     standard_errors: bool = True
     simulate: bool = True
+    absolute_sigma: bool = False
     extra: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:

@@ -7,6 +7,7 @@ method object (a shooting baseline, or a user's own) runs its ``solve``.
 from __future__ import annotations
 
 import numbers
+import time
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -15,6 +16,7 @@ from ..base.engine import check_client
 from ..base.errors import OptionsError, SolveFailed
 from ..definition.problem import Problem
 from ..results.result import Result
+from ..results.diagnostics import diagnose
 from ..results.verdict import fit_verdict
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, default_method
 from .collocation import solve_collocation
@@ -94,6 +96,7 @@ def solve(
     -------
     Result
     """
+    t_call = time.perf_counter()
     if not isinstance(problem, Problem):
         raise OptionsError(f"solve() needs a colloc.Problem, got {type(problem).__name__}")
     method = default_method() if method is None else method
@@ -129,8 +132,10 @@ def solve(
                                        "so the equation-error estimate is used only with start='equation-error'")
         else:
             start = "equation-error"
+    t_start = time.perf_counter()
     if start is not None:
         estimate = _initial_estimate(problem, method, start, guess)
+    start_s = time.perf_counter() - t_start
     first = estimate.parameters
     if starts == 1:
         result = _solve_from(problem, method, solver, first, progress)
@@ -147,6 +152,10 @@ def solve(
     result.solver_status = result.status
     if verdict:
         _apply_verdict(problem, result)
+    result.warnings = diagnose(result, problem.model)
+    # ``total_s`` is the whole call: start, build, solve(s), covariance, simulation, verdict
+    result.timings["start_s"] = start_s
+    result.timings["total_s"] = time.perf_counter() - t_call
     if throw and not result.success:
         raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
     return result

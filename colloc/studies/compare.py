@@ -64,7 +64,7 @@ class Run:
 
     @property
     def time_s(self) -> float:
-        """Wall time of the run (``result.timings["total_s"]``: build + solve)."""
+        """Wall time of the run (``result.timings["total_s"]``: the whole solve call)."""
         return float(self.result.timings.get("total_s", float("nan")))
 
     def history(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
