@@ -229,6 +229,8 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     # K_SP: coupling of the other unknowns and the multipliers with the parameters
     K_sp = np.vstack([H[rest, :][:, param_index].toarray(), A[:, param_index].toarray()])
     K_pp = H[param_index, :][:, param_index].toarray()
+    if K.shape[0] == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
+        return K_pp, K_sp, np.zeros_like(K_sp)
     try:
         Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
         solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
