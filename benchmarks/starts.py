@@ -56,7 +56,9 @@ def estimate_vs_solve(problem: co.Problem, repeat: int) -> dict:
 def starts_wall(problem: co.Problem, starts: int, repeat: int) -> dict:
     from distributed import Client, LocalCluster
 
-    solver = co.Ipopt(simulate=False, standard_errors=False)
+    # as the command line runs: standard errors and the simulation check included (for one
+    # start; with several, only the best result gets them)
+    solver = co.Ipopt()
     one, many, warm = [], [], []
     info = None
     for _ in range(repeat):

@@ -9,6 +9,7 @@ objective and parameters and listed in the result.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -99,15 +100,21 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
     """Solve from ``first`` and ``count − 1`` space-filling starts; return the best result.
 
     ``runner(problem, method, solver, guess) -> Result`` is the single-start solve (it must
-    be importable by name in the workers).  The best result (lowest objective among the
-    converged starts, else among all) gets ``info["local_minima"]`` and ``info["starts"]``.
-    Returns ``(best, runs)`` where ``runs`` has one entry per start (``None`` result on error).
+    be importable by name in the workers).  Every start runs on a single-threaded Dask
+    worker; start 0 with the full solver, the others without the standard errors and the
+    forward simulation (only the best result needs them).  When an extra start reaches a better minimum than start 0's, it is solved
+    once more here, from its optimum, with the full solver, so the returned result always has
+    its standard errors and simulation.
+    The best result (lowest objective among the converged starts, else among all) gets
+    ``info["local_minima"]`` and ``info["starts"]``.  Returns ``(best, runs)`` where ``runs``
+    has one entry per start (``None`` result on error).
     """
     guesses = [dict(first)] + start_points(problem, count - 1, seed=seed)
-    blob = pack((problem, method, solver, runner))
+    explore = dataclasses.replace(solver, standard_errors=False, simulate=False)
     with local_client(client, tasks=count) as c:
-        shared = c.scatter(blob, broadcast=True)
-        futures = [c.submit(_run_start, shared, i, g, pure=False) for i, g in enumerate(guesses)]
+        full = c.scatter(pack((problem, method, solver, runner)), broadcast=True)
+        light = c.scatter(pack((problem, method, explore, runner)), broadcast=True)
+        futures = [c.submit(_run_start, full if i == 0 else light, i, g, pure=False) for i, g in enumerate(guesses)]
         runs = c.gather(futures)
     runs = sorted(runs, key=lambda r: r["start"])
     scale = dict(zip(problem.model.element_names("parameter"), problem.model.scales("parameter").tolist()))
@@ -120,9 +127,19 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
     if not done:
         return None, runs
     ok = [r for r in done if r["result"].success and np.isfinite(r["result"].objective)]
-    pool = ok or done
-    best = min(pool, key=lambda r: (r["result"].objective if np.isfinite(r["result"].objective) else np.inf))
+    pool_ = ok or done
+    best = min(pool_, key=lambda r: (r["result"].objective if np.isfinite(r["result"].objective) else np.inf))
     result = best["result"]
+    polished = False
+    with_zero = next((m for m in minima if 0 in m["start_indices"]), None)
+    if with_zero is not None and best["start"] in with_zero["start_indices"]:
+        best = runs[0]  # the same minimum as start 0, whose result is complete
+        result = best["result"]
+    elif best["start"] != 0 and (solver.standard_errors or solver.simulate):
+        again = _run_local(problem, method, solver, runner, result.parameters)["result"]
+        if again is not None and (again.success or not result.success):
+            result, polished = again, True
+            result.initial_parameters = dict(guesses[best["start"]])
     result.info["local_minima"] = minima
     result.info["starts"] = {
         "count": count,
@@ -130,6 +147,7 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
         "converged": len(ok),
         "failed": count - len(ok),
         "best_start": best["start"],
+        "polished": polished,
         "runs": [{"start": r["start"], "initial_parameters": guesses[r["start"]],
                   "success": None if r["result"] is None else r["result"].success,
                   "status": r["error"] if r["result"] is None else r["result"].status,
@@ -139,3 +157,11 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
                  for r in runs],
     }
     return result, runs
+
+
+def _run_local(problem: Problem, method, solver, runner, guess: Mapping[str, float]) -> dict[str, Any]:
+    """Start 0 (or the polish of the winner) in this process; never raises."""
+    try:
+        return {"start": 0, "result": runner(problem, method, solver, dict(guess)), "error": None}
+    except Exception as exc:  # counted like a failed worker start
+        return {"start": 0, "result": None, "error": f"{type(exc).__name__}: {exc}"}
