@@ -14,8 +14,8 @@ checks it):
 * ``cli``, the command line.
 """
 
-from .base.versions import __version__ as __version__, versions as versions
-from .base.files import atomic_path as atomic_path, write_atomic as write_atomic
+from importlib import import_module as _import_module
+
 from .base.errors import (
     CollocError as CollocError,
     CollocInputError as CollocInputError,
@@ -26,38 +26,71 @@ from .base.errors import (
     ProblemError as ProblemError,
     SolveFailed as SolveFailed,
 )
-from . import signals as signals
-from .definition.model import Model as Model
-from .definition.trial import Trial as Trial
-from .definition.problem import Problem as Problem
-from .stability.delay_margin import Crossing as Crossing, DelayMargin as DelayMargin, delay_margin as delay_margin
-from .simulation.integrators import Cvodes as Cvodes, RungeKutta as RungeKutta
-from .simulation.ode import Simulation as Simulation, simulate as simulate
-from .simulation.dde import DDESimulation as DDESimulation, simulate_dde as simulate_dde
-from .transcription.methods import (
-    HermiteSimpson as HermiteSimpson,
-    Radau as Radau,
-    AbstractMethod as AbstractMethod,
-    AbstractTranscription as AbstractTranscription,
-    BackwardEuler as BackwardEuler,
-    Midpoint as Midpoint,
-    Trapezoidal as Trapezoidal,
-)
-from .inference import kalman as kalman
-from .inference.identifiability import Identifiability as Identifiability, identifiability as identifiability
-from .results.result import Result as Result
-from .results.plotting import save_figure as save_figure
-from .solving.ipopt import Ipopt as Ipopt, IterationInfo as IterationInfo
-from .solving.solve import solve as solve
-from .shooting.optimizers import LBFGS as LBFGS, ReducedIpopt as ReducedIpopt, SteepestDescent as SteepestDescent
-from .shooting.methods import (
-    Adjoint as Adjoint,
-    Forward as Forward,
-    MultipleShooting as MultipleShooting,
-    SingleShooting as SingleShooting,
-)
-from .studies.bootstrap import Bootstrap as Bootstrap, bootstrap as bootstrap
-from .studies.profile import Profile as Profile, profile as profile
+from .base.versions import __version__ as __version__
+
+#: Where each public name lives.  They are imported on first use (PEP 562), so that
+#: ``import colloc`` and the command line's ``--help`` do not pay for CasADi, SciPy, pandas
+#: and matplotlib until something needs them.
+_LAZY = {
+    "versions": "base.versions",
+    "atomic_path": "base.files",
+    "write_atomic": "base.files",
+    "Model": "definition.model",
+    "Trial": "definition.trial",
+    "Problem": "definition.problem",
+    "Crossing": "stability.delay_margin",
+    "DelayMargin": "stability.delay_margin",
+    "delay_margin": "stability.delay_margin",
+    "Cvodes": "simulation.integrators",
+    "RungeKutta": "simulation.integrators",
+    "Simulation": "simulation.ode",
+    "simulate": "simulation.ode",
+    "DDESimulation": "simulation.dde",
+    "simulate_dde": "simulation.dde",
+    "HermiteSimpson": "transcription.methods",
+    "Radau": "transcription.methods",
+    "AbstractMethod": "transcription.methods",
+    "AbstractTranscription": "transcription.methods",
+    "BackwardEuler": "transcription.methods",
+    "Midpoint": "transcription.methods",
+    "Trapezoidal": "transcription.methods",
+    "Identifiability": "inference.identifiability",
+    "identifiability": "inference.identifiability",
+    "Result": "results.result",
+    "save_figure": "results.plotting",
+    "Ipopt": "solving.ipopt",
+    "IterationInfo": "solving.ipopt",
+    "solve": "solving.solve",
+    "LBFGS": "shooting.optimizers",
+    "ReducedIpopt": "shooting.optimizers",
+    "SteepestDescent": "shooting.optimizers",
+    "Adjoint": "shooting.methods",
+    "Forward": "shooting.methods",
+    "MultipleShooting": "shooting.methods",
+    "SingleShooting": "shooting.methods",
+    "Bootstrap": "studies.bootstrap",
+    "bootstrap": "studies.bootstrap",
+    "Profile": "studies.profile",
+    "profile": "studies.profile",
+}
+#: Public sub-modules, also imported on first use.
+_MODULES = {"signals": "signals", "kalman": "inference.kalman"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(_import_module(f"{__name__}.{_LAZY[name]}"), name)
+    elif name in _MODULES:
+        value = _import_module(f"{__name__}.{_MODULES[name]}")
+    else:
+        raise AttributeError(f"module 'colloc' has no attribute '{name}'")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_MODULES))
+
 
 __all__ = [
     "Adjoint",

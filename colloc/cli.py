@@ -7,7 +7,6 @@ Exit codes: 0 success; 1 the computation ran but did not succeed; 2 bad usage or
 from __future__ import annotations
 
 import argparse
-import functools
 import inspect
 import math
 import os
@@ -20,37 +19,74 @@ import warnings
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from .base.capture import capture_native_output
 from .base.errors import CollocInputError, ExtraColumnsWarning
 from .base.versions import __version__
-from .shooting.methods import Adjoint, Forward, MultipleShooting, SingleShooting
-from .shooting.optimizers import LBFGS, ReducedIpopt, SteepestDescent
-from .solving.ipopt import Ipopt, IterationInfo
-from .solving.solve import solve
-from .transcription.methods import BackwardEuler, HermiteSimpson, Midpoint, Radau, Trapezoidal
+
+if TYPE_CHECKING:
+    from .solving.ipopt import IterationInfo
+
+# The library itself (CasADi, SciPy, pandas, matplotlib) is imported where a command needs
+# it, so that `colloc --help` and `colloc problems` answer at once.
+
+
+def solve(*args, **kwargs):
+    """:func:`colloc.solve` (imported on first use)."""
+    from .solving.solve import solve as _solve
+
+    return _solve(*args, **kwargs)
+
+
+def Ipopt(**kwargs):  # noqa: N802 - stands for the class
+    """:class:`colloc.Ipopt` (imported on first use)."""
+    from .solving.ipopt import Ipopt as _Ipopt
+
+    return _Ipopt(**kwargs)
+
+
+def _transcription(name: str, **fixed):
+    def make(**kwargs):
+        from .transcription import methods
+
+        return getattr(methods, name)(**fixed, **kwargs)
+
+    make.__name__ = name
+    return make
+
+
+def _baseline(method: str, gradient: str | None = None, optimizer: str | None = None):
+    def make():
+        from .shooting import methods, optimizers
+
+        if gradient is None:
+            return getattr(methods, method)()
+        return getattr(methods, method)(getattr(methods, gradient)(), getattr(optimizers, optimizer)())
+
+    return make
 
 __all__ = ["BASELINES", "METHODS", "load_problem_module", "main", "make_method", "method_names"]
 
 #: Method names accepted by ``--method`` (the CLI edge is the only place strings map to objects).
 METHODS = {
-    "radau2": functools.partial(Radau, degree=2),
-    "radau3": functools.partial(Radau, degree=3),
-    "hermite-simpson": HermiteSimpson,
-    "midpoint": Midpoint,
-    "backward-euler": BackwardEuler,
-    "trapezoidal": Trapezoidal,
+    "radau2": _transcription("Radau", degree=2),
+    "radau3": _transcription("Radau", degree=3),
+    "hermite-simpson": _transcription("HermiteSimpson"),
+    "midpoint": _transcription("Midpoint"),
+    "backward-euler": _transcription("BackwardEuler"),
+    "trapezoidal": _transcription("Trapezoidal"),
 }
 #: The collocation method used when ``--method`` is not given (that of :func:`colloc.solve`).
 DEFAULT_METHOD = "radau2"
 
 #: Shooting baselines accepted by ``--method`` / ``--methods`` (name → factory).
 BASELINES = {
-    "shooting-adjoint": lambda: SingleShooting(Adjoint(), LBFGS()),
-    "shooting-forward": lambda: SingleShooting(Forward(), LBFGS()),
-    "shooting-steepest": lambda: SingleShooting(Adjoint(), SteepestDescent()),
-    "shooting-ipopt": lambda: SingleShooting(Adjoint(), ReducedIpopt()),
-    "multiple-shooting": lambda: MultipleShooting(),
+    "shooting-adjoint": _baseline("SingleShooting", "Adjoint", "LBFGS"),
+    "shooting-forward": _baseline("SingleShooting", "Forward", "LBFGS"),
+    "shooting-steepest": _baseline("SingleShooting", "Adjoint", "SteepestDescent"),
+    "shooting-ipopt": _baseline("SingleShooting", "Adjoint", "ReducedIpopt"),
+    "multiple-shooting": _baseline("MultipleShooting"),
 }
 
 
@@ -747,7 +783,7 @@ def build_parser() -> argparse.ArgumentParser:
     od.add_argument("--json", action="store_true", help="print the result as JSON and nothing else")
     od.set_defaults(func=cmd_spine_one_dof)
 
-    from colloc_problems.spine.stability import add_stability_parser
+    from colloc_problems.spine.command import add_stability_parser
 
     add_stability_parser(spine_sub)
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import casadi as ca
-import numpy as np
-import pandas as pd
-
 __all__ = ["__version__", "versions"]
 
 __version__ = "0.1.0"
@@ -19,6 +15,9 @@ def versions() -> dict[str, str]:
         import re
         from pathlib import Path
 
+        import casadi as ca
+        import numpy as np
+        import pandas as pd
         import scipy
 
         # CasADi bundles IPOPT as a shared library whose file name carries the version
