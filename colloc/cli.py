@@ -7,7 +7,6 @@ Exit codes: 0 success; 1 the computation ran but did not succeed; 2 bad usage or
 from __future__ import annotations
 
 import argparse
-import inspect
 import math
 import os
 import re
@@ -16,14 +15,24 @@ import tempfile
 import traceback
 import time
 import warnings
-from importlib import metadata
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 from .base.capture import capture_native_output
 from .base.errors import CollocInputError, ExtraColumnsWarning
 from .base.versions import __version__
+from .studies.identify import (  # the names the command line maps to objects
+    BASELINES,
+    DEFAULT_METHOD,
+    METHODS,
+    identify_files,
+    load_problem_module,
+    make_method,
+    method_names,
+    problem_registry,
+    trial_names,
+)
+from .studies.identify import load_trials as _load_trials
 
 if TYPE_CHECKING:
     from .solving.ipopt import IterationInfo
@@ -32,67 +41,11 @@ if TYPE_CHECKING:
 # it, so that `colloc --help` and `colloc problems` answer at once.
 
 
-def solve(*args, **kwargs):
-    """:func:`colloc.solve` (imported on first use)."""
-    from .solving.solve import solve as _solve
-
-    return _solve(*args, **kwargs)
-
-
 def Ipopt(**kwargs):  # noqa: N802 - stands for the class
     """:class:`colloc.Ipopt` (imported on first use)."""
     from .solving.ipopt import Ipopt as _Ipopt
 
     return _Ipopt(**kwargs)
-
-
-def _transcription(name: str, **fixed):
-    def make(**kwargs):
-        from .transcription import methods
-
-        return getattr(methods, name)(**fixed, **kwargs)
-
-    make.__name__ = name
-    return make
-
-
-def _baseline(method: str, gradient: str | None = None, optimizer: str | None = None):
-    def make():
-        from .shooting import methods, optimizers
-
-        if gradient is None:
-            return getattr(methods, method)()
-        return getattr(methods, method)(getattr(methods, gradient)(), getattr(optimizers, optimizer)())
-
-    return make
-
-__all__ = ["BASELINES", "METHODS", "load_problem_module", "main", "make_method", "method_names"]
-
-#: Method names accepted by ``--method`` (the CLI edge is the only place strings map to objects).
-METHODS = {
-    "radau2": _transcription("Radau", degree=2),
-    "radau3": _transcription("Radau", degree=3),
-    "hermite-simpson": _transcription("HermiteSimpson"),
-    "midpoint": _transcription("Midpoint"),
-    "backward-euler": _transcription("BackwardEuler"),
-    "trapezoidal": _transcription("Trapezoidal"),
-}
-#: The collocation method used when ``--method`` is not given (that of :func:`colloc.solve`).
-DEFAULT_METHOD = "radau2"
-
-#: Shooting baselines accepted by ``--method`` / ``--methods`` (name → factory).
-BASELINES = {
-    "shooting-adjoint": _baseline("SingleShooting", "Adjoint", "LBFGS"),
-    "shooting-forward": _baseline("SingleShooting", "Forward", "LBFGS"),
-    "shooting-steepest": _baseline("SingleShooting", "Adjoint", "SteepestDescent"),
-    "shooting-ipopt": _baseline("SingleShooting", "Adjoint", "ReducedIpopt"),
-    "multiple-shooting": _baseline("MultipleShooting"),
-}
-
-
-def method_names() -> list[str]:
-    """Every method name the command line accepts (collocation first, then baselines)."""
-    return [*METHODS, *BASELINES]
 
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
@@ -107,21 +60,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):  # noqa: D102 - argparse API
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
-
-
-def problem_registry() -> dict[str, metadata.EntryPoint]:
-    """Problems installed under the ``colloc.problems`` entry-point group."""
-    return {ep.name: ep for ep in metadata.entry_points(group="colloc.problems")}
-
-
-def load_problem_module(name: str) -> ModuleType:
-    """Import the module registered for problem ``name``."""
-    registry = problem_registry()
-    if name not in registry:
-        raise UsageError(
-            f"unknown problem '{name}'; available: {', '.join(sorted(registry)) or '(none installed)'}"
-        )
-    return registry[name].load()
 
 
 class _Progress:
@@ -157,26 +95,6 @@ def _known_problem(name: str) -> str:
             f"unknown problem '{name}'; available: {', '.join(sorted(registry)) or '(none installed)'}"
         )
     return name
-
-
-def make_method(name: str, nodes: int | None = None, refine: int = 1):
-    """The method object for a command-line method name (collocation or baseline).
-
-    ``nodes`` (collocation nodes per trial) and ``refine`` (mesh intervals per sample
-    interval) apply to the collocation methods only.
-    """
-    if name not in METHODS and name not in BASELINES:
-        raise UsageError(f"unknown method '{name}'; available: {', '.join(method_names())}")
-    if nodes is not None and nodes < 2:
-        raise UsageError(f"--nodes must be >= 2, got {nodes}")
-    if refine < 1:
-        raise UsageError(f"--refine must be >= 1, got {refine}")
-    if name in METHODS:
-        return METHODS[name](num_nodes=nodes, refine=refine)
-    for option, value, default in (("--nodes", nodes, None), ("--refine", refine, 1)):
-        if value != default:
-            raise UsageError(f"{option} applies to the collocation methods ({', '.join(METHODS)}), not to {name}")
-    return BASELINES[name]()
 
 
 def _starts_count(text: str) -> int:
@@ -252,25 +170,6 @@ def _data_files(option: str, paths: list[str]) -> list[str]:
     return files
 
 
-def trial_names(paths: list[str]) -> list[str]:
-    """Unique, short names for trial files: the file name, or as many trailing folders as
-    it takes to tell files with the same name apart (``s1/trial.csv``, ``s2/trial.csv``)."""
-    parts = [Path(p).resolve().parts for p in paths]
-    depth = [1] * len(paths)
-    while True:
-        names = ["/".join(pt[-d:]) for pt, d in zip(parts, depth)]
-        clash = {n for n in names if names.count(n) > 1}
-        if not clash:
-            return names
-        grown = False
-        for i, n in enumerate(names):
-            if n in clash and depth[i] < len(parts[i]):
-                depth[i] += 1
-                grown = True
-        if not grown:  # the same file given twice
-            raise UsageError(f"--data {paths[names.index(next(iter(clash)))]} is given more than once")
-
-
 def _assignments(option: str, items: list[str] | None, parse) -> dict:
     """``NAME=VALUE`` pairs of a repeatable option, values parsed by ``parse``."""
     out: dict = {}
@@ -318,68 +217,26 @@ def _bounds_pair(text: str) -> tuple[float | None, float | None]:
     return pair
 
 
-def _load_trials(module: ModuleType, problem_name: str, paths: list[str], missing: str = "error") -> list:
-    """Read the trials with the problem's ``load_trial``; ``--missing allow`` is passed on as
-    ``missing="allow"`` (a problem whose loader does not take it is told so)."""
-    if missing == "error":
-        return [module.load_trial(p) for p in paths]
-    try:
-        takes = "missing" in inspect.signature(module.load_trial).parameters
-    except (TypeError, ValueError):
-        takes = False
-    if not takes:
-        raise UsageError(f"--missing {missing}: the load_trial of problem '{problem_name}' has no missing= "
-                         "argument, so it cannot read unmeasured samples")
-    return [module.load_trial(p, missing=missing) for p in paths]
-
-
-def _identify(module: ModuleType, problem_name: str, paths: list[str], method_name: str,
+def _identify(module, problem_name: str, paths: list[str], method_name: str,
               nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1,
               start: str | None = None, starts: int = 1, seed: int = 0, missing: str = "error",
               names: list[str] | None = None, fit_weights: dict | None = None, guess: dict | None = None,
               bounds: dict | None = None, absolute_sigma: bool = False):
-    """Read, build and solve; with ``verbose`` off, what IPOPT, CasADi and CVODES print is
-    kept off the terminal (a one-line note counts it; ``result.info["solver_output"]`` keeps
-    the first lines)."""
-    method = make_method(method_name, nodes, refine)
-    if max_iter < 0:
-        raise UsageError(f"--max-iter must be >= 0, got {max_iter}")
-    if names is not None and len(names) != len(paths):
-        raise UsageError(f"--name given {len(names)} time(s) for {len(paths)} --data file(s); give one per file")
-    trials = _load_trials(module, problem_name, paths, missing)
-    labels = names if names is not None else trial_names(paths)
-    if len(set(labels)) != len(labels):
-        raise UsageError(f"--name: names must be unique, got {', '.join(labels)}")
-    trials = [t.renamed(n) for t, n in zip(trials, labels)]
-    problem = module.problem(trials)
-    model = problem.model
-    pnames = model.element_names("parameter")
-    for option, given in (("--guess", guess), ("--bounds", bounds)):
-        unknown = [k for k in (given or {}) if k not in pnames and k not in {v.name for v in model.variables("parameter")}]
-        if unknown:
-            raise UsageError(f"{option}: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(pnames)}")
-    for name, (lo, hi) in (bounds or {}).items():
-        model.set_bounds(name, lo, hi)
-    if guess:
-        guess = {e: v for k, v in guess.items() for e in (model.variable(k).element_names if k not in pnames else [k])}
-    if fit_weights:
-        signals = problem.signal_names()
-        unknown = [k for k in fit_weights if k not in signals]
-        if unknown:
-            raise UsageError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; signals: {', '.join(signals)}")
-        problem = problem.with_fit(fit_weights)
-    solver = Ipopt(print_level=5 if verbose else 0, max_iter=max_iter, absolute_sigma=absolute_sigma)
+    """:func:`colloc.studies.identify.identify_files` with a progress line; with ``verbose``
+    off, what IPOPT, CasADi and CVODES print is kept off the terminal (a one-line note counts
+    it; ``result.info["solver_output"]`` keeps the first lines)."""
     with capture_native_output(enabled=not verbose) as native:
         progress = None if quiet or starts > 1 else _Progress(stream=native.terminal)
         try:
-            result = solve(problem, method, solver=solver, guess=guess or None,
-                           progress=progress, throw=False, start=start, starts=starts, seed=seed)
+            result = identify_files(problem_name, paths, method=method_name, nodes=nodes, refine=refine,
+                                    max_iter=max_iter, start=start, starts=starts, seed=seed, missing=missing,
+                                    names=names, fit_weights=fit_weights, guess=guess, bounds=bounds,
+                                    absolute_sigma=absolute_sigma, print_level=5 if verbose else 0,
+                                    progress=progress)
         finally:
             if progress is not None:
                 progress.close()
     _replay(native, result)
-    result.problem = problem_name
-    result.trials = [str(p) for p in paths]
     return result
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import colloc.cli as cli
+import colloc.solving.solve as solve_module
 from colloc.cli import main
 from colloc.results.diagnostics import diagnose
 from colloc_problems import pendulum
@@ -57,7 +57,7 @@ def no_solve(monkeypatch):
     """Fail the test if a solve starts: the checks must come first."""
     def refuse(*a, **k):
         raise AssertionError("the solve started before the bad argument was refused")
-    monkeypatch.setattr(cli, "solve", refuse)
+    monkeypatch.setattr(solve_module, "solve", refuse)
 
 
 def _unwritable_folder(tmp_path: Path) -> Path:
@@ -104,7 +104,7 @@ def test_demo_and_compare_output_folders_are_checked_first(capsys, tmp_path, goo
 def test_an_unexpected_error_is_one_line_not_a_traceback(capsys, good_csv, monkeypatch):
     def broken(*a, **k):
         raise RuntimeError("something inside broke\nwith a second line")
-    monkeypatch.setattr(cli, "solve", broken)
+    monkeypatch.setattr(solve_module, "solve", broken)
     code, out, err = run(capsys, "identify", "pendulum", "--data", good_csv)
     _one_line_error(code, err, expected_code=1)
     assert "internal error: RuntimeError: something inside broke" in err

@@ -285,8 +285,9 @@ def test_from_dataframe_takes_the_missing_opt_in():
 def test_cli_refuses_missing_for_a_loader_without_it():
     import types
 
-    from colloc.cli import UsageError, _load_trials
+    from colloc import OptionsError
+    from colloc.studies.identify import load_trials
 
     module = types.SimpleNamespace(load_trial=lambda path: None)
-    with pytest.raises(UsageError, match=r"--missing allow: the load_trial of problem 'mine' has no missing= argument"):
-        _load_trials(module, "mine", ["x.csv"], "allow")
+    with pytest.raises(OptionsError, match=r"--missing allow: the load_trial of problem 'mine' has no missing= argument"):
+        load_trials(module, "mine", ["x.csv"], "allow")

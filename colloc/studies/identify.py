@@ -1,0 +1,185 @@
+"""Identification by name: problems and methods named by strings, trials named by files.
+
+The command line (``colloc identify``) and the batch engine (``colloc batch``,
+:func:`colloc.studies.batch.batch`) both go through :func:`identify_files`, so that a fit in a
+batch is exactly the fit ``colloc identify`` makes of the same files.  Problems are found
+through the ``colloc.problems`` entry-point group; method names map to transcriptions and
+baselines in :data:`METHODS` and :data:`BASELINES`.  Nothing heavy is imported until a fit runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+
+from ..base.errors import OptionsError
+
+__all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_problem_module", "load_trials",
+           "make_method", "method_names", "problem_registry", "trial_names"]
+
+
+def _transcription(name: str, **fixed):
+    def make(**kwargs):
+        from ..transcription import methods
+
+        return getattr(methods, name)(**fixed, **kwargs)
+
+    make.__name__ = name
+    return make
+
+
+def _baseline(method: str, gradient: str | None = None, optimizer: str | None = None):
+    def make():
+        from ..shooting import methods, optimizers
+
+        if gradient is None:
+            return getattr(methods, method)()
+        return getattr(methods, method)(getattr(methods, gradient)(), getattr(optimizers, optimizer)())
+
+    return make
+
+
+#: Transcription names (name → factory taking ``num_nodes`` and ``refine``).
+METHODS = {
+    "radau2": _transcription("Radau", degree=2),
+    "radau3": _transcription("Radau", degree=3),
+    "hermite-simpson": _transcription("HermiteSimpson"),
+    "midpoint": _transcription("Midpoint"),
+    "backward-euler": _transcription("BackwardEuler"),
+    "trapezoidal": _transcription("Trapezoidal"),
+}
+#: The method used when none is named (that of :func:`colloc.solve`).
+DEFAULT_METHOD = "radau2"
+#: Shooting baselines (name → factory).
+BASELINES = {
+    "shooting-adjoint": _baseline("SingleShooting", "Adjoint", "LBFGS"),
+    "shooting-forward": _baseline("SingleShooting", "Forward", "LBFGS"),
+    "shooting-steepest": _baseline("SingleShooting", "Adjoint", "SteepestDescent"),
+    "shooting-ipopt": _baseline("SingleShooting", "Adjoint", "ReducedIpopt"),
+    "multiple-shooting": _baseline("MultipleShooting"),
+}
+
+
+def method_names() -> list[str]:
+    """Every method name (collocation first, then baselines)."""
+    return [*METHODS, *BASELINES]
+
+
+def problem_registry() -> dict[str, metadata.EntryPoint]:
+    """Problems installed under the ``colloc.problems`` entry-point group."""
+    return {ep.name: ep for ep in metadata.entry_points(group="colloc.problems")}
+
+
+def load_problem_module(name: str) -> ModuleType:
+    """Import the module registered for problem ``name``."""
+    registry = problem_registry()
+    if name not in registry:
+        raise OptionsError(f"unknown problem '{name}'; available: {', '.join(sorted(registry)) or '(none installed)'}")
+    return registry[name].load()
+
+
+def make_method(name: str, nodes: int | None = None, refine: int = 1):
+    """The method object for a method name (collocation or baseline).
+
+    ``nodes`` (collocation nodes per trial) and ``refine`` (mesh intervals per sample
+    interval) apply to the collocation methods only.
+    """
+    if name not in METHODS and name not in BASELINES:
+        raise OptionsError(f"unknown method '{name}'; available: {', '.join(method_names())}")
+    if nodes is not None and nodes < 2:
+        raise OptionsError(f"--nodes must be >= 2, got {nodes}")
+    if refine < 1:
+        raise OptionsError(f"--refine must be >= 1, got {refine}")
+    if name in METHODS:
+        return METHODS[name](num_nodes=nodes, refine=refine)
+    for option, value, default in (("--nodes", nodes, None), ("--refine", refine, 1)):
+        if value != default:
+            raise OptionsError(f"{option} applies to the collocation methods ({', '.join(METHODS)}), not to {name}")
+    return BASELINES[name]()
+
+
+def trial_names(paths: Sequence[str]) -> list[str]:
+    """Unique, short names for trial files: the file name, or as many trailing folders as
+    it takes to tell files with the same name apart (``s1/trial.csv``, ``s2/trial.csv``)."""
+    parts = [Path(p).resolve().parts for p in paths]
+    depth = [1] * len(paths)
+    while True:
+        names = ["/".join(pt[-d:]) for pt, d in zip(parts, depth)]
+        clash = {n for n in names if names.count(n) > 1}
+        if not clash:
+            return names
+        grown = False
+        for i, n in enumerate(names):
+            if n in clash and depth[i] < len(parts[i]):
+                depth[i] += 1
+                grown = True
+        if not grown:  # the same file given twice
+            raise OptionsError(f"--data {paths[names.index(next(iter(clash)))]} is given more than once")
+
+
+def load_trials(module: ModuleType, problem_name: str, paths: Sequence[str], missing: str = "error") -> list:
+    """Read the trials with the problem's ``load_trial``; ``missing="allow"`` is passed on (a
+    problem whose loader does not take it is told so)."""
+    if missing == "error":
+        return [module.load_trial(p) for p in paths]
+    try:
+        takes = "missing" in inspect.signature(module.load_trial).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if not takes:
+        raise OptionsError(f"--missing {missing}: the load_trial of problem '{problem_name}' has no missing= "
+                           "argument, so it cannot read unmeasured samples")
+    return [module.load_trial(p, missing=missing) for p in paths]
+
+
+def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEFAULT_METHOD,
+                   nodes: int | None = None, refine: int = 1, max_iter: int = 500, start: str | None = None,
+                   starts: int = 1, seed: int = 0, missing: str = "error", names: Sequence[str] | None = None,
+                   fit_weights: Mapping[str, float] | None = None, guess: Mapping[str, float] | None = None,
+                   bounds: Mapping[str, tuple] | None = None, absolute_sigma: bool = False,
+                   print_level: int = 0, progress: Callable | None = None, client=None):
+    """Identify problem ``problem_name`` from the trial files ``paths``; the
+    :class:`~colloc.Result` (``success`` False rather than an exception when the solver
+    fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`."""
+    from ..solving.ipopt import Ipopt
+    from ..solving.solve import solve
+
+    module = load_problem_module(problem_name)
+    solver_method = make_method(method, nodes, refine)
+    if max_iter < 0:
+        raise OptionsError(f"--max-iter must be >= 0, got {max_iter}")
+    paths = [str(p) for p in paths]
+    if names is not None and len(names) != len(paths):
+        raise OptionsError(f"--name given {len(names)} time(s) for {len(paths)} --data file(s); give one per file")
+    trials = load_trials(module, problem_name, paths, missing)
+    labels = list(names) if names is not None else trial_names(paths)
+    if len(set(labels)) != len(labels):
+        raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
+    trials = [t.renamed(n) for t, n in zip(trials, labels)]
+    problem = module.problem(trials)
+    model = problem.model
+    pnames = model.element_names("parameter")
+    declared = {v.name for v in model.variables("parameter")}
+    for option, given in (("--guess", guess), ("--bounds", bounds)):
+        unknown = [k for k in (given or {}) if k not in pnames and k not in declared]
+        if unknown:
+            raise OptionsError(f"{option}: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(pnames)}")
+    for name, (lo, hi) in (bounds or {}).items():
+        model.set_bounds(name, lo, hi)
+    if guess:
+        guess = {e: v for k, v in guess.items() for e in (model.variable(k).element_names if k not in pnames else [k])}
+    if fit_weights:
+        signals = problem.signal_names()
+        unknown = [k for k in fit_weights if k not in signals]
+        if unknown:
+            raise OptionsError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; signals: {', '.join(signals)}")
+        problem = problem.with_fit(fit_weights)
+    solver = Ipopt(print_level=print_level, max_iter=max_iter, absolute_sigma=absolute_sigma)
+    result = solve(problem, solver_method, solver=solver, guess=guess or None, progress=progress, throw=False,
+                   start=start, starts=starts, seed=seed, client=client)
+    result.problem = problem_name
+    result.trials = paths
+    return result
