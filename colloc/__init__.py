@@ -72,6 +72,8 @@ _LAZY = {
     "bootstrap": "studies.bootstrap",
     "Profile": "studies.profile",
     "profile": "studies.profile",
+    "batch": "studies.batch",
+    "BatchReport": "studies.batch",
 }
 #: Public sub-modules, also imported on first use.
 _MODULES = {"signals": "signals", "kalman": "inference.kalman"}
@@ -130,6 +132,8 @@ __all__ = [
     "SolveFailed",
     "Trapezoidal",
     "Trial",
+    "batch",
+    "BatchReport",
     "bootstrap",
     "delay_margin",
     "identifiability",

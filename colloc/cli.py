@@ -387,6 +387,31 @@ def cmd_compare(args) -> int:
     return EXIT_OK if comparison.all_succeeded else EXIT_FAILED
 
 
+def cmd_batch(args) -> int:
+    from .studies.batch import batch, read_manifest
+
+    if args.workers is not None and args.scheduler is not None:
+        raise UsageError("give --workers (a local cluster) or --scheduler (a running one), not both")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    specs = read_manifest(args.manifest)  # every manifest error before any work
+    out = _check_output_dir("--out", args.out)
+    print(f"colloc batch: {len(specs)} fit(s) from {args.manifest} -> {out}"
+          + (f" on the scheduler {args.scheduler}" if args.scheduler else ""), flush=True)
+    with capture_native_output() as native:
+        report = batch(args.manifest, out, workers=args.workers, scheduler=args.scheduler, resume=args.resume,
+                       summary=args.summary, stream=native.terminal)
+    _replay(native)
+    ok = report.succeeded
+    print(f"{report.total} fits: {ok} succeeded, {report.total - ok} failed"
+          + (f", {report.skipped} already done (--resume)" if report.skipped else "")
+          + f" · {report.seconds:.1f} s")
+    print(f"results written to {out / 'results.csv'} and {out / 'fits'}/")
+    for kind, path in report.summary_paths.items():
+        print(f"summary {kind} written to {path}")
+    return EXIT_OK
+
+
 def cmd_problems(args) -> int:
     for name, ep in sorted(problem_registry().items()):
         print(f"{name:16s} {ep.value}")
@@ -643,6 +668,25 @@ def build_parser() -> argparse.ArgumentParser:
     from colloc_problems.spine.command import add_stability_parser
 
     add_stability_parser(spine_sub)
+
+    b = sub.add_parser("batch", help="identify many fits from a manifest on a Dask cluster",
+                       description="Identify every fit of MANIFEST.csv (columns fit_id, problem, data; optional "
+                                   "method, group; rows with one fit_id are trials that share the parameters) in "
+                                   "parallel on Dask: a local cluster by default, or a running scheduler. Each "
+                                   "fit is the fit `colloc identify` makes. DIR/results.csv and DIR/fits/<fit_id>.json "
+                                   "are written as fits finish; a failed fit is a row with its status and message. "
+                                   "Exit 0 when the batch completed (failed fits included).")
+    b.add_argument("manifest", metavar="MANIFEST.csv", help="the fits (data paths relative to the manifest's folder)")
+    b.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    where = b.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=int, default=None, metavar="N",
+                       help="worker processes of the local cluster (default: one per core)")
+    where.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="address of a running Dask scheduler (tcp://host:8786); its workers need colloc installed")
+    b.add_argument("--resume", action="store_true", help="skip the fits whose DIR/fits/<fit_id>.json exists")
+    b.add_argument("--summary", action="store_true",
+                   help="also write DIR/summary.csv (mean, sd, n per parameter and group) and DIR/summary.png")
+    b.set_defaults(func=cmd_batch)
 
     ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
     ls.set_defaults(func=cmd_problems)

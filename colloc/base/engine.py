@@ -65,18 +65,36 @@ def check_client(client: Any, where: str) -> None:
 
 
 @contextlib.contextmanager
-def local_client(client: Any = None, *, tasks: int | None = None) -> Iterator[Any]:
-    """``client`` itself, or a local cluster made for the duration of the block.
+def local_client(client: Any = None, *, tasks: int | None = None, workers: int | None = None,
+                 scheduler: str | None = None) -> Iterator[Any]:
+    """``client`` itself, a client of the scheduler at ``scheduler`` (an address such as
+    ``tcp://10.0.0.5:8786``), or a local cluster made for the duration of the block.
 
-    The local cluster has one single-threaded worker process per core (no more than
-    ``tasks``), each with :data:`THREAD_ENV`, and no dashboard; it is closed on exit.
+    The local cluster has ``workers`` single-threaded worker processes (default one per
+    core, no more than ``tasks``), each with :data:`THREAD_ENV`, and no dashboard; it is
+    closed on exit.  Clients made here are closed on exit; a given ``client`` is not.
     """
     if client is not None:
         yield client
         return
     from distributed import Client, LocalCluster
 
-    workers = max(1, os.cpu_count() or 1)
+    if scheduler is not None:
+        try:
+            c = Client(scheduler, timeout="20s")
+        except (OSError, TimeoutError) as exc:
+            raise OptionsError(f"cannot reach the Dask scheduler at {scheduler} ({exc})") from None
+        try:
+            yield c
+        finally:
+            c.close()
+        return
+    if workers is not None:
+        workers = int(workers)
+        if workers < 1:
+            raise OptionsError(f"workers must be >= 1, got {workers}")
+    else:
+        workers = max(1, os.cpu_count() or 1)
     if tasks is not None:
         workers = max(1, min(workers, int(tasks)))
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,

@@ -1,0 +1,103 @@
+"""The batch engine: speed-up of 2 workers over 1, and the engine's overhead per fit.
+
+    python benchmarks/batch.py            # 40 two-link subjects (two 20 s trials each)
+    python benchmarks/batch.py --quick    # 4 subjects, 5 s trials (the smoke test)
+
+(a) 40 synthetic two-link subjects, each with its own gains (the seed case's K scaled by a
+seeded factor in [0.8, 1.2]) and two trials, identified by ``colloc.batch`` on a local cluster
+of 1 and of 2 worker processes; wall time of each batch (cluster start included) and the
+speed-up.  Target (issue 14): at least 1.8x on this 2-core machine.
+
+(b) The engine's overhead per fit: a batch of trivial fits (a 0.3 s pendulum record) against
+the same fits run one after another in one process; (batch wall − serial) / fits, in ms.
+
+It reports and never asserts; the figures go to benchmarks/results/batch.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import colloc as co
+from colloc import versions, write_atomic
+from colloc.studies.identify import identify_files
+from colloc_problems import pendulum, two_link
+
+
+def write_cohort(folder: Path, subjects: int, duration: float) -> Path:
+    rng = np.random.default_rng(2026)
+    rows = ["fit_id,problem,data,group"]
+    for s in range(subjects):
+        K = np.asarray(two_link.K_TRUE, dtype=float) * rng.uniform(0.8, 1.2)
+        for k in range(2):
+            name = f"subject{s:02d}_trial{k}.csv"
+            two_link.simulate_trial(K, duration=duration, seed=1000 * s + k, name=name).to_csv(folder / name)
+            rows.append(f"subject{s:02d},two-link,{name},{'young' if s % 2 else 'old'}")
+    (folder / "manifest.csv").write_text("\n".join(rows) + "\n")
+    return folder / "manifest.csv"
+
+
+def trivial_cohort(folder: Path, fits: int) -> tuple[Path, list[Path]]:
+    rows, paths = ["fit_id,problem,data"], []
+    for i in range(fits):
+        path = folder / f"tiny{i:03d}.csv"
+        pendulum.simulate_trial(duration=0.3, noise_std=0.01, seed=i).to_csv(path)
+        rows.append(f"tiny{i:03d},pendulum,{path.name}")
+        paths.append(path)
+    (folder / "trivial.csv").write_text("\n".join(rows) + "\n")
+    return folder / "trivial.csv", paths
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--subjects", type=int, default=40)
+    ap.add_argument("--duration", type=float, default=20.0)
+    ap.add_argument("--trivial", type=int, default=40)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "batch.json")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.subjects, args.duration, args.trivial = 4, 5.0, 5
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        manifest = write_cohort(tmp, args.subjects, args.duration)
+        walls = {}
+        for n in (1, 2):
+            t0 = time.perf_counter()
+            report = co.batch(manifest, tmp / f"out{n}", workers=n, progress=False)
+            walls[n] = time.perf_counter() - t0
+            print(f"(a) {args.subjects} fits on {n} worker(s): {walls[n]:.1f} s, {report.succeeded} succeeded", flush=True)
+        same = (tmp / "out1" / "results.csv").read_text().splitlines()[0] == \
+            (tmp / "out2" / "results.csv").read_text().splitlines()[0]
+        trivial, paths = trivial_cohort(tmp, args.trivial)
+        t0 = time.perf_counter()
+        for p in paths:
+            identify_files("pendulum", [str(p)])
+        serial = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        co.batch(trivial, tmp / "trivial_out", workers=1, progress=False)
+        engine = time.perf_counter() - t0
+    speedup = walls[1] / walls[2]
+    overhead_ms = 1e3 * (engine - serial) / args.trivial
+    doc = {"subjects": args.subjects, "duration_s": args.duration, "wall_1_worker_s": walls[1],
+           "wall_2_workers_s": walls[2], "speedup": speedup, "target_speedup": 1.8, "same_columns": same,
+           "trivial_fits": args.trivial, "trivial_serial_s": serial, "trivial_batch_s": engine,
+           "overhead_ms_per_fit": overhead_ms, "cpu_count": os.cpu_count(), "versions": versions()}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
+    print(f"(a) speed-up 2 workers / 1: {speedup:.2f}x ({'PASS' if speedup >= 1.8 else 'FAIL'}, target >= 1.8x)")
+    print(f"(b) engine overhead: {overhead_ms:.0f} ms per fit ({args.trivial} trivial fits, cluster start included)")
+    print(f"written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,364 @@
+"""Cohorts: many fits from a manifest, on a Dask cluster (:func:`batch`, ``colloc batch``).
+
+A manifest is a CSV with the columns ``fit_id, problem, data`` (one row per trial file; rows
+with the same ``fit_id`` are trials that share the parameters) and optionally ``method`` and
+``group``.  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
+the same code path as ``colloc identify``, on a single-threaded worker.  As fits finish, the
+result document of each is written to ``OUT/fits/<fit_id>.json`` and the table
+``OUT/results.csv`` (``fit_id, problem, success, status, iterations, objective, total_s``, then
+every parameter and ``se_<parameter>``) is rewritten, both atomically, so an interrupted batch
+leaves consistent files and ``resume=True`` redoes only the fits without a document.  A fit
+that fails (a missing or broken file, a solver failure) is a row with its status and message;
+the batch goes on.  A worker process that dies is replaced and its task retried by Dask.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..base.engine import local_client, single_threaded
+from ..base.errors import DataError, OptionsError
+from ..base.files import write_atomic
+from ..base.versions import versions
+from .identify import METHODS, BASELINES, DEFAULT_METHOD, identify_files, problem_registry
+
+__all__ = ["BatchReport", "FitSpec", "batch", "read_manifest"]
+
+REQUIRED = ("fit_id", "problem", "data")
+OPTIONAL = ("method", "group")
+#: The first columns of results.csv (CONTRACTS §3), then parameters and standard errors.
+RESULT_COLUMNS = ("fit_id", "problem", "success", "status", "iterations", "objective", "total_s")
+
+
+@dataclass(frozen=True)
+class FitSpec:
+    """One fit of a manifest: its trials (absolute paths) and options."""
+
+    fit_id: str
+    problem: str
+    data: tuple[str, ...]
+    method: str = DEFAULT_METHOD
+    group: str = ""
+    rows: tuple[int, ...] = ()
+
+
+@dataclass
+class BatchReport:
+    """What a batch did.  ``rows`` holds results.csv's rows by ``fit_id``."""
+
+    out: Path
+    total: int
+    skipped: int = 0
+    run: int = 0
+    failed: int = 0
+    seconds: float = 0.0
+    rows: dict[str, dict] = field(default_factory=dict)
+    summary_paths: dict[str, Path] = field(default_factory=dict)
+
+    @property
+    def succeeded(self) -> int:
+        return sum(1 for r in self.rows.values() if r.get("success") in (True, "True", "true"))
+
+
+def read_manifest(path: str | Path) -> list[FitSpec]:
+    """Read and check a manifest; errors name the file, row (line) and column.
+
+    Data paths are relative to the manifest's folder unless absolute.  Rows of one
+    ``fit_id`` must name the same problem, method and group.  Files that do not exist are
+    not an error here: that fit fails in the batch and is recorded.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such manifest file")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the manifest ({exc})") from None
+    reader = csv.reader(text.splitlines())
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise DataError(f"{path}: empty manifest; expected a header 'fit_id,problem,data[,method,group]'") from None
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise DataError(f"{path}: missing column(s) {', '.join(missing)}; a manifest has the columns "
+                        f"{', '.join(REQUIRED)} and optionally {', '.join(OPTIONAL)}")
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise DataError(f"{path}: column {dupes[0]!r} appears twice in the header")
+    known = problem_registry()
+    methods = set(METHODS) | set(BASELINES)
+    fits: dict[str, dict] = {}
+    for line, cells in enumerate(reader, start=2):
+        if not "".join(cells).strip():
+            continue
+        if len(cells) != len(header):
+            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} ({', '.join(header)})")
+        row = {h: c.strip() for h, c in zip(header, cells)}
+        for col in REQUIRED:
+            if not row[col]:
+                raise DataError(f"{path}: column '{col}', line {line}: empty cell")
+        if row["problem"] not in known:
+            raise DataError(f"{path}: column 'problem', line {line}: unknown problem '{row['problem']}'; "
+                            f"available: {', '.join(sorted(known))}")
+        method = row.get("method") or DEFAULT_METHOD
+        if method not in methods:
+            raise DataError(f"{path}: column 'method', line {line}: unknown method '{method}'; "
+                            f"available: {', '.join([*METHODS, *BASELINES])}")
+        data = Path(row["data"])
+        data = data if data.is_absolute() else (path.parent / data)
+        entry = fits.setdefault(row["fit_id"], {"problem": row["problem"], "method": method,
+                                                "group": row.get("group", ""), "data": [], "rows": []})
+        for key, value in (("problem", row["problem"]), ("method", method), ("group", row.get("group", ""))):
+            if entry[key] != value:
+                raise DataError(f"{path}: column '{key}', line {line}: fit '{row['fit_id']}' has {key} "
+                                f"'{value}' here but '{entry[key]}' on line {entry['rows'][0]}")
+        entry["data"].append(str(data.resolve()))
+        entry["rows"].append(line)
+    if not fits:
+        raise DataError(f"{path}: the manifest has a header but no fits")
+    return [FitSpec(fid, e["problem"], tuple(e["data"]), e["method"], e["group"], tuple(e["rows"]))
+            for fid, e in fits.items()]
+
+
+def _safe_id(fit_id: str) -> str:
+    """The file name of a fit's document (path separators and the like replaced)."""
+    out = "".join(c if c.isalnum() or c in "-_.=+" else "_" for c in fit_id)
+    return out if out.strip(".") else f"fit_{abs(hash(fit_id))}"
+
+
+def _run_fit(spec: FitSpec) -> dict:
+    """Worker task: the fit's result document, or a failure document; never raises."""
+    single_threaded()
+    t0 = time.perf_counter()
+    try:
+        result = identify_files(spec.problem, list(spec.data), method=spec.method)
+        doc = result.to_dict()
+    except Exception as exc:  # a broken file or a failed build is a row, not the end of the batch
+        message = " ".join(str(exc).split())[:500]
+        doc = {"problem": spec.problem, "method": spec.method, "success": False,
+               "status": "error" if not isinstance(exc, (DataError, OptionsError)) else "bad_input",
+               "message": f"{type(exc).__name__}: {message}", "iterations": 0, "objective": None,
+               "parameters": {}, "standard_errors": {}, "timings": {"total_s": time.perf_counter() - t0},
+               "trials": list(spec.data), "versions": versions()}
+    doc["fit_id"] = spec.fit_id
+    doc["group"] = spec.group
+    return doc
+
+
+def _row(doc: dict) -> dict:
+    row = {"fit_id": doc["fit_id"], "problem": doc.get("problem"), "success": bool(doc.get("success")),
+           "status": doc.get("status"), "iterations": doc.get("iterations"), "objective": doc.get("objective"),
+           "total_s": (doc.get("timings") or {}).get("total_s")}
+    se = doc.get("standard_errors") or {}
+    for name, value in (doc.get("parameters") or {}).items():
+        row[name] = value
+        row[f"se_{name}"] = se.get(name)
+    row["method"] = doc.get("method")
+    row["group"] = doc.get("group", "")
+    row["message"] = "" if doc.get("success") else doc.get("message", "")
+    return row
+
+
+def _write_table(out: Path, rows: dict[str, dict], order: Sequence[str]) -> None:
+    params: list[str] = []
+    for fid in order:
+        for key in rows.get(fid, {}):
+            if key not in RESULT_COLUMNS and key not in ("method", "group", "message") and not key.startswith("se_") \
+                    and key not in params:
+                params.append(key)
+    columns = [*RESULT_COLUMNS]
+    for p in params:
+        columns += [p, f"se_{p}"]
+    columns += ["method", "group", "message"]
+    lines = [",".join(columns)]
+    for fid in order:
+        if fid not in rows:
+            continue
+        r = rows[fid]
+        lines.append(",".join(_cell(r.get(c)) for c in columns))
+    write_atomic(out / "results.csv", "\n".join(lines) + "\n")
+
+
+def _cell(v) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return ""
+    text = repr(v) if isinstance(v, float) else str(v)
+    if any(ch in text for ch in ',"\n'):
+        text = '"' + text.replace('"', '""') + '"'
+    return text
+
+
+class _Bar:
+    """One status line on stderr: done, failed, running, time left."""
+
+    def __init__(self, total: int, stream=None, enabled: bool = True) -> None:
+        self.total, self.stream, self.enabled = total, stream or sys.stderr, enabled
+        self.t0 = time.perf_counter()
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.last = 0.0
+
+    def update(self, done: int, failed: int, running: int, final: bool = False) -> None:
+        if not self.enabled or self.total == 0:
+            return
+        now = time.perf_counter()
+        if not final and now - self.last < (0.2 if self.tty else 5.0):
+            return
+        self.last = now
+        elapsed = now - self.t0
+        left = elapsed / done * (self.total - done) if done else float("nan")
+        width = 24
+        filled = int(width * done / self.total)
+        bar = "#" * filled + "." * (width - filled)
+        eta = f"{left:.0f} s left" if math.isfinite(left) else "time left unknown"
+        line = (f"  [{bar}] {done}/{self.total} fits · {failed} failed · {running} running · "
+                f"{elapsed:.0f} s · {eta if not final else 'done'}")
+        self.stream.write(("\r" + line) if self.tty else (line + "\n"))
+        if final and self.tty:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, scheduler: str | None = None,
+          client=None, resume: bool = False, summary: bool = False, progress: bool | Callable = True,
+          stream=None) -> BatchReport:
+    """Run every fit of ``manifest`` on Dask; write ``out/results.csv`` and ``out/fits/``.
+
+    Parameters
+    ----------
+    manifest : path
+        CSV with ``fit_id, problem, data`` (and optionally ``method``, ``group``).
+    out : path
+        Output folder (created).
+    workers : int, optional
+        Worker processes of the local cluster (default: one per core).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``) instead of a local cluster;
+        its workers need colloc and the problems installed and the data files readable.
+    client : dask.distributed.Client, optional
+        A client to use as it is.
+    resume : bool
+        Skip the fits whose document ``out/fits/<fit_id>.json`` exists.
+    summary : bool
+        Also write ``summary.csv`` (mean, sd, n per parameter and group) and ``summary.png``.
+    progress : bool or callable
+        A status line on ``stream`` (stderr), or a callable given ``(done, failed, running)``.
+
+    Returns
+    -------
+    BatchReport
+    """
+    specs = read_manifest(manifest)
+    if workers is not None and scheduler is not None:
+        raise OptionsError("give workers= (a local cluster) or scheduler= (a running one), not both")
+    out = Path(out)
+    fits_dir = out / "fits"
+    fits_dir.mkdir(parents=True, exist_ok=True)
+    stream = stream or sys.stderr
+    order = [s.fit_id for s in specs]
+    names = {s.fit_id: _safe_id(s.fit_id) for s in specs}
+    if len(set(names.values())) != len(names):
+        raise DataError(f"{manifest}: fit ids that differ only in characters not allowed in file names")
+    report = BatchReport(out=out, total=len(specs))
+    todo = []
+    for spec in specs:
+        doc_path = fits_dir / f"{names[spec.fit_id]}.json"
+        if resume and doc_path.is_file():
+            try:
+                report.rows[spec.fit_id] = _row(json.loads(doc_path.read_text(encoding="utf-8")))
+                report.skipped += 1
+                continue
+            except (json.JSONDecodeError, KeyError, OSError):
+                pass  # unreadable: redo it
+        todo.append(spec)
+    bar = _Bar(len(todo), stream, enabled=progress is True)
+    t0 = time.perf_counter()
+    if todo:
+        from distributed import as_completed
+
+        with local_client(client, tasks=len(todo), workers=workers, scheduler=scheduler) as c:
+            link = getattr(c, "dashboard_link", None)
+            if progress is True and link and scheduler is not None:
+                stream.write(f"colloc: Dask dashboard at {link}\n")
+            futures = {c.submit(_run_fit, spec, pure=False): spec for spec in todo}
+            done = failed = 0
+            try:
+                for fut in as_completed(futures):
+                    spec = futures[fut]
+                    try:
+                        doc = fut.result()
+                    except Exception as exc:  # the task itself was lost (workers died too often)
+                        doc = {"fit_id": spec.fit_id, "group": spec.group, "problem": spec.problem,
+                               "method": spec.method, "success": False, "status": "lost",
+                               "message": f"{type(exc).__name__}: {exc}", "timings": {}, "versions": versions()}
+                    write_atomic(fits_dir / f"{names[spec.fit_id]}.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+                    report.rows[spec.fit_id] = _row(doc)
+                    _write_table(out, report.rows, order)
+                    done += 1
+                    failed += not doc.get("success")
+                    report.run += 1
+                    report.failed += not doc.get("success")
+                    running = sum(1 for f in futures if f.status == "pending")
+                    if callable(progress):
+                        progress(done, failed, running)
+                    bar.update(done, failed, running)
+            except KeyboardInterrupt:
+                for f in futures:
+                    f.cancel()
+                raise
+        bar.update(len(todo), report.failed, 0, final=True)
+    _write_table(out, report.rows, order)
+    report.seconds = time.perf_counter() - t0
+    if summary:
+        report.summary_paths = write_summary(out, report.rows, order)
+    return report
+
+
+def write_summary(out: Path, rows: dict[str, dict], order: Sequence[str]) -> dict[str, Path]:
+    """``summary.csv`` (per group and parameter: mean, sd, n over the successful fits) and
+    ``summary.png`` (each parameter's estimates across fits, by group)."""
+    import numpy as np
+
+    from ..results.plotting import save_figure
+
+    good = [rows[f] for f in order if f in rows and rows[f].get("success") is True]
+    params = [k for k in (good[0] if good else {}) if k not in RESULT_COLUMNS and not k.startswith("se_")
+              and k not in ("method", "group", "message")]
+    groups = sorted({r.get("group", "") for r in good})
+    lines = ["group,parameter,mean,sd,n"]
+    for g in groups:
+        for p in params:
+            vals = np.array([r[p] for r in good if r.get("group", "") == g and r.get(p) is not None], dtype=float)
+            sd = float(np.std(vals, ddof=1)) if vals.size > 1 else float("nan")
+            lines.append(",".join([_cell(g), p, _cell(float(np.mean(vals)) if vals.size else None), _cell(sd),
+                                   str(vals.size)]))
+    write_atomic(out / "summary.csv", "\n".join(lines) + "\n")
+    paths = {"table": out / "summary.csv"}
+    if params:
+        from matplotlib.figure import Figure
+
+        cols = min(4, len(params))
+        nrows = -(-len(params) // cols)
+        fig = Figure(figsize=(3.2 * cols, 2.6 * nrows + 0.6), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(nrows, cols, squeeze=False)).ravel()
+        for ax, p in zip(axes, params):
+            for k, g in enumerate(groups):
+                vals = [r[p] for r in good if r.get("group", "") == g and r.get(p) is not None]
+                jitter = np.linspace(-0.15, 0.15, len(vals)) if len(vals) > 1 else np.zeros(len(vals))
+                ax.plot(k + jitter, vals, "o", ms=3.5, alpha=0.7, color=f"C{k % 10}")
+                if vals:
+                    ax.plot([k - 0.3, k + 0.3], [np.mean(vals)] * 2, "k-", lw=1.5)
+            ax.set_xticks(range(len(groups)), [g or "(no group)" for g in groups], fontsize=8)
+            ax.set_title(p, fontsize=9)
+        for ax in axes[len(params):]:
+            ax.axis("off")
+        fig.suptitle(f"{len(good)} successful fits: estimates by group (bar: mean)", fontsize=10)
+        paths["figure"] = save_figure(fig, out / "summary.png")
+    return paths

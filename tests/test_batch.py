@@ -1,0 +1,165 @@
+"""``colloc batch`` / ``co.batch``: many fits on Dask, each the fit ``colloc identify`` makes.
+
+Records are short pendulum trials from the problem's generator (CVODES); the reference for
+every fit is a serial identification of the same files in this process.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import colloc as co
+from colloc.cli import main
+from colloc.studies.identify import identify_files
+from colloc_problems import pendulum
+
+TRUE_P = {"s0": 5.0, "s1": 10.0, "s2": 20.0, "s3": 40.0}
+
+
+def _cohort(folder: Path, subjects=TRUE_P, broken: bool = True) -> Path:
+    rows = ["fit_id,problem,data,group"]
+    for i, (fid, p) in enumerate(subjects.items()):
+        for k in range(2):
+            pendulum.simulate_trial(p=p, duration=2.0, theta0=0.5 + 0.3 * k, noise_std=0.01,
+                                    seed=10 * i + k).to_csv(folder / f"{fid}_t{k}.csv")
+            rows.append(f"{fid},pendulum,{fid}_t{k}.csv,{'A' if i % 2 else 'B'}")
+    if broken:
+        (folder / "broken.csv").write_text("time,theta\n0,abc\n0.01,1\n")
+        rows += ["bad,pendulum,broken.csv,B", "gone,pendulum,no_such_file.csv,B"]
+    (folder / "manifest.csv").write_text("\n".join(rows) + "\n")
+    return folder / "manifest.csv"
+
+
+def _table(path: Path) -> dict[str, dict]:
+    with open(path, newline="") as fh:
+        return {r["fit_id"]: r for r in csv.DictReader(fh)}
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("cohort")
+    manifest = _cohort(folder)
+    report = co.batch(manifest, folder / "out", workers=2, summary=True, progress=False)
+    return folder, manifest, report
+
+
+def test_good_fits_equal_serial_identify_and_broken_ones_are_rows(cohort):
+    folder, _, report = cohort
+    table = _table(folder / "out" / "results.csv")
+    assert list(table) == ["s0", "s1", "s2", "s3", "bad", "gone"]  # manifest order
+    header = (folder / "out" / "results.csv").read_text().splitlines()[0].split(",")
+    assert header[:7] == ["fit_id", "problem", "success", "status", "iterations", "objective", "total_s"]
+    assert header[7:9] == ["p", "se_p"]
+    for fid, p in TRUE_P.items():
+        serial = identify_files("pendulum", [str(folder / f"{fid}_t{k}.csv") for k in range(2)])
+        doc = json.loads((folder / "out" / "fits" / f"{fid}.json").read_text())
+        assert doc["parameters"] == serial.parameters  # exactly: the same code path
+        assert doc["standard_errors"]["p"] == serial.standard_errors["p"]
+        assert table[fid]["success"] == "True" and float(table[fid]["p"]) == serial.parameters["p"]
+        assert abs(serial.parameters["p"] / p - 1) < 0.01
+    for fid, fragment in (("bad", "cannot read 'abc'"), ("gone", "no such file")):
+        assert table[fid]["success"] == "False" and table[fid]["status"] == "bad_input"
+        assert fragment in table[fid]["message"]
+    assert report.total == 6 and report.run == 6 and report.failed == 2 and report.succeeded == 4
+
+
+def test_summary_groups(cohort):
+    folder, _, _ = cohort
+    rows = list(csv.DictReader((folder / "out" / "summary.csv").read_text().splitlines()))
+    table = _table(folder / "out" / "results.csv")
+    for g in ("A", "B"):
+        vals = [float(r["p"]) for r in table.values() if r["group"] == g and r["success"] == "True"]
+        (row,) = [r for r in rows if r["group"] == g and r["parameter"] == "p"]
+        assert int(row["n"]) == len(vals) == 2
+        assert float(row["mean"]) == pytest.approx(np.mean(vals), rel=1e-12)
+        assert float(row["sd"]) == pytest.approx(np.std(vals, ddof=1), rel=1e-12)
+    assert (folder / "out" / "summary.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_resume_redoes_only_what_is_missing(cohort, tmp_path):
+    folder, manifest, _ = cohort
+    out = tmp_path / "out"
+    import shutil
+
+    shutil.copytree(folder / "out", out)
+    (out / "fits" / "s2.json").unlink()  # as if the batch had been stopped before s2 finished
+    before = {f: (out / "fits" / f"{f}.json").stat().st_mtime_ns for f in ("s0", "s1", "s3")}
+    report = co.batch(manifest, out, workers=1, resume=True, progress=False)
+    assert report.run == 1 and report.skipped == 5
+    assert {f: (out / "fits" / f"{f}.json").stat().st_mtime_ns for f in before} == before
+    assert _table(out / "results.csv") .keys() == _table(folder / "out" / "results.csv").keys()
+    assert json.loads((out / "fits" / "s2.json").read_text())["parameters"] == \
+        json.loads((folder / "out" / "fits" / "s2.json").read_text())["parameters"]
+
+
+def test_a_killed_worker_does_not_lose_fits(tmp_path):
+    from distributed import Client, LocalCluster
+
+    manifest = _cohort(tmp_path, {f"k{i}": 5.0 + 3 * i for i in range(6)}, broken=False)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=50) as cluster, Client(cluster) as client:
+        pids = list(client.run(os.getpid).values())
+        killed = []
+
+        def kill_one(done, failed, running):
+            if not killed and running:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+
+        report = co.batch(manifest, tmp_path / "out", client=client, progress=kill_one)
+    assert killed, "the batch ended before a worker could be killed"
+    assert report.run == 6 and report.failed == 0, _table(tmp_path / "out" / "results.csv")
+
+
+def test_cluster_path_with_a_separate_scheduler_and_worker(tmp_path):
+    manifest = _cohort(tmp_path, {"c0": 7.0, "c1": 12.0}, broken=False)
+    sched_file = tmp_path / "scheduler.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    procs = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--port", "0",
+                               "--dashboard-address", ":0", "--scheduler-file", str(sched_file)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)]
+    try:
+        for _ in range(300):
+            if sched_file.exists() and sched_file.stat().st_size:
+                break
+            time.sleep(0.1)
+        address = json.loads(sched_file.read_text())["address"]
+        procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                                       "--nthreads", "1", "--nworkers", "1", "--no-dashboard"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+        code = main(["batch", str(manifest), "--out", str(tmp_path / "out"), "--scheduler", address])
+    finally:
+        for p in procs[::-1]:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=30)
+    assert code == 0
+    table = _table(tmp_path / "out" / "results.csv")
+    assert [r["success"] for r in table.values()] == ["True", "True"]
+    assert float(table["c1"]["p"]) == pytest.approx(12.0, rel=0.02)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("fit_id,problem\nx,pendulum\n", "missing column(s) data"),
+    ("fit_id,problem,data\nx,pendulm,a.csv\n", "line 2: unknown problem 'pendulm'"),
+    ("fit_id,problem,data,method\nx,pendulum,a.csv,fast\n", "line 2: unknown method 'fast'"),
+    ("fit_id,problem,data\nx,pendulum,a.csv\nx,two-link,b.csv\n", "line 3: fit 'x' has problem 'two-link'"),
+    ("fit_id,problem,data\nx,pendulum,\n", "column 'data', line 2: empty cell"),
+    ("fit_id,problem,data\n", "no fits"),
+])
+def test_bad_manifest_is_one_line_exit_2(tmp_path, capsys, text, fragment):
+    (tmp_path / "m.csv").write_text(text)
+    code = main(["batch", str(tmp_path / "m.csv"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and fragment in err, err
+    assert not (tmp_path / "out").exists()  # nothing made before the manifest was checked
