@@ -163,3 +163,17 @@ def test_bad_manifest_is_one_line_exit_2(tmp_path, capsys, text, fragment):
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and fragment in err, err
     assert not (tmp_path / "out").exists()  # nothing made before the manifest was checked
+
+
+def test_bootstrap_on_a_client_equals_the_serial_bootstrap():
+    from distributed import Client, LocalCluster
+
+    trial = pendulum.simulate_trial(duration=2.0, noise_std=0.01, seed=5)
+    problem = pendulum.problem([trial])
+    result = co.solve(problem)
+    serial = co.bootstrap(problem, result, replicates=4, seed=3)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=50) as cluster, Client(cluster) as client:
+        parallel = co.bootstrap(problem, result, replicates=4, seed=3, client=client)
+    assert parallel.estimates.equals(serial.estimates)
+    assert parallel.failures == serial.failures == 0

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..base.engine import check_client, pack, single_threaded, unpack
 from ..base.errors import OptionsError
 from ..definition.problem import Problem
 from ..definition.trial import Trial
@@ -87,6 +88,17 @@ def _replicate(problem: Problem, result: Result, rng: np.random.Generator, s2: f
     return trials
 
 
+def _replicate_solve(replica: Problem, method, solver, start) -> tuple[bool, dict]:
+    r = solve(replica, method, solver=solver, guess=start, throw=False, verdict=False)
+    return bool(r.success), dict(r.parameters)
+
+
+def _replicate_task(blob: bytes) -> tuple[bool, dict]:
+    """Worker task: one replicate (single-threaded)."""
+    single_threaded()
+    return _replicate_solve(*unpack(blob))
+
+
 def bootstrap(
     problem: Problem,
     result: Result,
@@ -98,6 +110,7 @@ def bootstrap(
     solver: Ipopt | None = None,
     progress: Callable[[int, int], None] | None = None,
     kind: str = "parametric",
+    client=None,
 ) -> Bootstrap:
     """Bootstrap of ``result`` (identified from ``problem``): parametric or by trials.
 
@@ -124,6 +137,10 @@ def bootstrap(
         replacement, from its trials (a trial drawn twice enters as ``'name'`` and
         ``'name#2'``, keeping its constraints, guesses and trial weight); needs at least
         two trials.
+    client : dask.distributed.Client, optional
+        Solve the replicates as tasks on this Dask client (the engine of ``solve(starts=N)``
+        and ``colloc batch``).  The replicates are drawn here first, so the estimates are the
+        same with or without a client.
 
     Returns
     -------
@@ -152,15 +169,23 @@ def bootstrap(
     s2 = float(result.info.get("residual_variance", 1.0) or 1.0)
     rng = np.random.default_rng(seed)
     names = list(result.parameters)
+    check_client(client, "bootstrap")
     rows, failures = [], 0
+    replicas = []
     for k in range(replicates):
         if kind == "trials":
-            replica = problem.resampled(rng.integers(0, len(problem.trials), len(problem.trials)))
+            replicas.append(problem.resampled(rng.integers(0, len(problem.trials), len(problem.trials))))
         else:
-            replica = problem.with_trials(_replicate(problem, result, rng, s2))
-        r = solve(replica, method, solver=quiet, guess=result.parameters, throw=False, verdict=False)
-        if r.success:
-            rows.append([r.parameters[n] for n in names])
+            replicas.append(problem.with_trials(_replicate(problem, result, rng, s2)))
+    if client is None:
+        outcomes = (_replicate_solve(replica, method, quiet, result.parameters) for replica in replicas)
+    else:
+        futures = [client.submit(_replicate_task, pack((replica, method, quiet, dict(result.parameters))), pure=False)
+                   for replica in replicas]
+        outcomes = (f.result() for f in futures)
+    for k, (success, params) in enumerate(outcomes):
+        if success:
+            rows.append([params[n] for n in names])
         else:
             failures += 1
         if progress is not None:
