@@ -64,6 +64,7 @@ class BatchReport:
 
     @property
     def succeeded(self) -> int:
+        """Number of fits recorded as successful (this run's and resumed ones)."""
         return sum(1 for r in self.rows.values() if r.get("success") in (True, "True", "true"))
 
 
