@@ -1,7 +1,7 @@
 """The batch engine: speed-up of 2 workers over 1, and the engine's overhead per fit.
 
     python benchmarks/batch.py            # 40 two-link subjects (two 20 s trials each)
-    python benchmarks/batch.py --quick    # 4 subjects, 5 s trials (the smoke test)
+    python benchmarks/batch.py --quick    # 2 subjects, 4 s trials (the smoke test)
 
 (a) 40 synthetic two-link subjects, each with its own gains (the seed case's K scaled by a
 seeded factor in [0.8, 1.2]) and two trials, identified by ``colloc.batch`` on a local cluster
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "batch.json")
     args = ap.parse_args(argv)
     if args.quick:
-        args.subjects, args.duration, args.trivial = 4, 5.0, 5
+        args.subjects, args.duration, args.trivial = 2, 4.0, 3
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         manifest = write_cohort(tmp, args.subjects, args.duration)
