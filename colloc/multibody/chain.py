@@ -54,8 +54,21 @@ def bryant(angles, axes: str = "xyz"):
     return R
 
 
-def _skew_vec(W):
-    return ca.vertcat(W[2, 1], W[0, 2], W[1, 0])
+def _rate_matrix(angles, axes: str):
+    """E with ω_rel = E·(angle rates) in the child frame, for Rx(a)·Ry(b)·Rz(c) restricted to
+    ``axes`` (columns: the child-frame directions of the rotation axes)."""
+    full = dict(zip(axes, [angles[i] for i in range(len(axes))]))
+    b, c = full.get("y", 0.0), full.get("z", 0.0)
+    cb, sb, cc, sc = ca.cos(b), ca.sin(b), ca.cos(c), ca.sin(c)
+    columns = {"x": ca.vertcat(cb * cc, -cb * sc, sb), "y": ca.vertcat(sc, cc, 0), "z": ca.vertcat(0, 0, 1)}
+    return ca.horzcat(*[columns[a] for a in axes])
+
+
+def _dot(E, angles, rates):
+    """Time derivative of a matrix of the angles, given their rates."""
+    if E.is_constant() if hasattr(E, "is_constant") else False:
+        return ca.SX.zeros(E.shape)
+    return ca.reshape(ca.jtimes(ca.reshape(E, -1, 1), angles, rates), E.shape[0], E.shape[1])
 
 
 def nrmse(x, reference) -> float:
@@ -196,31 +209,46 @@ class Chain:
         q, qd, qdd = ca.SX.sym("q", n), ca.SX.sym("qd", n), ca.SX.sym("qdd", n)
         th, thd, thdd = ca.SX.sym("th", 3), ca.SX.sym("thd", 3), ca.SX.sym("thdd", 3)
         a_base = ca.SX.sym("a_base", 3)
-        X, Xd, Xdd = ca.vertcat(th, q), ca.vertcat(thd, qd), ca.vertcat(thdd, qdd)
-
-        def dt(e):
-            return ca.jtimes(e, X, Xd) + ca.jtimes(e, Xd, Xdd)
-
         R_NS = bryant(th)
         g = ca.DM([0.0, 0.0, -self.gravity])
+        # base kinematics: ω, α of the deck in N, from its Bryant rates (closed form below)
+        E_S = _rate_matrix(th, "xyz")
+        w_S = R_NS @ E_S @ thd
+        al_S = R_NS @ (_dot(E_S, th, thd) @ thd + E_S @ thdd)     # Ṙ·E·θ̇ = ω × ω = 0
         a_O = R_NS @ a_base
         frames, joints, coms, omegas, alphas = {}, {}, [], [], []
+        kin = {}   # name → (R, ω, α, v_joint, a_joint) with v relative to the base point's motion
         force_star, moment_star = [], []
         index = 0
         for b in self.bodies:
             angles = q[index:index + len(b.axes)]
+            rates = qd[index:index + len(b.axes)]
+            accs = qdd[index:index + len(b.axes)]
             index += len(b.axes)
-            R_parent = R_NS if b.parent is None else frames[b.parent]
-            r_parent = ca.DM.zeros(3) if b.parent is None else joints[b.parent]
-            R = R_parent @ bryant(angles, b.axes)
-            r_joint = r_parent + R_parent @ ca.DM(np.asarray(b.location, float))
-            r_G = r_joint + R @ ca.DM(np.asarray(b.com, float))
+            if b.parent is None:
+                R_p, w_p, al_p = R_NS, w_S, al_S
+                r_p, v_p, a_p = ca.DM.zeros(3), ca.DM.zeros(3), a_O
+            else:
+                R_p, w_p, al_p, r_p, v_p, a_p = kin[b.parent]
+            ell = R_p @ ca.DM(np.asarray(b.location, float))
+            r_joint = r_p + ell
+            v_joint = v_p + ca.cross(w_p, ell)
+            a_joint = a_p + ca.cross(al_p, ell) + ca.cross(w_p, ca.cross(w_p, ell))
+            if b.axes:
+                R = R_p @ bryant(angles, b.axes)
+                E = _rate_matrix(angles, b.axes)           # relative ω in the child's frame
+                w_rel = R @ (E @ rates)
+                omega = w_p + w_rel
+                alpha = (al_p + R @ (_dot(E, angles, rates) @ rates + E @ accs)
+                         + ca.cross(w_p, w_rel))
+            else:
+                R, omega, alpha = R_p, w_p, al_p
+            rho = R @ ca.DM(np.asarray(b.com, float))
+            r_G = r_joint + rho
+            v_rel = v_joint + ca.cross(omega, rho)
+            a_G = a_joint + ca.cross(alpha, rho) + ca.cross(omega, ca.cross(omega, rho))
+            kin[b.name] = (R, omega, alpha, r_joint, v_joint, a_joint)
             frames[b.name], joints[b.name] = R, r_joint
-            Rdot = ca.reshape(dt(ca.reshape(R, 9, 1)), 3, 3)
-            omega = _skew_vec(Rdot @ R.T)
-            alpha = dt(omega)
-            v_rel = dt(r_G)
-            a_G = a_O + dt(v_rel)
             I_N = R @ ca.DM(b.inertia_matrix()) @ R.T
             F = b.mass * (a_G - g)
             Mo = I_N @ alpha + ca.cross(omega, I_N @ omega)
