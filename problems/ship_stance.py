@@ -254,7 +254,7 @@ def simulate_trial(gains: Mapping[str, float] | None = None, *, duration: float 
 
     gains = dict(TRUE if gains is None else gains)
     numeric, _ = ship_motion(seed)
-    f = chain().function()
+    f = chain().function()   # the same equations, integrated here by scipy (not by collocation)
 
     def rhs(t, x):
         s = numeric(t)[0]
@@ -273,11 +273,11 @@ def simulate_trial(gains: Mapping[str, float] | None = None, *, duration: float 
     if rates:
         clean |= {c: sol.y[12 + i] for i, c in enumerate(RATE_COLUMNS)}
     if deck:
-        forces = []
+        forces, body = [], chain()
         for k, t in enumerate(time):
             x = sol.y[:, k]
             s = ship[k]
-            eq = chain().equations(x[:12], x[12:], rhs(t, x)[12:], s[0:3], s[3:6], s[6:9], s[9:12])
+            eq = body.equations(x[:12], x[12:], rhs(t, x)[12:], s[0:3], s[3:6], s[6:9], s[9:12])
             forces.append(np.concatenate([np.asarray(eq.deck_force).ravel(),
                                           np.asarray(eq.deck_moment).ravel()]))
         forces = np.array(forces)

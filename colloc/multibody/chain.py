@@ -282,9 +282,10 @@ class Chain:
             jm.append(R_parent.T @ Mk)
             jf.append(R_parent.T @ Fk)
         com_S = ca.horzcat(*[R_NS.T @ c[0] for c in coms])
+        outputs = [residual, M, h, R_NS.T @ deck_F, R_NS.T @ deck_M, ca.horzcat(*jm), ca.horzcat(*jf), com_S]
+        outputs = ca.cse(outputs)       # common subexpressions merged: smaller derivatives downstream
         return ca.Function(
-            "chain", [q, qd, qdd, th, thd, thdd, a_base],
-            [residual, M, h, R_NS.T @ deck_F, R_NS.T @ deck_M, ca.horzcat(*jm), ca.horzcat(*jf), com_S],
+            "chain", [q, qd, qdd, th, thd, thdd, a_base], outputs,
             ["q", "qd", "qdd", "base_angles", "base_rates", "base_accs", "base_acc"],
             ["residual", "M", "h", "deck_force", "deck_moment", "joint_moments", "joint_forces",
              "com"])
