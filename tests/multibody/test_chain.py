@@ -254,3 +254,49 @@ def test_ankle_only_chain_against_a_single_spatial_pendulum():
     errors.update({f"F{a}": nrmse(F_ours[:, i], F_ref[:, i]) for i, a in enumerate("xyz")})
     assert max(errors.values()) <= 0.01, errors
     assert np.ptp(ref[0]) > 1e-3 and np.ptp(ref[1]) > 1e-3     # the pendulum did sway
+
+
+def _cart_linear_model(kp, kd):
+    """The planar 4-link cart pendulum linearised by hand (CARTIP, paper Eq. 22):
+    M·q̈ + C·q̇ + K·q = −b·a for relative pitch angles q under a base acceleration a along x.
+    Absolute angles φ = L·q; link k's CoM moves by Σ_{j<k} l_j φ_j + c_k φ_k along x."""
+    masses = np.array([m for _, m, _, _, _ in LINKS])
+    lengths = [ln for _, _, ln, _, _ in LINKS]
+    A = np.zeros((4, 4))
+    for k, (_, _, _, c, _) in enumerate(LINKS):
+        A[k, :k] = lengths[:k]
+        A[k, k] = c
+    M_phi = (A.T * masses) @ A + np.diag([I[1] for *_, I in LINKS])
+    K_phi = -9.81 * np.diag(masses @ A)
+    b_phi = masses @ A
+    L = np.tril(np.ones((4, 4)))
+    return L.T @ M_phi @ L, np.diag(kd), L.T @ K_phi @ L + np.diag(kp), L.T @ b_phi
+
+
+@pytest.mark.parametrize("amplitude, bound", [(0.5, 0.5), (0.005, 0.01)])
+def test_planar_chain_against_the_linear_cart_pendulum(amplitude, bound):
+    """CARTIP (paper Fig. 7, NRMSE 0.17–0.29 % there): only pitch free, 1-DoF deck surge;
+    the nonlinear chain approaches the linear model as the amplitude shrinks."""
+    chain = human().lock({j: "xz" for j in ("ankle", "knee", "hip", "neck")})
+    assert chain.coordinates == ("ankle_y", "knee_y", "hip_y", "neck_y")
+    kp, kd = np.array([1500.0, 1200.0, 800.0, 60.0]), np.array([350.0, 250.0, 150.0, 8.0])
+    M, C, K, b = _cart_linear_model(kp, kd)
+    f = chain.function()
+
+    def acc(t):
+        return amplitude * (np.sin(2.1 * t) + 0.6 * np.sin(5.3 * t + 1.0))
+
+    def chain_rhs(t, x):
+        out = f(x[:4], x[4:], np.zeros(4), np.zeros(3), np.zeros(3), np.zeros(3), [acc(t), 0.0, 0.0])
+        Mc, h = np.asarray(out[1]), np.asarray(out[2]).ravel()
+        return np.concatenate([x[4:], np.linalg.solve(Mc, -kp * x[:4] - kd * x[4:] - h)])
+
+    def linear_rhs(t, x):
+        return np.concatenate([x[4:], np.linalg.solve(M, -C @ x[4:] - K @ x[:4] - b * acc(t))])
+
+    opts = dict(method="LSODA", rtol=1e-11, atol=1e-14, t_eval=np.linspace(0, 8, 801))
+    ours = solve_ivp(chain_rhs, (0, 8), np.zeros(8), **opts).y
+    ref = solve_ivp(linear_rhs, (0, 8), np.zeros(8), **opts).y
+    errors = [nrmse(ours[i], ref[i]) for i in range(4)]
+    print(f"cart pendulum, surge amplitude {amplitude}: NRMSE % {np.round(errors, 6)}")
+    assert max(errors) <= bound, errors
