@@ -5,7 +5,9 @@
 * the chain's Kane equations against ``sympy.physics.mechanics.KanesMethod`` (the paper's
   SIM3D comparison, §5.5), pointwise at random states and ship motions;
 * the ankle-only chain against a single spatial inverted pendulum with PD roll/pitch control
-  integrated by scipy (PSM3D, Figs 5–6).
+  integrated by scipy (PSM3D, Figs 5–6);
+* the pitch-only chain under deck surge against the hand-linearised cart pendulum (CARTIP,
+  Eq. 22, Fig. 7).
 Agreement is reported as NRMSE, Eq. 21.
 """
 

@@ -12,9 +12,9 @@ import colloc as co
 from colloc_problems import ship_stance as ss
 
 
-def _write(path, trial, drop=(), degrees=False):
+def _write(path, trial, drop=(), degrees=False, time=None):
     columns = [c for c in ("time", *ss.REQUIRED_COLUMNS) if c not in drop]
-    data = [trial.time] + [trial[c] * (180 / np.pi if degrees and c in ss.ANGLE_COLUMNS else 1.0)
+    data = [trial.time if time is None else time] + [trial[c] * (180 / np.pi if degrees and c in ss.ANGLE_COLUMNS else 1.0)
                            for c in columns[1:]]
     np.savetxt(path, np.column_stack(data), delimiter=",", header=",".join(columns), comments="")
     return path
@@ -40,15 +40,20 @@ def test_upright_is_an_equilibrium_on_a_still_deck():
     assert np.allclose(np.asarray(eq.deck_force).ravel(), [0, 0, 72.825 * 9.81])
 
 
-@pytest.mark.parametrize("case", ["missing", "degrees"])
+@pytest.mark.parametrize("case", ["missing", "degrees", "time"])
 def test_bad_input_is_refused_in_one_line(tmp_path, short, case):
     path = tmp_path / "bad.csv"
     if case == "missing":
         _write(path, short, drop=("ship_pitch_acc",))
         expect = "ship_pitch_acc"
-    else:
+    elif case == "degrees":
         _write(path, short, degrees=True)
         expect = "degrees"
+    else:
+        time = short.time.copy()
+        time[50] = time[49]
+        _write(path, short, time=time)
+        expect = "time"
     with pytest.raises(co.DataError, match=expect):
         ss.load_trial(path)
     out = subprocess.run([sys.executable, "-m", "colloc.cli", "identify", "ship-stance", "--data", str(path)],
