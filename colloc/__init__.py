@@ -6,7 +6,8 @@ layers, bottom up (each imports only from the layers below it; ``tests/test_laye
 checks it):
 
 * ``base``: errors, names, atomic files, versions;
-* ``signals``, ``definition`` (model, trial, problem), ``stability`` (delay margin);
+* ``signals``, ``definition`` (model, trial, problem), ``stability`` (delay margin),
+  ``multibody`` (spatial open chains on a moving base);
 * ``simulation`` (ODE, DDE), ``transcription`` (methods, grid, NLP assembly),
   ``inference`` (covariance, identifiability, Kalman likelihood), ``results``;
 * ``solving`` (``solve`` and the collocation path), ``shooting`` (the baselines);
@@ -38,6 +39,11 @@ _LAZY = {
     "Model": "definition.model",
     "Trial": "definition.trial",
     "Problem": "definition.problem",
+    "Body": "multibody.chain",
+    "Chain": "multibody.chain",
+    "ChainEquations": "multibody.chain",
+    "bryant": "multibody.chain",
+    "nrmse": "multibody.chain",
     "Crossing": "stability.delay_margin",
     "DelayMargin": "stability.delay_margin",
     "delay_margin": "stability.delay_margin",
@@ -95,6 +101,11 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Body",
+    "Chain",
+    "ChainEquations",
+    "bryant",
+    "nrmse",
     "Adjoint",
     "Cvodes",
     "Forward",

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Bottom up; each inner list is one layer of mutually independent sub-packages.
 LAYERS = [
     ["base"],
-    ["signals", "definition", "stability"],
+    ["signals", "definition", "stability", "multibody"],
     ["simulation", "transcription", "inference", "results"],
     ["solving"],
     ["shooting"],

@@ -1,0 +1,61 @@
+"""ship-stance identification time: the 4-link spatial human on a 6-DoF deck at 100 Hz.
+
+The issue's performance case: a 60 s record at 100 Hz (24 states, 16 gains), identified by
+the default method (Radau, degree 2) from the default poor guesses; records the timings, the
+gains' errors and how many lie within 3 standard errors of the truth.
+
+    python benchmarks/ship_stance.py            # 60 s record (about ten minutes here)
+    python benchmarks/ship_stance.py --quick    # 2 s record, for the smoke test
+
+Writes benchmarks/results/ship_stance.json (or --out).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import colloc as co
+from colloc_problems import ship_stance as ss
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a 2 s record")
+    parser.add_argument("--duration", type=float, default=60.0, help="record length, s")
+    parser.add_argument("--noise", action="store_true", help="noisy record (default clean)")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ship_stance.json")
+    args = parser.parse_args(argv)
+    duration = 2.0 if args.quick else args.duration
+    t0 = time.perf_counter()
+    trial = ss.simulate_trial(duration=duration, seed=0, noise=args.noise, deck=False)
+    simulate_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = co.solve(ss.problem(trial), throw=False)
+    wall_s = time.perf_counter() - t0
+    errors = {k: 100.0 * (result.parameters[k] / v - 1.0) for k, v in ss.TRUE.items()}
+    se = result.standard_errors or {}
+    within = sum(abs(result.parameters[k] - v) <= 3 * se[k] for k, v in ss.TRUE.items() if k in se)
+    report = {
+        "problem": "ship-stance", "method": "radau2", "duration_s": duration, "rate_hz": 100.0,
+        "noise": args.noise, "quick": args.quick, "success": bool(result.success),
+        "status": result.status, "iterations": result.iterations,
+        "timings": dict(result.timings), "identify_wall_s": wall_s, "simulate_s": simulate_s,
+        "gain_error_pct": errors, "max_abs_gain_error_pct": max(abs(e) for e in errors.values()),
+        "within_3se": int(within), "versions": co.versions(),
+    }
+    co.write_atomic(args.out, json.dumps(report, indent=2))
+    print(f"ship-stance {duration:g} s at 100 Hz: success {result.success}, "
+          f"{result.iterations} iterations, identify {wall_s:.1f} s "
+          f"(build {result.timings.get('build_s', float('nan')):.1f} s, "
+          f"solve {result.timings.get('solve_s', float('nan')):.1f} s), "
+          f"max gain error {report['max_abs_gain_error_pct']:.3f} %, {within}/16 within 3 SE")
+    return report
+
+
+if __name__ == "__main__":
+    main()

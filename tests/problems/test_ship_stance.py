@@ -1,0 +1,83 @@
+"""ship-stance: contract columns, bad input, identification at 100 Hz from poor guesses."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import colloc as co
+from colloc_problems import ship_stance as ss
+
+
+def _write(path, trial, drop=(), degrees=False, time=None):
+    columns = [c for c in ("time", *ss.REQUIRED_COLUMNS) if c not in drop]
+    data = [trial.time if time is None else time] + [trial[c] * (180 / np.pi if degrees and c in ss.ANGLE_COLUMNS else 1.0)
+                           for c in columns[1:]]
+    np.savetxt(path, np.column_stack(data), delimiter=",", header=",".join(columns), comments="")
+    return path
+
+
+@pytest.fixture(scope="module")
+def short():
+    return ss.simulate_trial(duration=4.0, noise=False, deck=False, rates=True, return_clean=True)[1]
+
+
+def test_contract_names():
+    assert list(ss.TRUE) == ["kp_ankle_x", "kd_ankle_x", "kp_ankle_y", "kd_ankle_y", "kp_knee_x",
+                             "kd_knee_x", "kp_knee_y", "kd_knee_y", "kp_hip_x", "kd_hip_x",
+                             "kp_hip_y", "kd_hip_y", "kp_neck_x", "kd_neck_x", "kp_neck_y", "kd_neck_y"]
+    assert len(ss.REQUIRED_COLUMNS) == 24 and ss.ANGLE_COLUMNS[3] == "knee_x"
+
+
+def test_upright_is_an_equilibrium_on_a_still_deck():
+    eq = ss.chain().equations(np.zeros(12), np.zeros(12), np.zeros(12), [0, 0, 0], [0, 0, 0],
+                              [0, 0, 0], [0, 0, 0])
+    assert np.allclose(np.asarray(eq.residual), 0.0)
+    # standing still: the deck carries the weight, 72.825 kg · 9.81
+    assert np.allclose(np.asarray(eq.deck_force).ravel(), [0, 0, 72.825 * 9.81])
+
+
+@pytest.mark.parametrize("case", ["missing", "degrees", "time"])
+def test_bad_input_is_refused_in_one_line(tmp_path, short, case):
+    path = tmp_path / "bad.csv"
+    if case == "missing":
+        _write(path, short, drop=("ship_pitch_acc",))
+        expect = "ship_pitch_acc"
+    elif case == "degrees":
+        _write(path, short, degrees=True)
+        expect = "degrees"
+    else:
+        time = short.time.copy()
+        time[50] = time[49]
+        _write(path, short, time=time)
+        expect = "time"
+    with pytest.raises(co.DataError, match=expect):
+        ss.load_trial(path)
+    out = subprocess.run([sys.executable, "-m", "colloc.cli", "identify", "ship-stance", "--data", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert expect in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_clean_100hz_gains_within_half_a_percent_from_poor_guesses(short):
+    """Clean 4 s record at 100 Hz, the default method, starting 2–3× off (GUESS)."""
+    result = co.solve(ss.problem(short))
+    assert result.success
+    for name, true in ss.TRUE.items():
+        assert result.parameters[name] == pytest.approx(true, rel=0.005), name
+
+
+@pytest.mark.slow
+def test_noisy_100hz_truth_within_three_standard_errors():
+    """Noisy 10 s record (0.5°, 2°/s, small ship noise): ≥ 14 of 16 gains within 3 SE."""
+    trial = ss.simulate_trial(duration=10.0, seed=0, deck=False)
+    result = co.solve(ss.problem(trial))
+    assert result.success
+    inside = [abs(result.parameters[k] - v) <= 3 * result.standard_errors[k] for k, v in ss.TRUE.items()]
+    assert sum(inside) >= 14, result.parameters
+
