@@ -61,7 +61,7 @@ from colloc.signals import cumulative_integral, derivative, lowpass, sdf
 
 __all__ = [
     "BODY", "FILTER", "RANGES", "CENTRE_NORMAL", "PAPER_TABLE2", "TRUE", "COP_NOISE", "FORMULATIONS",
-    "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model", "problem", "load_trial",
+    "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model", "problem", "load_trial", "body",
     "simulate_trial", "surrogate_disturbance", "discrete_system", "com_from_cop",
     "initial_trajectories", "jt_inverse_dynamics", "sdf_objective", "ml_estimate", "cop_from_states",
 ]
@@ -161,14 +161,56 @@ def cop_from_states(states: np.ndarray, gains: Mapping[str, float], disturbance:
 
 
 # ---- data -------------------------------------------------------------------------------
-def load_trial(path, missing: str = "error") -> co.Trial:
-    """Read a CIP CSV (``time, cop[, disturbance]``; COP in m, disturbance in N·m).
+def load_trial(path, missing: str = "error", columns: Mapping[str, str] | None = None,
+               units: Mapping[str, str] | None = None) -> co.Trial:
+    """Read a CIP trial (``time, cop[, disturbance]``; COP in m, disturbance in N·m).
 
     ``missing="allow"`` reads an empty cell as a sample not measured; the disturbance may
     step at a time written on two rows (:class:`colloc.Trial`, ``jump_columns``).
+    ``columns``/``units`` read a lab's file as it comes, e.g. a BDS force-plate record
+    (Santos & Duarte 2016): ``columns={"cop": "COPx"}`` (``COPx[cm]`` is converted to m).
     """
     return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=20,
-                             missing=missing, jump_columns=("disturbance",))
+                             missing=missing, jump_columns=("disturbance",), columns=columns, units=units)
+
+
+# Winter (2009), Biomechanics and Motor Control of Human Movement, 4th ed.: segment masses as a
+# fraction of body mass M, centre of mass from the proximal end and radius of gyration about the
+# centre of mass as fractions of the segment length (Table 4.1), and joint heights as fractions
+# of body height H (Fig. 4.1).  Per segment: (mass fraction, proximal joint height, distal joint
+# height, CoM fraction from proximal, radius of gyration fraction); both legs are counted.
+WINTER_ANKLE_HEIGHT = 0.039   # Fig. 4.1: lateral malleolus at 0.039 H
+WINTER_FOOT_MASS = 0.0145     # Table 4.1: foot, per side
+WINTER_SEGMENTS = {
+    "legs (shanks)": (2 * 0.0465, 0.285, 0.039, 0.433, 0.302),  # femoral condyles / medial malleolus
+    "thighs": (2 * 0.100, 0.530, 0.285, 0.433, 0.323),           # greater trochanter / femoral condyles
+    "HAT": (0.678, 0.530, 0.818, 0.626, 0.496),                  # greater trochanter / glenohumeral joint
+}
+
+
+def body(height: float, mass: float, g: float = 9.81) -> dict[str, float]:
+    """The CIP's body (``m``, ``h``, ``I``, ``g``) of a subject of ``height`` (m) and ``mass`` (kg).
+
+    The pendulum is everything above the ankles, rigid (Winter 2009, Table 4.1 segment
+    fractions and Fig. 4.1 joint heights, see :data:`WINTER_SEGMENTS`): ``m`` = M minus the two
+    feet, ``h`` the height of its centre of mass above the ankle joint and ``I`` its moment of
+    inertia about the ankle axis (parallel-axis sum of the segments' ``m (ρ L)²`` and
+    ``m d²``).  Pass the result as ``problem(..., body=body(height=1.575, mass=54.2))``.
+    """
+    for value, what, lo, hi in ((height, "height", 0.5, 2.6), (mass, "mass", 10.0, 400.0)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
+            raise co.ModelError(f"cip body: {what} must be a number in [{lo:g}, {hi:g}] "
+                                f"({'m' if what == 'height' else 'kg'}, SI units), got {value!r}")
+    ankle = WINTER_ANKLE_HEIGHT * height
+    m = moment = inertia = 0.0
+    for fraction, z0, z1, com, gyration in WINTER_SEGMENTS.values():
+        seg_mass = fraction * mass
+        length = abs(z1 - z0) * height
+        z = z0 * height + com * (z1 - z0) * height - ankle   # CoM height above the ankle
+        m += seg_mass
+        moment += seg_mass * z
+        inertia += seg_mass * ((gyration * length) ** 2 + z ** 2)
+    return {"m": m, "h": moment / m, "I": inertia, "g": float(g)}
 
 
 def discrete_system(gains: Mapping[str, float], dt: float, body: Mapping[str, float] | None = None,
