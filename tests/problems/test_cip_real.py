@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from colloc import ModelError
+from colloc import ModelError, Trial
 from colloc.cli import main
 from colloc_problems import cip
 
@@ -69,3 +69,26 @@ def test_cli_lab_option_errors(tmp_path, capsys, args, message):
     code = main(["identify", "cip", "--data", str(path), *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_shipped_real_trials_read_in_si_and_match_published_speed():
+    """The authors' mean COP speed (BDSinfoCOP) from our reading of their file: after a
+    4th-order 10 Hz zero-lag Butterworth low-pass (as the dataset's check), in cm/s."""
+    import csv
+
+    from scipy.signal import butter, filtfilt
+
+    from colloc_problems._data import data_path
+
+    with open(data_path("bds", "BDSinfoCOP_subset.txt"), newline="") as handle:
+        info = {r["Trial"]: r for r in csv.DictReader(handle, delimiter="\t")}
+    assert len(info) == 4
+    for trial_id, row in info.items():
+        trial = cip.load_trial(data_path("bds", f"{trial_id}.txt.gz"), columns={"cop": "COPx"})
+        assert trial.num_samples == 6000 and trial.time[0] == pytest.approx(0.01)
+        bx, ax = butter(2, 10.0 / 50.0)  # filtfilt doubles the order: 4th order, zero lag
+        t = Trial.from_csv(data_path("bds", f"{trial_id}.txt.gz"), columns={"cop": "COPx", "ml": "COPy"})
+        x, y = filtfilt(bx, ax, t["cop"]), filtfilt(bx, ax, t["ml"])
+        speed_cm = 100 * np.sum(np.hypot(np.diff(x), np.diff(y))) / t.duration
+        assert speed_cm == pytest.approx(float(row["COPvelo"]), rel=0.05)  # 0.4-3.1 % seen
+        assert abs(trial["cop"]).max() < 0.3  # metres: a COP within 30 cm of the plate origin
