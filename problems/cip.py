@@ -85,6 +85,8 @@ PAPER_TABLE2 = {
 TRUE = {"KP": 1180.0, "KI": 40.0, "KD": 245.0}
 #: Default COP measurement noise of the synthetic data (m): 0.1 mm, force-plate level.
 COP_NOISE = 1e-4
+#: mean COP (m) beyond which ``problem(cop_offset="auto")`` identifies the COP's mean position
+OFFSET_AUTO = 0.01
 FORMULATIONS = ("known", "J_u", "J_S", "J_T", "MAP", "MAP-OM")
 REQUIRED_COLUMNS = ("cop",)
 OPTIONAL_COLUMNS = ("disturbance",)
@@ -105,7 +107,8 @@ def _body(body: Mapping[str, float] | None, filt: Mapping[str, float] | None = N
 
 
 def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None,
-          filt: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None) -> co.Model:
+          filt: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
+          cop_offset: float | None = None) -> co.Model:
     """The CIP with PID feedback.
 
     Parameters
@@ -119,6 +122,10 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         Overrides of :data:`BODY` and :data:`FILTER`.
     bounds : mapping of gain name to (lower, upper), optional
         Default: Table 1's ranges (:data:`RANGES`).
+    cop_offset : float, optional
+        If given, the COP's mean position is a parameter ``cop_offset`` (m, guess this value)
+        added to the model's COP: a force plate measures the COP about its own origin, not
+        about the ankle.
     """
     if disturbance not in ("known", "rate", "filtered"):
         raise co.ModelError(f"cip model: disturbance must be 'known', 'rate' or 'filtered', got {disturbance!r}")
@@ -147,7 +154,11 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
     elif disturbance == "filtered":
         x = m.free_input("noise", unit="1", scale=1.0, hold=True)
         m.set_der(td, (f["A"] * x - td) / f["B"])
-    m.output("cop", (tc - td) / (b["m"] * b["g"]), unit="m")
+    offset = 0.0
+    if cop_offset is not None:
+        offset = m.parameter("cop_offset", unit="m", bounds=(-0.5, 0.5), guess=float(cop_offset), scale=0.01,
+                             description="mean COP position in the plate's frame (the ankle's projection)")
+    m.output("cop", (tc - td) / (b["m"] * b["g"]) + offset, unit="m")
     return m
 
 
@@ -365,7 +376,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
             cop_noise: float = COP_NOISE, surrogate_seed: int = 12345,
             body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
             bounds: Mapping[str, tuple] | None = None, sdf_lag_step: float = 0.1,
-            sdf_max_lag: float = 10.0) -> co.Problem:
+            sdf_max_lag: float = 10.0, cop_offset: bool | str = "auto") -> co.Problem:
     """The identification problem in one of :data:`FORMULATIONS`.
 
     Parameters
@@ -382,8 +393,18 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
         Overrides (see :func:`model`).
     sdf_lag_step, sdf_max_lag : float
         Lag spacing and upper limit τ (s) of the J_S integral (the paper: τ = 10 s).
+    cop_offset : bool or "auto"
+        Identify the mean COP position ``cop_offset`` (m) as a parameter.  ``"auto"``: when
+        some trial's mean COP is more than :data:`OFFSET_AUTO` from 0 (a force plate's
+        COP is about the plate's origin, the model's about the ankle), not for the
+        formulations with a known disturbance.
     """
     trials = [trials] if isinstance(trials, co.Trial) else list(trials)
+    means = [float(np.nanmean(t["cop"])) for t in trials if "cop" in t]
+    if cop_offset == "auto":
+        cop_offset = bool(means) and max(abs(v) for v in means) > OFFSET_AUTO
+    elif not isinstance(cop_offset, bool):
+        raise co.ProblemError(f"cip: cop_offset must be True, False or 'auto', got {cop_offset!r}")
     have_td = all("disturbance" in t for t in trials)
     formulation = formulation or ("known" if have_td else "MAP-OM")
     if formulation not in FORMULATIONS:
@@ -404,7 +425,8 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
         trials = new
     kind = {"known": "known", "J_u": "known", "J_S": "known", "J_T": "rate", "MAP": "filtered",
             "MAP-OM": "filtered"}[formulation]
-    mdl = model(kind, body=body, filt=filt, bounds=bounds)
+    offset = float(np.mean(means)) if cop_offset and kind == "filtered" else None
+    mdl = model(kind, body=body, filt=filt, bounds=bounds, cop_offset=offset)
     prob = co.Problem(mdl, trials, fit={} if formulation == "J_S" else fit, name="cip")
     b, f = _body(body, filt)
     if formulation == "J_S":
@@ -421,6 +443,8 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
     w = mdl.variable("sway_integral").symbol
     for i, t in enumerate(prob.trials):
         prob.add_point_constraint(w, t.time[0], 0.0, 0.0, trial=i, name="integral_starts_at_zero")
+        if offset is not None:  # the start is built about the ankle
+            t = co.Trial(t.time, {"cop": t["cop"] - offset}, name=t.name, missing=t.missing)
         guess = initial_trajectories(t, body=body, filt=filt)
         for name in mdl.element_names("state") + mdl.element_names("free_input"):
             prob.set_guess(name, (lambda times, tt=t.time, y=guess[name]: np.interp(times, tt, y)), trial=i)

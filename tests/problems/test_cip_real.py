@@ -92,3 +92,19 @@ def test_shipped_real_trials_read_in_si_and_match_published_speed():
         speed_cm = 100 * np.sum(np.hypot(np.diff(x), np.diff(y))) / t.duration
         assert speed_cm == pytest.approx(float(row["COPvelo"]), rel=0.05)  # 0.4-3.1 % seen
         assert abs(trial["cop"]).max() < 0.3  # metres: a COP within 30 cm of the plate origin
+
+
+def test_mean_cop_offset_is_identified_when_the_plate_origin_is_not_the_ankle():
+    import colloc as co
+
+    plain = cip.simulate_trial(duration=10.0, seed=5)
+    shifted = co.Trial(plain.time, {"cop": plain["cop"] - 0.0734}, name="shifted")  # ankle 7.34 cm behind
+    assert "cop_offset" not in cip.problem([plain]).model.element_names("parameter")
+    prob = cip.problem([shifted])
+    assert "cop_offset" in prob.model.element_names("parameter")
+    result = co.solve(prob)
+    assert result.success
+    # the recovered offset is the shift plus the (small) mean of the unshifted model COP
+    assert result.parameters["cop_offset"] == pytest.approx(-0.0734, abs=0.004)
+    with pytest.raises(co.ProblemError, match="cop_offset must be True, False or 'auto'"):
+        cip.problem([shifted], cop_offset="yes")
