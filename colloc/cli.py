@@ -221,7 +221,7 @@ def _identify(module, problem_name: str, paths: list[str], method_name: str,
               nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1,
               start: str | None = None, starts: int = 1, seed: int = 0, missing: str = "error",
               names: list[str] | None = None, fit_weights: dict | None = None, guess: dict | None = None,
-              bounds: dict | None = None, absolute_sigma: bool = False):
+              bounds: dict | None = None, absolute_sigma: bool = False, **reading):
     """:func:`colloc.studies.identify.identify_files` with a progress line; with ``verbose``
     off, what IPOPT, CasADi and CVODES print is kept off the terminal (a one-line note counts
     it; ``result.info["solver_output"]`` keeps the first lines)."""
@@ -232,7 +232,7 @@ def _identify(module, problem_name: str, paths: list[str], method_name: str,
                                     max_iter=max_iter, start=start, starts=starts, seed=seed, missing=missing,
                                     names=names, fit_weights=fit_weights, guess=guess, bounds=bounds,
                                     absolute_sigma=absolute_sigma, print_level=5 if verbose else 0,
-                                    progress=progress)
+                                    progress=progress, **reading)
         finally:
             if progress is not None:
                 progress.close()
@@ -268,7 +268,7 @@ def cmd_identify(args) -> int:
     result = _identify(module, args.problem, paths, args.method, args.nodes, args.verbose, args.json,
                        args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
                        names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
-                       absolute_sigma=args.absolute_sigma)
+                       absolute_sigma=args.absolute_sigma, **_lab_options(args))
     if args.out:
         result.to_json(args.out)
     _report_poor_fit(result)
@@ -287,6 +287,32 @@ def cmd_identify(args) -> int:
         _replay(native)
         note.write(f"figure written to {args.plot}\n")
     return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _lab_options(args) -> dict:
+    """``--column/--unit`` (lab files as they come) and ``--height/--mass`` (the subject's body,
+    SI units) as keyword arguments of :func:`colloc.studies.identify.identify_files`."""
+    out: dict = {}
+    for option, key, given in (("--column", "columns", args.column), ("--unit", "units", args.unit)):
+        pairs = {}
+        for item in given or []:
+            name, eq, value = item.partition("=")
+            if not eq or not name.strip() or not value.strip():
+                raise UsageError(f"{option} {item!r}: expected SIGNAL={'COLUMN' if key == 'columns' else 'UNIT'}")
+            pairs[name.strip()] = value.strip()
+        if pairs:
+            out[key] = pairs
+    if (args.height is None) != (args.mass is None):
+        raise UsageError("--height and --mass go together (the body model needs both; SI units: m, kg)")
+    if args.height is not None:
+        module = load_problem_module(args.problem)
+        if not hasattr(module, "body"):
+            raise UsageError(f"--height/--mass: problem '{args.problem}' has no body model")
+        try:
+            out["problem_options"] = {"body": module.body(height=args.height, mass=args.mass)}
+        except ValueError as exc:
+            raise UsageError(f"--height/--mass: {exc}") from None
+    return out
 
 
 def _report_poor_fit(result) -> None:
@@ -581,6 +607,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="solve from N starts (start 0 as --start, the rest space-filling within the bounds) "
                         "in parallel worker processes and keep the best (default 1)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the space-filling starts (default 0)")
+    p.add_argument("--column", action="append", default=None, metavar="SIGNAL=COLUMN",
+                   help="read the signal from the lab's column (e.g. cop=COPx); files may be gzip, tab-separated, "
+                        "with units in the header (COPx[cm])")
+    p.add_argument("--unit", action="append", default=None, metavar="SIGNAL=UNIT",
+                   help="unit of a column whose header has none (e.g. cop=cm); converted to SI")
+    p.add_argument("--height", type=float, default=None, metavar="M", help="subject height in m (with --mass)")
+    p.add_argument("--mass", type=float, default=None, metavar="KG", help="subject mass in kg (with --height)")
     p.add_argument("--missing", choices=("error", "allow"), default="error",
                    help="an empty signal cell is an error (default) or, with 'allow', a sample not measured "
                         "(signals at different rates in one file, gaps); fits use the measured values only")

@@ -61,7 +61,7 @@ from colloc.signals import cumulative_integral, derivative, lowpass, sdf
 
 __all__ = [
     "BODY", "FILTER", "RANGES", "CENTRE_NORMAL", "PAPER_TABLE2", "TRUE", "COP_NOISE", "FORMULATIONS",
-    "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model", "problem", "load_trial",
+    "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model", "problem", "load_trial", "body",
     "simulate_trial", "surrogate_disturbance", "discrete_system", "com_from_cop",
     "initial_trajectories", "jt_inverse_dynamics", "sdf_objective", "ml_estimate", "cop_from_states",
 ]
@@ -85,6 +85,8 @@ PAPER_TABLE2 = {
 TRUE = {"KP": 1180.0, "KI": 40.0, "KD": 245.0}
 #: Default COP measurement noise of the synthetic data (m): 0.1 mm, force-plate level.
 COP_NOISE = 1e-4
+#: mean COP (m) beyond which ``problem(cop_offset="auto")`` identifies the COP's mean position
+OFFSET_AUTO = 0.01
 FORMULATIONS = ("known", "J_u", "J_S", "J_T", "MAP", "MAP-OM")
 REQUIRED_COLUMNS = ("cop",)
 OPTIONAL_COLUMNS = ("disturbance",)
@@ -105,7 +107,8 @@ def _body(body: Mapping[str, float] | None, filt: Mapping[str, float] | None = N
 
 
 def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None,
-          filt: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None) -> co.Model:
+          filt: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
+          cop_offset: float | None = None) -> co.Model:
     """The CIP with PID feedback.
 
     Parameters
@@ -119,6 +122,10 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         Overrides of :data:`BODY` and :data:`FILTER`.
     bounds : mapping of gain name to (lower, upper), optional
         Default: Table 1's ranges (:data:`RANGES`).
+    cop_offset : float, optional
+        If given, the COP's mean position is a parameter ``cop_offset`` (m, guess this value)
+        added to the model's COP: a force plate measures the COP about its own origin, not
+        about the ankle.
     """
     if disturbance not in ("known", "rate", "filtered"):
         raise co.ModelError(f"cip model: disturbance must be 'known', 'rate' or 'filtered', got {disturbance!r}")
@@ -147,7 +154,11 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
     elif disturbance == "filtered":
         x = m.free_input("noise", unit="1", scale=1.0, hold=True)
         m.set_der(td, (f["A"] * x - td) / f["B"])
-    m.output("cop", (tc - td) / (b["m"] * b["g"]), unit="m")
+    offset = 0.0
+    if cop_offset is not None:
+        offset = m.parameter("cop_offset", unit="m", bounds=(-0.5, 0.5), guess=float(cop_offset), scale=0.01,
+                             description="mean COP position in the plate's frame (the ankle's projection)")
+    m.output("cop", (tc - td) / (b["m"] * b["g"]) + offset, unit="m")
     return m
 
 
@@ -161,14 +172,56 @@ def cop_from_states(states: np.ndarray, gains: Mapping[str, float], disturbance:
 
 
 # ---- data -------------------------------------------------------------------------------
-def load_trial(path, missing: str = "error") -> co.Trial:
-    """Read a CIP CSV (``time, cop[, disturbance]``; COP in m, disturbance in N·m).
+def load_trial(path, missing: str = "error", columns: Mapping[str, str] | None = None,
+               units: Mapping[str, str] | None = None) -> co.Trial:
+    """Read a CIP trial (``time, cop[, disturbance]``; COP in m, disturbance in N·m).
 
     ``missing="allow"`` reads an empty cell as a sample not measured; the disturbance may
     step at a time written on two rows (:class:`colloc.Trial`, ``jump_columns``).
+    ``columns``/``units`` read a lab's file as it comes, e.g. a BDS force-plate record
+    (Santos & Duarte 2016): ``columns={"cop": "COPx"}`` (``COPx[cm]`` is converted to m).
     """
     return co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=20,
-                             missing=missing, jump_columns=("disturbance",))
+                             missing=missing, jump_columns=("disturbance",), columns=columns, units=units)
+
+
+# Winter (2009), Biomechanics and Motor Control of Human Movement, 4th ed.: segment masses as a
+# fraction of body mass M, centre of mass from the proximal end and radius of gyration about the
+# centre of mass as fractions of the segment length (Table 4.1), and joint heights as fractions
+# of body height H (Fig. 4.1).  Per segment: (mass fraction, proximal joint height, distal joint
+# height, CoM fraction from proximal, radius of gyration fraction); both legs are counted.
+WINTER_ANKLE_HEIGHT = 0.039   # Fig. 4.1: lateral malleolus at 0.039 H
+WINTER_FOOT_MASS = 0.0145     # Table 4.1: foot, per side
+WINTER_SEGMENTS = {
+    "legs (shanks)": (2 * 0.0465, 0.285, 0.039, 0.433, 0.302),  # femoral condyles / medial malleolus
+    "thighs": (2 * 0.100, 0.530, 0.285, 0.433, 0.323),           # greater trochanter / femoral condyles
+    "HAT": (0.678, 0.530, 0.818, 0.626, 0.496),                  # greater trochanter / glenohumeral joint
+}
+
+
+def body(height: float, mass: float, g: float = 9.81) -> dict[str, float]:
+    """The CIP's body (``m``, ``h``, ``I``, ``g``) of a subject of ``height`` (m) and ``mass`` (kg).
+
+    The pendulum is everything above the ankles, rigid (Winter 2009, Table 4.1 segment
+    fractions and Fig. 4.1 joint heights, see :data:`WINTER_SEGMENTS`): ``m`` = M minus the two
+    feet, ``h`` the height of its centre of mass above the ankle joint and ``I`` its moment of
+    inertia about the ankle axis (parallel-axis sum of the segments' ``m (ρ L)²`` and
+    ``m d²``).  Pass the result as ``problem(..., body=body(height=1.575, mass=54.2))``.
+    """
+    for value, what, lo, hi in ((height, "height", 0.5, 2.6), (mass, "mass", 10.0, 400.0)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not lo <= value <= hi:
+            raise co.ModelError(f"cip body: {what} must be a number in [{lo:g}, {hi:g}] "
+                                f"({'m' if what == 'height' else 'kg'}, SI units), got {value!r}")
+    ankle = WINTER_ANKLE_HEIGHT * height
+    m = moment = inertia = 0.0
+    for fraction, z0, z1, com, gyration in WINTER_SEGMENTS.values():
+        seg_mass = fraction * mass
+        length = abs(z1 - z0) * height
+        z = z0 * height + com * (z1 - z0) * height - ankle   # CoM height above the ankle
+        m += seg_mass
+        moment += seg_mass * z
+        inertia += seg_mass * ((gyration * length) ** 2 + z ** 2)
+    return {"m": m, "h": moment / m, "I": inertia, "g": float(g)}
 
 
 def discrete_system(gains: Mapping[str, float], dt: float, body: Mapping[str, float] | None = None,
@@ -323,7 +376,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
             cop_noise: float = COP_NOISE, surrogate_seed: int = 12345,
             body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
             bounds: Mapping[str, tuple] | None = None, sdf_lag_step: float = 0.1,
-            sdf_max_lag: float = 10.0) -> co.Problem:
+            sdf_max_lag: float = 10.0, cop_offset: bool | str = "auto") -> co.Problem:
     """The identification problem in one of :data:`FORMULATIONS`.
 
     Parameters
@@ -340,8 +393,18 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
         Overrides (see :func:`model`).
     sdf_lag_step, sdf_max_lag : float
         Lag spacing and upper limit τ (s) of the J_S integral (the paper: τ = 10 s).
+    cop_offset : bool or "auto"
+        Identify the mean COP position ``cop_offset`` (m) as a parameter.  ``"auto"``: when
+        some trial's mean COP is more than :data:`OFFSET_AUTO` from 0 (a force plate's
+        COP is about the plate's origin, the model's about the ankle), not for the
+        formulations with a known disturbance.
     """
     trials = [trials] if isinstance(trials, co.Trial) else list(trials)
+    means = [float(np.nanmean(t["cop"])) for t in trials if "cop" in t]
+    if cop_offset == "auto":
+        cop_offset = bool(means) and max(abs(v) for v in means) > OFFSET_AUTO
+    elif not isinstance(cop_offset, bool):
+        raise co.ProblemError(f"cip: cop_offset must be True, False or 'auto', got {cop_offset!r}")
     have_td = all("disturbance" in t for t in trials)
     formulation = formulation or ("known" if have_td else "MAP-OM")
     if formulation not in FORMULATIONS:
@@ -362,7 +425,8 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
         trials = new
     kind = {"known": "known", "J_u": "known", "J_S": "known", "J_T": "rate", "MAP": "filtered",
             "MAP-OM": "filtered"}[formulation]
-    mdl = model(kind, body=body, filt=filt, bounds=bounds)
+    offset = float(np.mean(means)) if cop_offset and kind == "filtered" else None
+    mdl = model(kind, body=body, filt=filt, bounds=bounds, cop_offset=offset)
     prob = co.Problem(mdl, trials, fit={} if formulation == "J_S" else fit, name="cip")
     b, f = _body(body, filt)
     if formulation == "J_S":
@@ -379,6 +443,8 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
     w = mdl.variable("sway_integral").symbol
     for i, t in enumerate(prob.trials):
         prob.add_point_constraint(w, t.time[0], 0.0, 0.0, trial=i, name="integral_starts_at_zero")
+        if offset is not None:  # the start is built about the ankle
+            t = co.Trial(t.time, {"cop": t["cop"] - offset}, name=t.name, missing=t.missing)
         guess = initial_trajectories(t, body=body, filt=filt)
         for name in mdl.element_names("state") + mdl.element_names("free_input"):
             prob.set_guess(name, (lambda times, tt=t.time, y=guess[name]: np.interp(times, tt, y)), trial=i)

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import csv
 import difflib
+import gzip
 import io
 import math
 import os
 import re
 import secrets
 import warnings
+import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +48,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from ..base.errors import DataError, ExtraColumnsWarning
+from .units import split_unit, to_si
 
 __all__ = ["Trial"]
 
@@ -499,8 +502,15 @@ class Trial:
     def from_csv(cls, path: str | os.PathLike[str], *, required: Sequence[str] = (),
                  optional: Sequence[str] = (), min_rows: int = 2,
                  name: str | None = None, missing: str = "error",
-                 jump_columns: Sequence[str] = ()) -> Trial:
+                 jump_columns: Sequence[str] = (), columns: Mapping[str, str] | None = None,
+                 units: Mapping[str, str] | None = None) -> Trial:
         """Read a trial from a CSV file following the contract in the module docstring.
+
+        Files as labs write them are read too: gzip-compressed (``.gz``, detected from the
+        content), tab-separated, with units in the header (``Time[s]``, ``COPx[cm]``,
+        ``Fz (N)``) and an OpenSim ``.sto``/``.mot`` header block ending in ``endheader``.
+        Units are converted to SI with :data:`colloc.definition.units.SI_FACTORS`; a column
+        without a unit is taken to be in SI already.
 
         Parameters
         ----------
@@ -519,6 +529,13 @@ class Trial:
         jump_columns : sequence of str
             Columns that may step at a time written on two consecutive rows (see the
             module docstring); columns not in the file are ignored here.
+        columns : Mapping[str, str], optional
+            Signal name -> the lab's column name (with or without its unit), e.g.
+            ``{"cop": "COPx"}``; the key ``"time"`` names the time column when it is not
+            ``time``/``Time[s]``.  When given, only the mapped columns are read.
+        units : Mapping[str, str], optional
+            Signal name -> unit of its column (e.g. ``{"cop": "cm"}``), for files whose header
+            has no units; a unit that contradicts the header's is an error.
 
         Returns
         -------
@@ -535,14 +552,19 @@ class Trial:
         _check_missing(missing)
         jump_columns = _name_list(jump_columns, "jump_columns")
         name = cls._check_name(name if name is not None else Path(source).name)
-        fast = _read_csv_fast(source)
+        columns = _check_mapping(columns, "columns")
+        units = _check_mapping(units, "units")
+        time_column = columns.get("time")
+        meta: dict[str, str] = {}
+        fast = _read_csv_fast(source) if time_column is None else None
         if fast is not None:
             header, data, lines = fast
             if len(data) < min_rows:
                 raise _error(f"{source}: needs at least {min_rows} data rows, got {len(data)}; "
                              "record a longer trial")
         else:
-            header, rows, lines = _read_csv(source, allow_empty=missing == "allow")
+            header, rows, lines = _read_csv(source, allow_empty=missing == "allow",
+                                            time_column=time_column, meta=meta)
             if len(rows) < min_rows:
                 raise _error(f"{source}: needs at least {min_rows} data rows, got {len(rows)}; "
                              "record a longer trial")
@@ -553,12 +575,98 @@ class Trial:
                 i, j = (int(k) for k in overflow[0])
                 raise _error(f"{source}: column {header[j]!r}, row {i + 1} (line {lines[i]} of the "
                              f"file): value {rows[i][j].strip()!r} overflows float64 (not finite)")
+        if header[0] != "time" or columns or units or any(split_unit(h)[1] for h in header):
+            header, data = _lab_columns(source, header, data, columns, units, meta)
         trial = cls.__new__(cls)
         trial._setup(data[:, 0], {n: data[:, j] for j, n in enumerate(header) if j},
                      name, source, _Origin(source, lines), missing=missing,
                      jump_columns=[c for c in jump_columns if c in header])
         if required or optional:
             trial = trial._require(required, optional, min_rows, stacklevel=3)
+        return trial
+
+    @classmethod
+    def from_c3d(cls, path: str | os.PathLike[str], *, columns: Mapping[str, str],
+                 units: Mapping[str, str] | None = None, name: str | None = None,
+                 missing: str = "error") -> Trial:
+        """Read mapped channels of a C3D motion-capture file (needs ``pip install colloc[c3d]``).
+
+        Column names are the analog channel labels (force plates, EMG; at the analog rate)
+        and, for marker trajectories, ``<label>_x``, ``<label>_y``, ``<label>_z`` (at the
+        point rate).  Units come from ``POINT:UNITS`` and ``ANALOG:UNITS`` and are converted
+        to SI; ``units`` overrides a blank one.  All mapped columns must share one rate.
+        Time starts at 0 s at the first frame of the file.
+
+        Raises
+        ------
+        DataError
+            If the file cannot be read, a column is not in it, the rates differ, or a
+            sample is not finite (the message names the file, column and row).
+        ImportError
+            If ezc3d is not installed.
+        """
+        try:
+            import ezc3d
+        except ImportError:
+            raise ImportError("reading C3D files needs ezc3d: pip install 'colloc[c3d]'") from None
+        source = os.fspath(path)
+        columns = _check_mapping(columns, "columns")
+        if not columns:
+            raise _error(f"{source}: pass columns={{signal: C3D label}}; a C3D file has no "
+                         "columns named after the problem's signals")
+        if not os.path.isfile(source):
+            raise _error(f"{source}: no such file; expected a C3D file (check the path)")
+        try:
+            c3d = ezc3d.c3d(source)
+        except Exception as exc:  # ezc3d raises plain RuntimeError/IOError on a bad file
+            raise _error(f"{source}: cannot read as C3D ({exc})") from None
+        par, dat = c3d["parameters"], c3d["data"]
+
+        def unit_list(group: str, count: int) -> list[str]:
+            found = list(par[group].get("UNITS", {}).get("value", []))
+            found = [u.strip() for u in found]
+            if group == "POINT":
+                return [found[0] if found else ""] * count
+            return (found + [""] * count)[:count]
+
+        heads: list[tuple[str, float, np.ndarray]] = []
+        labels = [str(x).strip() for x in par["POINT"]["LABELS"]["value"]]
+        if labels:
+            rate = float(par["POINT"]["RATE"]["value"][0])
+            for i, (label, unit) in enumerate(zip(labels, unit_list("POINT", len(labels)))):
+                for k, axis in enumerate("xyz"):
+                    head = f"{label}_{axis}" + (f"[{unit}]" if unit else "")
+                    heads.append((head, rate, dat["points"][k, i, :]))
+        alabels = [str(x).strip() for x in par["ANALOG"]["LABELS"]["value"]]
+        if alabels:
+            arate = float(par["ANALOG"]["RATE"]["value"][0])
+            for i, (label, unit) in enumerate(zip(alabels, unit_list("ANALOG", len(alabels)))):
+                heads.append((label + (f"[{unit}]" if unit else ""), arate, dat["analogs"][0, i, :]))
+        header = [h for h, _, _ in heads]
+        wanted = {s: c for s, c in columns.items() if s != "time"}
+        used = []
+        for signal, col in wanted.items():
+            hits = [i for i, h in enumerate(header) if h == col or split_unit(h)[0] == col]
+            used.extend(hits[:1])
+            if not hits:
+                close = _closest(col, [split_unit(h)[0] for h in header])
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise _error(f"{source}: no C3D channel {col!r} for signal {signal!r}{hint}; "
+                             f"channels: {_names([split_unit(h)[0] for h in header])}")
+        rates = sorted({heads[i][1] for i in used})
+        if len(rates) > 1:
+            raise _error(f"{source}: the mapped channels have different rates "
+                         f"({', '.join(f'{r:g} Hz' for r in rates)}); map channels of one rate")
+        n = heads[used[0]][2].size
+        time = np.arange(n) / rates[0]
+        data = np.column_stack([time] + [np.asarray(heads[i][2], dtype=np.float64) for i in used])
+        hdr, data = _lab_columns(source, ["time[s]"] + [heads[i][0] for i in used], data,
+                                 {"time": "time", **{s: heads[i][0] for s, i in zip(wanted, used)}},
+                                 _check_mapping(units, "units"), {})
+        trial = cls.__new__(cls)
+        trial._setup(data[:, 0], {h: data[:, j] for j, h in enumerate(hdr) if j},
+                     cls._check_name(name if name is not None else Path(source).name), source,
+                     _Origin(source), missing=missing)
         return trial
 
     @classmethod
@@ -592,6 +700,78 @@ class Trial:
         trial = cls.__new__(cls)
         trial._setup(time, arrays, name, None, origin, missing=missing, jump_columns=jump_columns)
         return trial
+
+
+def _check_mapping(mapping: Mapping[str, str] | None, what: str) -> dict[str, str]:
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) and k and v for k, v in mapping.items()):
+        raise TypeError(f"{what} must map signal names to non-empty strings, got {mapping!r}")
+    return dict(mapping)
+
+
+def _closest(name: str, names: list[str]) -> list[str]:
+    """The column a misspelt ``name`` most likely meant (same letters in another case first)."""
+    same = [n for n in names if n.lower() == name.lower()]
+    return same[:1] or difflib.get_close_matches(name, names, n=1)
+
+
+def _lab_columns(source: str, header: list[str], data: np.ndarray, columns: dict[str, str],
+                 units: dict[str, str], meta: dict[str, str]) -> tuple[list[str], np.ndarray]:
+    """Pick, rename and convert to SI the columns of a lab file (see :meth:`Trial.from_csv`).
+
+    Returns the new header (``time`` first) and the data in SI units."""
+    parsed = [split_unit(h) for h in header]
+    if columns:
+        picked = [0]
+        names = ["time"]
+        for signal, col in columns.items():
+            if signal == "time":
+                continue
+            hits = [j for j, (base, _) in enumerate(parsed) if header[j] == col or base == col]
+            if not hits:
+                close = _closest(col, [b for b, _ in parsed])
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise _error(f"{source}: no column {col!r} for signal {signal!r}{hint}; columns: "
+                             f"{_names(header)}")
+            if len(hits) > 1:
+                raise _error(f"{source}: column {col!r} for signal {signal!r} matches several "
+                             f"columns: {_names([header[j] for j in hits])}; give the full name")
+            picked.append(hits[0])
+            names.append(signal)
+    else:
+        picked = list(range(len(header)))
+        names = ["time"] + [base for base, _ in parsed[1:]]
+        for j, n in enumerate(names):
+            if names.index(n) != j:
+                raise _error(f"{source}: columns {header[names.index(n)]!r} and {header[j]!r} "
+                             f"are both signal {n!r}; pass columns={{...}} to choose one")
+    unknown = [k for k in units if k not in names]
+    if unknown:
+        raise _error(f"{source}: units names {_names(unknown)}, which is not a signal read "
+                     f"from the file; signals: {_names(names)}")
+    degrees = meta.get("inDegrees", "").lower() == "yes"
+    out = np.empty((data.shape[0], len(picked)), dtype=np.float64)
+    for k, (j, signal) in enumerate(zip(picked, names)):
+        written = parsed[j][1]
+        unit = units.get(signal, written)
+        where = f"{source}: column {header[j]!r} (signal {signal!r})"
+        if unit is None:
+            if degrees and k:
+                raise _error(f"{where}: the file says inDegrees=yes but not which columns are "
+                             f"angles; pass units={{{signal!r}: 'deg'}} (or 'm' for a translation)")
+            factor = 1.0
+        else:
+            try:
+                factor = to_si(unit)
+                if written is not None and unit != written and to_si(written) != factor:
+                    raise _error(f"{where}: unit {unit!r} given, but the header says "
+                                 f"{written!r}; remove one of them")
+            except KeyError as exc:
+                raise _error(f"{where}: {exc.args[0]}") from None
+        out[:, k] = data[:, j] * factor
+    return names, out
 
 
 def _check_min_rows(min_rows: int) -> None:
@@ -679,13 +859,29 @@ def _read_csv_fast(source: str) -> tuple[list[str], np.ndarray, _Lines] | None:
     return header, data, _Lines(len(data))
 
 
-def _read_csv(source: str, allow_empty: bool = False) -> tuple[list[str], list[list[str]], list[int]]:
+def _is_time(header: str, time_column: str | None) -> bool:
+    """The time column: ``time_column`` if given, else ``time`` (any case) with or without a unit."""
+    if time_column is not None:
+        return header == time_column or split_unit(header)[0] == time_column
+    return header == "time" or split_unit(header)[0].lower() == "time" and header.lower() != "time"
+
+
+def _read_csv(source: str, allow_empty: bool = False, time_column: str | None = None,
+              meta: dict | None = None) -> tuple[list[str], list[list[str]], list[int]]:
     """Parse ``source`` into (header, rows of validated number strings, line of each row).
 
-    ``allow_empty`` lets signal cells (not ``time``) be blank: a sample not measured."""
+    ``allow_empty`` lets signal cells (not ``time``) be blank: a sample not measured.
+    The file may be gzip-compressed, comma- or tab-separated, and start with an OpenSim
+    header block ending in ``endheader`` (its ``key=value`` lines go to ``meta``)."""
     try:
         with open(source, "rb") as handle:
             data = handle.read()
+        if data[:2] == b"\x1f\x8b":
+            try:
+                data = gzip.decompress(data)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise _error(f"{source}: looks gzip-compressed but cannot be decompressed "
+                             f"({exc}); the file may be truncated") from None
         text = data.decode("utf-8-sig")
     except FileNotFoundError:
         raise _error(f"{source}: no such file; expected a CSV trial file (check the path)") \
@@ -703,12 +899,24 @@ def _read_csv(source: str, allow_empty: bool = False) -> tuple[list[str], list[l
     if not text.strip():
         raise _error(f"{source}: the file is empty; expected a header row 'time,<signals>' "
                      "followed by one row per sample")
-    reader = csv.reader(io.StringIO(text), strict=True)
+    skipped = 0
+    head = text[:20000].splitlines()
+    if any(line.strip().lower() == "endheader" for line in head):  # OpenSim .sto / .mot
+        end = next(i for i, line in enumerate(head) if line.strip().lower() == "endheader")
+        for line in head[:end]:
+            key, eq, value = line.partition("=")
+            if eq and meta is not None:
+                meta[key.strip()] = value.strip()
+        skipped = end + 1
+        text = "".join(text.splitlines(keepends=True)[skipped:])
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    delimiter = "\t" if "\t" in first and "," not in first else ","
+    reader = csv.reader(io.StringIO(text), strict=True, delimiter=delimiter)
     records: list[tuple[int, list[str]]] = []
     try:
         start = 1
         for record in reader:
-            records.append((start, record))
+            records.append((start + skipped, record))
             start = reader.line_num + 1
     except csv.Error as exc:
         raise _error(f"{source}: line {reader.line_num}: malformed CSV ({exc})") from None
@@ -722,12 +930,12 @@ def _read_csv(source: str, allow_empty: bool = False) -> tuple[list[str], list[l
     if _NUMBER.fullmatch(header[0]):
         raise _error(f"{source}: line {first_line} looks like data (starts with "
                      f"{header[0]!r}), not a header; add a header line 'time,<signal names>'")
-    if header[0] != "time":
-        sep = next((s for s in ";\t|" if s in header[0]), None)
-        hint = (f"; the file looks {sep!r}-separated, colloc reads comma-separated files"
+    if not _is_time(header[0], time_column):
+        sep = next((s for s in ";|" if s in header[0]), None)
+        hint = (f"; the file looks {sep!r}-separated, colloc reads comma- or tab-separated files"
                 if sep else "; rename the first column to 'time' (seconds)")
         raise _error(f"{source}: the first column of the header is named {header[0]!r}, "
-                     f"expected 'time'{hint}")
+                     f"expected {time_column or 'time'!r}{hint}")
     for j, col in enumerate(header):
         if not col:
             raise _error(f"{source}: header column {j + 1} has an empty name; every column "

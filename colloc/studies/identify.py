@@ -120,19 +120,31 @@ def trial_names(paths: Sequence[str]) -> list[str]:
             raise OptionsError(f"--data {paths[names.index(next(iter(clash)))]} is given more than once")
 
 
-def load_trials(module: ModuleType, problem_name: str, paths: Sequence[str], missing: str = "error") -> list:
-    """Read the trials with the problem's ``load_trial``; ``missing="allow"`` is passed on (a
-    problem whose loader does not take it is told so)."""
-    if missing == "error":
-        return [module.load_trial(p) for p in paths]
+def _takes(function, argument: str) -> bool:
     try:
-        takes = "missing" in inspect.signature(module.load_trial).parameters
+        return argument in inspect.signature(function).parameters
     except (TypeError, ValueError):
-        takes = False
-    if not takes:
-        raise OptionsError(f"--missing {missing}: the load_trial of problem '{problem_name}' has no missing= "
-                           "argument, so it cannot read unmeasured samples")
-    return [module.load_trial(p, missing=missing) for p in paths]
+        return False
+
+
+def load_trials(module: ModuleType, problem_name: str, paths: Sequence[str], missing: str = "error",
+                columns: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None) -> list:
+    """Read the trials with the problem's ``load_trial``; ``missing="allow"`` and the lab-file
+    mapping ``columns``/``units`` (:meth:`colloc.Trial.from_csv`) are passed on (a problem
+    whose loader does not take them is told so)."""
+    extra: dict = {}
+    if missing != "error":
+        if not _takes(module.load_trial, "missing"):
+            raise OptionsError(f"--missing {missing}: the load_trial of problem '{problem_name}' has no missing= "
+                               "argument, so it cannot read unmeasured samples")
+        extra["missing"] = missing
+    for option, key, given in (("--column", "columns", columns), ("--unit", "units", units)):
+        if given:
+            if not _takes(module.load_trial, key):
+                raise OptionsError(f"{option}: the load_trial of problem '{problem_name}' cannot map lab "
+                                   f"columns ({key}=)")
+            extra[key] = dict(given)
+    return [module.load_trial(p, **extra) for p in paths]
 
 
 def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEFAULT_METHOD,
@@ -140,10 +152,14 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
                    starts: int = 1, seed: int = 0, missing: str = "error", names: Sequence[str] | None = None,
                    fit_weights: Mapping[str, float] | None = None, guess: Mapping[str, float] | None = None,
                    bounds: Mapping[str, tuple] | None = None, absolute_sigma: bool = False,
-                   print_level: int = 0, progress: Callable | None = None, client=None):
+                   print_level: int = 0, progress: Callable | None = None, client=None,
+                   columns: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
+                   problem_options: Mapping | None = None):
     """Identify problem ``problem_name`` from the trial files ``paths``; the
     :class:`~colloc.Result` (``success`` False rather than an exception when the solver
-    fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`."""
+    fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`.
+    ``columns``/``units`` map a lab's file (:meth:`colloc.Trial.from_csv`);
+    ``problem_options`` are keyword arguments of the problem's ``problem()`` (e.g. ``body``)."""
     from ..solving.ipopt import Ipopt
     from ..solving.solve import solve
 
@@ -154,12 +170,15 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     paths = [str(p) for p in paths]
     if names is not None and len(names) != len(paths):
         raise OptionsError(f"--name given {len(names)} time(s) for {len(paths)} --data file(s); give one per file")
-    trials = load_trials(module, problem_name, paths, missing)
+    trials = load_trials(module, problem_name, paths, missing, columns, units)
     labels = list(names) if names is not None else trial_names(paths)
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
     trials = [t.renamed(n) for t, n in zip(trials, labels)]
-    problem = module.problem(trials)
+    for key in problem_options or {}:
+        if not _takes(module.problem, key):
+            raise OptionsError(f"problem '{problem_name}' has no option {key}= (e.g. --height/--mass are for cip)")
+    problem = module.problem(trials, **dict(problem_options or {}))
     model = problem.model
     pnames = model.element_names("parameter")
     declared = {v.name for v in model.variables("parameter")}
