@@ -81,6 +81,7 @@ class Mode:
         return float(self.duration(p)) if callable(self.duration) else float(self.duration)
 
     def next_mode(self) -> str:
+        """The mode entered when this timed mode expires."""
         return _target(self.then, self.name)
 
 
@@ -103,6 +104,7 @@ class Guard:
             raise ModelError(f"guard {self.name}: direction must be -1, 0 or +1, got {self.direction}")
 
     def watches(self, mode: str) -> bool:
+        """Whether the guard is watched in ``mode``."""
         return self.modes is None or mode in self.modes
 
     def value(self, t, x, p, mode: str | None = None, t0: float | None = None) -> float:
@@ -131,6 +133,7 @@ class Switch:
     with_mode: bool = False
 
     def guards(self) -> list[Guard]:
+        """The two guards: down through 0 (from ``above``), up through ``+hysteresis`` (from ``below``)."""
         return [
             Guard(f"{self.name}:down", self.function, -1, tuple(self.above), self.to_below, with_mode=self.with_mode),
             Guard(f"{self.name}:up", self.function, +1, tuple(self.below), self.to_above, offset=self.hysteresis,
@@ -138,6 +141,7 @@ class Switch:
         ]
 
     def side(self, mode: str) -> int:
+        """+1 for a mode of ``above``, −1 for one of ``below``, 0 otherwise."""
         return 1 if mode in self.above else -1 if mode in self.below else 0
 
     def consistent(self, mode: str, t, x, p, t0: float | None = None) -> str:
@@ -163,6 +167,7 @@ class TimeEvent:
     reset: Callable | None = None
 
     def at(self, p) -> np.ndarray:
+        """The event times (sorted) for parameters ``p``."""
         times = self.times(p) if callable(self.times) else self.times
         return np.sort(np.atleast_1d(np.asarray(times, dtype=float)))
 
@@ -193,6 +198,7 @@ class HybridModel:
                 self.mode(m)
 
     def mode(self, name: str) -> Mode:
+        """The mode named ``name``."""
         try:
             return self._by_name[name]
         except KeyError:

@@ -56,6 +56,7 @@ class HybridSimulation:
     modes: list = field(default_factory=list)
 
     def event_times(self, kind: str | None = None, name: str | None = None) -> np.ndarray:
+        """Times of the handled events of ``kind`` whose name starts with ``name``."""
         return np.array([e.time for e in self.events
                          if (kind is None or e.kind == kind) and (name is None or e.name.startswith(name))])
 
