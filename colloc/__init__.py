@@ -48,6 +48,8 @@ _LAZY = {
     "HybridModel": "definition.hybrid",
     "simulate_hybrid": "simulation.hybrid",
     "HybridSimulation": "simulation.hybrid",
+    "Phase": "transcription.multiphase",
+    "transcribe_phases": "transcription.multiphase",
     "Cvodes": "simulation.integrators",
     "RungeKutta": "simulation.integrators",
     "Simulation": "simulation.ode",
@@ -154,7 +156,9 @@ __all__ = [
     "HybridModel",
     "HybridSimulation",
     "Mode",
+    "Phase",
     "Switch",
+    "transcribe_phases",
     "TimeEvent",
     # for scripts of one's own: versions for a result document, files written atomically
     "atomic_path",
