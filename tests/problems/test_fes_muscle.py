@@ -55,3 +55,31 @@ def test_fused_tetanus_reaches_alpha_F0():
     # 50 Hz with τ1 = 20 ms: every cycle is cut at the end of its plateau, u stays at U_p
     tr = fm.make_trial(50, alpha=0.6, duration=1.0, first=0.0, last=1.0)
     assert abs(tr.force[-1] - 0.6 * fm.TRUE["F0"]) < 1e-3
+
+
+def _shipped(kind):
+    return [fm.load_trial(data_path("fes_muscle", f"{kind}_{f}hz.csv")) for f in (10, 20, 30, 50)]
+
+
+@pytest.mark.slow
+def test_identify_clean_four_trains_every_parameter_within_half_percent_from_poor_guess():
+    res = fm.identify(_shipped("clean"))
+    assert res["success"]
+    for name in fm.NAMES:
+        assert abs(res["parameters"][name] / fm.TRUE[name] - 1) < 0.005, name
+
+
+@pytest.mark.slow
+def test_identify_noisy_truth_within_3_standard_errors_for_6_of_7():
+    res = fm.identify(_shipped("noisy"))
+    assert res["success"]
+    z = [abs(res["parameters"][n] - fm.TRUE[n]) / res["standard_errors"][n] for n in fm.NAMES]
+    assert sum(v < 3 for v in z) >= 6, z
+    assert 1.5 < res["residual_std"] < 2.5  # the noise σ = 2 N is recovered
+
+
+@pytest.mark.slow
+def test_identify_one_train_recovers_the_clock_times():
+    res = fm.identify(_shipped("clean")[:1])
+    for name in ("tau", "tau1", "tau2"):
+        assert abs(res["parameters"][name] / fm.TRUE[name] - 1) < 1e-4, name
