@@ -12,7 +12,7 @@ by the phase's collocation polynomial at its time, which is differentiable in th
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
@@ -44,6 +44,9 @@ class PhaseTranscription:
     phases: list
     blocks: list  # per phase: list of (h, [X_0 .. X_d]) per interval
     tau: np.ndarray
+    #: numerical phase starts and interval lengths at the guess (pick a sample's interval)
+    num_start: list = field(default_factory=list)
+    num_h: list = field(default_factory=list)
 
     def state_at(self, phase: int, times: np.ndarray) -> list:
         """The state (one CasADi column per time) at ``times`` in phase ``phase``, by the
@@ -53,10 +56,10 @@ class PhaseTranscription:
         n = len(nodes)
         out = []
         for t in times:
-            # interval index from the phase's current boundaries is not symbolic: use the
-            # numerical guess ratio, fixed per solve (the interval holding the sample)
-            s = (t - ph.start) / h  # CasADi expression: position in intervals
-            k = int(np.clip(np.floor(float(self._ratio(phase, t))), 0, n - 1))
+            # the interval holding the sample is chosen at the guess and fixed for the solve;
+            # its position in it is a CasADi expression of the boundaries
+            s = (t - ph.start) / h
+            k = int(np.clip(np.floor((t - self.num_start[phase]) / self.num_h[phase]), 0, n - 1))
             r = s - k
             X = nodes[k]
             out.append(sum(X[j] * self._lagrange(j, r) for j in range(len(X))))
@@ -69,9 +72,6 @@ class PhaseTranscription:
             if m != j:
                 v = v * (r - pm) / (pts[j] - pm)
         return v
-
-    def _ratio(self, phase, t):
-        return (t - self._num_start[phase]) / self._num_h[phase]
 
 
 def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: ca.SX, p_guess: np.ndarray,
@@ -118,6 +118,5 @@ def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: c
             nodes.append(X)
         blocks.append((h, nodes))
         x_prev = nodes[-1][-1]
-    tr = PhaseTranscription(ca.vertcat(*w), ca.vertcat(*g), np.concatenate(w0), list(phases), blocks, tau)
-    tr._num_start, tr._num_h = num_start, num_h
-    return tr
+    return PhaseTranscription(ca.vertcat(*w), ca.vertcat(*g), np.concatenate(w0), list(phases), blocks, tau,
+                              num_start, num_h)
