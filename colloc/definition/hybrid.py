@@ -1,0 +1,218 @@
+"""Hybrid models: modes with their own dynamics, guards, resets, time events, timed modes.
+
+Wieber & Billet (2006, §5.1, Fig. 4) integrate dynamics that change qualitatively (contacts,
+calcium clocks, contractile elements) by integrating the current *mode*, stopping at an
+*event*, handling it and restarting.  This module holds the definition of such a model only;
+the event-driven simulator is :func:`colloc.simulation.hybrid.simulate_hybrid`.
+
+Vocabulary (the names of the API):
+
+* :class:`Mode` — a named set of ODEs ``ẋ = rhs(t, x, p, t0)`` (``t0`` the time the mode was
+  entered, for dynamics that follow a clock such as the falling calcium ramp of §4.1), with
+  an optional implicit ``residual(xdot, x, p, t, t0)`` (default ``xdot − rhs``) used by the
+  collocation transcription, and an optional parameter-dependent ``duration`` after which the
+  mode is left for ``then`` (the calcium clock's τ1 and τ2).
+* :class:`Guard` — a watched function ``g(t, x, p)``; the event is its zero crossing in the
+  given ``direction`` (+1 upward, −1 downward, 0 both) while in one of ``modes``.  When it
+  fires, the optional ``reset`` maps the state and ``target`` picks the next mode.
+* :class:`Switch` — a two-sided switch watched through **one** function (§5.2: watch φ, not
+  λ): mode ``above`` is left when ``g`` falls through 0, mode ``below`` when ``g`` rises
+  through ``+hysteresis`` (√ε by default, §5.2).  It expands into two guards.
+* :class:`TimeEvent` — events at known times, or at times that depend on the parameters
+  (a stimulation pulse at ``t_k`` starts a calcium cycle at ``t_k + τ``).
+* :class:`HybridModel` — the modes, guards, switches and time events, the initial mode, and
+  the order in which events closer than ``100 ε`` are processed (:data:`EVENT_ORDER`).
+
+Mode targets are a mode name or a function of the current mode name (so that a product of
+discrete states, e.g. clock × contractile element, can change one component only).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..base.errors import ModelError
+
+__all__ = ["EPS", "EVENT_ORDER", "SQRT_EPS", "Guard", "HybridModel", "Mode", "Switch", "TimeEvent"]
+
+#: Machine epsilon ε_n of doubles (Wieber & Billet 2006, §5.2: 2⁻⁵² ≈ 2.22e-16).
+EPS = float(np.finfo(float).eps)
+#: The hysteresis of §5.2, √ε_n ≈ 1.49e-8.
+SQRT_EPS = math.sqrt(EPS)
+#: Events closer than ``100 ε`` (relative to max(1, |t|)) form one group and are processed
+#: in this order of kinds: first the expiry of a timed mode, then time events, then guards
+#: (each kind in declaration order).  §5.2 warns that closer events may be missed by an ODE
+#: solver's event location; the simulator handles them as a group instead.
+EVENT_ORDER = ("duration", "time", "guard")
+
+Target = "str | Callable[[str], str] | None"
+
+
+def _target(target, mode: str) -> str:
+    if target is None:
+        return mode
+    return target(mode) if callable(target) else target
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One mode of a hybrid model (see the module docstring)."""
+
+    name: str
+    rhs: Callable
+    residual: Callable | None = None
+    duration: Callable | float | None = None
+    then: object = None
+
+    def implicit(self, xdot, x, p, t, t0):
+        """The mode's residual ``0 = f(ẋ, x, p, t, t0)`` (``ẋ − rhs`` unless given)."""
+        if self.residual is not None:
+            return self.residual(xdot, x, p, t, t0)
+        return xdot - self.rhs(t, x, p, t0)
+
+    def length(self, p) -> float | None:
+        """The mode's parameter-dependent duration (None: the mode lasts until an event)."""
+        if self.duration is None:
+            return None
+        return float(self.duration(p)) if callable(self.duration) else float(self.duration)
+
+    def next_mode(self) -> str:
+        """The mode entered when this timed mode expires."""
+        return _target(self.then, self.name)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A state event: ``function(t, x, p)`` crossing zero in ``direction`` in one of ``modes``
+    (None: every mode); then ``reset(t, x, p) → x`` and mode ``target``."""
+
+    name: str
+    function: Callable
+    direction: int = 0
+    modes: Sequence[str] | None = None
+    target: object = None
+    reset: Callable | None = None
+    offset: float = 0.0
+    with_mode: bool = False
+
+    def __post_init__(self):
+        if self.direction not in (-1, 0, 1):
+            raise ModelError(f"guard {self.name}: direction must be -1, 0 or +1, got {self.direction}")
+
+    def watches(self, mode: str) -> bool:
+        """Whether the guard is watched in ``mode``."""
+        return self.modes is None or mode in self.modes
+
+    def value(self, t, x, p, mode: str | None = None, t0: float | None = None) -> float:
+        """``function(t, x, p)`` (or ``function(t, x, p, mode, t0)`` with ``with_mode``, for a
+        function of the mode's clock) minus the offset."""
+        g = self.function(t, x, p, mode, t0) if self.with_mode else self.function(t, x, p)
+        return float(g) - self.offset
+
+
+@dataclass(frozen=True)
+class Switch:
+    """A two-sided switch between the modes of ``above`` (g > 0) and those of ``below``,
+    watched through the single function ``g`` with the hysteresis of §5.2 on the way back.
+
+    ``above``/``below`` are sequences of mode names; ``to_below``/``to_above`` map a mode name
+    to the mode on the other side (so the switch can change one component of a product mode).
+    """
+
+    name: str
+    function: Callable
+    above: Sequence[str]
+    below: Sequence[str]
+    to_below: object
+    to_above: object
+    hysteresis: float = SQRT_EPS
+    with_mode: bool = False
+
+    def guards(self) -> list[Guard]:
+        """The two guards: down through 0 (from ``above``), up through ``+hysteresis`` (from ``below``)."""
+        return [
+            Guard(f"{self.name}:down", self.function, -1, tuple(self.above), self.to_below, with_mode=self.with_mode),
+            Guard(f"{self.name}:up", self.function, +1, tuple(self.below), self.to_above, offset=self.hysteresis,
+                  with_mode=self.with_mode),
+        ]
+
+    def side(self, mode: str) -> int:
+        """+1 for a mode of ``above``, −1 for one of ``below``, 0 otherwise."""
+        return 1 if mode in self.above else -1 if mode in self.below else 0
+
+    def consistent(self, mode: str, t, x, p, t0: float | None = None) -> str:
+        """The mode on the side of the switch that ``g`` is on (with the hysteresis band
+        ``(0, hysteresis)`` keeping the current side)."""
+        g = float(self.function(t, x, p, mode, t0) if self.with_mode else self.function(t, x, p))
+        side = self.side(mode)
+        if side > 0 and g < 0:
+            return _target(self.to_below, mode)
+        if side < 0 and g > self.hysteresis:
+            return _target(self.to_above, mode)
+        return mode
+
+
+@dataclass(frozen=True)
+class TimeEvent:
+    """Events at the times ``times`` (an array, or a function of the parameters returning
+    one); at each, the state is mapped by ``reset`` and the mode set to ``target``."""
+
+    name: str
+    times: Callable | Sequence[float]
+    target: object = None
+    reset: Callable | None = None
+
+    def at(self, p) -> np.ndarray:
+        """The event times (sorted) for parameters ``p``."""
+        times = self.times(p) if callable(self.times) else self.times
+        return np.sort(np.atleast_1d(np.asarray(times, dtype=float)))
+
+
+@dataclass
+class HybridModel:
+    """A hybrid model: ``modes`` (by name), ``guards``, ``switches``, ``time_events``, the
+    state names, and the initial mode."""
+
+    name: str
+    states: Sequence[str]
+    modes: Sequence[Mode]
+    initial_mode: str
+    guards: Sequence[Guard] = ()
+    switches: Sequence[Switch] = ()
+    time_events: Sequence[TimeEvent] = ()
+    parameters: Sequence[str] = ()
+    _by_name: dict = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self._by_name = {m.name: m for m in self.modes}
+        if len(self._by_name) != len(self.modes):
+            raise ModelError(f"hybrid model {self.name}: duplicate mode names")
+        if self.initial_mode not in self._by_name:
+            raise ModelError(f"hybrid model {self.name}: unknown initial mode {self.initial_mode!r}")
+        for s in self.switches:
+            for m in (*s.above, *s.below):
+                self.mode(m)
+
+    def mode(self, name: str) -> Mode:
+        """The mode named ``name``."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise ModelError(f"hybrid model {self.name}: unknown mode {name!r}") from None
+
+    def all_guards(self) -> list[Guard]:
+        """Guards, then the two guards of each switch."""
+        out = list(self.guards)
+        for s in self.switches:
+            out += s.guards()
+        return out
+
+    def consistent_mode(self, mode: str, t, x, p, t0: float | None = None) -> str:
+        """Apply every switch's side test to ``mode`` (after an event, before restarting)."""
+        for s in self.switches:
+            mode = s.consistent(mode, t, x, p, t0)
+        return mode

@@ -1,0 +1,348 @@
+"""A muscle under functional electrical stimulation (Wieber & Billet 2006, §4; El Makssoud 2005).
+
+Isometric contraction (ε̇ = 0) of a contractile element in series with a linear spring, eqs. (8)–(10):
+
+    k̇_c = −(|u| + |ε̇_c|)·k_c + α·k0·|u|₊
+    Ḟ_c = −(|u| + |ε̇_c|)·F_c + α·F0·|u|₊ + k_c·L_c0·ε̇_c
+    Ḟ_c = k_s·(L0·ε̇ − L_c0·ε̇_c) = −k_s·L_c0·ε̇_c          (isometric)
+
+The last two are intersected (§4.2, Fig. 3) in closed form.  With R = α·F0·|u|₊ − |u|·F_c and
+K·L = (k_s + k_c)·L_c0: the element shortens (ε̇_c < 0) when R > 0, with
+ε̇_c = −R / (K·L + F_c), and lengthens otherwise, with ε̇_c = −R / (K·L − F_c) (a unique
+intersection needs K·L > F_c, checked).  The measured force is F_c.
+
+Calcium clock (§4.1, Fig. 2, contract `fes-muscle`): pulse k at t_k starts a cycle at t_k + τ;
+u = U_p for τ1, then falls linearly to 0 over τ2, then U_m until the next cycle, which
+interrupts the current one wherever it is.  u = U_m before the first cycle; k_c = F_c = 0 at t = 0.
+
+As a :class:`colloc.HybridModel` (names in :func:`hybrid_model`): modes
+``{rest, plateau, fall} × {short, long}`` (clock × contractile element); the clock's modes
+are entered by the time events ``cycle`` (at t_k + τ) and by the timed modes ``plateau``
+(τ1) and ``fall`` (τ2); the element's modes by one :class:`colloc.Switch` watching R / F0.
+
+Unknowns (names in results): ``F0, k0, U_p, U_m, tau, tau1, tau2``; L_c0 and k_s known.
+Seed-case values (contract): τ = 0.005 s, τ1 = 0.020 s, τ2 = 0.040 s, U_p = 25 s⁻¹,
+U_m = −8 s⁻¹, k0 = 3.0e4 N/m, F0 = 600 N, L_c0 = 0.10 m, k_s = 2.0e5 N/m.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+import colloc as co
+
+__all__ = ["COLUMNS", "DEFAULT_DATA", "GUESS", "KNOWN", "NAMES", "TRUE", "FesTrial", "clock_u", "hybrid_model",
+           "identify", "load_trial", "make_trial", "problem", "simulate", "write_trial"]
+
+#: Seed-case parameter values (contract §2 `fes-muscle`).
+TRUE = {"F0": 600.0, "k0": 3.0e4, "U_p": 25.0, "U_m": -8.0, "tau": 0.005, "tau1": 0.020, "tau2": 0.040}
+#: Unknowns in result order.
+NAMES = ("F0", "k0", "U_p", "U_m", "tau", "tau1", "tau2")
+#: Known constants: L_c0 (m), k_s (N/m).
+KNOWN = {"L_c0": 0.10, "k_s": 2.0e5}
+#: A poor default guess (every parameter off by 30–100 %).
+GUESS = {"F0": 400.0, "k0": 5.0e4, "U_p": 15.0, "U_m": -4.0, "tau": 0.010, "tau1": 0.030, "tau2": 0.025}
+COLUMNS = ("time", "force", "pulse", "alpha")
+DEFAULT_DATA = ("fes_muscle",)
+CLOCK = ("rest", "plateau", "fall")
+
+
+@dataclass(frozen=True)
+class FesTrial:
+    """One isometric record: sample ``time`` (s), ``force`` (N), pulse flags, α per sample."""
+
+    name: str
+    time: np.ndarray
+    force: np.ndarray
+    pulse: np.ndarray
+    alpha: np.ndarray
+    source: str = ""
+
+    @property
+    def pulse_times(self) -> np.ndarray:
+        return self.time[self.pulse.astype(bool)]
+
+    def renamed(self, name: str) -> FesTrial:
+        return FesTrial(name, self.time, self.force, self.pulse, self.alpha, self.source)
+
+
+def _p(params: Mapping[str, float]) -> dict:
+    return {**KNOWN, **{k: float(params[k]) for k in NAMES}}
+
+
+def clock_u(clock: str, t, t0, p):
+    """Calcium concentration u in clock mode ``clock`` entered at ``t0`` (§4.1, Fig. 2)."""
+    if clock == "rest":
+        return p["U_m"] + 0.0 * t
+    if clock == "plateau":
+        return p["U_p"] + 0.0 * t
+    return p["U_p"] * (1.0 - (t - t0) / p["tau2"])
+
+
+def element_rates(u, k_c, F_c, alpha, p, shortening: bool):
+    """(k̇_c, Ḟ_c) of eqs. (8)–(10) for a given side of the contractile switch."""
+    up, ua = max(u, 0.0), abs(u)
+    R = alpha * p["F0"] * up - ua * F_c
+    KL = (p["k_s"] + k_c) * p["L_c0"]
+    e = -R / (KL + F_c) if shortening else -R / (KL - F_c)
+    abs_e = -e if shortening else e
+    return -(ua + abs_e) * k_c + alpha * p["k0"] * up, -p["k_s"] * p["L_c0"] * e
+
+
+def hybrid_model(pulse_times: Sequence[float], alpha=1.0) -> co.HybridModel:
+    """The muscle as a hybrid model for one record: pulses at ``pulse_times``; ``alpha`` a
+    constant or a function of time.  Parameters are a dict with :data:`NAMES` and :data:`KNOWN`."""
+    alpha_at = alpha if callable(alpha) else (lambda t, a=float(alpha): a)
+    pulses = np.asarray(pulse_times, dtype=float)
+
+    def rhs_for(clock: str, shortening: bool):
+        def rhs(t, x, p, t0):
+            u = float(clock_u(clock, t, t0, p))
+            return np.array(element_rates(u, x[0], x[1], alpha_at(t), p, shortening))
+        return rhs
+
+    modes = []
+    for c in CLOCK:
+        for s in ("short", "long"):
+            duration = {"plateau": (lambda p: p["tau1"]), "fall": (lambda p: p["tau2"])}.get(c)
+            then = {"plateau": "fall", "fall": "rest"}.get(c)
+            modes.append(co.Mode(f"{c}-{s}", rhs_for(c, s == "short"), duration=duration,
+                                 then=None if then is None else f"{then}-{s}"))
+
+    def contraction(t, x, p, mode, t0):  # R / F0 (1/s): > 0 shortening, < 0 lengthening (one watched function)
+        u = float(clock_u(mode.split("-")[0], t, t0, p))
+        return (alpha_at(t) * p["F0"] * max(u, 0.0) - abs(u) * x[1]) / p["F0"]
+
+    switch = co.Switch("contraction", contraction, above=[f"{c}-short" for c in CLOCK],
+                       below=[f"{c}-long" for c in CLOCK], to_below=lambda m: m.replace("-short", "-long"),
+                       to_above=lambda m: m.replace("-long", "-short"), with_mode=True)
+    cycle = co.TimeEvent("cycle", lambda p: pulses + p["tau"], target=lambda m: "plateau-" + m.split("-")[1])
+    model = co.HybridModel("fes-muscle", ["k_c", "F_c"], modes, "rest-long", switches=[switch],
+                           time_events=[cycle], parameters=NAMES)
+    return model
+
+
+def simulate(params: Mapping[str, float], time, pulse, alpha, *, rtol: float = 1e-12, atol: float = 1e-10,
+             full: bool = False):
+    """Force F_c (N) at the sample ``time`` by the event-driven simulator
+    (:func:`colloc.simulate_hybrid`); pulses where ``pulse`` is 1; α linearly interpolated
+    between samples.  ``full=True`` returns the :class:`colloc.HybridSimulation` too."""
+    time = np.asarray(time, dtype=float)
+    alpha = np.asarray(alpha, dtype=float)
+    p = _p(params)
+    pulses = time[np.asarray(pulse).astype(bool)]
+    a = float(alpha[0]) if np.all(alpha == alpha[0]) else (lambda t: float(np.interp(t, time, alpha)))
+    sim = co.simulate_hybrid(hybrid_model(pulses, a), [0.0, 0.0], (time[0], time[-1]), p, t_eval=time,
+                             rtol=rtol, atol=atol)
+    force = sim.x[:, 1]
+    return (force, sim) if full else force
+
+
+def load_trial(path, missing: str = "error") -> FesTrial:
+    """Read a `fes-muscle` CSV (columns ``time, force, pulse, alpha``).  A pulse other than
+    0/1 or an α outside [0, 1] raises :class:`colloc.DataError` naming file, column and row."""
+    if missing != "error":
+        raise co.OptionsError("fes-muscle: --missing allow is not supported (every sample needs force, pulse and alpha)")
+    trial = co.Trial.from_csv(path, required=COLUMNS[1:], min_rows=3)
+    time = np.asarray(trial.time, dtype=float)
+    cols = {c: np.asarray(trial.signals[c], dtype=float) for c in COLUMNS[1:]}
+    for col, ok, what in (("pulse", lambda v: (v == 0) | (v == 1), "0 or 1"),
+                          ("alpha", lambda v: (v >= 0) & (v <= 1), "in [0, 1]")):
+        bad = np.flatnonzero(~ok(cols[col]))
+        if bad.size:
+            i = int(bad[0])
+            raise co.DataError(f"{path}: column {col!r}, row {i + 1} (line {i + 2} of the file): "
+                               f"{cols[col][i]!r} is not {what}")
+    return FesTrial(Path(path).name, time, cols["force"], cols["pulse"].astype(int), cols["alpha"], str(path))
+
+
+def make_trial(frequency: float, *, alpha: float = 1.0, duration: float = 2.0, rate: float = 1000.0,
+               first: float = 0.1, last: float = 1.4, noise_std: float = 0.0, seed: int = 0,
+               params: Mapping[str, float] = TRUE, name: str | None = None) -> FesTrial:
+    """A synthetic record: pulses every 1/``frequency`` s (at sample times) from ``first`` to
+    ``last``, force by the event-driven simulator, seeded Gaussian noise of σ = ``noise_std`` N."""
+    n = int(round(duration * rate))
+    time = np.arange(n + 1) / rate
+    pulse = np.zeros(n + 1, dtype=int)
+    k = np.arange(int(round(first * rate)), int(round(last * rate)) + 1, int(round(rate / frequency)))
+    pulse[k] = 1
+    alphas = np.full(n + 1, float(alpha))
+    force = simulate(params, time, pulse, alphas)
+    force = force + np.random.default_rng(seed).normal(0.0, noise_std, force.shape) if noise_std else force
+    return FesTrial(name or f"{frequency:g}hz", time, force, pulse, alphas)
+
+
+def write_trial(trial: FesTrial, path) -> None:
+    """Write a record as a `fes-muscle` CSV, atomically."""
+    rows = ["time,force,pulse,alpha"] + [f"{t:.3f},{f:.9g},{int(u)},{a:.6g}" for t, f, u, a in
+                                         zip(trial.time, trial.force, trial.pulse, trial.alpha)]
+    co.write_atomic(path, "\n".join(rows) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# identification by multi-phase collocation
+
+
+def _phases(trial: FesTrial, P: dict, guess: dict, h_max: float):
+    """Phases of one record for the clock structure at ``guess``: per cycle, plateau for
+    min(τ1, T_k), fall for min(τ2, T_k − τ1)₊, rest for the remainder (T_k = time to the next
+    cycle, parameter-free since every cycle is shifted by the same τ).  Also the linear
+    constraints ``c ≥ 0`` that keep that structure."""
+    t_end = float(trial.time[-1])
+    pulses = trial.pulse_times
+    phases, keep = [], []
+    starts = [p_ + P["tau"] for p_ in pulses]
+    gstarts = [p_ + guess["tau"] for p_ in pulses]
+
+    def add(mode, a, b, a_num, b_num):
+        n = max(1, int(np.ceil((b_num - a_num) / h_max - 1e-9)))
+        phases.append(co.Phase(mode, a, b, n))
+
+    if not len(pulses):
+        add("rest", 0.0, t_end, 0.0, t_end)
+        return phases, keep
+    add("rest", 0.0, starts[0], 0.0, gstarts[0])
+    for k, (c, gc) in enumerate(zip(starts, gstarts)):
+        nxt_known = pulses[k + 1] - pulses[k] if k + 1 < len(pulses) else None
+        T = nxt_known if nxt_known is not None else None
+        end = c + T if T is not None else t_end
+        gend = gc + T if T is not None else t_end
+        Tg = gend - gc
+        if guess["tau1"] >= Tg:  # plateau only (a fused cycle)
+            if T is not None:
+                keep.append(P["tau1"] - T)
+            add("plateau", c, end, gc, gend)
+            continue
+        if T is not None:
+            keep.append(T - P["tau1"])
+        else:
+            keep.append((t_end - c) - P["tau1"])
+        add("plateau", c, c + P["tau1"], gc, gc + guess["tau1"])
+        if guess["tau1"] + guess["tau2"] >= Tg:
+            keep.append(P["tau1"] + P["tau2"] - (end - c))
+            add("fall", c + P["tau1"], end, gc + guess["tau1"], gend)
+            continue
+        keep.append((end - c) - P["tau1"] - P["tau2"])
+        add("fall", c + P["tau1"], c + P["tau1"] + P["tau2"], gc + guess["tau1"], gc + guess["tau1"] + guess["tau2"])
+        add("rest", c + P["tau1"] + P["tau2"], end, gc + guess["tau1"] + guess["tau2"], gend)
+    return phases, keep
+
+
+def _casadi_rates(mode, t, x, t0, alpha, P):
+    """Eqs. (8)–(10) in a clock mode; the contractile element shortens while u > 0 (plateau,
+    fall) and lengthens in rest (checked on the result by the event-driven simulator)."""
+    if mode == "rest":
+        u, up, ua, shortening = P["U_m"], 0.0, -P["U_m"], False
+    else:
+        u = P["U_p"] if mode == "plateau" else P["U_p"] * (1 - (t - t0) / P["tau2"])
+        up, ua, shortening = u, u, True
+    k, F = x[0], x[1]
+    R = alpha * P["F0"] * up - ua * F
+    KL = (P["k_s"] + k) * P["L_c0"]
+    e = -R / (KL + F) if shortening else -R / (KL - F)
+    abs_e = -e if shortening else e
+    return ca.vertcat(-(ua + abs_e) * k + alpha * P["k0"] * up, -P["k_s"] * P["L_c0"] * e)
+
+
+def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = None, *, h_max: float = 0.002,
+             degree: int = 3, max_rounds: int = 4, print_level: int = 0, max_iter: int = 500) -> dict:
+    """Identify :data:`NAMES` from isometric records sharing the parameters, by multi-phase
+    Radau collocation (:func:`colloc.transcribe_phases`): a phase per clock-mode interval, the
+    boundaries t_k + τ, + τ1, + τ2 moving with the unknowns; the structure (which cycles are
+    cut short by the next pulse) is that of the current estimate, kept by linear constraints
+    and re-chosen when one of them is active at the optimum.  Standard errors by the
+    Gauss–Newton covariance s²(JᵀJ)⁻¹, J the sample sensitivities (implicit function theorem
+    on the collocation equations).  Returns a dict (parameters, standard_errors, success, ...)."""
+    import time as _time
+
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import splu
+
+    trials = list(trials)
+    cur = {**GUESS, **(guess or {})}
+    scale = np.array([abs(GUESS[n]) for n in NAMES])
+    lo = np.array([1.0, 1.0, 0.1, -1e3, 0.0, 1e-3, 1e-3]) / scale
+    hi = np.array([1e5, 1e7, 1e3, -1e-3, 0.05, 0.5, 0.5]) / scale
+    S = np.array([1e4, 300.0])  # state scales (N/m, N)
+    t_start = _time.perf_counter()
+    seen = []
+    for rnd in range(max_rounds):
+        q = ca.SX.sym("q", len(NAMES))
+        P = {**KNOWN, **{n: q[i] * scale[i] for i, n in enumerate(NAMES)}}
+        ws, gs, w0s, resid, keeps = [], [], [], [], []
+        structure = []
+        for tr in trials:
+            alpha = float(tr.alpha[0])
+            phases, keep = _phases(tr, P, cur, h_max)
+            structure.append(tuple(ph.mode for ph in phases))
+            keeps += keep
+            guess_force = np.interp  # initial state guess from the measured force
+            xg = (lambda t, tr=tr: np.array([float(np.interp(t, tr.time, tr.force)) / max(tr.force.max(), 1) * 3e4 * tr.alpha[0],
+                                            float(np.interp(t, tr.time, tr.force))]) / S)
+            del guess_force
+            dyn = (lambda mode, t, xs, t0, alpha=alpha: _casadi_rates(mode, t, xs * S, t0, alpha, P) / S)
+            pg = np.array([cur[n] for n in NAMES]) / scale
+            tp = co.transcribe_phases(phases, dyn, [0.0, 0.0], q, pg, xg, degree)
+            bounds = np.array(ca.Function("b", [q], [ca.vertcat(*[ca.vertcat(ph.start, ph.end) for ph in phases])])(pg)).reshape(-1, 2)
+            # the phase holding each sample (at the current estimate)
+            idx = np.clip(np.searchsorted(bounds[:, 0], tr.time, side="right") - 1, 0, len(phases) - 1)
+            for ip in range(len(phases)):
+                sel = np.flatnonzero(idx == ip)
+                if sel.size == 0:
+                    continue
+                xs = tp.state_at(ip, tr.time[sel])
+                resid += [x[1] * S[1] - tr.force[j] for x, j in zip(xs, sel)]
+            ws.append(tp.w), gs.append(tp.g), w0s.append(tp.w_guess)
+        seen.append(structure)
+        w = ca.vertcat(*ws)
+        g_eq = ca.vertcat(*gs)
+        r = ca.vertcat(*resid)
+        c_keep = ca.vertcat(*keeps) if keeps else ca.SX(0, 1)
+        V = ca.vertcat(q, w)
+        nlp = {"x": V, "f": 0.5 * ca.sumsqr(r) / len(resid), "g": ca.vertcat(g_eq, c_keep)}
+        solver = ca.nlpsol("fes", "ipopt", nlp, {"ipopt.print_level": print_level, "print_time": False,
+                                                  "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12,
+                                                  "ipopt.acceptable_tol": 1e-10})
+        ng, nk = g_eq.shape[0], c_keep.shape[0]
+        x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale, *w0s])
+        lbx = np.concatenate([lo, -np.inf * np.ones(w.shape[0])])
+        ubx = np.concatenate([hi, np.inf * np.ones(w.shape[0])])
+        sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=np.zeros(ng + nk), ubg=np.concatenate([np.zeros(ng), np.inf * np.ones(nk)]))
+        stats = solver.stats()
+        qv = np.array(sol["x"]).ravel()[: len(NAMES)]
+        previous, cur = cur, {n: float(qv[i] * scale[i]) for i, n in enumerate(NAMES)}
+        # the samples' phases and intervals were those of the previous estimate: solve again
+        # until the clock times stop moving (well inside one collocation interval)
+        moved = max(abs(cur[n] - previous[n]) for n in ("tau", "tau1", "tau2"))
+        if moved < 1e-3 * h_max and stats["success"]:
+            break
+    # Gauss-Newton covariance through the collocation equations
+    Vv = np.array(sol["x"]).ravel()
+    fG = ca.Function("G", [V], [ca.jacobian(g_eq, w), ca.jacobian(g_eq, q), ca.jacobian(r, w), ca.jacobian(r, q), r])
+    Gw, Gq, Rw, Rq, rv = (np.asarray(m.full()) if k == 4 else m for k, m in enumerate(fG(Vv)))
+    Gw = csc_matrix(Gw.sparse() if hasattr(Gw, "sparse") else Gw)
+    lu = splu(Gw)
+    dwdq = -lu.solve(np.asarray(Gq.full()))
+    J = np.asarray(Rq.full()) + csc_matrix(Rw.sparse()) @ dwdq
+    J = J / scale  # per physical unit
+    rv = np.asarray(rv).ravel()
+    dof = max(len(rv) - len(NAMES), 1)
+    s2 = float(rv @ rv) / dof
+    cov = s2 * np.linalg.inv(J.T @ J)
+    se = np.sqrt(np.diag(cov))
+    success = bool(stats["success"])
+    return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
+            "success": success, "iterations": int(stats["iter_count"]), "rounds": len(seen),
+            "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
+            "samples": len(rv), "variables": int(V.shape[0])}
+
+
+def problem(trials):
+    """`fes-muscle` is hybrid: it is identified by :func:`identify` (multi-phase collocation),
+    not through :class:`colloc.Problem`."""
+    raise co.ProblemError("fes-muscle is a hybrid problem: use colloc_problems.fes_muscle.identify(trials)")

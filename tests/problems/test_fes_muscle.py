@@ -1,0 +1,85 @@
+"""The `fes-muscle` problem: loader checks (contract §1), CLI exit codes, shipped data."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import colloc as co
+from colloc_problems import fes_muscle as fm
+from colloc_problems._data import data_path
+
+
+def _write(tmp_path, pulse_value=1, alpha_value=0.5, row=3):
+    lines = ["time,force,pulse,alpha"]
+    for i in range(6):
+        pulse = pulse_value if i == row else 0
+        alpha = alpha_value if i == row else 0.5
+        lines.append(f"{i / 1000:.3f},0.0,{pulse},{alpha}")
+    path = tmp_path / "trial.csv"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("pulse,alpha,column", [(2, 0.5, "pulse"), (0.5, 0.5, "pulse"), (1, 1.5, "alpha"),
+                                                 (1, -0.1, "alpha")])
+def test_bad_pulse_or_alpha_names_file_column_and_row(tmp_path, pulse, alpha, column):
+    path = _write(tmp_path, pulse, alpha)
+    with pytest.raises(co.DataError) as err:
+        fm.load_trial(path)
+    msg = str(err.value)
+    assert str(path) in msg and repr(column) in msg and "row 4" in msg
+
+
+def test_cli_bad_input_exits_2_with_one_line(tmp_path):
+    path = _write(tmp_path, 3, 0.5)
+    run = subprocess.run([sys.executable, "-m", "colloc.cli", "identify", "fes-muscle", "--data", str(path)],
+                         capture_output=True, text=True)
+    assert run.returncode == 2
+    assert len(run.stderr.strip().splitlines()) == 1 and "pulse" in run.stderr
+
+
+def test_shipped_records_load_and_follow_the_contract():
+    for f in (10, 20, 30, 50):
+        tr = fm.load_trial(data_path("fes_muscle", f"clean_{f}hz.csv"))
+        assert tr.time.size == 2001 and np.allclose(np.diff(tr.time), 1e-3)
+        assert set(np.unique(tr.pulse)) == {0, 1}
+        assert np.all(tr.force[tr.time < 0.1 + fm.TRUE["tau"]] == 0)  # no force before the first cycle
+        assert tr.force.max() <= tr.alpha[0] * fm.TRUE["F0"] + 1e-6  # F_c tends to α·F0 from below (eq. 9)
+
+
+def test_fused_tetanus_reaches_alpha_F0():
+    # 50 Hz with τ1 = 20 ms: every cycle is cut at the end of its plateau, u stays at U_p
+    tr = fm.make_trial(50, alpha=0.6, duration=1.0, first=0.0, last=1.0)
+    assert abs(tr.force[-1] - 0.6 * fm.TRUE["F0"]) < 1e-3
+
+
+def _shipped(kind):
+    return [fm.load_trial(data_path("fes_muscle", f"{kind}_{f}hz.csv")) for f in (10, 20, 30, 50)]
+
+
+@pytest.mark.slow
+def test_identify_clean_four_trains_every_parameter_within_half_percent_from_poor_guess():
+    res = fm.identify(_shipped("clean"))
+    assert res["success"]
+    for name in fm.NAMES:
+        assert abs(res["parameters"][name] / fm.TRUE[name] - 1) < 0.005, name
+
+
+@pytest.mark.slow
+def test_identify_noisy_truth_within_3_standard_errors_for_6_of_7():
+    res = fm.identify(_shipped("noisy"))
+    assert res["success"]
+    z = [abs(res["parameters"][n] - fm.TRUE[n]) / res["standard_errors"][n] for n in fm.NAMES]
+    assert sum(v < 3 for v in z) >= 6, z
+    assert 1.5 < res["residual_std"] < 2.5  # the noise σ = 2 N is recovered
+
+
+@pytest.mark.slow
+def test_identify_one_train_recovers_the_clock_times():
+    res = fm.identify(_shipped("clean")[:1])
+    for name in ("tau", "tau1", "tau2"):
+        assert abs(res["parameters"][name] / fm.TRUE[name] - 1) < 1e-4, name
