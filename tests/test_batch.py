@@ -20,6 +20,7 @@ import pytest
 
 import colloc as co
 from colloc.cli import main
+from colloc.studies.compare import compare
 from colloc.studies.identify import identify_files
 from colloc_problems import pendulum
 
@@ -165,15 +166,57 @@ def test_bad_manifest_is_one_line_exit_2(tmp_path, capsys, text, fragment):
     assert not (tmp_path / "out").exists()  # nothing made before the manifest was checked
 
 
-def test_bootstrap_on_a_client_equals_the_serial_bootstrap():
+@pytest.fixture(scope="module")
+def client():
     from distributed import Client, LocalCluster
 
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=50) as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def fitted():
     trial = pendulum.simulate_trial(duration=2.0, noise_std=0.01, seed=5)
     problem = pendulum.problem([trial])
-    result = co.solve(problem)
+    return problem, co.solve(problem)
+
+
+def test_bootstrap_on_a_client_equals_the_serial_bootstrap(client, fitted):
+    problem, result = fitted
     serial = co.bootstrap(problem, result, replicates=4, seed=3)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=50) as cluster, Client(cluster) as client:
-        parallel = co.bootstrap(problem, result, replicates=4, seed=3, client=client)
+    parallel = co.bootstrap(problem, result, replicates=4, seed=3, client=client)
     assert parallel.estimates.equals(serial.estimates)
     assert parallel.failures == serial.failures == 0
+
+
+def test_compare_on_a_client_equals_the_serial_compare(client, fitted):
+    problem, _ = fitted
+    methods = {"radau2": co.Radau(degree=2), "midpoint": co.Midpoint()}
+    serial = compare(problem, methods, starts=2, seed=4)
+    events = []
+    parallel = compare(problem, methods, starts=2, seed=4, client=client, progress=events.append)
+    assert [(r.method, r.start) for r in parallel.runs] == [(r.method, r.start) for r in serial.runs]
+    for a, b in zip(parallel.runs, serial.runs):
+        assert a.initial_guess == b.initial_guess
+        assert a.result.parameters == b.result.parameters and a.result.objective == b.result.objective
+        assert a.result.success and b.result.success
+    assert len(events) == 8 and sum(e.result is not None for e in events) == 4
+
+
+def test_profile_on_a_client(client, fitted):
+    problem, result = fitted
+    p_hat = result.parameters["p"]
+    grid = p_hat * np.array([0.9, 0.95, 1.0, 1.05, 1.1])
+    serial = co.profile(problem, "p", grid)
+    one = co.profile(problem, "p", grid, client=client, segments=1)  # the serial walk on a worker
+    np.testing.assert_array_equal(one.objective, serial.objective)
+    seen = []
+    two = co.profile(problem, "p", grid, client=client, progress=lambda i, v, r: seen.append((i, v)))
+    assert seen == [(i, float(v)) for i, v in enumerate(grid)]
+    assert two.success.all() and serial.success.all()
+    np.testing.assert_allclose(two.objective, serial.objective, rtol=1e-6)
+    # the profile of a one-parameter model is the objective itself: lowest at the estimate
+    assert np.argmin(serial.objective) == 2
+    with pytest.raises(co.OptionsError, match="segments"):
+        co.profile(problem, "p", grid, segments=2)
