@@ -220,3 +220,21 @@ def test_profile_on_a_client(client, fitted):
     assert np.argmin(serial.objective) == 2
     with pytest.raises(co.OptionsError, match="segments"):
         co.profile(problem, "p", grid, segments=2)
+
+
+def test_progress_line_counts_and_time_left():
+    import io
+
+    from colloc.studies.batch import _Bar
+
+    stream = io.StringIO()
+    bar = _Bar(4, stream)
+    bar.update(0, 0, 2, final=False)  # nothing done yet: no estimate
+    bar.last = 0.0
+    bar.t0 -= 10.0  # 10 s elapsed
+    bar.update(2, 1, 2)
+    bar.update(4, 1, 0, final=True)
+    first, second, last = stream.getvalue().splitlines()
+    assert "0/4 fits · 0 failed · 2 running" in first and "time left unknown" in first
+    assert "2/4 fits · 1 failed · 2 running" in second and "10 s left" in second  # 10 s for 2, 2 to go
+    assert "4/4 fits" in last and last.endswith("done") and "[" + "#" * 24 + "]" in last
