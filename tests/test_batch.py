@@ -238,3 +238,25 @@ def test_progress_line_counts_and_time_left():
     assert "0/4 fits · 0 failed · 2 running" in first and "time left unknown" in first
     assert "2/4 fits · 1 failed · 2 running" in second and "10 s left" in second  # 10 s for 2, 2 to go
     assert "4/4 fits" in last and last.endswith("done") and "[" + "#" * 24 + "]" in last
+
+
+@pytest.mark.slow  # a command-line batch in a subprocess, stopped with Ctrl-C, then resumed
+def test_ctrl_c_leaves_consistent_files_and_resume_finishes(tmp_path):
+    manifest = _cohort(tmp_path, {f"i{i}": 5.0 + 2 * i for i in range(6)}, broken=False)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from colloc.cli import main; sys.exit(main(sys.argv[1:]))",
+                             "batch", str(manifest), "--out", str(out), "--workers", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(1200):
+        if len(list((out / "fits").glob("*.json"))) >= 2 or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    docs = {p.stem: json.loads(p.read_text()) for p in (out / "fits").glob("*.json")}  # each one complete
+    table = _table(out / "results.csv")
+    assert 2 <= len(docs) < 6 and set(table) == set(docs)  # the table and the documents agree
+    report = co.batch(manifest, out, workers=1, resume=True, progress=False)
+    assert report.skipped == len(docs) and report.run == 6 - len(docs) and report.failed == 0
+    assert list(_table(out / "results.csv")) == [f"i{i}" for i in range(6)]
