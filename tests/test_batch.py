@@ -260,3 +260,30 @@ def test_ctrl_c_leaves_consistent_files_and_resume_finishes(tmp_path):
     report = co.batch(manifest, out, workers=1, resume=True, progress=False)
     assert report.skipped == len(docs) and report.run == 6 - len(docs) and report.failed == 0
     assert list(_table(out / "results.csv")) == [f"i{i}" for i in range(6)]
+
+
+@pytest.mark.slow  # two-link fits (the cohort of issue 14) with broken rows, against serial identify
+def test_two_link_cohort_equals_serial_identify(tmp_path):
+    from colloc_problems import two_link
+
+    rows = ["fit_id,problem,data,group"]
+    for s, factor in enumerate((0.85, 1.15)):
+        K = np.asarray(two_link.K_TRUE, dtype=float) * factor
+        for k in range(2):
+            two_link.simulate_trial(K, duration=2.0, seed=100 * s + k, name=f"s{s}t{k}.csv").to_csv(tmp_path / f"s{s}t{k}.csv")
+            rows.append(f"subject{s},two-link,s{s}t{k}.csv,{'young' if s else 'old'}")
+    (tmp_path / "short.csv").write_text("time,q1\n0,0.1\n")
+    rows += ["broken,two-link,short.csv,old", "missing,two-link,nowhere.csv,old"]
+    (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
+    code = main(["batch", str(tmp_path / "m.csv"), "--out", str(tmp_path / "out"), "--workers", "2", "--summary"])
+    assert code == 0
+    table = _table(tmp_path / "out" / "results.csv")
+    for s in range(2):
+        serial = identify_files("two-link", [str(tmp_path / f"s{s}t{k}.csv") for k in range(2)])
+        doc = json.loads((tmp_path / "out" / "fits" / f"subject{s}.json").read_text())
+        assert serial.success and doc["parameters"] == serial.parameters
+        assert doc["standard_errors"] == serial.standard_errors
+        assert table[f"subject{s}"]["success"] == "True"
+        assert float(table[f"subject{s}"]["k_00"]) == serial.parameters["k_00"]
+    for fid in ("broken", "missing"):
+        assert table[fid]["success"] == "False" and table[fid]["message"]
