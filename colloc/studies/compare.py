@@ -379,7 +379,7 @@ def compare(
                 if progress is not None:
                     progress(CompareEvent(len(runs) - 1, total, label, k, dict(guess), result))
     else:
-        blob = client.scatter(pack((problem, dict(methods), solver)), broadcast=True)
+        blob = client.scatter(pack((problem, dict(methods), solver)), broadcast=True, hash=False)
         order = [(label, k, dict(guess)) for label in methods for k, guess in enumerate(guesses)]
         futures = []
         for i, (label, k, guess) in enumerate(order):

@@ -179,7 +179,8 @@ def profile(problem: Problem, name: str, values: Sequence[float], *, method=None
         if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or segments < 1:
             raise OptionsError(f"profile(segments={segments!r}): expected a positive integer")
         pieces = [list(map(float, piece)) for piece in np.array_split(values, min(int(segments), values.size))]
-        blob = client.scatter(pack((problem, name, method, solver)), broadcast=True)
+        # hash=False: a unique key, so a release of an earlier identical scatter cannot drop it
+        blob = client.scatter(pack((problem, name, method, solver)), broadcast=True, hash=False)
         futures = [client.submit(_walk_task, blob, piece, pure=False) for piece in pieces]
         results = []
         for future in futures:
