@@ -20,6 +20,7 @@ import pytest
 
 import colloc as co
 from colloc.cli import main
+from colloc.studies.compare import compare
 from colloc.studies.identify import identify_files
 from colloc_problems import pendulum
 
@@ -165,15 +166,124 @@ def test_bad_manifest_is_one_line_exit_2(tmp_path, capsys, text, fragment):
     assert not (tmp_path / "out").exists()  # nothing made before the manifest was checked
 
 
-def test_bootstrap_on_a_client_equals_the_serial_bootstrap():
+@pytest.fixture(scope="module")
+def client():
     from distributed import Client, LocalCluster
 
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=50) as cluster, Client(cluster) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def fitted():
     trial = pendulum.simulate_trial(duration=2.0, noise_std=0.01, seed=5)
     problem = pendulum.problem([trial])
-    result = co.solve(problem)
+    return problem, co.solve(problem)
+
+
+def test_bootstrap_on_a_client_equals_the_serial_bootstrap(client, fitted):
+    problem, result = fitted
     serial = co.bootstrap(problem, result, replicates=4, seed=3)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=50) as cluster, Client(cluster) as client:
-        parallel = co.bootstrap(problem, result, replicates=4, seed=3, client=client)
+    parallel = co.bootstrap(problem, result, replicates=4, seed=3, client=client)
     assert parallel.estimates.equals(serial.estimates)
     assert parallel.failures == serial.failures == 0
+
+
+def test_compare_on_a_client_equals_the_serial_compare(client, fitted):
+    problem, _ = fitted
+    methods = {"radau2": co.Radau(degree=2), "midpoint": co.Midpoint()}
+    serial = compare(problem, methods, starts=2, seed=4)
+    events = []
+    parallel = compare(problem, methods, starts=2, seed=4, client=client, progress=events.append)
+    assert [(r.method, r.start) for r in parallel.runs] == [(r.method, r.start) for r in serial.runs]
+    for a, b in zip(parallel.runs, serial.runs):
+        assert a.initial_guess == b.initial_guess
+        assert a.result.parameters == b.result.parameters and a.result.objective == b.result.objective
+        assert a.result.success and b.result.success
+    assert len(events) == 8 and sum(e.result is not None for e in events) == 4
+
+
+def test_profile_on_a_client(client, fitted):
+    problem, result = fitted
+    p_hat = result.parameters["p"]
+    grid = p_hat * np.array([0.9, 0.95, 1.0, 1.05, 1.1])
+    serial = co.profile(problem, "p", grid)
+    one = co.profile(problem, "p", grid, client=client, segments=1)  # the serial walk on a worker
+    np.testing.assert_array_equal(one.objective, serial.objective)
+    seen = []
+    two = co.profile(problem, "p", grid, client=client, progress=lambda i, v, r: seen.append((i, v)))
+    assert seen == [(i, float(v)) for i, v in enumerate(grid)]
+    assert two.success.all() and serial.success.all()
+    np.testing.assert_allclose(two.objective, serial.objective, rtol=1e-6)
+    # the profile of a one-parameter model is the objective itself: lowest at the estimate
+    assert np.argmin(serial.objective) == 2
+    with pytest.raises(co.OptionsError, match="segments"):
+        co.profile(problem, "p", grid, segments=2)
+
+
+def test_progress_line_counts_and_time_left():
+    import io
+
+    from colloc.studies.batch import _Bar
+
+    stream = io.StringIO()
+    bar = _Bar(4, stream)
+    bar.update(0, 0, 2, final=False)  # nothing done yet: no estimate
+    bar.last = 0.0
+    bar.t0 -= 10.0  # 10 s elapsed
+    bar.update(2, 1, 2)
+    bar.update(4, 1, 0, final=True)
+    first, second, last = stream.getvalue().splitlines()
+    assert "0/4 fits · 0 failed · 2 running" in first and "time left unknown" in first
+    assert "2/4 fits · 1 failed · 2 running" in second and "10 s left" in second  # 10 s for 2, 2 to go
+    assert "4/4 fits" in last and last.endswith("done") and "[" + "#" * 24 + "]" in last
+
+
+@pytest.mark.slow  # a command-line batch in a subprocess, stopped with Ctrl-C, then resumed
+def test_ctrl_c_leaves_consistent_files_and_resume_finishes(tmp_path):
+    manifest = _cohort(tmp_path, {f"i{i}": 5.0 + 2 * i for i in range(6)}, broken=False)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from colloc.cli import main; sys.exit(main(sys.argv[1:]))",
+                             "batch", str(manifest), "--out", str(out), "--workers", "1"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(1200):
+        if len(list((out / "fits").glob("*.json"))) >= 2 or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    docs = {p.stem: json.loads(p.read_text()) for p in (out / "fits").glob("*.json")}  # each one complete
+    table = _table(out / "results.csv")
+    assert 2 <= len(docs) < 6 and set(table) == set(docs)  # the table and the documents agree
+    report = co.batch(manifest, out, workers=1, resume=True, progress=False)
+    assert report.skipped == len(docs) and report.run == 6 - len(docs) and report.failed == 0
+    assert list(_table(out / "results.csv")) == [f"i{i}" for i in range(6)]
+
+
+@pytest.mark.slow  # two-link fits (the cohort of issue 14) with broken rows, against serial identify
+def test_two_link_cohort_equals_serial_identify(tmp_path):
+    from colloc_problems import two_link
+
+    rows = ["fit_id,problem,data,group"]
+    for s, factor in enumerate((0.85, 1.15)):
+        K = np.asarray(two_link.K_TRUE, dtype=float) * factor
+        for k in range(2):
+            two_link.simulate_trial(K, duration=2.0, seed=100 * s + k, name=f"s{s}t{k}.csv").to_csv(tmp_path / f"s{s}t{k}.csv")
+            rows.append(f"subject{s},two-link,s{s}t{k}.csv,{'young' if s else 'old'}")
+    (tmp_path / "short.csv").write_text("time,q1\n0,0.1\n")
+    rows += ["broken,two-link,short.csv,old", "missing,two-link,nowhere.csv,old"]
+    (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
+    code = main(["batch", str(tmp_path / "m.csv"), "--out", str(tmp_path / "out"), "--workers", "2", "--summary"])
+    assert code == 0
+    table = _table(tmp_path / "out" / "results.csv")
+    for s in range(2):
+        serial = identify_files("two-link", [str(tmp_path / f"s{s}t{k}.csv") for k in range(2)])
+        doc = json.loads((tmp_path / "out" / "fits" / f"subject{s}.json").read_text())
+        assert serial.success and doc["parameters"] == serial.parameters
+        assert doc["standard_errors"] == serial.standard_errors
+        assert table[f"subject{s}"]["success"] == "True"
+        assert float(table[f"subject{s}"]["k_00"]) == serial.parameters["k_00"]
+    for fid in ("broken", "missing"):
+        assert table[fid]["success"] == "False" and table[fid]["message"]

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # three local clusters: ~25 s idle, ~50 s on a loaded machine
 def test_batch_benchmark_quick(tmp_path):
     out = tmp_path / "batch.json"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "batch.py"), "--quick", "--out", str(out)],

@@ -112,8 +112,8 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
     guesses = [dict(first)] + start_points(problem, count - 1, seed=seed)
     explore = dataclasses.replace(solver, standard_errors=False, simulate=False)
     with local_client(client, tasks=count) as c:
-        full = c.scatter(pack((problem, method, solver, runner)), broadcast=True)
-        light = c.scatter(pack((problem, method, explore, runner)), broadcast=True)
+        full = c.scatter(pack((problem, method, solver, runner)), broadcast=True, hash=False)
+        light = c.scatter(pack((problem, method, explore, runner)), broadcast=True, hash=False)
         futures = [c.submit(_run_start, full if i == 0 else light, i, g, pure=False) for i, g in enumerate(guesses)]
         runs = c.gather(futures)
     runs = sorted(runs, key=lambda r: r["start"])

@@ -197,6 +197,16 @@ def _cell(v) -> str:
     return text
 
 
+def _running(client, futures) -> int:
+    """Fits being solved now: the unfinished tasks, at most one per worker thread."""
+    pending = sum(1 for f in futures if f.status == "pending")
+    try:
+        slots = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
+    except Exception:  # the scheduler is busy or gone: count the unfinished ones
+        return pending
+    return min(pending, slots)
+
+
 class _Bar:
     """One status line on stderr: done, failed, running, time left."""
 
@@ -306,7 +316,7 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
                     failed += not doc.get("success")
                     report.run += 1
                     report.failed += not doc.get("success")
-                    running = sum(1 for f in futures if f.status == "pending")
+                    running = _running(c, futures)
                     if callable(progress):
                         progress(done, failed, running)
                     bar.update(done, failed, running)

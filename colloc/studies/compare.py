@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..base.engine import check_client, pack, single_threaded, unpack
 from ..base.errors import OptionsError
 from ..base.files import json_safe, write_atomic
 from ..base.versions import versions
@@ -295,6 +296,13 @@ class Comparison:
                 f"{ok}/{len(self.runs)} runs converged)")
 
 
+def _run_task(blob: bytes, label: str, guess: dict[str, float]) -> Result:
+    """Worker task: one run of :func:`compare` (single-threaded), the same call as the serial loop."""
+    single_threaded()
+    problem, methods, solver = unpack(blob)
+    return solve(problem, methods[label], solver=solver, guess=guess, throw=False)
+
+
 def compare(
     problem: Problem,
     methods: Mapping[str, AbstractMethod],
@@ -304,6 +312,7 @@ def compare(
     truth: Mapping[str, float] | None = None,
     solver: Ipopt | None = None,
     progress: Callable[[CompareEvent], None] | None = None,
+    client=None,
 ) -> Comparison:
     """Run every method from the same ``starts`` initial guesses.
 
@@ -324,6 +333,12 @@ def compare(
         Passed to :func:`colloc.solve` for every run.
     progress : callable, optional
         Called with a :class:`CompareEvent` before (``result=None``) and after every run.
+        With a client, every "before" event comes first (all runs are submitted at once) and
+        the "after" events follow in run order.
+    client : dask.distributed.Client, optional
+        Run every (method, start) as a task on this Dask client (the engine of
+        ``solve(starts=N)`` and ``colloc batch``): each run is the same ``solve`` call as
+        without a client, on a single-threaded worker, so the estimates are the same.
 
     Returns
     -------
@@ -352,15 +367,30 @@ def compare(
     truth = _check_truth(truth, names)
     guesses = initial_guesses(problem, starts, seed)
     total = len(methods) * len(guesses)
+    check_client(client, "compare")
     runs: list[Run] = []
-    for label, method in methods.items():
-        for k, guess in enumerate(guesses):
+    if client is None:
+        for label, method in methods.items():
+            for k, guess in enumerate(guesses):
+                if progress is not None:
+                    progress(CompareEvent(len(runs), total, label, k, dict(guess)))
+                result = solve(problem, method, solver=solver, guess=guess, throw=False)
+                runs.append(Run(label, k, dict(guess), result))
+                if progress is not None:
+                    progress(CompareEvent(len(runs) - 1, total, label, k, dict(guess), result))
+    else:
+        blob = client.scatter(pack((problem, dict(methods), solver)), broadcast=True, hash=False)
+        order = [(label, k, dict(guess)) for label in methods for k, guess in enumerate(guesses)]
+        futures = []
+        for i, (label, k, guess) in enumerate(order):
             if progress is not None:
-                progress(CompareEvent(len(runs), total, label, k, dict(guess)))
-            result = solve(problem, method, solver=solver, guess=guess, throw=False)
-            runs.append(Run(label, k, dict(guess), result))
+                progress(CompareEvent(i, total, label, k, dict(guess)))
+            futures.append(client.submit(_run_task, blob, label, guess, pure=False))
+        for i, ((label, k, guess), future) in enumerate(zip(order, futures)):
+            result = future.result()
+            runs.append(Run(label, k, guess, result))
             if progress is not None:
-                progress(CompareEvent(len(runs) - 1, total, label, k, dict(guess), result))
+                progress(CompareEvent(i, total, label, k, dict(guess), result))
     return Comparison(problem=problem.name, runs=runs,
                       methods={label: m.name for label, m in methods.items()},
                       parameter_names=names, truth=truth, starts=int(starts), seed=int(seed))

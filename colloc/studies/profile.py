@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..base.engine import check_client, pack, single_threaded, unpack
 from ..base.errors import OptionsError
 from ..definition.problem import Problem
 from ..solving.ipopt import Ipopt
@@ -100,8 +101,37 @@ class Profile:
         return ax
 
 
+def _walk(problem: Problem, name: str, values: Sequence[float], method, solver, progress=None) -> list:
+    """Solve at each of ``values`` in turn, each from the previous converged optimum;
+    ``progress(i, value, result)`` after each solve."""
+    var = problem.model.variable(name)
+    symbol = var.flat[var.element_names.index(name)]
+    results = []
+    guess = None
+    for i, v in enumerate(values):
+        p = problem.copy()
+        p.add_point_constraint(symbol, float(p.trials[0].time[0]), v, v, trial=0, name=f"profile:{name}")
+        g = dict(guess or {})
+        g[name] = float(v)
+        res = solve(p, method, solver=solver, guess=g, throw=False, verdict=False)  # off-optimum on purpose
+        results.append(res)
+        if res.success:
+            guess = dict(res.parameters)
+        if progress is not None:
+            progress(i, float(v), res)
+    return results
+
+
+def _walk_task(blob: bytes, values: list[float]) -> list:
+    """Worker task: one segment of the grid (single-threaded)."""
+    single_threaded()
+    problem, name, method, solver = unpack(blob)
+    return _walk(problem, name, values, method, solver)
+
+
 def profile(problem: Problem, name: str, values: Sequence[float], *, method=None, solver=None,
-            progress: Callable[[int, float, object], None] | None = None) -> Profile:
+            progress: Callable[[int, float, object], None] | None = None, client=None,
+            segments: int | None = None) -> Profile:
     """Solve ``problem`` with parameter ``name`` held at each of ``values``.
 
     Parameters
@@ -116,7 +146,17 @@ def profile(problem: Problem, name: str, values: Sequence[float], *, method=None
         imposed as a constraint).
     solver : Ipopt, optional
     progress : callable, optional
-        ``progress(i, value, result)`` after each solve.
+        ``progress(i, value, result)`` after each solve (with a client: as each segment returns).
+    client : dask.distributed.Client, optional
+        Solve the grid as tasks on this Dask client (the engine of ``solve(starts=N)`` and
+        ``colloc batch``).  The grid is cut into ``segments`` contiguous pieces, one task
+        each, and each piece is walked with warm starts as without a client; so with
+        ``segments=1`` the profile is the serial one exactly, and with more segments only
+        the first value of each piece starts from the declared guesses instead of its
+        neighbour's optimum (the same optimum when the profile is well posed).
+    segments : int, optional
+        Number of pieces with a client (default: the client's number of workers, at most
+        the number of values).
     """
     method = default_method() if method is None else method
     if not isinstance(method, AbstractTranscription):
@@ -127,23 +167,30 @@ def profile(problem: Problem, name: str, values: Sequence[float], *, method=None
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or values.size < 2 or np.any(np.diff(values) <= 0):
         raise OptionsError("profile: values must be a strictly increasing 1-D grid of at least two values")
-    var = problem.model.variable(name)
-    symbol = var.flat[var.element_names.index(name)]
     solver = Ipopt(simulate=False, standard_errors=False) if solver is None else solver
-    objective, success, rows = [], [], []
-    guess = None
-    for i, v in enumerate(values):
-        p = problem.copy()
-        p.add_point_constraint(symbol, float(p.trials[0].time[0]), v, v, trial=0, name=f"profile:{name}")
-        g = dict(guess or {})
-        g[name] = v
-        res = solve(p, method, solver=solver, guess=g, throw=False, verdict=False)  # off-optimum on purpose
-        objective.append(res.objective if res.success else np.nan)
-        success.append(bool(res.success))
-        rows.append({k: val for k, val in res.parameters.items() if k != name})
-        if res.success:
-            guess = dict(res.parameters)
-        if progress is not None:
-            progress(i, float(v), res)
+    check_client(client, "profile")
+    if client is None:
+        if segments is not None:
+            raise OptionsError("profile(segments=...) needs client= (it splits the grid between workers)")
+        results = _walk(problem, name, values, method, solver, progress)
+    else:
+        if segments is None:
+            segments = max(1, len(client.scheduler_info().get("workers", {})))
+        if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or segments < 1:
+            raise OptionsError(f"profile(segments={segments!r}): expected a positive integer")
+        pieces = [list(map(float, piece)) for piece in np.array_split(values, min(int(segments), values.size))]
+        # hash=False: a unique key, so a release of an earlier identical scatter cannot drop it
+        blob = client.scatter(pack((problem, name, method, solver)), broadcast=True, hash=False)
+        futures = [client.submit(_walk_task, blob, piece, pure=False) for piece in pieces]
+        results = []
+        for future in futures:
+            part = future.result()
+            if progress is not None:
+                for j, res in enumerate(part):
+                    progress(len(results) + j, float(values[len(results) + j]), res)
+            results.extend(part)
+    objective = [res.objective if res.success else np.nan for res in results]
+    success = [bool(res.success) for res in results]
+    rows = [{k: val for k, val in res.parameters.items() if k != name} for res in results]
     return Profile(name, values, np.array(objective, dtype=float), pd.DataFrame(rows, index=values),
                    np.array(success))
