@@ -217,7 +217,7 @@ def _bounds_pair(text: str) -> tuple[float | None, float | None]:
     return pair
 
 
-def _identify(module, problem_name: str, paths: list[str], method_name: str,
+def _identify(problem_name: str, paths: list[str], method_name: str,
               nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1,
               start: str | None = None, starts: int = 1, seed: int = 0, missing: str = "error",
               names: list[str] | None = None, fit_weights: dict | None = None, guess: dict | None = None,
@@ -255,7 +255,7 @@ def _replay(native, result=None) -> None:
 
 
 def cmd_identify(args) -> int:
-    module = load_problem_module(args.problem)
+    load_problem_module(args.problem)  # an unknown or broken problem is refused first
     # every check before the solve: outputs, inputs, options
     _check_output_file("--out", args.out)
     _check_output_file("--plot", args.plot, PLOT_SUFFIXES)
@@ -265,7 +265,7 @@ def cmd_identify(args) -> int:
     guess = _assignments("--guess", args.guess, _finite_number)
     bounds = _assignments("--bounds", args.bounds, _bounds_pair)
     weights = _assignments("--fit-weight", args.fit_weight, _finite_number)
-    result = _identify(module, args.problem, paths, args.method, args.nodes, args.verbose, args.json,
+    result = _identify(args.problem, paths, args.method, args.nodes, args.verbose, args.json,
                        args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
                        names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
                        absolute_sigma=args.absolute_sigma, **_lab_options(args))
@@ -333,7 +333,7 @@ def cmd_demo(args) -> int:
     stem = args.problem.replace("-", "_")
     print(f"colloc {__version__} demo: identify the {args.problem} parameters from {path}")
     t0 = time.perf_counter()
-    result = _identify(module, args.problem, [str(path)], args.method, None, args.verbose, False)
+    result = _identify(args.problem, [str(path)], args.method, None, args.verbose, False)
     print(result.summary(module.TRUE))
     _report_poor_fit(result)
     from .results.plotting import plot_fit, plot_residuals

@@ -4,7 +4,6 @@ constraints (the reduced Hessian), and the residual variance estimated from the 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from dataclasses import dataclass
@@ -12,6 +11,8 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 import scipy.sparse as sps
+
+from ..base.capture import capture_native_output
 
 __all__ = ["Covariance", "parameter_covariance"]
 
@@ -54,28 +55,6 @@ def _to_scipy(m: ca.DM) -> sps.csc_matrix:
     return sps.csc_matrix(
         (np.array(m.nonzeros()), np.array(sp.row()), np.array(sp.colind())), shape=m.shape
     )
-
-
-@contextlib.contextmanager
-def _quiet_output():
-    """Silence what compiled code writes to file descriptors 1 and 2 (not Python output)."""
-    fds = []
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-            fds.append(stream.fileno())
-        except (AttributeError, OSError, ValueError):  # not a real file (e.g. captured)
-            pass
-    saved = [os.dup(fd) for fd in fds]
-    try:
-        with open(os.devnull, "w") as null:
-            for fd in fds:
-                os.dup2(null.fileno(), fd)
-            yield
-    finally:
-        for fd, keep in zip(fds, saved):
-            os.dup2(keep, fd)
-            os.close(keep)
 
 
 def parameter_covariance(
@@ -234,7 +213,7 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     try:
         Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
         solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
-        with _quiet_output():  # it prints "zeros in D" from C++ when not identifiable
+        with capture_native_output():  # it prints "zeros in D" from C++ when not identifiable
             solver.sfact(Kc)
             solver.nfact(Kc)
             sol = np.array(solver.solve(Kc, ca.DM(K_sp)))
