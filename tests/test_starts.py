@@ -17,7 +17,7 @@ import colloc as co
 from colloc.base.engine import pack, unpack
 from colloc.cli import main
 from colloc.solving.start import equation_error
-from colloc.solving.starts import cluster_minima, start_box, start_points
+from colloc.solving.starts import _Tasks, cluster_minima, explore_method, start_box, start_points
 from colloc_problems import pendulum, two_link, two_link_delay
 from colloc_problems._data import data_path
 
@@ -243,6 +243,65 @@ def test_several_starts_find_the_global_minimum_where_the_guess_fails(client):
     back = co.Result.from_json(multi.to_json())
     assert back.info["local_minima"][0]["starts"] == minima[0]["starts"]
     assert back.initial_parameters == multi.initial_parameters
+
+
+def test_starts_explore_with_the_midpoint_rule_and_polish_with_the_method():
+    """No client: the local process pool.  The explored minima are re-solved with Radau, so
+    every listed objective is Radau's (checked against a separate Radau solve)."""
+    trial = pendulum_record(150.0, 1.0, 0.0, 0.05, seed=0)
+    problem = pendulum.problem([trial], noise_std=0.05)
+    multi = co.solve(problem, co.Radau(degree=2), start="guess", starts=4, solver=QUIET)
+    info = multi.info["starts"]
+    assert info["explored_with"] == "midpoint" and info["start0"]["method"] == "radau2"
+    assert [r["method"] for r in info["runs"]] == ["midpoint"] * 4
+    assert info["polish"] and all(r["method"] == "radau2" for r in info["polish"])
+    assert multi.parameters["p"] == pytest.approx(150.0, rel=0.01)
+    minima = multi.info["local_minima"]
+    again = co.solve(problem, co.Radau(degree=2), guess=minima[0]["parameters"], solver=QUIET)
+    assert again.objective == pytest.approx(minima[0]["objective"], rel=1e-6)
+    radau = [info["start0"]["objective"]] + [r["objective"] for r in info["polish"]]
+    for m in minima:  # a Radau objective, not an explored (midpoint) one
+        assert any(m["objective"] == pytest.approx(v, rel=1e-9) for v in radau)
+        assert all(m["objective"] != r["objective"] for r in info["runs"])
+    # every start is accounted for: in a minimum or failed
+    assert sum(m["starts"] for m in multi.info["local_minima"]) + info["failed"] == 4
+
+
+@pytest.mark.parametrize("method, explored", [
+    (co.Radau(degree=3), "midpoint"), (co.HermiteSimpson(), "midpoint"), (co.Midpoint(), "midpoint"),
+    (co.Trapezoidal(), "trapezoidal"), (co.BackwardEuler(), "backward-euler"),
+])
+def test_explore_method_is_cheaper_only_where_it_can_be(method, explored):
+    m = explore_method(method)
+    assert m.name == explored
+    assert (m is method) == (len(method.node_fractions) == 2)
+
+
+def test_a_worker_process_that_dies_is_a_failed_start():
+    import os as _os
+
+    from colloc.base.engine import process_pool
+
+    problem = pendulum.problem([pendulum_record(10.0, 1.0, 0.0, 0.01, seed=0)])
+    blob = pack((problem, co.Midpoint(), QUIET, lambda *a: _os._exit(3)))
+    with process_pool(1, preload=("colloc.solving.solve",)) as pool:
+        runs = _Tasks(pool=pool).run(blob, [(1, {"p": 1.0}), (2, {"p": 2.0})])
+    assert [r["start"] for r in runs] == [1, 2]
+    assert all(r["result"] is None and "BrokenProcessPool" in r["error"] for r in runs)
+
+
+def test_process_pool_workers_are_single_threaded():
+    from colloc.base.engine import THREAD_ENV, process_pool
+
+    with process_pool(2) as pool:
+        envs = list(pool.map(_environment_of_worker, list(THREAD_ENV)))
+    assert envs == list(THREAD_ENV.values())
+
+
+def _environment_of_worker(name):
+    import os as _os
+
+    return _os.environ.get(name)
 
 
 def test_a_failing_start_is_counted_not_fatal(client):

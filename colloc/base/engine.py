@@ -1,4 +1,6 @@
-"""The one parallel engine: tasks on a Dask client (a local cluster of processes by default).
+"""The parallel engine: tasks on a Dask client (a local cluster of processes by default), and,
+for the few short tasks of one call when no client is given, a pool of local processes forked
+from a server that has already imported the library (:func:`process_pool`).
 
 Every worker runs one solve at a time with BLAS/OpenMP threads at 1, so that parallel solves
 do not oversubscribe the cores.  Objects that hold CasADi symbols (a
@@ -17,7 +19,7 @@ from typing import Any
 
 from .errors import OptionsError
 
-__all__ = ["THREAD_ENV", "local_client", "pack", "unpack", "single_threaded", "check_client"]
+__all__ = ["THREAD_ENV", "local_client", "process_pool", "pack", "unpack", "single_threaded", "check_client"]
 
 #: Environment of every worker process: one BLAS/OpenMP thread.
 THREAD_ENV = {
@@ -105,3 +107,46 @@ def local_client(client: Any = None, *, tasks: int | None = None, workers: int |
             yield c
     finally:
         cluster.close()
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def process_pool(workers: int, *, preload: tuple[str, ...] = ()) -> Iterator[Any]:
+    """A ``concurrent.futures.ProcessPoolExecutor`` of ``workers`` single-threaded processes.
+
+    Where the platform has it (Linux, macOS), the processes are forked from multiprocessing's
+    *fork server*, a clean single-threaded process that imports ``preload`` once when it
+    starts (it lives as long as this process; later pools reuse it): a worker is ready in
+    milliseconds instead of the seconds a fresh interpreter needs to import NumPy, SciPy and
+    CasADi, and nothing is forked from this (possibly multi-threaded) process.  Elsewhere
+    the workers are spawned.  The fork server and the workers get :data:`THREAD_ENV`.
+
+    Use it for the tasks of one call (several starts); a study of many fits goes to a Dask
+    client (:func:`local_client`), which also survives a worker that dies.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if ctx.get_start_method() == "forkserver" and preload:
+        ctx.set_forkserver_preload(list(preload))
+    with _environment(THREAD_ENV):  # inherited by the fork server when it starts here
+        pool = ProcessPoolExecutor(max_workers=max(1, int(workers)), mp_context=ctx, initializer=single_threaded)
+        try:
+            yield pool
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -75,12 +75,13 @@ def solve(
     starts : int
         Number of starts (default 1).  With more, start 0 is the one above and the others
         are seeded space-filling points within the bounds (log-spaced for positive
-        parameters); they are solved in parallel Dask worker processes and the best
-        converged one is returned, with the distinct local minima in
-        ``result.info["local_minima"]``.
+        parameters); they are explored in parallel worker processes (the midpoint rule
+        when ``method`` has interior nodes), each distinct minimum is polished with
+        ``method``, and the best converged one is returned, with the distinct local minima
+        in ``result.info["local_minima"]`` (see :func:`colloc.solving.starts.solve_starts`).
     client : dask.distributed.Client, optional
-        Where the starts run; by default a local cluster (one single-threaded worker
-        process per core) made and closed for the call.
+        Where the starts run; by default a pool of single-threaded local processes (one
+        per core) forked from a fork server that has imported colloc.
     seed : int
         Seed of the space-filling starts.
     verdict : bool

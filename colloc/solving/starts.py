@@ -2,23 +2,27 @@
 
 Start 0 is the single-start default (the equation-error estimate or the guesses); the others
 are a scrambled Latin hypercube (``scipy.stats.qmc``, fixed seed) inside the parameters'
-bounds, log-spaced for positive parameters.  The solves are tasks on a Dask client
-(:mod:`colloc.base.engine`).  The distinct local minima the starts reached are clustered by
+bounds, log-spaced for positive parameters.  The solves are tasks on a Dask client, or on a
+local process pool when none is given (:mod:`colloc.base.engine`).  The distinct local minima the starts reached are clustered by
 objective and parameters and listed in the result.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections.abc import Mapping
+import os
+from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 from scipy.stats import qmc
 
-from ..base.engine import local_client, pack, single_threaded, unpack
+from ..base.engine import pack, process_pool, single_threaded, unpack
 from ..definition.problem import Problem
 from ..results.result import Result
+from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint
 
 __all__ = ["start_box", "start_points", "cluster_minima", "solve_starts"]
 
@@ -65,23 +69,39 @@ def _same(a: dict, b: dict, rtol: float) -> bool:
 def cluster_minima(runs: list[dict], rtol: float = MINIMUM_RTOL) -> list[dict]:
     """Distinct local minima among converged runs, best first.
 
-    Each run: ``{"start", "objective", "parameters", "scale"}``.  Returns dicts with
-    ``objective``, ``parameters``, ``starts`` (how many runs reached it) and ``start_indices``.
+    Each run: ``{"start", "objective", "parameters", "scale"}`` and optionally ``"members"``,
+    the start indices the run stands for (default ``[start]``).  Returns dicts with
+    ``objective``, ``parameters``, ``starts`` (how many starts reached it) and
+    ``start_indices``.
     """
     minima: list[dict] = []
     for run in sorted(runs, key=lambda r: r["objective"]):
+        members = list(run.get("members", [run["start"]]))
         for m in minima:
             if _same(m["_rep"], run, rtol):
-                m["starts"] += 1
-                m["start_indices"].append(run["start"])
+                m["starts"] += len(members)
+                m["start_indices"] += members
                 break
         else:
-            minima.append({"objective": run["objective"], "parameters": dict(run["parameters"]), "starts": 1,
-                           "start_indices": [run["start"]], "_rep": run})
+            minima.append({"objective": run["objective"], "parameters": dict(run["parameters"]),
+                           "starts": len(members), "start_indices": members, "_rep": run})
     for m in minima:
         m.pop("_rep")
         m["start_indices"].sort()
     return minima
+
+
+def explore_method(method: AbstractMethod) -> AbstractMethod:
+    """The method the extra starts explore with.
+
+    The midpoint rule on the same grid when ``method`` has nodes inside its mesh intervals
+    (Radau, Hermite–Simpson: two to three times the variables of the midpoint rule, and
+    each IPOPT iteration costs about that much more), else ``method`` itself.
+    """
+    if isinstance(method, AbstractTranscription) and len(method.node_fractions) > 2:
+        return Midpoint(num_nodes=method.num_nodes, input_interpolation=method.input_interpolation,
+                        refine=method.refine)
+    return method
 
 
 def _run_start(blob: bytes, index: int, guess: Mapping[str, float]) -> dict[str, Any]:
@@ -95,68 +115,154 @@ def _run_start(blob: bytes, index: int, guess: Mapping[str, float]) -> dict[str,
         return {"start": index, "result": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
+def _converged(run: dict) -> bool:
+    r = run["result"]
+    return r is not None and r.success and bool(np.isfinite(r.objective))
+
+
+def _entry(run: dict, scale: dict, members: list[int]) -> dict:
+    return {"start": run["start"], "objective": run["result"].objective, "parameters": run["result"].parameters,
+            "scale": scale, "members": members, "run": run}
+
+
+def _describe(run: dict, method_name: str, guess: Mapping[str, float] | None = None) -> dict:
+    r = run["result"]
+    out = {"start": run["start"], "method": method_name}
+    if guess is not None:
+        out["initial_parameters"] = dict(guess)
+    out.update({"success": None if r is None else r.success,
+                "status": run["error"] if r is None else r.status,
+                "iterations": None if r is None else r.iterations,
+                "objective": None if r is None else r.objective,
+                "parameters": None if r is None else r.parameters})
+    return out
+
+
 def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, float], count: int, *,
                  seed: int = 0, client=None) -> tuple[Result | None, list[dict]]:
     """Solve from ``first`` and ``count − 1`` space-filling starts; return the best result.
 
     ``runner(problem, method, solver, guess) -> Result`` is the single-start solve (it must
-    be importable by name in the workers).  Every start runs on a single-threaded Dask
-    worker; start 0 with the full solver, the others without the standard errors and the
-    forward simulation (only the best result needs them).  When an extra start reaches a better minimum than start 0's, it is solved
-    once more here, from its optimum, with the full solver, so the returned result always has
-    its standard errors and simulation.
-    The best result (lowest objective among the converged starts, else among all) gets
-    ``info["local_minima"]`` and ``info["starts"]``.  Returns ``(best, runs)`` where ``runs``
-    has one entry per start (``None`` result on error).
+    be importable by name in the workers).
+
+    Start 0 is solved in this process (a thread of it) with ``method`` and the full
+    ``solver`` (standard errors and the simulation check), while the workers come up and the
+    other starts run.  The starts are *explored* on single-threaded worker processes (the
+    Dask ``client``'s, else a local pool forked from a fork server,
+    :func:`colloc.base.engine.process_pool`) without standard errors or simulation, with
+    :func:`explore_method` (the midpoint rule when ``method`` has interior nodes; then start
+    0 is explored too, so that the minimum it reaches is known in the explored problem).
+    Each distinct explored minimum other than start 0's is *polished*: solved with
+    ``method`` from the explored optimum, so that every minimum listed has its objective
+    under ``method``.  When a polished minimum is better than start 0's, it is solved once
+    more with the full solver, so the returned result always has its standard errors and
+    simulation.
+
+    The best result (lowest objective among the converged minima, else start 0's) gets
+    ``info["local_minima"]`` and ``info["starts"]``.  Returns ``(best, runs)`` where
+    ``runs`` has start 0's solve, then one entry per explored start (``None`` result on
+    error).  CasADi objects are pickled before start 0's thread begins, and the main thread
+    touches none while it runs.
     """
     guesses = [dict(first)] + start_points(problem, count - 1, seed=seed)
-    explore = dataclasses.replace(solver, standard_errors=False, simulate=False)
-    with local_client(client, tasks=count) as c:
-        full = c.scatter(pack((problem, method, solver, runner)), broadcast=True, hash=False)
-        light = c.scatter(pack((problem, method, explore, runner)), broadcast=True, hash=False)
-        futures = [c.submit(_run_start, full if i == 0 else light, i, g, pure=False) for i, g in enumerate(guesses)]
-        runs = c.gather(futures)
-    runs = sorted(runs, key=lambda r: r["start"])
+    light = dataclasses.replace(solver, standard_errors=False, simulate=False)
+    explore = explore_method(method)
+    cheap = explore is not method
+    explored = list(range(count)) if cheap else list(range(1, count))
     scale = dict(zip(problem.model.element_names("parameter"), problem.model.scales("parameter").tolist()))
-    converged = [{"start": r["start"], "objective": r["result"].objective, "parameters": r["result"].parameters,
-                  "scale": scale}
-                 for r in runs if r["result"] is not None and r["result"].success
-                 and np.isfinite(r["result"].objective)]
-    minima = cluster_minima(converged)
-    done = [r for r in runs if r["result"] is not None]
-    if not done:
-        return None, runs
-    ok = [r for r in done if r["result"].success and np.isfinite(r["result"].objective)]
-    pool_ = ok or done
-    best = min(pool_, key=lambda r: (r["result"].objective if np.isfinite(r["result"].objective) else np.inf))
-    result = best["result"]
+    # pickled before start 0's thread begins: CasADi objects are not touched by two threads
+    explore_blob = pack((problem, explore, light, runner))
+    polish_blob = pack((problem, method, light, runner)) if cheap else None
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        zero_future = thread.submit(_run_local, problem, method, solver, runner, first)
+        with _tasks(client, len(explored)) as tasks:
+            runs = tasks.run(explore_blob, [(i, guesses[i]) for i in explored])
+            clusters = cluster_minima([_entry(r, scale, [r["start"]]) for r in runs if _converged(r)])
+            zero_cluster = next((m for m in clusters if 0 in m["start_indices"]), None)
+            polish_runs: list[dict] = []
+            todo = [m for m in clusters if m is not zero_cluster] if cheap else []
+            if todo:
+                polish_runs = tasks.run(polish_blob, [(m["start_indices"][0], m["parameters"]) for m in todo])
+                for run, m in zip(polish_runs, todo):
+                    run["members"] = m["start_indices"]
+        zero = zero_future.result()
+    entries = []
+    if _converged(zero):
+        entries.append(_entry(zero, scale, zero_cluster["start_indices"] if cheap and zero_cluster else [0]))
+    if cheap:
+        entries += [_entry(r, scale, r["members"]) for r in polish_runs if _converged(r)]
+    else:
+        entries += [_entry(r, scale, [r["start"]]) for r in runs if _converged(r)]
+    minima = cluster_minima(entries)
+    converged = sum(m["starts"] for m in minima)
+    # the representative of each minimum: the best run reaching it (start 0's when it does)
+    best_entry = min(entries, key=lambda e: e["objective"], default=None)
     polished = False
-    with_zero = next((m for m in minima if 0 in m["start_indices"]), None)
-    if with_zero is not None and best["start"] in with_zero["start_indices"]:
-        best = runs[0]  # the same minimum as start 0, whose result is complete
-        result = best["result"]
-    elif best["start"] != 0 and (solver.standard_errors or solver.simulate):
-        again = _run_local(problem, method, solver, runner, result.parameters)["result"]
-        if again is not None and (again.success or not result.success):
-            result, polished = again, True
-            result.initial_parameters = dict(guesses[best["start"]])
+    if best_entry is None:  # nothing converged: start 0's result, else any that exists
+        pool_ = [r for r in [zero, *runs] if r["result"] is not None]
+        if not pool_:
+            return None, [zero, *runs]
+        best_run = pool_[0]
+        result = best_run["result"]
+        best_start = best_run["start"]
+    else:
+        same_as_zero = _converged(zero) and any(0 in m["start_indices"] and best_entry["start"] in m["start_indices"]
+                                                for m in minima)
+        best_start = min(best_entry["members"])
+        if same_as_zero or best_entry["run"] is zero:
+            result, best_start = zero["result"], 0
+        else:
+            result = best_entry["run"]["result"]
+            if solver.standard_errors or solver.simulate:
+                again = _run_local(problem, method, solver, runner, result.parameters)["result"]
+                if again is not None and (again.success or not result.success):
+                    result, polished = again, True
+            result.initial_parameters = dict(guesses[best_start])
     result.info["local_minima"] = minima
     result.info["starts"] = {
         "count": count,
         "seed": seed,
-        "converged": len(ok),
-        "failed": count - len(ok),
-        "best_start": best["start"],
+        "converged": converged,
+        "failed": count - converged,
+        "best_start": best_start,
         "polished": polished,
-        "runs": [{"start": r["start"], "initial_parameters": guesses[r["start"]],
-                  "success": None if r["result"] is None else r["result"].success,
-                  "status": r["error"] if r["result"] is None else r["result"].status,
-                  "iterations": None if r["result"] is None else r["result"].iterations,
-                  "objective": None if r["result"] is None else r["result"].objective,
-                  "parameters": None if r["result"] is None else r["result"].parameters}
-                 for r in runs],
+        "explored_with": explore.name,
+        "start0": _describe(zero, method.name, guesses[0]),
+        "runs": [_describe(r, explore.name, guesses[r["start"]]) for r in runs],
+        "polish": [dict(_describe(r, method.name), start_indices=r["members"]) for r in polish_runs],
     }
-    return result, runs
+    return result, [zero, *runs]
+
+
+class _Tasks:
+    """The starts' tasks on a Dask client, or on a local process pool when none is given."""
+
+    def __init__(self, client=None, pool=None):
+        self.client, self.pool = client, pool
+
+    def run(self, blob: bytes, jobs: list[tuple[int, Mapping[str, float]]]) -> list[dict]:
+        """``_run_start(blob, index, guess)`` for every job; a lost task is a failed run."""
+        if self.client is not None:
+            shared = self.client.scatter(blob, broadcast=True, hash=False)
+            futures = [self.client.submit(_run_start, shared, i, g, pure=False) for i, g in jobs]
+            return sorted(self.client.gather(futures), key=lambda r: r["start"])
+        futures = [self.pool.submit(_run_start, blob, i, g) for i, g in jobs]
+        out = []
+        for (i, _), f in zip(jobs, futures):
+            try:
+                out.append(f.result())
+            except Exception as exc:  # a worker process that died (BrokenProcessPool)
+                out.append({"start": i, "result": None, "error": f"{type(exc).__name__}: {exc}"})
+        return sorted(out, key=lambda r: r["start"])
+
+
+@contextlib.contextmanager
+def _tasks(client, count: int) -> Iterator[_Tasks]:
+    if client is not None:
+        yield _Tasks(client=client)
+        return
+    with process_pool(min(os.cpu_count() or 1, max(count, 1)), preload=("colloc.solving.solve",)) as pool:
+        yield _Tasks(pool=pool)
 
 
 def _run_local(problem: Problem, method, solver, runner, guess: Mapping[str, float]) -> dict[str, Any]:
