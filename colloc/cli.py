@@ -373,6 +373,8 @@ def cmd_compare(args) -> int:
         raise UsageError(f"--starts must be >= 1, got {args.starts}")
     if args.max_iter < 0:
         raise UsageError(f"--max-iter must be >= 0, got {args.max_iter}")
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
     out = _check_output_dir("--out", args.out)
     module = load_problem_module(args.problem)
     paths = _data_files("--data", args.data)
@@ -396,11 +398,23 @@ def cmd_compare(args) -> int:
         terminal[0].flush()
 
     solver = Ipopt(max_iter=args.max_iter)
+    parallel = args.workers is not None or args.scheduler is not None
     with capture_native_output(enabled=not args.verbose) as native:
         terminal[0] = native.terminal
-        comparison = compare(problem, methods, starts=args.starts, seed=args.seed, truth=truth,
-                             solver=solver, progress=progress)
+        if parallel:
+            from .base.engine import local_client
+
+            with local_client(None, workers=args.workers, scheduler=args.scheduler,
+                              tasks=None if args.scheduler else len(methods) * args.starts) as client:
+                comparison = compare(problem, methods, starts=args.starts, seed=args.seed, truth=truth,
+                                     solver=solver, progress=progress, client=client)
+        else:
+            comparison = compare(problem, methods, starts=args.starts, seed=args.seed, truth=truth,
+                                 solver=solver, progress=progress)
     _replay(native)
+    if parallel:
+        comparison.notes["parallel"] = (f"scheduler {args.scheduler}" if args.scheduler
+                                        else f"{args.workers} local worker process(es)")
     comparison.problem = args.problem
     comparison.notes["trials"] = [str(p) for p in paths]
     paths = comparison.write(out)
@@ -652,6 +666,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="IPOPT iteration limit of the collocation methods (default 500)")
     c.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
     c.add_argument("--verbose", action="store_true", help="show the solvers' and integrators' own output")
+    cwhere = c.add_mutually_exclusive_group()
+    cwhere.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="run the method × start solves in parallel on a local Dask cluster of N "
+                             "single-threaded processes (each run's timings then include the other runs' "
+                             "contention for the cores)")
+    cwhere.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                        help="run them on a running Dask scheduler (tcp://host:8786); its workers need colloc "
+                             "installed")
     c.set_defaults(func=cmd_compare)
 
     dm = sub.add_parser("delay-margin", help="delay margin of x' = J_i x(t) + J_d x(t - tau)",

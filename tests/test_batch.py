@@ -108,7 +108,7 @@ def test_a_killed_worker_does_not_lose_fits(tmp_path):
 
     manifest = _cohort(tmp_path, {f"k{i}": 5.0 + 3 * i for i in range(6)}, broken=False)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=50) as cluster, Client(cluster) as client:
+                      scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}, silence_logs=50) as cluster, Client(cluster) as client:
         pids = list(client.run(os.getpid).values())
         killed = []
 
@@ -120,6 +120,14 @@ def test_a_killed_worker_does_not_lose_fits(tmp_path):
         report = co.batch(manifest, tmp_path / "out", client=client, progress=kill_one)
     assert killed, "the batch ended before a worker could be killed"
     assert report.run == 6 and report.failed == 0, _table(tmp_path / "out" / "results.csv")
+    # the fits redone after the kill are the fits: every one equals a serial identify exactly
+    table = _table(tmp_path / "out" / "results.csv")
+    for i in range(6):
+        fid = f"k{i}"
+        serial = identify_files("pendulum", [str(tmp_path / f"{fid}_t{k}.csv") for k in range(2)])
+        doc = json.loads((tmp_path / "out" / "fits" / f"{fid}.json").read_text())
+        assert doc["parameters"] == serial.parameters and float(table[fid]["p"]) == serial.parameters["p"]
+        assert abs(serial.parameters["p"] / (5.0 + 3 * i) - 1) < 0.01
 
 
 def test_cluster_path_with_a_separate_scheduler_and_worker(tmp_path):
@@ -171,7 +179,7 @@ def client():
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=50) as cluster, Client(cluster) as c:
+                      scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}, silence_logs=50) as cluster, Client(cluster) as c:
         yield c
 
 

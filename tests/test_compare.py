@@ -202,6 +202,34 @@ def test_cli_compare_succeeds(capsys, csv, tmp_path):
     assert (out / "estimates.png").stat().st_size > 10_000
 
 
+def test_cli_compare_on_workers_equals_the_serial_run(capsys, csv, tmp_path):
+    args = ["compare", "pendulum", "--data", csv, "--methods", "midpoint,trapezoidal", "--starts", "2",
+            "--seed", "4"]
+    code, _, err = run(capsys, *args, "--out", tmp_path / "serial")
+    assert code == 0, err
+    code, stdout, err = run(capsys, *args, "--workers", "2", "--out", tmp_path / "parallel")
+    assert code == 0, err
+    serial = json.loads((tmp_path / "serial" / "comparison.json").read_text())
+    parallel = json.loads((tmp_path / "parallel" / "comparison.json").read_text())
+    assert [(r["method"], r["start"]) for r in parallel["runs"]] == [(r["method"], r["start"]) for r in serial["runs"]]
+    for a, b in zip(serial["runs"], parallel["runs"]):
+        assert a["parameters"] == b["parameters"] and a["objective"] == b["objective"]
+    assert parallel["notes"]["parallel"] == "2 local worker process(es)"
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--workers", "0"], "--workers must be >= 1"),
+    (["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], "not allowed with argument"),
+    (["--scheduler", "tcp://127.0.0.1:1"], "cannot reach the Dask scheduler"),
+])
+def test_cli_compare_bad_parallel_options_exit_2(capsys, csv, tmp_path, extra, message):
+    code, out, err = run(capsys, "compare", "pendulum", "--data", csv, "--methods", "midpoint",
+                         *extra, "--out", tmp_path / "cmp")
+    assert code == 2, err
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2, err  # argparse adds its usage line
+
+
 def test_cli_compare_exit_1_when_a_run_fails(capsys, csv, tmp_path):
     code, stdout, err = run(capsys, "compare", "pendulum", "--data", csv, "--methods", "midpoint",
                             "--max-iter", "1", "--out", tmp_path / "cmp")

@@ -82,6 +82,7 @@ def local_client(client: Any = None, *, tasks: int | None = None, workers: int |
     from distributed import Client, LocalCluster
 
     if scheduler is not None:
+        _probe(scheduler)
         try:
             c = Client(scheduler, timeout="20s")
         except (OSError, TimeoutError) as exc:
@@ -107,6 +108,28 @@ def local_client(client: Any = None, *, tasks: int | None = None, workers: int |
             yield c
     finally:
         cluster.close()
+
+
+def _probe(address: str) -> None:
+    """Fail at once, with the reason, when a ``tcp://host:port`` scheduler refuses the
+    connection (Dask's client would retry for its whole timeout)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    text = address if "://" in address else f"tcp://{address}"
+    parts = urlsplit(text)
+    if parts.scheme != "tcp":
+        return
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        raise OptionsError(f"scheduler address {address!r}: the port is not a number") from None
+    if not host or port is None:
+        raise OptionsError(f"scheduler address {address!r}: expected tcp://HOST:PORT") from None
+    try:
+        socket.create_connection((host, port), timeout=5.0).close()
+    except OSError as exc:
+        raise OptionsError(f"cannot reach the Dask scheduler at {address} ({exc.strerror or exc})") from None
 
 
 @contextlib.contextmanager
