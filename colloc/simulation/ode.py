@@ -253,8 +253,59 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
         return np.array(f(x, r, uext, pvec, t)).ravel()
 
     status, message = "ok", "integrated to the final time (method of steps, RK4)"
+    tau_min = min(t for t, _ in taus) if taus else 0.0
+    chunk = _ChunkStepper(f, n, pvec, [idx for _, idx in taus]) if tau_min > 0 else None
+
+    def delayed_at(S: np.ndarray) -> list[np.ndarray]:
+        """Every delay's states at the times ``S − τ``, from the stored past (all ≤ the chunk start)."""
+        out = []
+        for tau, idx in taus:
+            s_ = S - tau
+            i = np.clip(np.searchsorted(tt, s_, side="right") - 1, 0, M - 2)
+            w = tt[i + 1] - tt[i]
+            th = ((s_ - tt[i]) / w)[:, None]
+            t2, t3 = th * th, th * th * th
+            v = ((2 * t3 - 3 * t2 + 1) * X[i] + (t3 - 2 * t2 + th) * w[:, None] * F[i]
+                 + (-2 * t3 + 3 * t2) * X[i + 1] + (t3 - t2) * w[:, None] * F[i + 1])
+            v[s_ <= tt[0]] = X[0]
+            out.append(v[:, idx])
+        return out
+
+    def inputs_at(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        Uv = np.stack([np.interp(S, time, U[:, j]) for j in range(U.shape[1])], axis=1) if U.shape[1] \
+            else np.zeros((S.size, 0))
+        if R.shape[1]:
+            k = np.clip(np.searchsorted(time, S, side="right") - 1, 0, N - 2)
+            Rv = np.stack([R[k, j] if held[j] else np.interp(S, time, R[:, j]) for j in range(R.shape[1])], axis=1)
+        else:
+            Rv = np.zeros((S.size, 0))
+        return Uv, Rv
+
     with np.errstate(over="ignore", invalid="ignore"):
-        for m in range(M - 1):
+        m = 0
+        while m < M - 1:
+            # the steps whose stages read the past before tt[m] only: one CasADi call for all
+            L = int(np.searchsorted(tt, tt[m] + tau_min * (1 - 1e-9), side="right") - 1 - m) if chunk else 0
+            L = min(L, M - 1 - m, 2000)
+            if L >= 2:
+                F[m] = g(tt[m], X[m], m)
+                t0, hs = tt[m:m + L], np.diff(tt[m:m + L + 1])
+                S = np.concatenate([t0, t0 + hs / 2, t0 + hs])
+                Uv, Rv = inputs_at(S)
+                xds = delayed_at(S)
+                Xc, K1 = chunk(X[m], t0, hs, Uv, Rv, xds, L)
+                bad = ~np.all(np.isfinite(Xc), axis=1) | (np.abs(np.nan_to_num(Xc, nan=np.inf)) > bound).any(axis=1)
+                keep = int(np.argmax(bad)) if bad.any() else L
+                X[m + 1:m + 1 + keep] = Xc[:keep]
+                F[m + 1:m + keep] = K1[1:keep]
+                if bad.any():
+                    X[m + 1 + keep] = Xc[keep]
+                    status = "diverged"
+                    message = (f"state magnitude exceeded {bound:g} at t = {tt[m + keep + 1]:.6g} s "
+                               "(e.g. a delay that destabilises the loop)")
+                    break
+                m += L
+                continue
             t, h, x = tt[m], tt[m + 1] - tt[m], X[m]
             F[m] = g(t, x, m)
             k1 = F[m]
@@ -266,9 +317,61 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
                 status = "diverged"
                 message = f"state magnitude exceeded {bound:g} at t = {tt[m + 1]:.6g} s (e.g. a delay that destabilises the loop)"
                 break
+            m += 1
     out = X[::sub][:N] if N > 1 else X[:1]
     out = out.copy()
     if status != "ok":
         good = int(np.argmax(~np.all(np.isfinite(out), axis=1) | (np.abs(np.nan_to_num(out, nan=np.inf)) > bound).any(axis=1)))
         out[good:] = np.nan
     return _finish(model, status, message, time, out, R, U, pvec)
+
+
+class _ChunkStepper:
+    """RK4 steps of a delayed model over a run of steps whose delayed arguments all lie in
+    the already computed past: the inputs and delayed states at every stage are known
+    before the run, so the steps are one CasADi ``mapaccum`` call (the same arithmetic as
+    the step-by-step loop, without a Python call per stage)."""
+
+    def __init__(self, rhs: ca.Function, n: int, pvec: np.ndarray, delay_idx: list[list[int]]) -> None:
+        self.rhs, self.n, self.pvec = rhs, n, np.asarray(pvec, dtype=float)
+        self.nd = sum(len(i) for i in delay_idx)
+        self.s = rhs.size1_in(2) - self.nd  # known inputs before the delayed states
+        self.q = rhs.size1_in(1)
+        x = ca.SX.sym("x", n)
+        w = 2 + 3 * (self.s + self.q + self.nd)
+        d = ca.SX.sym("d", w)
+        p = ca.SX.sym("p", self.pvec.size)
+        t, h = d[0], d[1]
+        o = 2
+        u = [d[o + k * self.s:o + (k + 1) * self.s] for k in range(3)]
+        o += 3 * self.s
+        r = [d[o + k * self.q:o + (k + 1) * self.q] for k in range(3)]
+        o += 3 * self.q
+        xd = [d[o + k * self.nd:o + (k + 1) * self.nd] for k in range(3)]
+
+        def f(xx, k, tk):
+            return rhs(xx, r[k], ca.vertcat(u[k], xd[k]), p, tk)
+
+        k1 = f(x, 0, t)
+        k2 = f(x + h / 2 * k1, 1, t + h / 2)
+        k3 = f(x + h / 2 * k2, 1, t + h / 2)
+        k4 = f(x + h * k3, 2, t + h)
+        step = ca.Function("dde_step", [x, d, p], [x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), k1])
+        self.step = step
+        self.runners: dict[int, ca.Function] = {}
+
+    def __call__(self, x0, t0, hs, Uv, Rv, xds, L: int) -> tuple[np.ndarray, np.ndarray]:
+        """States after each of the ``L`` steps and each step's first stage (the derivative at
+        its start).  ``Uv``, ``Rv`` and ``xds`` hold the stages' values in three blocks of
+        ``L`` rows: at ``t``, ``t + h/2`` and ``t + h``."""
+        Xd = np.concatenate(xds, axis=1) if xds else np.zeros((3 * L, 0))
+        cols = [t0[None, :], hs[None, :]]
+        for block in (Uv, Rv, Xd):
+            for k in range(3):
+                cols.append(block[k * L:(k + 1) * L].T)
+        D = np.vstack(cols)
+        if L not in self.runners:
+            self.runners[L] = self.step.mapaccum("dde_steps", L)
+        P = np.repeat(self.pvec[:, None], L, axis=1)
+        Xc, K1 = self.runners[L](x0, D, P)
+        return np.array(Xc).T, np.array(K1).T
