@@ -211,12 +211,9 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     if K.shape[0] == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
         return K_pp, K_sp, np.zeros_like(K_sp)
     try:
-        Kc = ca.DM(ca.Sparsity(K.shape[0], K.shape[1], K.indptr.tolist(), K.indices.tolist()), K.data)
-        solver = ca.Linsol("covariance", "ldl", Kc.sparsity(), {})
+        solve = _KKTSolver(K, K_sp.shape[1])
         with capture_native_output():  # it prints "zeros in D" from C++ when not identifiable
-            solver.sfact(Kc)
-            solver.nfact(Kc)
-            sol = solver.solve(Kc, ca.DM(K_sp)).full()
+            sol = solve(K_sp)
             # refinement towards the exact (δ = 0) system while it gains, to a backward error
             # of 1e-10 (a hundred times below the acceptance test after the loop)
             target, last = 1e-10 * np.linalg.norm(K_sp), np.inf
@@ -228,7 +225,7 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
                 if size <= target or size > 0.5 * last:
                     break
                 last = size
-                sol = sol + solver.solve(Kc, ca.DM(resid)).full()
+                sol = sol + solve(resid)
     except RuntimeError as exc:
         msg = str(exc).splitlines()[-1][:120]
         return f"KKT factorisation failed ({msg}); parameters not identifiable"
@@ -241,3 +238,33 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     if resid > 1e-8 * np.linalg.norm(K_sp):  # backward error of the solve
         return f"KKT solve inaccurate (residual {resid:.2g}); parameters not identifiable (try colloc.bootstrap)"
     return K_pp, K_sp, sol
+
+
+class _KKTSolver:
+    """``K⁻¹ B`` by a sparse LDLᵀ (CasADi's ``ldl``: fill-reducing ordering, no pivoting).
+
+    The factorisation and the solve run inside one CasADi function whose numbers are passed
+    through its buffers (no copy through SWIG's element-wise conversion, which for a KKT
+    matrix of a million non-zeros costs more than the factorisation).  Each call factorises
+    the numbers anew (cheap next to the symbolic analysis, done once here); a zero pivot
+    gives non-finite values, not an exception."""
+
+    def __init__(self, K: sps.csc_matrix, ncol: int) -> None:
+        n = K.shape[0]
+        pattern = ca.Sparsity(n, n, K.indptr.tolist(), K.indices.tolist())
+        Ks, Bs = ca.MX.sym("K", pattern), ca.MX.sym("B", n, ncol)
+        linsol = ca.Linsol("covariance", "ldl", pattern, {})
+        self._f = ca.Function("kkt_solve", [Ks, Bs], [linsol.solve(Ks, Bs)])
+        self._buf, self._eval = self._f.buffer()
+        self._K = np.ascontiguousarray(K.data, dtype=float)  # kept alive: the buffer points at it
+        self._buf.set_arg(0, memoryview(self._K))
+        self.shape = (n, ncol)
+
+    def __call__(self, B: np.ndarray) -> np.ndarray:
+        n, ncol = self.shape
+        b = np.ascontiguousarray(np.asarray(B, dtype=float).T).ravel()  # column-major
+        out = np.empty(n * ncol)
+        self._buf.set_arg(1, memoryview(b))
+        self._buf.set_res(0, memoryview(out))
+        self._eval()
+        return out.reshape(ncol, n).T
