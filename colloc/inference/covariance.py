@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..base.capture import capture_native_output
+from ..transcription.nlp import sparsity_from_ccs
 
 __all__ = ["Covariance", "parameter_covariance"]
 
@@ -50,7 +51,9 @@ class Covariance:
             return np.sqrt(np.diag(self.matrix))
 
 
-def _to_scipy(m: ca.DM) -> sps.csc_matrix:
+def _to_scipy(m) -> sps.csc_matrix:
+    if sps.issparse(m):
+        return sps.csc_matrix(m)
     sp = m.sparsity()
     return sps.csc_matrix(
         (np.array(m.nonzeros()), np.array(sp.row()), np.array(sp.colind())), shape=m.shape
@@ -72,11 +75,11 @@ def parameter_covariance(
 
     Parameters
     ----------
-    jac_res : casadi.DM, shape (nres, nx)
+    jac_res : casadi.DM or scipy.sparse matrix, shape (nres, nx)
         Jacobian of all weighted residuals with respect to the (scaled) NLP variables.
     res : ndarray, shape (nres,)
         All weighted residuals (fit and regularisation).
-    jac_g : casadi.DM, shape (ng, nx)
+    jac_g : casadi.DM or scipy.sparse matrix, shape (ng, nx)
         Constraint Jacobian; only rows flagged in ``equality`` are used.
     equality : ndarray of bool, shape (ng,)
     param_index : ndarray of int
@@ -153,6 +156,7 @@ def parameter_covariance(
     seen = np.zeros(nx, dtype=bool)
     seen[rest] = diag > off
     touch = np.asarray(abs(A[:, np.flatnonzero(~seen & ~is_param)]).sum(axis=1)).ravel() > 0
+    del J, H_rr  # (memory: the factorisation below is the peak)
     outcome = _solve_reduced(H, A, rho, rest, param_index, np.flatnonzero(touch))
     if isinstance(outcome, str) and not touch.all():  # the dominance test was not enough: all rows
         outcome = _solve_reduced(H, A, rho, rest, param_index, np.arange(na))
@@ -187,13 +191,17 @@ def parameter_covariance(
     return Covariance(S @ C @ S * s2_scale, s2, dof, message)
 
 
+def _gram(M: sps.spmatrix) -> sps.spmatrix:
+    """``MᵀM`` (its own function, so the transposed copy is freed on return)."""
+    return M.T @ M
+
+
 def _solve_reduced(H, A, rho, rest, param_index, rows):
     """``(K_PP, K_SP, K_SS⁻¹ K_SP)`` with the rows ``rows`` of ``A`` added as ``ρ AᵀA``, or
     a message saying why the factorisation failed."""
     na = A.shape[0]
     if rows.size:
-        Aw = A[rows, :]
-        H = (H + rho * (Aw.T @ Aw)).tocsc()
+        H = (H + rho * _gram(A[rows, :])).tocsc()
     H_rr = H[rest, :][:, rest]
     A_r = A[:, rest].tocsc()
     delta = 1e-9 / rho
@@ -208,6 +216,7 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     # K_SP: coupling of the other unknowns and the multipliers with the parameters
     K_sp = np.vstack([H[rest, :][:, param_index].toarray(), A[:, param_index].toarray()])
     K_pp = H[param_index, :][:, param_index].toarray()
+    del H, H_rr, A_r  # only K and the parameter columns are needed from here on (memory)
     if K.shape[0] == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
         return K_pp, K_sp, np.zeros_like(K_sp)
     try:
@@ -251,7 +260,7 @@ class _KKTSolver:
 
     def __init__(self, K: sps.csc_matrix, ncol: int) -> None:
         n = K.shape[0]
-        pattern = ca.Sparsity(n, n, K.indptr.tolist(), K.indices.tolist())
+        pattern = sparsity_from_ccs(n, n, K.indptr, K.indices)
         Ks, Bs = ca.MX.sym("K", pattern), ca.MX.sym("B", n, ncol)
         linsol = ca.Linsol("covariance", "ldl", pattern, {})
         self._f = ca.Function("kkt_solve", [Ks, Bs], [linsol.solve(Ks, Bs)])

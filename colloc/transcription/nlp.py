@@ -32,7 +32,7 @@ import numpy as np
 
 from ..base.naming import function_name
 
-__all__ = ["Block", "NLP"]
+__all__ = ["Block", "NLP", "sparsity_from_ccs"]
 
 HessianKind = Literal["exact", "gauss-newton", "limited-memory"]
 
@@ -117,8 +117,27 @@ def _ccs(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray) -> tuple[ca.S
     colind = np.zeros(ncol + 1, dtype=np.int64)
     np.add.at(colind, ucols + 1, 1)
     colind = np.cumsum(colind)
-    sp = ca.Sparsity(nrow, ncol, colind.tolist(), urows.tolist())
+    sp = sparsity_from_ccs(nrow, ncol, colind, urows)
     return sp, position.astype(np.int64), unique
+
+
+def sparsity_from_ccs(nrow: int, ncol: int, colind: np.ndarray, rows: np.ndarray, chunk: int = 2_000_000) -> ca.Sparsity:
+    """A CasADi sparsity from compressed-column arrays.
+
+    SWIG takes Python lists (36 bytes an entry, and NumPy arrays element by element, far
+    slower), so a pattern of more than ``chunk`` non-zeros is made from column blocks of at
+    most about ``chunk`` non-zeros each, joined in C++: the transient lists stay small.
+    """
+    colind = np.asarray(colind, dtype=np.int64)
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size <= chunk:
+        return ca.Sparsity(nrow, ncol, colind.tolist(), rows.tolist())
+    cuts = np.unique(np.concatenate([[0], np.searchsorted(colind, np.arange(chunk, rows.size, chunk)), [ncol]]))
+    parts = []
+    for a, b in zip(cuts[:-1], cuts[1:]):
+        lo, hi = colind[a], colind[b]
+        parts.append(ca.Sparsity(nrow, int(b - a), (colind[a:b + 1] - lo).tolist(), rows[lo:hi].tolist()))
+    return ca.horzcat(*parts)
 
 
 def _assembly(nrow: int, targets: np.ndarray) -> ca.DM:
@@ -283,8 +302,13 @@ class NLP:
             if grad_vals else ca.MX(nx, 1)
         grad = ca.densify(grad)
 
-        jac = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
-        jres = self._sparse(res, nx, jres_rows, jres_cols, jres_vals) if residual_jacobian else None
+        jac, jac_pattern = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
+        # the patterns of the Jacobians, for :meth:`sparse_value` (no lists from CasADi)
+        self._patterns = {("jac_g", 1): ((ng, nx), jac_pattern)}
+        jres = None
+        if residual_jacobian:
+            jres, jres_pattern = self._sparse(res, nx, jres_rows, jres_cols, jres_vals)
+            self._patterns[("jac_res", 0)] = ((res, nx), jres_pattern)
 
         self.x, self.p = x, p
         self.f, self.g = f, g
@@ -298,7 +322,7 @@ class NLP:
         if residual_jacobian:
             fns["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
         if hessian != "limited-memory":
-            hess = self._sparse(nx, nx, hess_rows, hess_cols, hess_vals, sum_duplicates=True)
+            hess, _ = self._sparse(nx, nx, hess_rows, hess_cols, hess_vals)
             fns["hess_lag"] = ca.Function(
                 "nlp_hess_l",
                 [x, p, lam_f, lam_g],
@@ -309,26 +333,50 @@ class NLP:
         self.functions = fns
 
     @staticmethod
-    def _sparse(nrow, ncol, rows, cols, vals, *, sum_duplicates: bool = False) -> ca.MX:
+    def _sparse(nrow, ncol, rows, cols, vals) -> tuple[ca.MX, tuple]:
+        """The sparse matrix of the contributions (those at one position summed), and its
+        pattern as compressed-column arrays ``(colind, rows)``."""
         if not vals:
-            return ca.MX(nrow, ncol)
+            return ca.MX(nrow, ncol), (np.zeros(ncol + 1, dtype=np.int64), np.zeros(0, dtype=np.int32))
         rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
-        sp, position, _ = _ccs(nrow, ncol, rows_a, cols_a)
+        sp, position, unique = _ccs(nrow, ncol, rows_a, cols_a)
+        pattern = (np.searchsorted(unique // nrow, np.arange(ncol + 1)).astype(np.int64),
+                   (unique % nrow).astype(np.int32 if nrow < 2**31 else np.int64))
         values = ca.vertcat(*vals)
-        if sum_duplicates:
-            nz = ca.mtimes(_assembly(sp.nnz(), position), values)
-        else:
-            # each nonzero gathered from its first contribution; a variable listed twice in
-            # a block (clamped delay windows) adds the few remaining ones
-            first = np.full(sp.nnz(), -1, dtype=np.int64)
-            first[position[::-1]] = np.arange(position.size)[::-1]
-            nz = values[first.tolist()]
-            if sp.nnz() != position.size:
-                extra = np.ones(position.size, dtype=bool)
-                extra[first] = False
-                idx = np.flatnonzero(extra)
-                nz = nz + ca.mtimes(_assembly(sp.nnz(), position[idx]), values[idx.tolist()])
-        return ca.MX(sp, nz)
+        # each nonzero gathered from its first contribution, the others (a variable shared by
+        # instances, like a parameter in the Hessian, or listed twice in a block, like clamped
+        # delay windows) added through a 0/1 matrix of the remaining contributions only: the
+        # gather costs 8 bytes a contribution, the matrix 24
+        first = np.full(sp.nnz(), -1, dtype=np.int64)
+        first[position[::-1]] = np.arange(position.size)[::-1]
+        nz = values[first.tolist()]
+        if sp.nnz() != position.size:
+            extra = np.ones(position.size, dtype=bool)
+            extra[first] = False
+            idx = np.flatnonzero(extra)
+            nz = nz + ca.mtimes(_assembly(sp.nnz(), position[idx]), values[idx.tolist()])
+        return ca.MX(sp, nz), pattern
+
+    def sparse_value(self, name: str, x: np.ndarray):
+        """The Jacobian ``name`` (``"jac_g"`` or ``"jac_res"``) at ``x`` as a SciPy CSC matrix.
+
+        Evaluated through the function's buffers straight into NumPy arrays: a Jacobian of
+        millions of non-zeros never passes through Python lists (which cost ~70 bytes and a
+        SWIG conversion per non-zero)."""
+        import scipy.sparse as sps
+
+        output = 1 if name == "jac_g" else 0
+        shape, (colind, rows) = self._patterns[(name, output)]
+        f = self.functions[name]
+        buf, evaluate = f.buffer()
+        xv = np.ascontiguousarray(x, dtype=float)
+        pv = np.ascontiguousarray(self.data, dtype=float)
+        values = np.empty(rows.size)
+        buf.set_arg(0, memoryview(xv))
+        buf.set_arg(1, memoryview(pv))
+        buf.set_res(output, memoryview(values))
+        evaluate()
+        return sps.csc_matrix((values, rows, colind), shape=shape)
 
     def solver(self, options: dict) -> ca.Function:
         """An IPOPT ``nlpsol`` using the precomputed derivative functions."""
