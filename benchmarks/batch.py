@@ -14,6 +14,12 @@ running, warmed-up one-worker cluster against the same fits run one after anothe
 process; (batch wall − serial) / fits, in ms (task shipping, result documents, the atomic
 writes of fits/*.json and results.csv).
 
+(c) This machine's ceiling for (a): one subject's identification timed inside a process
+running alone, then inside two such processes started together (no Dask, one BLAS thread
+each, as on the workers).  Two solves at once on two cores each take longer than one alone
+(they share the memory bus and caches), so no engine can give more than
+``2 × alone / together``; the speed-up of (a) is to be read against it.
+
 It reports and never asserts; the figures go to benchmarks/results/batch.json.
 """
 
@@ -59,6 +65,36 @@ def trivial_cohort(folder: Path, fits: int) -> tuple[Path, list[Path]]:
     return folder / "trivial.csv", paths
 
 
+_TIMED_FIT = r"""
+import sys, time
+from colloc.studies.identify import identify_files
+files = sys.argv[1:]
+identify_files("two-link", files)  # warm-up: imports, first CasADi set-up
+t0 = time.perf_counter()
+for _ in range(3):
+    identify_files("two-link", files)
+print((time.perf_counter() - t0) / 3)
+"""
+
+
+def contention(files: list[str]) -> dict:
+    """Seconds per identification alone and with a twin process running at the same time."""
+    import subprocess
+
+    from colloc.base.engine import THREAD_ENV
+
+    env = {**os.environ, **THREAD_ENV}
+    cmd = [sys.executable, "-c", _TIMED_FIT, *files]
+
+    def run(k: int) -> list[float]:
+        procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) for _ in range(k)]
+        return [float(p.communicate()[0].split()[-1]) for p in procs]
+
+    alone = run(1)[0]
+    together = max(run(2))
+    return {"alone_s": alone, "together_s": together, "ceiling_speedup": 2 * alone / together}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--subjects", type=int, default=40)
@@ -99,6 +135,9 @@ def main(argv=None) -> int:
             for n in (1, 2):
                 doc = json.loads((tmp / f"out{n}" / "fits" / f"subject{s:02d}.json").read_text())
                 matches.append(doc["parameters"] == serial.parameters)
+        ceiling = contention([str(tmp / f"subject00_trial{k}.csv") for k in range(2)])
+        print(f"(c) one identification alone {ceiling['alone_s']:.2f} s, with a twin running "
+              f"{ceiling['together_s']:.2f} s: ceiling {ceiling['ceiling_speedup']:.2f}x", flush=True)
         trivial, paths = trivial_cohort(tmp, args.trivial)
         t0 = time.perf_counter()
         for p in paths:
@@ -121,7 +160,7 @@ def main(argv=None) -> int:
            "speedup_running_cluster": speedup_warm, "load_average_1min": [load_before, load_after], "same_columns": same,
            "fits_equal_serial_identify": all(matches), "fits_compared": len(matches),
            "trivial_fits": args.trivial, "trivial_serial_s": serial, "trivial_batch_s": engine,
-           "overhead_ms_per_fit": overhead_ms, "cpu_count": os.cpu_count(), "versions": versions()}
+           "overhead_ms_per_fit": overhead_ms, "contention": ceiling, "cpu_count": os.cpu_count(), "versions": versions()}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(args.out, json.dumps(doc, indent=1) + "\n")
     print(f"(a) speed-up 2 workers / 1: {speedup:.2f}x ({'PASS' if speedup >= 1.8 else 'FAIL'}, target >= 1.8x)")

@@ -21,3 +21,5 @@ def test_batch_benchmark_quick(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["subjects"] == 2 and doc["wall_1_worker_s"] > 0 and doc["wall_2_workers_s"] > 0
     assert doc["same_columns"] and doc["fits_equal_serial_identify"] and "overhead_ms_per_fit" in doc
+    c = doc["contention"]
+    assert c["alone_s"] > 0 and c["together_s"] > 0 and c["ceiling_speedup"] == 2 * c["alone_s"] / c["together_s"]

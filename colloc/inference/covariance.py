@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sps
 
 from ..base.capture import capture_native_output
-from ..transcription.nlp import sparsity_from_ccs
+from ..base.sparsity import sparsity_from_ccs
 
 __all__ = ["Covariance", "parameter_covariance"]
 
