@@ -233,31 +233,141 @@ def _phases(trial: FesTrial, P: dict, guess: dict, h_max: float):
     return phases, keep
 
 
-def _casadi_rates(mode, t, x, t0, alpha, P):
-    """Eqs. (8)–(10) in a clock mode; the contractile element shortens while u > 0 (plateau,
-    fall) and lengthens in rest (checked on the result by the event-driven simulator)."""
-    if mode == "rest":
-        u, up, ua, shortening = P["U_m"], 0.0, -P["U_m"], False
-    else:
-        u = P["U_p"] if mode == "plateau" else P["U_p"] * (1 - (t - t0) / P["tau2"])
-        up, ua, shortening = u, u, True
-    k, F = x[0], x[1]
+#: mode flags (rest, plateau, fall) of the single interval Function
+_FLAGS = {"rest": (1.0, 0.0, 0.0), "plateau": (0.0, 1.0, 0.0), "fall": (0.0, 0.0, 1.0)}
+_STATE_SCALE = np.array([1e4, 300.0])  # k_c (N/m), F_c (N)
+
+
+def _rates_function(scale: np.ndarray) -> ca.Function:
+    """Eqs. (8)–(10) in every clock mode as one CasADi Function ``(x, s, data, q) → ẋ``:
+    ``x`` the scaled state, ``s`` the time since the mode's phase began, ``data`` =
+    (rest, plateau, fall flags, α), ``q`` the :data:`NAMES` divided by ``scale``.  The
+    contractile element shortens while u > 0 (plateau, fall) and lengthens in rest (checked on
+    the result by the event-driven simulator)."""
+    x, s, data, q = ca.SX.sym("x", 2), ca.SX.sym("s"), ca.SX.sym("data", 4), ca.SX.sym("q", len(NAMES))
+    P = {**KNOWN, **{n: q[i] * scale[i] for i, n in enumerate(NAMES)}}
+    w_rest, w_plateau, w_fall, alpha = data[0], data[1], data[2], data[3]
+    u = w_rest * P["U_m"] + w_plateau * P["U_p"] + w_fall * P["U_p"] * (1 - s / P["tau2"])
+    sign = 1 - 2 * w_rest  # +1 shortening (u > 0), -1 lengthening (rest, u = U_m < 0)
+    up, ua = (1 - w_rest) * u, sign * u
+    k, F = x[0] * _STATE_SCALE[0], x[1] * _STATE_SCALE[1]
     R = alpha * P["F0"] * up - ua * F
-    KL = (P["k_s"] + k) * P["L_c0"]
-    e = -R / (KL + F) if shortening else -R / (KL - F)
-    abs_e = -e if shortening else e
-    return ca.vertcat(-(ua + abs_e) * k + alpha * P["k0"] * up, -P["k_s"] * P["L_c0"] * e)
+    e = -R / ((P["k_s"] + k) * P["L_c0"] + sign * F)
+    rates = ca.vertcat(-(ua - sign * e) * k + alpha * P["k0"] * up, -P["k_s"] * P["L_c0"] * e)
+    return ca.Function("fes_rates", [x, s, data, q], [rates / _STATE_SCALE])
+
+
+_CHAINS: dict = {}
+
+
+def _chain(degree: int, scale: np.ndarray) -> co.IntervalChain:
+    """The collocation Functions (built once per process and scale, reused by every round)."""
+    key = (degree, tuple(scale))
+    if key not in _CHAINS:
+        _CHAINS[key] = co.IntervalChain(_rates_function(scale), degree)
+    return _CHAINS[key]
+
+
+def _affine(exprs, clock: ca.SX, scale: np.ndarray):
+    """``(a, b)`` with ``exprs = a + b·q`` for expressions affine in the clock times ``clock``
+    (τ, τ1, τ2), ``q`` the scaled unknowns."""
+    e = ca.vertcat(*exprs) if exprs else ca.SX(0, 1)
+    f = ca.Function("affine", [clock], [e, ca.jacobian(e, clock)])
+    a, b = f(np.zeros(3))
+    B = np.zeros((e.shape[0], len(NAMES)))
+    B[:, 4:7] = np.asarray(ca.densify(b)) * scale[4:7]
+    return np.asarray(a).ravel(), B
+
+
+def _value(aff, q: np.ndarray) -> np.ndarray:
+    return aff[0] + aff[1] @ q
+
+
+@dataclass
+class _Layout:
+    """One record's intervals at the current estimate: numbers only (the symbolic part is the
+    mapped interval Function).  Times are affine ``(a, b)``: ``a + b·q``."""
+
+    t_abs: tuple  # interval starts
+    h: tuple  # interval lengths
+    t_rel: tuple  # time since the phase began, at each interval start
+    keep: tuple  # c ≥ 0 keeping the structure
+    data: np.ndarray  # 4 × N: mode flags and α
+    modes: tuple
+    interval: np.ndarray  # the interval holding each sample
+    x_guess: np.ndarray  # 2 × N·d scaled state guess
+
+
+def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, scale: np.ndarray) -> _Layout:
+    clock = ca.SX.sym("clock", 3)
+    P = {"tau": clock[0], "tau1": clock[1], "tau2": clock[2]}
+    phases, keep = _phases(trial, P, cur, h_max)
+    t_abs, h, t_rel, modes = [], [], [], []
+    for ph in phases:
+        step = (ph.end - ph.start) / ph.intervals
+        for k in range(ph.intervals):
+            t_abs.append(ph.start + k * step), h.append(step), t_rel.append(k * step), modes.append(ph.mode)
+    T, H, Rl, K = (_affine(v, clock, scale) for v in (t_abs, h, t_rel, keep))
+    qv = np.array([cur[n] for n in NAMES]) / scale
+    t_num, h_num = _value(T, qv), _value(H, qv)
+    interval = np.clip(np.searchsorted(t_num, trial.time, side="right") - 1, 0, len(t_num) - 1)
+    alpha = np.interp(t_num + 0.5 * h_num, trial.time, trial.alpha)
+    data = np.vstack([np.array([_FLAGS[m] for m in modes]).T, alpha])
+    # initial states from the measured force (k_c in proportion to F_c)
+    tc = (t_num[:, None] + chain.tau[None, :] * h_num[:, None]).ravel()
+    F = np.interp(tc, trial.time, trial.force)
+    x_guess = np.vstack([F / max(trial.force.max(), 1.0) * 3e4 * np.interp(tc, trial.time, trial.alpha), F])
+    return _Layout(T, H, Rl, K, data, tuple(modes), interval, x_guess / _STATE_SCALE[:, None])
+
+
+def _nlp(trials, layouts, chain: co.IntervalChain):
+    """The NLP of one round assembled from the mapped interval Functions, and the upper
+    triangle of its Lagrangian's Hessian as a Function ``(x, p, lam_f, lam_g)``."""
+    q = ca.MX.sym("q", len(NAMES))
+    d, nx = chain.degree, chain.nx
+    x0 = np.zeros(nx)
+    c_force = np.array([0.0, _STATE_SCALE[1]])
+    n_samples = sum(len(tr.time) for tr in trials)
+    sizes = [2 * len(lay.modes) * d for lay in layouts]
+    lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", sum(sizes) + sum(len(lay.keep[0]) for lay in layouts))
+    ws, gs, keeps, resid, blocks = [], [], [], [], []
+    offset, g_offset = len(NAMES), 0
+    for tr, lay, size in zip(trials, layouts, sizes):
+        n = len(lay.modes)
+        xc = ca.MX.sym(f"x_{tr.name}", nx, n * d)
+        gs.append(ca.vec(chain.defects(x0, xc, lay.t_rel, lay.h, lay.data, q)))
+        force = chain.values(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q)[1, :] * _STATE_SCALE[1]
+        resid.append((force - ca.DM(tr.force).T).T)
+        if lay.keep[0].size:
+            keeps.append(ca.DM(lay.keep[0]) + ca.mtimes(ca.DM(lay.keep[1]), q))
+        ws.append(ca.vec(xc))
+        # Hessian blocks: one per interval (defects), one per sample (fit)
+        lam = ca.reshape(lam_g[g_offset:g_offset + size], nx, n * d)
+        p_index = np.arange(len(NAMES))
+        blocks.append(chain.defect_block(x0, xc, lay.t_rel, lay.h, lay.data, q, lam, offset, p_index))
+        blocks.append(chain.fit_block(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q, c_force, tr.force,
+                                      lam_f / n_samples, offset, p_index))
+        offset += size
+        g_offset += size
+    V = ca.vertcat(q, *ws)
+    g_keep = ca.vertcat(*keeps) if keeps else ca.MX(0, 1)
+    hess = ca.Function("hess_lag", [V, ca.MX(0, 1), lam_f, lam_g], [chain.hessian(V.shape[0], blocks)],
+                       ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])
+    return q, ca.vertcat(*ws), ca.vertcat(*gs), g_keep, ca.vertcat(*resid), hess
 
 
 def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = None, *, h_max: float = 0.002,
              degree: int = 3, max_rounds: int = 4, print_level: int = 0, max_iter: int = 500) -> dict:
     """Identify :data:`NAMES` from isometric records sharing the parameters, by multi-phase
-    Radau collocation (:func:`colloc.transcribe_phases`): a phase per clock-mode interval, the
-    boundaries t_k + τ, + τ1, + τ2 moving with the unknowns; the structure (which cycles are
-    cut short by the next pulse) is that of the current estimate, kept by linear constraints
-    and re-chosen when one of them is active at the optimum.  Standard errors by the
-    Gauss–Newton covariance s²(JᵀJ)⁻¹, J the sample sensitivities (implicit function theorem
-    on the collocation equations).  Returns a dict (parameters, standard_errors, success, ...)."""
+    Radau collocation: a phase per clock-mode interval, the boundaries t_k + τ, + τ1, + τ2
+    moving with the unknowns; the structure (which cycles are cut short by the next pulse) is
+    that of the current estimate, kept by linear constraints, and the samples' intervals are
+    those of the current estimate: solved again until the clock times settle.  The NLP is
+    assembled from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over
+    every interval of every record; built once and reused by every round); exact Hessians.
+    Standard errors by the Gauss–Newton covariance s²(JᵀJ)⁻¹, J the sample sensitivities
+    (implicit function theorem on the collocation equations).  Returns a dict (parameters,
+    standard_errors, success, ...)."""
     import time as _time
 
     from scipy.sparse import csc_matrix
@@ -268,53 +378,38 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     scale = np.array([abs(GUESS[n]) for n in NAMES])
     lo = np.array([1.0, 1.0, 0.1, -1e3, 0.0, 1e-3, 1e-3]) / scale
     hi = np.array([1e5, 1e7, 1e3, -1e-3, 0.05, 0.5, 0.5]) / scale
-    S = np.array([1e4, 300.0])  # state scales (N/m, N)
     t_start = _time.perf_counter()
-    seen = []
-    for rnd in range(max_rounds):
-        q = ca.SX.sym("q", len(NAMES))
-        P = {**KNOWN, **{n: q[i] * scale[i] for i, n in enumerate(NAMES)}}
-        ws, gs, w0s, resid, keeps = [], [], [], [], []
-        structure = []
-        for tr in trials:
-            alpha = float(tr.alpha[0])
-            phases, keep = _phases(tr, P, cur, h_max)
-            structure.append(tuple(ph.mode for ph in phases))
-            keeps += keep
-            guess_force = np.interp  # initial state guess from the measured force
-            xg = (lambda t, tr=tr: np.array([float(np.interp(t, tr.time, tr.force)) / max(tr.force.max(), 1) * 3e4 * tr.alpha[0],
-                                            float(np.interp(t, tr.time, tr.force))]) / S)
-            del guess_force
-            dyn = (lambda mode, t, xs, t0, alpha=alpha: _casadi_rates(mode, t, xs * S, t0, alpha, P) / S)
-            pg = np.array([cur[n] for n in NAMES]) / scale
-            tp = co.transcribe_phases(phases, dyn, [0.0, 0.0], q, pg, xg, degree)
-            bounds = np.array(ca.Function("b", [q], [ca.vertcat(*[ca.vertcat(ph.start, ph.end) for ph in phases])])(pg)).reshape(-1, 2)
-            # the phase holding each sample (at the current estimate)
-            idx = np.clip(np.searchsorted(bounds[:, 0], tr.time, side="right") - 1, 0, len(phases) - 1)
-            for ip in range(len(phases)):
-                sel = np.flatnonzero(idx == ip)
-                if sel.size == 0:
-                    continue
-                xs = tp.state_at(ip, tr.time[sel])
-                resid += [x[1] * S[1] - tr.force[j] for x, j in zip(xs, sel)]
-            ws.append(tp.w), gs.append(tp.g), w0s.append(tp.w_guess)
-        seen.append(structure)
-        w = ca.vertcat(*ws)
-        g_eq = ca.vertcat(*gs)
-        r = ca.vertcat(*resid)
-        c_keep = ca.vertcat(*keeps) if keeps else ca.SX(0, 1)
+    chain = _chain(degree, scale)
+    timing = {"build_s": 0.0, "solve_s": 0.0}
+    rounds = 0
+    w_prev = None
+    for _ in range(max_rounds):
+        rounds += 1
+        t0 = _time.perf_counter()
+        layouts = [_layout(tr, cur, h_max, chain, scale) for tr in trials]
+        q, w, g_eq, c_keep, r, hess = _nlp(trials, layouts, chain)
         V = ca.vertcat(q, w)
-        nlp = {"x": V, "f": 0.5 * ca.sumsqr(r) / len(resid), "g": ca.vertcat(g_eq, c_keep)}
+        nlp = {"x": V, "f": 0.5 * ca.sumsqr(r) / r.shape[0], "g": ca.vertcat(g_eq, c_keep)}
         solver = ca.nlpsol("fes", "ipopt", nlp, {"ipopt.print_level": print_level, "print_time": False,
-                                                  "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12,
-                                                  "ipopt.acceptable_tol": 1e-10})
+                                                  "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12, "ipopt.acceptable_iter": 10,
+                                                  "ipopt.acceptable_tol": 1e-5, "ipopt.sb": "yes", "hess_lag": hess})
+        timing["build_s"] += _time.perf_counter() - t0
+        t0 = _time.perf_counter()
         ng, nk = g_eq.shape[0], c_keep.shape[0]
-        x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale, *w0s])
+        w0 = np.concatenate([lay.x_guess.ravel(order="F") for lay in layouts])
+        if w_prev is not None and w_prev.size == w0.size:
+            w0 = w_prev  # the same intervals: start from the last solution
+        x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale, w0])
         lbx = np.concatenate([lo, -np.inf * np.ones(w.shape[0])])
         ubx = np.concatenate([hi, np.inf * np.ones(w.shape[0])])
-        sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=np.zeros(ng + nk), ubg=np.concatenate([np.zeros(ng), np.inf * np.ones(nk)]))
+        sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=np.zeros(ng + nk),
+                     ubg=np.concatenate([np.zeros(ng), np.inf * np.ones(nk)]))
+        timing["solve_s"] += _time.perf_counter() - t0
         stats = solver.stats()
-        qv = np.array(sol["x"]).ravel()[: len(NAMES)]
+        timing.setdefault("round_iterations", []).append(int(stats["iter_count"]))
+        timing.setdefault("round_solve_s", []).append(_time.perf_counter() - t0)
+        Vv = np.array(sol["x"]).ravel()
+        qv, w_prev = Vv[: len(NAMES)], Vv[len(NAMES):]
         previous, cur = cur, {n: float(qv[i] * scale[i]) for i, n in enumerate(NAMES)}
         # the samples' phases and intervals were those of the previous estimate: solve again
         # until the clock times stop moving (well inside one collocation interval)
@@ -322,24 +417,21 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
         if moved < 1e-3 * h_max and stats["success"]:
             break
     # Gauss-Newton covariance through the collocation equations
-    Vv = np.array(sol["x"]).ravel()
+    t0 = _time.perf_counter()
     fG = ca.Function("G", [V], [ca.jacobian(g_eq, w), ca.jacobian(g_eq, q), ca.jacobian(r, w), ca.jacobian(r, q), r])
-    Gw, Gq, Rw, Rq, rv = (np.asarray(m.full()) if k == 4 else m for k, m in enumerate(fG(Vv)))
-    Gw = csc_matrix(Gw.sparse() if hasattr(Gw, "sparse") else Gw)
-    lu = splu(Gw)
-    dwdq = -lu.solve(np.asarray(Gq.full()))
-    J = np.asarray(Rq.full()) + csc_matrix(Rw.sparse()) @ dwdq
-    J = J / scale  # per physical unit
-    rv = np.asarray(rv).ravel()
+    Gw, Gq, Rw, Rq, rv = fG(Vv)
+    dwdq = -splu(csc_matrix(Gw.sparse())).solve(np.asarray(Gq.full()))
+    J = (np.asarray(Rq.full()) + csc_matrix(Rw.sparse()) @ dwdq) / scale  # per physical unit
+    rv = np.asarray(rv.full()).ravel()
     dof = max(len(rv) - len(NAMES), 1)
     s2 = float(rv @ rv) / dof
     cov = s2 * np.linalg.inv(J.T @ J)
     se = np.sqrt(np.diag(cov))
-    success = bool(stats["success"])
+    timing["covariance_s"] = _time.perf_counter() - t0
     return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
-            "success": success, "iterations": int(stats["iter_count"]), "rounds": len(seen),
-            "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
-            "samples": len(rv), "variables": int(V.shape[0])}
+            "covariance": cov.tolist(), "success": bool(stats["success"]), "iterations": int(stats["iter_count"]),
+            "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
+            **timing, "samples": len(rv), "variables": int(V.shape[0])}
 
 
 def problem(trials):

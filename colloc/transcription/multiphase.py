@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
-__all__ = ["Phase", "PhaseTranscription", "transcribe_phases"]
+__all__ = ["IntervalChain", "Phase", "PhaseTranscription", "transcribe_phases"]
 
 
 @dataclass
@@ -120,3 +120,171 @@ def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: c
         x_prev = nodes[-1][-1]
     return PhaseTranscription(ca.vertcat(*w), ca.vertcat(*g), np.concatenate(w0), list(phases), blocks, tau,
                               num_start, num_h)
+
+
+# ---------------------------------------------------------------------------------------------
+# the same collocation from one CasADi Function per interval, mapped over every interval
+
+
+def _radau_basis(degree: int):
+    """Radau points τ_1..τ_d, the derivative matrix C[j, k] of Lagrange basis j (points
+    0, τ_1..τ_d) at point k, and the basis polynomials."""
+    tau = np.array(ca.collocation_points(degree, "radau"))
+    pts = np.concatenate([[0.0], tau])
+    basis, C = [], np.zeros((degree + 1, degree + 1))
+    for j in range(degree + 1):
+        poly = np.poly1d([1.0])
+        for m in range(degree + 1):
+            if m != j:
+                poly *= np.poly1d([1.0, -pts[m]]) / (pts[j] - pts[m])
+        basis.append(poly)
+        C[j] = [np.polyder(poly)(pk) for pk in pts]
+    return tau, C, basis
+
+
+class IntervalChain:
+    """Radau collocation of a chain of intervals (phases laid end to end) from one CasADi
+    Function per interval, called at every interval through :meth:`casadi.Function.map`.
+
+    ``rates`` is a :class:`casadi.Function` ``(x, t, data, p) → ẋ``: ``t`` a scalar time
+    (whatever origin the rates use, e.g. the time since their phase began), ``data`` a column
+    of numbers per interval (the mode's flags, an input's value, ...), ``p`` the parameters.
+    Interval times are affine in the parameters, ``t = a + b·p`` (phase boundaries at known
+    times or at parameter-dependent ones such as a clock's τ, τ1, τ2), given as numbers.
+
+    The defect, reading and Hessian Functions are built once per ``rates`` and reused for every
+    record and every re-assignment of the phases: only numbers (interval times, data, sample
+    positions) change, not the symbolic structure of one interval.  The exact Hessian of the
+    Lagrangian is assembled from per-interval and per-sample blocks (:meth:`hessian`), which
+    avoids the symbolic Hessian of the whole NLP.
+    """
+
+    def __init__(self, rates: ca.Function, degree: int = 3):
+        self.degree = d = int(degree)
+        self.nx = nx = rates.size1_in(0)
+        self.np = npar = rates.numel_in(3)
+        self.tau, C, basis = _radau_basis(d)
+        x0, xc = ca.SX.sym("x0", nx), ca.SX.sym("xc", nx, d)
+        ta, tb, ha, hb = ca.SX.sym("ta"), ca.SX.sym("tb", npar), ca.SX.sym("ha"), ca.SX.sym("hb", npar)
+        data, p = ca.SX.sym("data", rates.sparsity_in(2)), ca.SX.sym("p", npar)
+        t, h = ta + ca.dot(tb, p), ha + ca.dot(hb, p)
+        X = [x0] + [xc[:, j] for j in range(d)]
+        defect = ca.horzcat(*[sum(C[m, j] * X[m] for m in range(d + 1))
+                              - h * rates(X[j], t + self.tau[j - 1] * h, data, p) for j in range(1, d + 1)])
+        z = ca.vertcat(x0, ca.vec(xc), p)  # the local variables of one block
+        #: defects of one interval: (x0, xc, ta, tb, ha, hb, data, p) → nx × d
+        self.defect = ca.Function("defect", [x0, xc, ta, tb, ha, hb, data, p], [defect])
+        lam = ca.SX.sym("lam", nx, d)
+        self.defect_hess = ca.Function("defect_hess", [x0, xc, ta, tb, ha, hb, data, p, lam],
+                                       [ca.densify(ca.hessian(ca.dot(lam, defect), z)[0])])
+        ts, c, y, wgt = ca.SX.sym("ts"), ca.SX.sym("c", nx), ca.SX.sym("y"), ca.SX.sym("wgt")
+        value = sum(X[j] * _horner(basis[j], (ts - t) / h) for j in range(d + 1))
+        #: the state of one interval at time ts: (x0, xc, ts, ta, tb, ha, hb, p) → nx
+        self.read = ca.Function("read", [x0, xc, ts, ta, tb, ha, hb, p], [value])
+        fit = 0.5 * wgt * (ca.dot(c, value) - y) ** 2
+        self.read_hess = ca.Function("read_hess", [x0, xc, ts, ta, tb, ha, hb, p, c, y, wgt],
+                                     [ca.densify(ca.hessian(fit, z)[0])])
+        self.nz = z.shape[0]
+
+    def starts(self, x0, xc):
+        """The state at the start of each interval (nx × N): ``x0``, then the last collocation
+        state of the previous interval."""
+        d = self.degree
+        n = xc.shape[1] // d
+        ends = [k * d + d - 1 for k in range(n - 1)]
+        return ca.horzcat(ca.DM(x0), xc[:, ends]) if ends else ca.DM(x0)
+
+    def defects(self, x0, xc, t, h, data, p):
+        """Defects (nx × N·d) of a chain of N intervals: ``xc`` (nx × N·d, symbols) the
+        collocation states, ``x0`` the known initial state, ``t``/``h`` pairs ``(a, b)`` of
+        the interval times (as the rates take them) and lengths, ``a`` (N) and ``b`` (N × np)
+        with ``t = a + b·p``; ``data`` (k × N) numbers per interval; ``p`` the parameters."""
+        n = len(t[0])
+        return self.defect.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p)
+
+    def values(self, x0, xc, interval, times, t, h, p):
+        """The states (nx × M) at the M ``times``, each read in its ``interval`` (M ints, the
+        polynomial extrapolated past the interval's ends); ``t``/``h`` as in :meth:`defects`
+        but with the interval times on the absolute clock of ``times``."""
+        interval = np.asarray(interval, dtype=int)
+        return self.read.map(len(interval))(*self._gather(x0, xc, interval), ca.DM(times).T,
+                                             *_row(t, interval), *_row(h, interval), p)
+
+    def _gather(self, x0, xc, interval):
+        d = self.degree
+        cols = (interval[:, None] * d + np.arange(d)[None, :]).ravel().tolist()
+        return self.starts(x0, xc)[:, interval.tolist()], xc[:, cols]
+
+    def local_indices(self, n: int, offset: int, p_index) -> np.ndarray:
+        """Indices in the NLP's variables of each interval's local block [x0, vec(xc), p]
+        (N × nz; −1 for the known initial state), for a chain whose ``vec(xc)`` starts at
+        ``offset`` and whose parameters are at ``p_index``."""
+        nx, d = self.nx, self.degree
+        k = np.arange(n)[:, None]
+        x0 = offset + (k * d - 1) * nx + np.arange(nx)[None, :]
+        x0[0] = -1
+        xc = offset + k * d * nx + np.arange(d * nx)[None, :]
+        return np.hstack([x0, xc, np.broadcast_to(np.asarray(p_index, dtype=int), (n, len(p_index)))])
+
+    def defect_block(self, x0, xc, t, h, data, p, lam, offset: int, p_index) -> tuple:
+        """The Hessian blocks of ``lam · defects`` (``lam`` nx × N·d, the multipliers of
+        :meth:`defects` in the same layout), one per interval, for :meth:`hessian`."""
+        n = len(t[0])
+        values = self.defect_hess.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p, lam)
+        return values, self.local_indices(n, offset, p_index)
+
+    def fit_block(self, x0, xc, interval, times, t, h, p, c, y, weight, offset: int, p_index) -> tuple:
+        """The Hessian blocks of ``weight · ½ (c · x(times) − y)²``, one per sample (``y`` the
+        M measured values, ``c`` the nx weights of the states, read as in :meth:`values`)."""
+        interval = np.asarray(interval, dtype=int)
+        values = self.read_hess.map(len(interval))(*self._gather(x0, xc, interval), ca.DM(times).T,
+                                                    *_row(t, interval), *_row(h, interval), p, ca.DM(c),
+                                                    ca.DM(y).T, weight)
+        n = xc.shape[1] // self.degree
+        return values, self.local_indices(n, offset, p_index)[interval]
+
+    def hessian(self, n_var: int, blocks: Sequence[tuple]):
+        """The upper triangle of the Lagrangian's Hessian (MX, ``n_var`` × ``n_var``) from
+        blocks ``(values, indices)``: ``values`` nz × (nz·B) (a mapped ``defect_hess`` or
+        ``read_hess``), ``indices`` B × nz (:meth:`local_indices`), as made by
+        :meth:`defect_block` and :meth:`fit_block`.  The blocks are summed into
+        the global matrix by one constant sparse matrix."""
+        rows, cols, src = [], [], []
+        base = 0
+        nz = self.nz
+        a, b = np.triu_indices(nz)
+        for values, idx in blocks:
+            nb = idx.shape[0]
+            gi, gj = idx[:, a], idx[:, b]  # B × T
+            ok = (gi >= 0) & (gj >= 0)
+            lo, hi = np.minimum(gi, gj), np.maximum(gi, gj)
+            # block entry (a, b) of block k sits in column k·nz + b, row a: vec index (k·nz + b)·nz + a
+            vec_idx = base + (np.arange(nb)[:, None] * nz + b[None, :]) * nz + a[None, :]
+            rows.append(lo[ok]), cols.append(hi[ok]), src.append(vec_idx[ok])
+            base += nz * nz * nb
+        # each unordered pair of (distinct) local variables once: its global upper-triangle entry
+        rows, cols, src = np.concatenate(rows), np.concatenate(cols), np.concatenate(src)
+        sp = ca.Sparsity.triplet(n_var, n_var, rows.tolist(), cols.tolist())
+        # position of each triplet in the sparsity's nonzeros
+        key = cols.astype(np.int64) * n_var + rows
+        colind, row = np.array(sp.colind()), np.array(sp.row())
+        nz_keys = np.repeat(np.arange(n_var), np.diff(colind)).astype(np.int64) * n_var + row
+        pos = np.searchsorted(nz_keys, key)
+        scatter = ca.DM(ca.Sparsity.triplet(sp.nnz(), base, pos.tolist(), src.tolist()), 1.0)
+        stacked = ca.vertcat(*[ca.vec(v) for v, _ in blocks])
+        return ca.MX(sp, ca.mtimes(scatter, stacked))
+
+
+def _row(aff, select=None):
+    """(a, b) of affine times → (1 × N, np × N) numbers, optionally at the rows ``select``."""
+    a, b = np.asarray(aff[0], dtype=float), np.asarray(aff[1], dtype=float)
+    if select is not None:
+        a, b = a[select], b[select]
+    return ca.DM(a).T, ca.DM(b).T
+
+
+def _horner(poly: np.poly1d, r):
+    v = 0.0
+    for c in poly.coeffs:
+        v = v * r + float(c)
+    return v
