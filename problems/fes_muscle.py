@@ -200,7 +200,7 @@ def _phases(trial: FesTrial, P: dict, guess: dict, h_max: float):
     gstarts = [p_ + guess["tau"] for p_ in pulses]
 
     def add(mode, a, b, a_num, b_num):
-        n = max(1, int(np.ceil((b_num - a_num) / h_max - 1e-9)))
+        n = max(1, int(np.ceil((b_num - a_num) / h_max - 1e-3)))  # (up to 0.1 % over h_max: no flip-flop at a multiple)
         phases.append(co.Phase(mode, a, b, n))
 
     if not len(pulses):
@@ -310,7 +310,9 @@ def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, s
     T, H, Rl, K = (_affine(v, clock, scale) for v in (t_abs, h, t_rel, keep))
     qv = np.array([cur[n] for n in NAMES]) / scale
     t_num, h_num = _value(T, qv), _value(H, qv)
-    interval = np.clip(np.searchsorted(t_num, trial.time, side="right") - 1, 0, len(t_num) - 1)
+    # a sample on a boundary (to 1 ns) is read at the start of the later interval, whichever side
+    # of it the estimate lies: either is exact, and the choice does not flip from round to round
+    interval = np.clip(np.searchsorted(t_num - 1e-9, trial.time, side="right") - 1, 0, len(t_num) - 1)
     alpha = np.interp(t_num + 0.5 * h_num, trial.time, trial.alpha)
     data = np.vstack([np.array([_FLAGS[m] for m in modes]).T, alpha])
     # initial states from the measured force (k_c in proportion to F_c)
@@ -318,6 +320,13 @@ def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, s
     F = np.interp(tc, trial.time, trial.force)
     x_guess = np.vstack([F / max(trial.force.max(), 1.0) * 3e4 * np.interp(tc, trial.time, trial.alpha), F])
     return _Layout(T, H, Rl, K, data, tuple(modes), interval, x_guess / _STATE_SCALE[:, None])
+
+
+def _same_layout(a: _Layout, b: _Layout) -> bool:
+    """Whether two layouts make the same NLP (the initial guess aside)."""
+    arrays = ("t_abs", "h", "t_rel", "keep")
+    return (a.modes == b.modes and np.array_equal(a.interval, b.interval) and np.array_equal(a.data, b.data)
+            and all(np.array_equal(x, y) for f in arrays for x, y in zip(getattr(a, f), getattr(b, f))))
 
 
 def _nlp(trials, layouts, chain: co.IntervalChain):
@@ -330,7 +339,7 @@ def _nlp(trials, layouts, chain: co.IntervalChain):
     n_samples = sum(len(tr.time) for tr in trials)
     sizes = [2 * len(lay.modes) * d for lay in layouts]
     lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", sum(sizes) + sum(len(lay.keep[0]) for lay in layouts))
-    ws, gs, keeps, resid, blocks = [], [], [], [], []
+    ws, gs, keeps, resid, blocks, jac_blocks = [], [], [], [], [], []
     offset, g_offset = len(NAMES), 0
     for tr, lay, size in zip(trials, layouts, sizes):
         n = len(lay.modes)
@@ -347,17 +356,25 @@ def _nlp(trials, layouts, chain: co.IntervalChain):
         blocks.append(chain.defect_block(x0, xc, lay.t_rel, lay.h, lay.data, q, lam, offset, p_index))
         blocks.append(chain.fit_block(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q, c_force, tr.force,
                                       lam_f / n_samples, offset, p_index))
+        jac_blocks.append(chain.jacobian_block(x0, xc, lay.t_rel, lay.h, lay.data, q, offset, p_index, g_offset))
         offset += size
         g_offset += size
     V = ca.vertcat(q, *ws)
     g_keep = ca.vertcat(*keeps) if keeps else ca.MX(0, 1)
-    hess = ca.Function("hess_lag", [V, ca.MX(0, 1), lam_f, lam_g], [chain.hessian(V.shape[0], blocks)],
+    n_var, n_con = V.shape[0], g_offset + g_keep.shape[0]
+    keep_rows = ca.DM(n_con, n_var)  # the linear structure constraints: constant rows in q
+    if keeps:
+        keep_rows[g_offset:, : len(NAMES)] = np.vstack([lay.keep[1] for lay in layouts if lay.keep[0].size])
+    G = ca.vertcat(*gs, g_keep)
+    hess = ca.Function("hess_lag", [V, ca.MX(0, 1), lam_f, lam_g], [chain.hessian(n_var, blocks)],
                        ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])
-    return q, ca.vertcat(*ws), ca.vertcat(*gs), g_keep, ca.vertcat(*resid), hess
+    jac = ca.Function("jac_g", [V, ca.MX(0, 1)], [G, chain.jacobian(n_con, n_var, jac_blocks, keep_rows)],
+                      ["x", "p"], ["g", "jac_g_x"])
+    return q, ca.vertcat(*ws), ca.vertcat(*gs), g_keep, ca.vertcat(*resid), hess, jac
 
 
 def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = None, *, h_max: float = 0.002,
-             degree: int = 3, max_rounds: int = 4, print_level: int = 0, max_iter: int = 500) -> dict:
+             degree: int = 3, max_rounds: int = 8, print_level: int = 0, max_iter: int = 500) -> dict:
     """Identify :data:`NAMES` from isometric records sharing the parameters, by multi-phase
     Radau collocation: a phase per clock-mode interval, the boundaries t_k + τ, + τ1, + τ2
     moving with the unknowns; the structure (which cycles are cut short by the next pulse) is
@@ -380,25 +397,26 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     hi = np.array([1e5, 1e7, 1e3, -1e-3, 0.05, 0.5, 0.5]) / scale
     t_start = _time.perf_counter()
     chain = _chain(degree, scale)
-    timing = {"build_s": 0.0, "solve_s": 0.0}
+    timing = {"build_s": 0.0, "solve_s": 0.0, "round_iterations": [], "round_clock_moved_s": []}
     rounds = 0
     w_prev = None
+    layouts = [_layout(tr, cur, h_max, chain, scale) for tr in trials]
     for _ in range(max_rounds):
         rounds += 1
         t0 = _time.perf_counter()
-        layouts = [_layout(tr, cur, h_max, chain, scale) for tr in trials]
-        q, w, g_eq, c_keep, r, hess = _nlp(trials, layouts, chain)
+        q, w, g_eq, c_keep, r, hess, jac = _nlp(trials, layouts, chain)
         V = ca.vertcat(q, w)
         nlp = {"x": V, "f": 0.5 * ca.sumsqr(r) / r.shape[0], "g": ca.vertcat(g_eq, c_keep)}
         solver = ca.nlpsol("fes", "ipopt", nlp, {"ipopt.print_level": print_level, "print_time": False,
-                                                  "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12, "ipopt.acceptable_iter": 10,
-                                                  "ipopt.acceptable_tol": 1e-5, "ipopt.sb": "yes", "hess_lag": hess})
+                                                  "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12,
+                                                  "ipopt.acceptable_iter": 10, "ipopt.acceptable_tol": 1e-5,
+                                                  "ipopt.sb": "yes", "hess_lag": hess, "jac_g": jac})
         timing["build_s"] += _time.perf_counter() - t0
         t0 = _time.perf_counter()
         ng, nk = g_eq.shape[0], c_keep.shape[0]
         w0 = np.concatenate([lay.x_guess.ravel(order="F") for lay in layouts])
         if w_prev is not None and w_prev.size == w0.size:
-            w0 = w_prev  # the same intervals: start from the last solution
+            w0 = w_prev  # the same number of intervals: start from the last solution
         x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale, w0])
         lbx = np.concatenate([lo, -np.inf * np.ones(w.shape[0])])
         ubx = np.concatenate([hi, np.inf * np.ones(w.shape[0])])
@@ -406,20 +424,26 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
                      ubg=np.concatenate([np.zeros(ng), np.inf * np.ones(nk)]))
         timing["solve_s"] += _time.perf_counter() - t0
         stats = solver.stats()
-        timing.setdefault("round_iterations", []).append(int(stats["iter_count"]))
-        timing.setdefault("round_solve_s", []).append(_time.perf_counter() - t0)
+        timing["round_iterations"].append(int(stats["iter_count"]))
         Vv = np.array(sol["x"]).ravel()
         qv, w_prev = Vv[: len(NAMES)], Vv[len(NAMES):]
         previous, cur = cur, {n: float(qv[i] * scale[i]) for i, n in enumerate(NAMES)}
         # the samples' phases and intervals were those of the previous estimate: solve again
-        # until the clock times stop moving (well inside one collocation interval)
+        # until they no longer change (the NLP would be the same) or the clock times stop
+        # moving (well inside one collocation interval)
+        solved, layouts = layouts, [_layout(tr, cur, h_max, chain, scale) for tr in trials]
         moved = max(abs(cur[n] - previous[n]) for n in ("tau", "tau1", "tau2"))
-        if moved < 1e-3 * h_max and stats["success"]:
+        timing["round_clock_moved_s"].append(moved)
+        settled = moved < 1e-3 * h_max or all(map(_same_layout, solved, layouts))
+        if stats["success"] and settled:
             break
     # Gauss-Newton covariance through the collocation equations
     t0 = _time.perf_counter()
-    fG = ca.Function("G", [V], [ca.jacobian(g_eq, w), ca.jacobian(g_eq, q), ca.jacobian(r, w), ca.jacobian(r, q), r])
-    Gw, Gq, Rw, Rq, rv = fG(Vv)
+    jac_v = jac(Vv, [])[1][:ng, :]
+    nq = len(NAMES)
+    Gw, Gq = jac_v[:, nq:], jac_v[:, :nq]
+    Rv = ca.Function("R", [V], [ca.jacobian(r, V), r])(Vv)
+    Rw, Rq, rv = Rv[0][:, nq:], Rv[0][:, :nq], Rv[1]
     dwdq = -splu(csc_matrix(Gw.sparse())).solve(np.asarray(Gq.full()))
     J = (np.asarray(Rq.full()) + csc_matrix(Rw.sparse()) @ dwdq) / scale  # per physical unit
     rv = np.asarray(rv.full()).ravel()
@@ -429,7 +453,7 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     se = np.sqrt(np.diag(cov))
     timing["covariance_s"] = _time.perf_counter() - t0
     return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
-            "covariance": cov.tolist(), "success": bool(stats["success"]), "iterations": int(stats["iter_count"]),
+            "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(stats["iter_count"]),
             "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
             **timing, "samples": len(rv), "variables": int(V.shape[0])}
 

@@ -172,18 +172,21 @@ class IntervalChain:
         defect = ca.horzcat(*[sum(C[m, j] * X[m] for m in range(d + 1))
                               - h * rates(X[j], t + self.tau[j - 1] * h, data, p) for j in range(1, d + 1)])
         z = ca.vertcat(x0, ca.vec(xc), p)  # the local variables of one block
+        args = [x0, xc, ta, tb, ha, hb, data, p]
         #: defects of one interval: (x0, xc, ta, tb, ha, hb, data, p) → nx × d
-        self.defect = ca.Function("defect", [x0, xc, ta, tb, ha, hb, data, p], [defect])
+        self.defect = ca.Function("defect", args, [defect])
+        #: their Jacobian in the local variables [x0, vec(xc), p] (sparse, the same for every interval)
+        self.defect_jac = ca.Function("defect_jac", args, [ca.jacobian(ca.vec(defect), z)])
         lam = ca.SX.sym("lam", nx, d)
-        self.defect_hess = ca.Function("defect_hess", [x0, xc, ta, tb, ha, hb, data, p, lam],
-                                       [ca.densify(ca.hessian(ca.dot(lam, defect), z)[0])])
+        #: the upper triangle of the Hessian of lam · defects in the local variables
+        self.defect_hess = ca.Function("defect_hess", [*args, lam], [ca.triu(ca.hessian(ca.dot(lam, defect), z)[0])])
         ts, c, y, wgt = ca.SX.sym("ts"), ca.SX.sym("c", nx), ca.SX.sym("y"), ca.SX.sym("wgt")
         value = sum(X[j] * _horner(basis[j], (ts - t) / h) for j in range(d + 1))
         #: the state of one interval at time ts: (x0, xc, ts, ta, tb, ha, hb, p) → nx
         self.read = ca.Function("read", [x0, xc, ts, ta, tb, ha, hb, p], [value])
         fit = 0.5 * wgt * (ca.dot(c, value) - y) ** 2
         self.read_hess = ca.Function("read_hess", [x0, xc, ts, ta, tb, ha, hb, p, c, y, wgt],
-                                     [ca.densify(ca.hessian(fit, z)[0])])
+                                     [ca.triu(ca.hessian(fit, z)[0])])
         self.nz = z.shape[0]
 
     def starts(self, x0, xc):
@@ -243,36 +246,69 @@ class IntervalChain:
         n = xc.shape[1] // self.degree
         return values, self.local_indices(n, offset, p_index)[interval]
 
+    def jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int) -> tuple:
+        """The Jacobian blocks of :meth:`defects` (``vec`` of it, starting at constraint
+        ``row_offset``), one per interval, for :meth:`jacobian`."""
+        n = len(t[0])
+        values = self.defect_jac.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p)
+        rows = row_offset + np.arange(n)[:, None] * self.nx * self.degree + np.arange(self.nx * self.degree)[None, :]
+        return values, rows, self.local_indices(n, offset, p_index)
+
     def hessian(self, n_var: int, blocks: Sequence[tuple]):
         """The upper triangle of the Lagrangian's Hessian (MX, ``n_var`` × ``n_var``) from
-        blocks ``(values, indices)``: ``values`` nz × (nz·B) (a mapped ``defect_hess`` or
-        ``read_hess``), ``indices`` B × nz (:meth:`local_indices`), as made by
-        :meth:`defect_block` and :meth:`fit_block`.  The blocks are summed into
-        the global matrix by one constant sparse matrix."""
-        rows, cols, src = [], [], []
-        base = 0
-        nz = self.nz
-        a, b = np.triu_indices(nz)
+        blocks ``(values, indices)`` made by :meth:`defect_block` and :meth:`fit_block`
+        (``values`` the mapped upper triangles, ``indices`` B × nz from :meth:`local_indices`),
+        summed into the global matrix by one constant sparse matrix."""
+        parts = []
         for values, idx in blocks:
-            nb = idx.shape[0]
-            gi, gj = idx[:, a], idx[:, b]  # B × T
-            ok = (gi >= 0) & (gj >= 0)
-            lo, hi = np.minimum(gi, gj), np.maximum(gi, gj)
-            # block entry (a, b) of block k sits in column k·nz + b, row a: vec index (k·nz + b)·nz + a
-            vec_idx = base + (np.arange(nb)[:, None] * nz + b[None, :]) * nz + a[None, :]
-            rows.append(lo[ok]), cols.append(hi[ok]), src.append(vec_idx[ok])
-            base += nz * nz * nb
-        # each unordered pair of (distinct) local variables once: its global upper-triangle entry
-        rows, cols, src = np.concatenate(rows), np.concatenate(cols), np.concatenate(src)
-        sp = ca.Sparsity.triplet(n_var, n_var, rows.tolist(), cols.tolist())
-        # position of each triplet in the sparsity's nonzeros
-        key = cols.astype(np.int64) * n_var + rows
-        colind, row = np.array(sp.colind()), np.array(sp.row())
-        nz_keys = np.repeat(np.arange(n_var), np.diff(colind)).astype(np.int64) * n_var + row
-        pos = np.searchsorted(nz_keys, key)
-        scatter = ca.DM(ca.Sparsity.triplet(sp.nnz(), base, pos.tolist(), src.tolist()), 1.0)
-        stacked = ca.vertcat(*[ca.vec(v) for v, _ in blocks])
-        return ca.MX(sp, ca.mtimes(scatter, stacked))
+            r, c = _block_pattern(values, self.nz)
+            gi, gj = idx[:, r], idx[:, c]
+            parts.append((values, np.minimum(gi, gj), np.maximum(gi, gj)))
+        return _assemble(n_var, n_var, parts)
+
+    def jacobian(self, n_con: int, n_var: int, blocks: Sequence[tuple], constant=None):
+        """The constraints' Jacobian (MX, ``n_con`` × ``n_var``) from :meth:`jacobian_block`
+        blocks ``(values, rows, indices)`` and an optional ``constant`` (a sparse DM of the
+        same shape, e.g. the rows of linear constraints)."""
+        parts = []
+        for values, rows, idx in blocks:
+            r, c = _block_pattern(values, self.nz)
+            parts.append((values, rows[:, r], idx[:, c]))
+        return _assemble(n_con, n_var, parts, constant)
+
+
+def _block_pattern(values, ncol: int):
+    """(rows, cols) of the nonzeros of one block of a horizontally mapped output."""
+    sp = values.sparsity()
+    r, c = sp.get_triplet()
+    nnz = sp.nnz() // (sp.size2() // ncol)
+    return np.asarray(r[:nnz]), np.asarray(c[:nnz])
+
+
+def _assemble(n_rows: int, n_cols: int, parts, constant=None):
+    """A sparse MX summing block nonzeros into a global matrix: ``parts`` are ``(values,
+    rows, cols)`` with ``values`` a mapped output (B blocks of the same pattern) and
+    ``rows``/``cols`` (B × nnz) the global position of each nonzero (−1: dropped)."""
+    R, C, S = [], [], []
+    base = 0
+    for values, rows, cols in parts:
+        nb, nnz = rows.shape
+        src = base + np.arange(nb * nnz).reshape(nb, nnz)
+        ok = (rows >= 0) & (cols >= 0)
+        R.append(rows[ok]), C.append(cols[ok]), S.append(src[ok])
+        base += nb * nnz
+    if constant is not None:
+        cr, cc = ca.DM(constant).sparsity().get_triplet()
+        R.append(np.asarray(cr, dtype=int)), C.append(np.asarray(cc, dtype=int)), S.append(base + np.arange(len(cr)))
+    R, C, S = (np.concatenate(v).astype(np.int64) for v in (R, C, S))
+    sp = ca.Sparsity.triplet(n_rows, n_cols, R.tolist(), C.tolist())
+    colind, row = np.array(sp.colind()), np.array(sp.row())
+    keys = np.repeat(np.arange(n_cols), np.diff(colind)).astype(np.int64) * n_rows + row
+    pos = np.searchsorted(keys, C * n_rows + R)
+    n_src = base + (0 if constant is None else ca.DM(constant).nnz())
+    scatter = ca.DM(ca.Sparsity.triplet(sp.nnz(), n_src, pos.tolist(), S.tolist()), 1.0)
+    stacked = ca.vertcat(*[v.nz[:] for v, _, _ in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
+    return ca.MX(sp, ca.mtimes(scatter, stacked))
 
 
 def _row(aff, select=None):
