@@ -106,7 +106,8 @@ def main(argv=None):
     print(f"identification: {t_id:.1f} s, {res['rounds']} rounds, success {res['success']}, "
           f"max |relative error| {max(abs(v) for v in errors.values()):.2e}")
     doc = {"benchmark": "fes_muscle", "quick": args.quick, "fit": [tr.name for tr in fit_trials], "simulation": rows,
-           "identification": {"time_s": t_id, "relative_errors": errors, **{k: v for k, v in res.items()}},
+           "identification": {"time_s": t_id, "relative_errors": errors,
+                              **{k: v for k, v in res.items() if k != "states"}},
            "versions": co.versions()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     co.write_atomic(args.out, json.dumps(doc, indent=1, default=float) + "\n")

@@ -36,8 +36,8 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["COLUMNS", "DEFAULT_DATA", "GUESS", "KNOWN", "NAMES", "TRUE", "FesTrial", "clock_u", "hybrid_model",
-           "identify", "load_trial", "make_trial", "problem", "simulate", "write_trial"]
+__all__ = ["COLUMNS", "DEFAULT_DATA", "DESCRIPTIONS", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
+           "clock_u", "hybrid_model", "identify", "identify_result", "load_trial", "make_trial", "problem", "simulate", "write_trial"]
 
 #: Seed-case parameter values (contract §2 `fes-muscle`).
 TRUE = {"F0": 600.0, "k0": 3.0e4, "U_p": 25.0, "U_m": -8.0, "tau": 0.005, "tau1": 0.020, "tau2": 0.040}
@@ -50,6 +50,7 @@ GUESS = {"F0": 400.0, "k0": 5.0e4, "U_p": 15.0, "U_m": -4.0, "tau": 0.010, "tau1
 COLUMNS = ("time", "force", "pulse", "alpha")
 DEFAULT_DATA = ("fes_muscle",)
 CLOCK = ("rest", "plateau", "fall")
+LINEAR_SOLVER = __import__("os").environ.get("FES_LS", "mumps")
 
 
 @dataclass(frozen=True)
@@ -339,14 +340,15 @@ def _nlp(trials, layouts, chain: co.IntervalChain):
     n_samples = sum(len(tr.time) for tr in trials)
     sizes = [2 * len(lay.modes) * d for lay in layouts]
     lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", sum(sizes) + sum(len(lay.keep[0]) for lay in layouts))
-    ws, gs, keeps, resid, blocks, jac_blocks = [], [], [], [], [], []
+    ws, gs, keeps, resid, blocks, jac_blocks, reads = [], [], [], [], [], [], []
     offset, g_offset = len(NAMES), 0
     for tr, lay, size in zip(trials, layouts, sizes):
         n = len(lay.modes)
         xc = ca.MX.sym(f"x_{tr.name}", nx, n * d)
         gs.append(ca.vec(chain.defects(x0, xc, lay.t_rel, lay.h, lay.data, q)))
-        force = chain.values(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q)[1, :] * _STATE_SCALE[1]
-        resid.append((force - ca.DM(tr.force).T).T)
+        states = chain.values(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q) * _STATE_SCALE
+        reads.append(states)
+        resid.append((states[1, :] - ca.DM(tr.force).T).T)
         if lay.keep[0].size:
             keeps.append(ca.DM(lay.keep[0]) + ca.mtimes(ca.DM(lay.keep[1]), q))
         ws.append(ca.vec(xc))
@@ -370,11 +372,12 @@ def _nlp(trials, layouts, chain: co.IntervalChain):
                        ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])
     jac = ca.Function("jac_g", [V, ca.MX(0, 1)], [G, chain.jacobian(n_con, n_var, jac_blocks, keep_rows)],
                       ["x", "p"], ["g", "jac_g_x"])
-    return q, ca.vertcat(*ws), ca.vertcat(*gs), g_keep, ca.vertcat(*resid), hess, jac
+    return q, ca.vertcat(*ws), ca.vertcat(*gs), g_keep, ca.vertcat(*resid), hess, jac, reads
 
 
 def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = None, *, h_max: float = 0.002,
-             degree: int = 3, max_rounds: int = 8, print_level: int = 0, max_iter: int = 500) -> dict:
+             degree: int = 3, max_rounds: int = 8, print_level: int = 0, max_iter: int = 500,
+             bounds: Mapping[str, tuple] | None = None) -> dict:
     """Identify :data:`NAMES` from isometric records sharing the parameters, by multi-phase
     Radau collocation: a phase per clock-mode interval, the boundaries t_k + τ, + τ1, + τ2
     moving with the unknowns; the structure (which cycles are cut short by the next pulse) is
@@ -395,6 +398,10 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     scale = np.array([abs(GUESS[n]) for n in NAMES])
     lo = np.array([1.0, 1.0, 0.1, -1e3, 0.0, 1e-3, 1e-3]) / scale
     hi = np.array([1e5, 1e7, 1e3, -1e-3, 0.05, 0.5, 0.5]) / scale
+    for name, (b_lo, b_hi) in (bounds or {}).items():
+        k = NAMES.index(name)
+        lo[k] = lo[k] if b_lo is None else max(lo[k], b_lo / scale[k])
+        hi[k] = hi[k] if b_hi is None else min(hi[k], b_hi / scale[k])
     t_start = _time.perf_counter()
     chain = _chain(degree, scale)
     timing = {"build_s": 0.0, "solve_s": 0.0, "round_iterations": [], "round_clock_moved_s": []}
@@ -404,13 +411,13 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     for _ in range(max_rounds):
         rounds += 1
         t0 = _time.perf_counter()
-        q, w, g_eq, c_keep, r, hess, jac = _nlp(trials, layouts, chain)
+        q, w, g_eq, c_keep, r, hess, jac, reads = _nlp(trials, layouts, chain)
         V = ca.vertcat(q, w)
         nlp = {"x": V, "f": 0.5 * ca.sumsqr(r) / r.shape[0], "g": ca.vertcat(g_eq, c_keep)}
         solver = ca.nlpsol("fes", "ipopt", nlp, {"ipopt.print_level": print_level, "print_time": False,
                                                   "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12,
                                                   "ipopt.acceptable_iter": 10, "ipopt.acceptable_tol": 1e-5,
-                                                  "ipopt.sb": "yes", "hess_lag": hess, "jac_g": jac})
+                                                  "ipopt.sb": "yes", "ipopt.linear_solver": LINEAR_SOLVER, "hess_lag": hess, "jac_g": jac})
         timing["build_s"] += _time.perf_counter() - t0
         t0 = _time.perf_counter()
         ng, nk = g_eq.shape[0], c_keep.shape[0]
@@ -442,7 +449,8 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     jac_v = jac(Vv, [])[1][:ng, :]
     nq = len(NAMES)
     Gw, Gq = jac_v[:, nq:], jac_v[:, :nq]
-    Rv = ca.Function("R", [V], [ca.jacobian(r, V), r])(Vv)
+    Rv = ca.Function("R", [V], [ca.jacobian(r, V), r, *reads])(Vv)
+    states = [np.asarray(x.full()).T for x in Rv[2:]]  # per trial: samples × (k_c, F_c)
     Rw, Rq, rv = Rv[0][:, nq:], Rv[0][:, :nq], Rv[1]
     dwdq = -splu(csc_matrix(Gw.sparse())).solve(np.asarray(Gq.full()))
     J = (np.asarray(Rq.full()) + csc_matrix(Rw.sparse()) @ dwdq) / scale  # per physical unit
@@ -453,12 +461,77 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     se = np.sqrt(np.diag(cov))
     timing["covariance_s"] = _time.perf_counter() - t0
     return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
-            "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(stats["iter_count"]),
+            "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(sum(timing["round_iterations"])),
             "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
-            **timing, "samples": len(rv), "variables": int(V.shape[0])}
+            **timing, "samples": len(rv), "variables": int(V.shape[0]), "states": states,
+            "objective": float(0.5 * rv @ rv), "status": stats["return_status"]}
+
+
+#: Units and meanings of :data:`NAMES` (contract §2 `fes-muscle`; Wieber & Billet 2006 §4).
+UNITS = {"F0": "N", "k0": "N/m", "U_p": "1/s", "U_m": "1/s", "tau": "s", "tau1": "s", "tau2": "s"}
+DESCRIPTIONS = {"F0": "maximal isometric force", "k0": "maximal stiffness of the contractile element",
+                "U_p": "calcium rate while the clock is up", "U_m": "calcium rate at rest (< 0)",
+                "tau": "delay from pulse to cycle start", "tau1": "plateau of the calcium clock",
+                "tau2": "linear fall of the calcium clock"}
+#: ``colloc identify`` methods → Radau degree of the multi-phase collocation.
+DEGREES = {"radau2": 2, "radau3": 3}
+
+
+def identify_result(trials: Sequence[FesTrial], *, method: str = "radau3", guess: Mapping[str, float] | None = None,
+                    bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
+                    h_max: float = 0.002) -> co.Result:
+    """:func:`identify` as a :class:`colloc.Result` (the table, JSON document and plot of
+    ``colloc identify``), with the event-driven simulation check of every trial.  ``method``:
+    ``radau2`` or ``radau3`` (the Radau degree); ``bounds`` narrow the unknowns' bounds."""
+    import time as _time
+
+    import pandas as pd
+
+    if method not in DEGREES:
+        raise co.OptionsError(f"--method {method}: fes-muscle is identified by multi-phase Radau collocation; "
+                              f"use {' or '.join(DEGREES)}")
+    for option, given in (("--guess", guess), ("--bounds", bounds)):
+        unknown = [k for k in (given or {}) if k not in NAMES]
+        if unknown:
+            raise co.OptionsError(f"{option}: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(NAMES)}")
+    t0 = _time.perf_counter()
+    res = identify(trials, guess, degree=DEGREES[method], max_iter=max_iter, print_level=print_level, h_max=h_max,
+                   bounds=bounds)
+    t_sim = _time.perf_counter()
+    trajectories, measurements, residuals, simulation = {}, {}, {}, {}
+    for tr, states in zip(trials, res["states"]):
+        index = pd.Index(tr.time, name="time")
+        trajectories[tr.name] = pd.DataFrame({"force": states[:, 1], "k_c": states[:, 0]}, index=index)
+        measurements[tr.name] = pd.DataFrame({"force": tr.force}, index=index)
+        residuals[tr.name] = pd.DataFrame({"force": states[:, 1] - tr.force}, index=index)
+        try:
+            sim = simulate(res["parameters"], tr.time, tr.pulse, tr.alpha, rtol=1e-10, atol=1e-8)
+            span = float(np.ptp(tr.force))
+            nrmse = float(np.sqrt(np.mean((sim - tr.force) ** 2)) / span) if span > 0 else float("nan")
+            simulation[tr.name] = {"status": "ok", "message": "event-driven simulation (colloc.simulate_hybrid)",
+                                   "nrmse": {"force": nrmse}}
+        except Exception as exc:  # noqa: BLE001 - reported in the result, not raised
+            simulation[tr.name] = {"status": "failed", "message": f"{type(exc).__name__}: {exc}", "nrmse": {}}
+    timings = {"build_s": res["build_s"], "solve_s": res["solve_s"], "covariance_s": res["covariance_s"],
+               "simulation_s": _time.perf_counter() - t_sim, "total_s": _time.perf_counter() - t0}
+    status = res["status"] if res["settled"] else "phases_not_settled"
+    message = (f"{res['rounds']} round(s) of phase re-assignment"
+               + ("" if res["settled"] else f"; the clock times still moved after {res['rounds']} rounds"))
+    cov = pd.DataFrame(res["covariance"], index=list(NAMES), columns=list(NAMES))
+    return co.Result(problem="fes-muscle", method=method, success=res["success"], status=status, message=message,
+                     iterations=res["iterations"], objective=res["objective"], parameters=dict(res["parameters"]),
+                     standard_errors=dict(res["standard_errors"]), covariance=cov, trajectories=trajectories,
+                     measurements=measurements, residuals=residuals, timings=timings,
+                     num_nodes=(res["variables"] - len(NAMES)) // 2, trials=[tr.name for tr in trials],
+                     versions=co.versions(), simulation=simulation, units=dict(UNITS),
+                     info={"rounds": res["rounds"], "round_iterations": res["round_iterations"],
+                           "residual_std": res["residual_std"], "samples": res["samples"], "h_max_s": h_max,
+                           "degree": DEGREES[method], "formulation": "multi-phase Radau collocation"},
+                     initial_parameters={**GUESS, **(guess or {})}, descriptions=dict(DESCRIPTIONS))
 
 
 def problem(trials):
     """`fes-muscle` is hybrid: it is identified by :func:`identify` (multi-phase collocation),
     not through :class:`colloc.Problem`."""
-    raise co.ProblemError("fes-muscle is a hybrid problem: use colloc_problems.fes_muscle.identify(trials)")
+    raise co.ProblemError("fes-muscle is a hybrid problem: use colloc_problems.fes_muscle.identify_result(trials) "
+                          "(what `colloc identify fes-muscle` runs)")
