@@ -50,7 +50,6 @@ GUESS = {"F0": 400.0, "k0": 5.0e4, "U_p": 15.0, "U_m": -4.0, "tau": 0.010, "tau1
 COLUMNS = ("time", "force", "pulse", "alpha")
 DEFAULT_DATA = ("fes_muscle",)
 CLOCK = ("rest", "plateau", "fall")
-LINEAR_SOLVER = __import__("os").environ.get("FES_LS", "mumps")
 
 
 @dataclass(frozen=True)
@@ -309,6 +308,10 @@ def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, s
         for k in range(ph.intervals):
             t_abs.append(ph.start + k * step), h.append(step), t_rel.append(k * step), modes.append(ph.mode)
     T, H, Rl, K = (_affine(v, clock, scale) for v in (t_abs, h, t_rel, keep))
+    if K[0].size:  # every cycle of a regular train repeats the same constraint: keep one of each
+        _, first = np.unique(np.round(np.column_stack([K[0], K[1]]), 15), axis=0, return_index=True)
+        first = np.sort(first)
+        K = (K[0][first], K[1][first])
     qv = np.array([cur[n] for n in NAMES]) / scale
     t_num, h_num = _value(T, qv), _value(H, qv)
     # a sample on a boundary (to 1 ns) is read at the start of the later interval, whichever side
@@ -417,7 +420,7 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
         solver = ca.nlpsol("fes", "ipopt", nlp, {"ipopt.print_level": print_level, "print_time": False,
                                                   "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12,
                                                   "ipopt.acceptable_iter": 10, "ipopt.acceptable_tol": 1e-5,
-                                                  "ipopt.sb": "yes", "ipopt.linear_solver": LINEAR_SOLVER, "hess_lag": hess, "jac_g": jac})
+                                                  "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6, "hess_lag": hess, "jac_g": jac})
         timing["build_s"] += _time.perf_counter() - t0
         t0 = _time.perf_counter()
         ng, nk = g_eq.shape[0], c_keep.shape[0]
