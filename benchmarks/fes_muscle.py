@@ -1,7 +1,7 @@
 """FES muscle (Wieber & Billet 2006 §4–5): event-driven simulation, identification, and a
 smoothed (no events) simulation of the same model side by side.
 
-    python benchmarks/fes_muscle.py [--quick] [--out FILE.json]
+    python benchmarks/fes_muscle.py [--quick] [--fit 10 20 30 50] [--kind clean|noisy] [--out FILE.json]
 
 * event-driven simulation (colloc.simulate_hybrid) of each of the four shipped 2 s, 1 kHz
   trains (10, 20, 30, 50 Hz): wall time and number of events;
@@ -9,7 +9,8 @@ smoothed (no events) simulation of the same model side by side.
   ``w`` (tanh steps of 0.5 ms, |x| ≈ sqrt(x² + δ²)), integrated by solve_ivp without events:
   wall time and its largest force error against the event-driven result;
 * identification by multi-phase collocation (fes_muscle.identify) from the poor default guess:
-  the four clean trains (``--quick``: one 0.3 s train of 10 Hz), wall time and errors.
+  the shipped trains named by ``--fit`` (default the four; ``--kind`` clean or noisy; ``--quick``:
+  one 0.3 s train of 10 Hz), wall time and errors.
 
 Writes benchmarks/results/fes_muscle.json (or --out) atomically.
 """
@@ -75,6 +76,9 @@ def smoothed_force(trial, params, width=5e-4, delta=1e-3):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--fit", nargs="+", type=int, default=list(FREQS), choices=FREQS,
+                    help="pulse rates (Hz) of the shipped trains to identify from (default: all four)")
+    ap.add_argument("--kind", choices=("clean", "noisy"), default="clean", help="shipped records to identify from")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "fes_muscle.json"))
     args = ap.parse_args(argv)
     trials = [fm.load_trial(data_path("fes_muscle", f"clean_{f}hz.csv")) for f in FREQS]
@@ -93,15 +97,17 @@ def main(argv=None):
                      "event_driven_vs_shipped_max_N": float(np.max(np.abs(force - tr.force)))})
         print(f"{tr.name:16s} events {len(sim.events):4d}  event-driven {t_event:6.2f} s  smoothed {t_smooth:6.2f} s"
               f"  smoothed error {rows[-1]['smoothed_max_error_N']:.3g} N")
-    fit_trials = [fm.make_trial(10, duration=0.3, first=0.05, last=0.15)] if args.quick else trials
+    fit_trials = ([fm.make_trial(10, duration=0.3, first=0.05, last=0.15)] if args.quick else
+                  [fm.load_trial(data_path("fes_muscle", f"{args.kind}_{f}hz.csv")) for f in args.fit])
     t0 = time.perf_counter()
     res = fm.identify(fit_trials)
     t_id = time.perf_counter() - t0
     errors = {n: res["parameters"][n] / fm.TRUE[n] - 1 for n in fm.NAMES}
     print(f"identification: {t_id:.1f} s, {res['rounds']} rounds, success {res['success']}, "
           f"max |relative error| {max(abs(v) for v in errors.values()):.2e}")
-    doc = {"benchmark": "fes_muscle", "quick": args.quick, "simulation": rows,
-           "identification": {"time_s": t_id, "relative_errors": errors, **{k: v for k, v in res.items()}},
+    doc = {"benchmark": "fes_muscle", "quick": args.quick, "fit": [tr.name for tr in fit_trials], "simulation": rows,
+           "identification": {"time_s": t_id, "relative_errors": errors,
+                              **{k: v for k, v in res.items() if k != "states"}},
            "versions": co.versions()}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     co.write_atomic(args.out, json.dumps(doc, indent=1, default=float) + "\n")

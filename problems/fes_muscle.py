@@ -36,8 +36,8 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["COLUMNS", "DEFAULT_DATA", "GUESS", "KNOWN", "NAMES", "TRUE", "FesTrial", "clock_u", "hybrid_model",
-           "identify", "load_trial", "make_trial", "problem", "simulate", "write_trial"]
+__all__ = ["COLUMNS", "DEFAULT_DATA", "DESCRIPTIONS", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
+           "clock_u", "hybrid_model", "identify", "identify_result", "load_trial", "make_trial", "problem", "simulate", "write_trial"]
 
 #: Seed-case parameter values (contract §2 `fes-muscle`).
 TRUE = {"F0": 600.0, "k0": 3.0e4, "U_p": 25.0, "U_m": -8.0, "tau": 0.005, "tau1": 0.020, "tau2": 0.040}
@@ -200,7 +200,7 @@ def _phases(trial: FesTrial, P: dict, guess: dict, h_max: float):
     gstarts = [p_ + guess["tau"] for p_ in pulses]
 
     def add(mode, a, b, a_num, b_num):
-        n = max(1, int(np.ceil((b_num - a_num) / h_max - 1e-9)))
+        n = max(1, int(np.ceil((b_num - a_num) / h_max - 1e-3)))  # (up to 0.1 % over h_max: no flip-flop at a multiple)
         phases.append(co.Phase(mode, a, b, n))
 
     if not len(pulses):
@@ -233,31 +233,164 @@ def _phases(trial: FesTrial, P: dict, guess: dict, h_max: float):
     return phases, keep
 
 
-def _casadi_rates(mode, t, x, t0, alpha, P):
-    """Eqs. (8)–(10) in a clock mode; the contractile element shortens while u > 0 (plateau,
-    fall) and lengthens in rest (checked on the result by the event-driven simulator)."""
-    if mode == "rest":
-        u, up, ua, shortening = P["U_m"], 0.0, -P["U_m"], False
-    else:
-        u = P["U_p"] if mode == "plateau" else P["U_p"] * (1 - (t - t0) / P["tau2"])
-        up, ua, shortening = u, u, True
-    k, F = x[0], x[1]
+#: mode flags (rest, plateau, fall) of the single interval Function
+_FLAGS = {"rest": (1.0, 0.0, 0.0), "plateau": (0.0, 1.0, 0.0), "fall": (0.0, 0.0, 1.0)}
+_STATE_SCALE = np.array([1e4, 300.0])  # k_c (N/m), F_c (N)
+
+
+def _rates_function(scale: np.ndarray) -> ca.Function:
+    """Eqs. (8)–(10) in every clock mode as one CasADi Function ``(x, s, data, q) → ẋ``:
+    ``x`` the scaled state, ``s`` the time since the mode's phase began, ``data`` =
+    (rest, plateau, fall flags, α), ``q`` the :data:`NAMES` divided by ``scale``.  The
+    contractile element shortens while u > 0 (plateau, fall) and lengthens in rest (checked on
+    the result by the event-driven simulator)."""
+    x, s, data, q = ca.SX.sym("x", 2), ca.SX.sym("s"), ca.SX.sym("data", 4), ca.SX.sym("q", len(NAMES))
+    P = {**KNOWN, **{n: q[i] * scale[i] for i, n in enumerate(NAMES)}}
+    w_rest, w_plateau, w_fall, alpha = data[0], data[1], data[2], data[3]
+    u = w_rest * P["U_m"] + w_plateau * P["U_p"] + w_fall * P["U_p"] * (1 - s / P["tau2"])
+    sign = 1 - 2 * w_rest  # +1 shortening (u > 0), -1 lengthening (rest, u = U_m < 0)
+    up, ua = (1 - w_rest) * u, sign * u
+    k, F = x[0] * _STATE_SCALE[0], x[1] * _STATE_SCALE[1]
     R = alpha * P["F0"] * up - ua * F
-    KL = (P["k_s"] + k) * P["L_c0"]
-    e = -R / (KL + F) if shortening else -R / (KL - F)
-    abs_e = -e if shortening else e
-    return ca.vertcat(-(ua + abs_e) * k + alpha * P["k0"] * up, -P["k_s"] * P["L_c0"] * e)
+    e = -R / ((P["k_s"] + k) * P["L_c0"] + sign * F)
+    rates = ca.vertcat(-(ua - sign * e) * k + alpha * P["k0"] * up, -P["k_s"] * P["L_c0"] * e)
+    return ca.Function("fes_rates", [x, s, data, q], [rates / _STATE_SCALE])
+
+
+_CHAINS: dict = {}
+
+
+def _chain(degree: int, scale: np.ndarray) -> co.IntervalChain:
+    """The collocation Functions (built once per process and scale, reused by every round)."""
+    key = (degree, tuple(scale))
+    if key not in _CHAINS:
+        _CHAINS[key] = co.IntervalChain(_rates_function(scale), degree)
+    return _CHAINS[key]
+
+
+def _affine(exprs, clock: ca.SX, scale: np.ndarray):
+    """``(a, b)`` with ``exprs = a + b·q`` for expressions affine in the clock times ``clock``
+    (τ, τ1, τ2), ``q`` the scaled unknowns."""
+    e = ca.vertcat(*exprs) if exprs else ca.SX(0, 1)
+    f = ca.Function("affine", [clock], [e, ca.jacobian(e, clock)])
+    a, b = f(np.zeros(3))
+    B = np.zeros((e.shape[0], len(NAMES)))
+    B[:, 4:7] = np.asarray(ca.densify(b)) * scale[4:7]
+    return np.asarray(a).ravel(), B
+
+
+def _value(aff, q: np.ndarray) -> np.ndarray:
+    return aff[0] + aff[1] @ q
+
+
+@dataclass
+class _Layout:
+    """One record's intervals at the current estimate: numbers only (the symbolic part is the
+    mapped interval Function).  Times are affine ``(a, b)``: ``a + b·q``."""
+
+    t_abs: tuple  # interval starts
+    h: tuple  # interval lengths
+    t_rel: tuple  # time since the phase began, at each interval start
+    keep: tuple  # c ≥ 0 keeping the structure
+    data: np.ndarray  # 4 × N: mode flags and α
+    modes: tuple
+    interval: np.ndarray  # the interval holding each sample
+    x_guess: np.ndarray  # 2 × N·d scaled state guess
+
+
+def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, scale: np.ndarray) -> _Layout:
+    clock = ca.SX.sym("clock", 3)
+    P = {"tau": clock[0], "tau1": clock[1], "tau2": clock[2]}
+    phases, keep = _phases(trial, P, cur, h_max)
+    t_abs, h, t_rel, modes = [], [], [], []
+    for ph in phases:
+        step = (ph.end - ph.start) / ph.intervals
+        for k in range(ph.intervals):
+            t_abs.append(ph.start + k * step), h.append(step), t_rel.append(k * step), modes.append(ph.mode)
+    T, H, Rl, K = (_affine(v, clock, scale) for v in (t_abs, h, t_rel, keep))
+    if K[0].size:  # every cycle of a regular train repeats the same constraint: keep one of each
+        _, first = np.unique(np.round(np.column_stack([K[0], K[1]]), 15), axis=0, return_index=True)
+        first = np.sort(first)
+        K = (K[0][first], K[1][first])
+    qv = np.array([cur[n] for n in NAMES]) / scale
+    t_num, h_num = _value(T, qv), _value(H, qv)
+    # a sample on a boundary (to 1 ns) is read at the start of the later interval, whichever side
+    # of it the estimate lies: either is exact, and the choice does not flip from round to round
+    interval = np.clip(np.searchsorted(t_num - 1e-9, trial.time, side="right") - 1, 0, len(t_num) - 1)
+    alpha = np.interp(t_num + 0.5 * h_num, trial.time, trial.alpha)
+    data = np.vstack([np.array([_FLAGS[m] for m in modes]).T, alpha])
+    # initial states from the measured force (k_c in proportion to F_c)
+    tc = (t_num[:, None] + chain.tau[None, :] * h_num[:, None]).ravel()
+    F = np.interp(tc, trial.time, trial.force)
+    x_guess = np.vstack([F / max(trial.force.max(), 1.0) * 3e4 * np.interp(tc, trial.time, trial.alpha), F])
+    return _Layout(T, H, Rl, K, data, tuple(modes), interval, x_guess / _STATE_SCALE[:, None])
+
+
+def _same_layout(a: _Layout, b: _Layout) -> bool:
+    """Whether two layouts make the same NLP (the initial guess aside)."""
+    arrays = ("t_abs", "h", "t_rel", "keep")
+    return (a.modes == b.modes and np.array_equal(a.interval, b.interval) and np.array_equal(a.data, b.data)
+            and all(np.array_equal(x, y) for f in arrays for x, y in zip(getattr(a, f), getattr(b, f))))
+
+
+def _nlp(trials, layouts, chain: co.IntervalChain):
+    """The NLP of one round assembled from the mapped interval Functions, and the upper
+    triangle of its Lagrangian's Hessian as a Function ``(x, p, lam_f, lam_g)``."""
+    q = ca.MX.sym("q", len(NAMES))
+    d, nx = chain.degree, chain.nx
+    x0 = np.zeros(nx)
+    c_force = np.array([0.0, _STATE_SCALE[1]])
+    n_samples = sum(len(tr.time) for tr in trials)
+    sizes = [2 * len(lay.modes) * d for lay in layouts]
+    lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", sum(sizes) + sum(len(lay.keep[0]) for lay in layouts))
+    ws, gs, keeps, resid, blocks, jac_blocks, reads = [], [], [], [], [], [], []
+    offset, g_offset = len(NAMES), 0
+    for tr, lay, size in zip(trials, layouts, sizes):
+        n = len(lay.modes)
+        xc = ca.MX.sym(f"x_{tr.name}", nx, n * d)
+        gs.append(ca.vec(chain.defects(x0, xc, lay.t_rel, lay.h, lay.data, q)))
+        states = chain.values(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q) * _STATE_SCALE
+        reads.append(states)
+        resid.append((states[1, :] - ca.DM(tr.force).T).T)
+        if lay.keep[0].size:
+            keeps.append(ca.DM(lay.keep[0]) + ca.mtimes(ca.DM(lay.keep[1]), q))
+        ws.append(ca.vec(xc))
+        # Hessian blocks: one per interval (defects), one per sample (fit)
+        lam = ca.reshape(lam_g[g_offset:g_offset + size], nx, n * d)
+        p_index = np.arange(len(NAMES))
+        blocks.append(chain.defect_block(x0, xc, lay.t_rel, lay.h, lay.data, q, lam, offset, p_index))
+        blocks.append(chain.fit_block(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q, c_force, tr.force,
+                                      lam_f / n_samples, offset, p_index))
+        jac_blocks.append(chain.jacobian_block(x0, xc, lay.t_rel, lay.h, lay.data, q, offset, p_index, g_offset))
+        offset += size
+        g_offset += size
+    V = ca.vertcat(q, *ws)
+    g_keep = ca.vertcat(*keeps) if keeps else ca.MX(0, 1)
+    n_var, n_con = V.shape[0], g_offset + g_keep.shape[0]
+    keep_rows = ca.DM(n_con, n_var)  # the linear structure constraints: constant rows in q
+    if keeps:
+        keep_rows[g_offset:, : len(NAMES)] = np.vstack([lay.keep[1] for lay in layouts if lay.keep[0].size])
+    G = ca.vertcat(*gs, g_keep)
+    hess = ca.Function("hess_lag", [V, ca.MX(0, 1), lam_f, lam_g], [chain.hessian(n_var, blocks)],
+                       ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])
+    jac = ca.Function("jac_g", [V, ca.MX(0, 1)], [G, chain.jacobian(n_con, n_var, jac_blocks, keep_rows)],
+                      ["x", "p"], ["g", "jac_g_x"])
+    return q, ca.vertcat(*ws), ca.vertcat(*gs), g_keep, ca.vertcat(*resid), hess, jac, reads
 
 
 def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = None, *, h_max: float = 0.002,
-             degree: int = 3, max_rounds: int = 4, print_level: int = 0, max_iter: int = 500) -> dict:
+             degree: int = 3, max_rounds: int = 8, print_level: int = 0, max_iter: int = 500,
+             bounds: Mapping[str, tuple] | None = None) -> dict:
     """Identify :data:`NAMES` from isometric records sharing the parameters, by multi-phase
-    Radau collocation (:func:`colloc.transcribe_phases`): a phase per clock-mode interval, the
-    boundaries t_k + τ, + τ1, + τ2 moving with the unknowns; the structure (which cycles are
-    cut short by the next pulse) is that of the current estimate, kept by linear constraints
-    and re-chosen when one of them is active at the optimum.  Standard errors by the
-    Gauss–Newton covariance s²(JᵀJ)⁻¹, J the sample sensitivities (implicit function theorem
-    on the collocation equations).  Returns a dict (parameters, standard_errors, success, ...)."""
+    Radau collocation: a phase per clock-mode interval, the boundaries t_k + τ, + τ1, + τ2
+    moving with the unknowns; the structure (which cycles are cut short by the next pulse) is
+    that of the current estimate, kept by linear constraints, and the samples' intervals are
+    those of the current estimate: solved again until the clock times settle.  The NLP is
+    assembled from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over
+    every interval of every record; built once and reused by every round); exact Hessians.
+    Standard errors by the Gauss–Newton covariance s²(JᵀJ)⁻¹, J the sample sensitivities
+    (implicit function theorem on the collocation equations).  Returns a dict (parameters,
+    standard_errors, success, ...)."""
     import time as _time
 
     from scipy.sparse import csc_matrix
@@ -268,81 +401,140 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     scale = np.array([abs(GUESS[n]) for n in NAMES])
     lo = np.array([1.0, 1.0, 0.1, -1e3, 0.0, 1e-3, 1e-3]) / scale
     hi = np.array([1e5, 1e7, 1e3, -1e-3, 0.05, 0.5, 0.5]) / scale
-    S = np.array([1e4, 300.0])  # state scales (N/m, N)
+    for name, (b_lo, b_hi) in (bounds or {}).items():
+        k = NAMES.index(name)
+        lo[k] = lo[k] if b_lo is None else max(lo[k], b_lo / scale[k])
+        hi[k] = hi[k] if b_hi is None else min(hi[k], b_hi / scale[k])
     t_start = _time.perf_counter()
-    seen = []
-    for rnd in range(max_rounds):
-        q = ca.SX.sym("q", len(NAMES))
-        P = {**KNOWN, **{n: q[i] * scale[i] for i, n in enumerate(NAMES)}}
-        ws, gs, w0s, resid, keeps = [], [], [], [], []
-        structure = []
-        for tr in trials:
-            alpha = float(tr.alpha[0])
-            phases, keep = _phases(tr, P, cur, h_max)
-            structure.append(tuple(ph.mode for ph in phases))
-            keeps += keep
-            guess_force = np.interp  # initial state guess from the measured force
-            xg = (lambda t, tr=tr: np.array([float(np.interp(t, tr.time, tr.force)) / max(tr.force.max(), 1) * 3e4 * tr.alpha[0],
-                                            float(np.interp(t, tr.time, tr.force))]) / S)
-            del guess_force
-            dyn = (lambda mode, t, xs, t0, alpha=alpha: _casadi_rates(mode, t, xs * S, t0, alpha, P) / S)
-            pg = np.array([cur[n] for n in NAMES]) / scale
-            tp = co.transcribe_phases(phases, dyn, [0.0, 0.0], q, pg, xg, degree)
-            bounds = np.array(ca.Function("b", [q], [ca.vertcat(*[ca.vertcat(ph.start, ph.end) for ph in phases])])(pg)).reshape(-1, 2)
-            # the phase holding each sample (at the current estimate)
-            idx = np.clip(np.searchsorted(bounds[:, 0], tr.time, side="right") - 1, 0, len(phases) - 1)
-            for ip in range(len(phases)):
-                sel = np.flatnonzero(idx == ip)
-                if sel.size == 0:
-                    continue
-                xs = tp.state_at(ip, tr.time[sel])
-                resid += [x[1] * S[1] - tr.force[j] for x, j in zip(xs, sel)]
-            ws.append(tp.w), gs.append(tp.g), w0s.append(tp.w_guess)
-        seen.append(structure)
-        w = ca.vertcat(*ws)
-        g_eq = ca.vertcat(*gs)
-        r = ca.vertcat(*resid)
-        c_keep = ca.vertcat(*keeps) if keeps else ca.SX(0, 1)
+    chain = _chain(degree, scale)
+    timing = {"build_s": 0.0, "solve_s": 0.0, "round_iterations": [], "round_clock_moved_s": []}
+    rounds = 0
+    w_prev = None
+    layouts = [_layout(tr, cur, h_max, chain, scale) for tr in trials]
+    for _ in range(max_rounds):
+        rounds += 1
+        t0 = _time.perf_counter()
+        q, w, g_eq, c_keep, r, hess, jac, reads = _nlp(trials, layouts, chain)
         V = ca.vertcat(q, w)
-        nlp = {"x": V, "f": 0.5 * ca.sumsqr(r) / len(resid), "g": ca.vertcat(g_eq, c_keep)}
+        nlp = {"x": V, "f": 0.5 * ca.sumsqr(r) / r.shape[0], "g": ca.vertcat(g_eq, c_keep)}
         solver = ca.nlpsol("fes", "ipopt", nlp, {"ipopt.print_level": print_level, "print_time": False,
                                                   "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12,
-                                                  "ipopt.acceptable_tol": 1e-10})
+                                                  "ipopt.acceptable_iter": 10, "ipopt.acceptable_tol": 1e-5,
+                                                  "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6, "hess_lag": hess, "jac_g": jac})
+        timing["build_s"] += _time.perf_counter() - t0
+        t0 = _time.perf_counter()
         ng, nk = g_eq.shape[0], c_keep.shape[0]
-        x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale, *w0s])
+        w0 = np.concatenate([lay.x_guess.ravel(order="F") for lay in layouts])
+        if w_prev is not None and w_prev.size == w0.size:
+            w0 = w_prev  # the same number of intervals: start from the last solution
+        x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale, w0])
         lbx = np.concatenate([lo, -np.inf * np.ones(w.shape[0])])
         ubx = np.concatenate([hi, np.inf * np.ones(w.shape[0])])
-        sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=np.zeros(ng + nk), ubg=np.concatenate([np.zeros(ng), np.inf * np.ones(nk)]))
+        sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=np.zeros(ng + nk),
+                     ubg=np.concatenate([np.zeros(ng), np.inf * np.ones(nk)]))
+        timing["solve_s"] += _time.perf_counter() - t0
         stats = solver.stats()
-        qv = np.array(sol["x"]).ravel()[: len(NAMES)]
+        timing["round_iterations"].append(int(stats["iter_count"]))
+        Vv = np.array(sol["x"]).ravel()
+        qv, w_prev = Vv[: len(NAMES)], Vv[len(NAMES):]
         previous, cur = cur, {n: float(qv[i] * scale[i]) for i, n in enumerate(NAMES)}
         # the samples' phases and intervals were those of the previous estimate: solve again
-        # until the clock times stop moving (well inside one collocation interval)
+        # until they no longer change (the NLP would be the same) or the clock times stop
+        # moving (well inside one collocation interval)
+        solved, layouts = layouts, [_layout(tr, cur, h_max, chain, scale) for tr in trials]
         moved = max(abs(cur[n] - previous[n]) for n in ("tau", "tau1", "tau2"))
-        if moved < 1e-3 * h_max and stats["success"]:
+        timing["round_clock_moved_s"].append(moved)
+        settled = moved < 1e-3 * h_max or all(map(_same_layout, solved, layouts))
+        if stats["success"] and settled:
             break
     # Gauss-Newton covariance through the collocation equations
-    Vv = np.array(sol["x"]).ravel()
-    fG = ca.Function("G", [V], [ca.jacobian(g_eq, w), ca.jacobian(g_eq, q), ca.jacobian(r, w), ca.jacobian(r, q), r])
-    Gw, Gq, Rw, Rq, rv = (np.asarray(m.full()) if k == 4 else m for k, m in enumerate(fG(Vv)))
-    Gw = csc_matrix(Gw.sparse() if hasattr(Gw, "sparse") else Gw)
-    lu = splu(Gw)
-    dwdq = -lu.solve(np.asarray(Gq.full()))
-    J = np.asarray(Rq.full()) + csc_matrix(Rw.sparse()) @ dwdq
-    J = J / scale  # per physical unit
-    rv = np.asarray(rv).ravel()
+    t0 = _time.perf_counter()
+    jac_v = jac(Vv, [])[1][:ng, :]
+    nq = len(NAMES)
+    Gw, Gq = jac_v[:, nq:], jac_v[:, :nq]
+    Rv = ca.Function("R", [V], [ca.jacobian(r, V), r, *reads])(Vv)
+    states = [np.asarray(x.full()).T for x in Rv[2:]]  # per trial: samples × (k_c, F_c)
+    Rw, Rq, rv = Rv[0][:, nq:], Rv[0][:, :nq], Rv[1]
+    dwdq = -splu(csc_matrix(Gw.sparse())).solve(np.asarray(Gq.full()))
+    J = (np.asarray(Rq.full()) + csc_matrix(Rw.sparse()) @ dwdq) / scale  # per physical unit
+    rv = np.asarray(rv.full()).ravel()
     dof = max(len(rv) - len(NAMES), 1)
     s2 = float(rv @ rv) / dof
     cov = s2 * np.linalg.inv(J.T @ J)
     se = np.sqrt(np.diag(cov))
-    success = bool(stats["success"])
+    timing["covariance_s"] = _time.perf_counter() - t0
     return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
-            "success": success, "iterations": int(stats["iter_count"]), "rounds": len(seen),
-            "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
-            "samples": len(rv), "variables": int(V.shape[0])}
+            "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(sum(timing["round_iterations"])),
+            "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
+            **timing, "samples": len(rv), "variables": int(V.shape[0]), "states": states,
+            "objective": float(0.5 * rv @ rv), "status": stats["return_status"]}
+
+
+#: Units and meanings of :data:`NAMES` (contract §2 `fes-muscle`; Wieber & Billet 2006 §4).
+UNITS = {"F0": "N", "k0": "N/m", "U_p": "1/s", "U_m": "1/s", "tau": "s", "tau1": "s", "tau2": "s"}
+DESCRIPTIONS = {"F0": "maximal isometric force", "k0": "maximal stiffness of the contractile element",
+                "U_p": "calcium rate while the clock is up", "U_m": "calcium rate at rest (< 0)",
+                "tau": "delay from pulse to cycle start", "tau1": "plateau of the calcium clock",
+                "tau2": "linear fall of the calcium clock"}
+#: ``colloc identify`` methods → Radau degree of the multi-phase collocation.
+DEGREES = {"radau2": 2, "radau3": 3}
+
+
+def identify_result(trials: Sequence[FesTrial], *, method: str = "radau3", guess: Mapping[str, float] | None = None,
+                    bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
+                    h_max: float = 0.002) -> co.Result:
+    """:func:`identify` as a :class:`colloc.Result` (the table, JSON document and plot of
+    ``colloc identify``), with the event-driven simulation check of every trial.  ``method``:
+    ``radau2`` or ``radau3`` (the Radau degree); ``bounds`` narrow the unknowns' bounds."""
+    import time as _time
+
+    import pandas as pd
+
+    if method not in DEGREES:
+        raise co.OptionsError(f"--method {method}: fes-muscle is identified by multi-phase Radau collocation; "
+                              f"use {' or '.join(DEGREES)}")
+    for option, given in (("--guess", guess), ("--bounds", bounds)):
+        unknown = [k for k in (given or {}) if k not in NAMES]
+        if unknown:
+            raise co.OptionsError(f"{option}: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(NAMES)}")
+    t0 = _time.perf_counter()
+    res = identify(trials, guess, degree=DEGREES[method], max_iter=max_iter, print_level=print_level, h_max=h_max,
+                   bounds=bounds)
+    t_sim = _time.perf_counter()
+    trajectories, measurements, residuals, simulation = {}, {}, {}, {}
+    for tr, states in zip(trials, res["states"]):
+        index = pd.Index(tr.time, name="time")
+        trajectories[tr.name] = pd.DataFrame({"force": states[:, 1], "k_c": states[:, 0]}, index=index)
+        measurements[tr.name] = pd.DataFrame({"force": tr.force}, index=index)
+        residuals[tr.name] = pd.DataFrame({"force": states[:, 1] - tr.force}, index=index)
+        try:
+            sim = simulate(res["parameters"], tr.time, tr.pulse, tr.alpha, rtol=1e-10, atol=1e-8)
+            span = float(np.ptp(tr.force))
+            nrmse = float(np.sqrt(np.mean((sim - tr.force) ** 2)) / span) if span > 0 else float("nan")
+            simulation[tr.name] = {"status": "ok", "message": "event-driven simulation (colloc.simulate_hybrid)",
+                                   "nrmse": {"force": nrmse}}
+        except Exception as exc:  # noqa: BLE001 - reported in the result, not raised
+            simulation[tr.name] = {"status": "failed", "message": f"{type(exc).__name__}: {exc}", "nrmse": {}}
+    timings = {"build_s": res["build_s"], "solve_s": res["solve_s"], "covariance_s": res["covariance_s"],
+               "simulation_s": _time.perf_counter() - t_sim, "total_s": _time.perf_counter() - t0}
+    status = res["status"] if res["settled"] else "phases_not_settled"
+    message = (f"{res['rounds']} round(s) of phase re-assignment"
+               + ("" if res["settled"] else f"; the clock times still moved after {res['rounds']} rounds"))
+    cov = pd.DataFrame(res["covariance"], index=list(NAMES), columns=list(NAMES))
+    return co.Result(problem="fes-muscle", method=method, success=res["success"], status=status, message=message,
+                     iterations=res["iterations"], objective=res["objective"], parameters=dict(res["parameters"]),
+                     standard_errors=dict(res["standard_errors"]), covariance=cov, trajectories=trajectories,
+                     measurements=measurements, residuals=residuals, timings=timings,
+                     num_nodes=(res["variables"] - len(NAMES)) // 2, trials=[tr.name for tr in trials],
+                     versions=co.versions(), simulation=simulation, units=dict(UNITS),
+                     info={"rounds": res["rounds"], "round_iterations": res["round_iterations"],
+                           "residual_std": res["residual_std"], "samples": res["samples"], "h_max_s": h_max,
+                           "degree": DEGREES[method], "formulation": "multi-phase Radau collocation"},
+                     initial_parameters={**GUESS, **(guess or {})}, descriptions=dict(DESCRIPTIONS))
 
 
 def problem(trials):
     """`fes-muscle` is hybrid: it is identified by :func:`identify` (multi-phase collocation),
     not through :class:`colloc.Problem`."""
-    raise co.ProblemError("fes-muscle is a hybrid problem: use colloc_problems.fes_muscle.identify(trials)")
+    raise co.ProblemError("fes-muscle is a hybrid problem: use colloc_problems.fes_muscle.identify_result(trials) "
+                          "(what `colloc identify fes-muscle` runs)")

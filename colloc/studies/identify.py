@@ -175,6 +175,13 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
     trials = [t.renamed(n) for t, n in zip(trials, labels)]
+    if hasattr(module, "identify_result"):  # a problem with its own transcription (hybrid: fes-muscle)
+        result = _own_identification(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
+                                     max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights,
+                                     guess=guess, bounds=bounds, absolute_sigma=absolute_sigma,
+                                     print_level=print_level, problem_options=problem_options, client=client)
+        result.trials = paths
+        return result
     for key in problem_options or {}:
         if not _takes(module.problem, key):
             raise OptionsError(f"problem '{problem_name}' has no option {key}= (e.g. --height/--mass are for cip)")
@@ -202,3 +209,19 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     result.problem = problem_name
     result.trials = paths
     return result
+
+
+def _own_identification(module: ModuleType, problem_name: str, trials: list, *, method: str, nodes, refine: int,
+                        max_iter: int, start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool,
+                        print_level: int, problem_options, client):
+    """A problem that transcribes itself (``identify_result(trials, method=, guess=, bounds=,
+    max_iter=, print_level=)`` → :class:`~colloc.Result`): the options it cannot honour are
+    refused, each by name."""
+    refused = [("--nodes", nodes is not None), ("--refine", refine != 1), ("--start", start is not None),
+               ("--starts", starts != 1), ("--fit-weight", bool(fit_weights)), ("--absolute-sigma", absolute_sigma),
+               ("problem options", bool(problem_options)), ("a cluster (client)", client is not None)]
+    for option, given in refused:
+        if given:
+            raise OptionsError(f"{option} does not apply to problem '{problem_name}' (it has its own transcription)")
+    return module.identify_result(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
+                                  print_level=print_level)

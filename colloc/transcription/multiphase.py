@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
-__all__ = ["Phase", "PhaseTranscription", "transcribe_phases"]
+__all__ = ["IntervalChain", "Phase", "PhaseTranscription", "transcribe_phases"]
 
 
 @dataclass
@@ -120,3 +120,207 @@ def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: c
         x_prev = nodes[-1][-1]
     return PhaseTranscription(ca.vertcat(*w), ca.vertcat(*g), np.concatenate(w0), list(phases), blocks, tau,
                               num_start, num_h)
+
+
+# ---------------------------------------------------------------------------------------------
+# the same collocation from one CasADi Function per interval, mapped over every interval
+
+
+def _radau_basis(degree: int):
+    """Radau points τ_1..τ_d, the derivative matrix C[j, k] of Lagrange basis j (points
+    0, τ_1..τ_d) at point k, and the basis polynomials."""
+    tau = np.array(ca.collocation_points(degree, "radau"))
+    pts = np.concatenate([[0.0], tau])
+    basis, C = [], np.zeros((degree + 1, degree + 1))
+    for j in range(degree + 1):
+        poly = np.poly1d([1.0])
+        for m in range(degree + 1):
+            if m != j:
+                poly *= np.poly1d([1.0, -pts[m]]) / (pts[j] - pts[m])
+        basis.append(poly)
+        C[j] = [np.polyder(poly)(pk) for pk in pts]
+    return tau, C, basis
+
+
+class IntervalChain:
+    """Radau collocation of a chain of intervals (phases laid end to end) from one CasADi
+    Function per interval, called at every interval through :meth:`casadi.Function.map`.
+
+    ``rates`` is a :class:`casadi.Function` ``(x, t, data, p) → ẋ``: ``t`` a scalar time
+    (whatever origin the rates use, e.g. the time since their phase began), ``data`` a column
+    of numbers per interval (the mode's flags, an input's value, ...), ``p`` the parameters.
+    Interval times are affine in the parameters, ``t = a + b·p`` (phase boundaries at known
+    times or at parameter-dependent ones such as a clock's τ, τ1, τ2), given as numbers.
+
+    The defect, reading and Hessian Functions are built once per ``rates`` and reused for every
+    record and every re-assignment of the phases: only numbers (interval times, data, sample
+    positions) change, not the symbolic structure of one interval.  The exact Hessian of the
+    Lagrangian is assembled from per-interval and per-sample blocks (:meth:`hessian`), which
+    avoids the symbolic Hessian of the whole NLP.
+    """
+
+    def __init__(self, rates: ca.Function, degree: int = 3):
+        self.degree = d = int(degree)
+        self.nx = nx = rates.size1_in(0)
+        self.np = npar = rates.numel_in(3)
+        self.tau, C, basis = _radau_basis(d)
+        x0, xc = ca.SX.sym("x0", nx), ca.SX.sym("xc", nx, d)
+        ta, tb, ha, hb = ca.SX.sym("ta"), ca.SX.sym("tb", npar), ca.SX.sym("ha"), ca.SX.sym("hb", npar)
+        data, p = ca.SX.sym("data", rates.sparsity_in(2)), ca.SX.sym("p", npar)
+        t, h = ta + ca.dot(tb, p), ha + ca.dot(hb, p)
+        X = [x0] + [xc[:, j] for j in range(d)]
+        defect = ca.horzcat(*[sum(C[m, j] * X[m] for m in range(d + 1))
+                              - h * rates(X[j], t + self.tau[j - 1] * h, data, p) for j in range(1, d + 1)])
+        z = ca.vertcat(x0, ca.vec(xc), p)  # the local variables of one block
+        args = [x0, xc, ta, tb, ha, hb, data, p]
+        #: defects of one interval: (x0, xc, ta, tb, ha, hb, data, p) → nx × d
+        self.defect = ca.Function("defect", args, [defect])
+        #: their Jacobian in the local variables [x0, vec(xc), p] (sparse, the same for every interval)
+        self.defect_jac = ca.Function("defect_jac", args, [ca.jacobian(ca.vec(defect), z)])
+        lam = ca.SX.sym("lam", nx, d)
+        #: the upper triangle of the Hessian of lam · defects in the local variables
+        self.defect_hess = ca.Function("defect_hess", [*args, lam], [ca.triu(ca.hessian(ca.dot(lam, defect), z)[0])])
+        ts, c, y, wgt = ca.SX.sym("ts"), ca.SX.sym("c", nx), ca.SX.sym("y"), ca.SX.sym("wgt")
+        value = sum(X[j] * _horner(basis[j], (ts - t) / h) for j in range(d + 1))
+        #: the state of one interval at time ts: (x0, xc, ts, ta, tb, ha, hb, p) → nx
+        self.read = ca.Function("read", [x0, xc, ts, ta, tb, ha, hb, p], [value])
+        fit = 0.5 * wgt * (ca.dot(c, value) - y) ** 2
+        self.read_hess = ca.Function("read_hess", [x0, xc, ts, ta, tb, ha, hb, p, c, y, wgt],
+                                     [ca.triu(ca.hessian(fit, z)[0])])
+        self.nz = z.shape[0]
+
+    def starts(self, x0, xc):
+        """The state at the start of each interval (nx × N): ``x0``, then the last collocation
+        state of the previous interval."""
+        d = self.degree
+        n = xc.shape[1] // d
+        ends = [k * d + d - 1 for k in range(n - 1)]
+        return ca.horzcat(ca.DM(x0), xc[:, ends]) if ends else ca.DM(x0)
+
+    def defects(self, x0, xc, t, h, data, p):
+        """Defects (nx × N·d) of a chain of N intervals: ``xc`` (nx × N·d, symbols) the
+        collocation states, ``x0`` the known initial state, ``t``/``h`` pairs ``(a, b)`` of
+        the interval times (as the rates take them) and lengths, ``a`` (N) and ``b`` (N × np)
+        with ``t = a + b·p``; ``data`` (k × N) numbers per interval; ``p`` the parameters."""
+        n = len(t[0])
+        return self.defect.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p)
+
+    def values(self, x0, xc, interval, times, t, h, p):
+        """The states (nx × M) at the M ``times``, each read in its ``interval`` (M ints, the
+        polynomial extrapolated past the interval's ends); ``t``/``h`` as in :meth:`defects`
+        but with the interval times on the absolute clock of ``times``."""
+        interval = np.asarray(interval, dtype=int)
+        return self.read.map(len(interval))(*self._gather(x0, xc, interval), ca.DM(times).T,
+                                             *_row(t, interval), *_row(h, interval), p)
+
+    def _gather(self, x0, xc, interval):
+        d = self.degree
+        cols = (interval[:, None] * d + np.arange(d)[None, :]).ravel().tolist()
+        return self.starts(x0, xc)[:, interval.tolist()], xc[:, cols]
+
+    def local_indices(self, n: int, offset: int, p_index) -> np.ndarray:
+        """Indices in the NLP's variables of each interval's local block [x0, vec(xc), p]
+        (N × nz; −1 for the known initial state), for a chain whose ``vec(xc)`` starts at
+        ``offset`` and whose parameters are at ``p_index``."""
+        nx, d = self.nx, self.degree
+        k = np.arange(n)[:, None]
+        x0 = offset + (k * d - 1) * nx + np.arange(nx)[None, :]
+        x0[0] = -1
+        xc = offset + k * d * nx + np.arange(d * nx)[None, :]
+        return np.hstack([x0, xc, np.broadcast_to(np.asarray(p_index, dtype=int), (n, len(p_index)))])
+
+    def defect_block(self, x0, xc, t, h, data, p, lam, offset: int, p_index) -> tuple:
+        """The Hessian blocks of ``lam · defects`` (``lam`` nx × N·d, the multipliers of
+        :meth:`defects` in the same layout), one per interval, for :meth:`hessian`."""
+        n = len(t[0])
+        values = self.defect_hess.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p, lam)
+        return values, self.local_indices(n, offset, p_index)
+
+    def fit_block(self, x0, xc, interval, times, t, h, p, c, y, weight, offset: int, p_index) -> tuple:
+        """The Hessian blocks of ``weight · ½ (c · x(times) − y)²``, one per sample (``y`` the
+        M measured values, ``c`` the nx weights of the states, read as in :meth:`values`)."""
+        interval = np.asarray(interval, dtype=int)
+        values = self.read_hess.map(len(interval))(*self._gather(x0, xc, interval), ca.DM(times).T,
+                                                    *_row(t, interval), *_row(h, interval), p, ca.DM(c),
+                                                    ca.DM(y).T, weight)
+        n = xc.shape[1] // self.degree
+        return values, self.local_indices(n, offset, p_index)[interval]
+
+    def jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int) -> tuple:
+        """The Jacobian blocks of :meth:`defects` (``vec`` of it, starting at constraint
+        ``row_offset``), one per interval, for :meth:`jacobian`."""
+        n = len(t[0])
+        values = self.defect_jac.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p)
+        rows = row_offset + np.arange(n)[:, None] * self.nx * self.degree + np.arange(self.nx * self.degree)[None, :]
+        return values, rows, self.local_indices(n, offset, p_index)
+
+    def hessian(self, n_var: int, blocks: Sequence[tuple]):
+        """The upper triangle of the Lagrangian's Hessian (MX, ``n_var`` × ``n_var``) from
+        blocks ``(values, indices)`` made by :meth:`defect_block` and :meth:`fit_block`
+        (``values`` the mapped upper triangles, ``indices`` B × nz from :meth:`local_indices`),
+        summed into the global matrix by one constant sparse matrix."""
+        parts = []
+        for values, idx in blocks:
+            r, c = _block_pattern(values, self.nz)
+            gi, gj = idx[:, r], idx[:, c]
+            parts.append((values, np.minimum(gi, gj), np.maximum(gi, gj)))
+        return _assemble(n_var, n_var, parts)
+
+    def jacobian(self, n_con: int, n_var: int, blocks: Sequence[tuple], constant=None):
+        """The constraints' Jacobian (MX, ``n_con`` × ``n_var``) from :meth:`jacobian_block`
+        blocks ``(values, rows, indices)`` and an optional ``constant`` (a sparse DM of the
+        same shape, e.g. the rows of linear constraints)."""
+        parts = []
+        for values, rows, idx in blocks:
+            r, c = _block_pattern(values, self.nz)
+            parts.append((values, rows[:, r], idx[:, c]))
+        return _assemble(n_con, n_var, parts, constant)
+
+
+def _block_pattern(values, ncol: int):
+    """(rows, cols) of the nonzeros of one block of a horizontally mapped output."""
+    sp = values.sparsity()
+    r, c = sp.get_triplet()
+    nnz = sp.nnz() // (sp.size2() // ncol)
+    return np.asarray(r[:nnz]), np.asarray(c[:nnz])
+
+
+def _assemble(n_rows: int, n_cols: int, parts, constant=None):
+    """A sparse MX summing block nonzeros into a global matrix: ``parts`` are ``(values,
+    rows, cols)`` with ``values`` a mapped output (B blocks of the same pattern) and
+    ``rows``/``cols`` (B × nnz) the global position of each nonzero (−1: dropped)."""
+    R, C, S = [], [], []
+    base = 0
+    for values, rows, cols in parts:
+        nb, nnz = rows.shape
+        src = base + np.arange(nb * nnz).reshape(nb, nnz)
+        ok = (rows >= 0) & (cols >= 0)
+        R.append(rows[ok]), C.append(cols[ok]), S.append(src[ok])
+        base += nb * nnz
+    if constant is not None:
+        cr, cc = ca.DM(constant).sparsity().get_triplet()
+        R.append(np.asarray(cr, dtype=int)), C.append(np.asarray(cc, dtype=int)), S.append(base + np.arange(len(cr)))
+    R, C, S = (np.concatenate(v).astype(np.int64) for v in (R, C, S))
+    sp = ca.Sparsity.triplet(n_rows, n_cols, R.tolist(), C.tolist())
+    colind, row = np.array(sp.colind()), np.array(sp.row())
+    keys = np.repeat(np.arange(n_cols), np.diff(colind)).astype(np.int64) * n_rows + row
+    pos = np.searchsorted(keys, C * n_rows + R)
+    n_src = base + (0 if constant is None else ca.DM(constant).nnz())
+    scatter = ca.DM(ca.Sparsity.triplet(sp.nnz(), n_src, pos.tolist(), S.tolist()), 1.0)
+    stacked = ca.vertcat(*[v.nz[:] for v, _, _ in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
+    return ca.MX(sp, ca.mtimes(scatter, stacked))
+
+
+def _row(aff, select=None):
+    """(a, b) of affine times → (1 × N, np × N) numbers, optionally at the rows ``select``."""
+    a, b = np.asarray(aff[0], dtype=float), np.asarray(aff[1], dtype=float)
+    if select is not None:
+        a, b = a[select], b[select]
+    return ca.DM(a).T, ca.DM(b).T
+
+
+def _horner(poly: np.poly1d, r):
+    v = 0.0
+    for c in poly.coeffs:
+        v = v * r + float(c)
+    return v

@@ -42,6 +42,38 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path):
     assert len(run.stderr.strip().splitlines()) == 1 and "pulse" in run.stderr
 
 
+def _colloc(*args):
+    return subprocess.run([sys.executable, "-m", "colloc.cli", *map(str, args)], capture_output=True, text=True)
+
+
+def test_cli_identifies_a_record_into_a_normal_result(tmp_path):
+    # a clean 0.3 s twitch pair made by the event-driven simulator; the fit is multi-phase
+    # collocation from the poor default guess
+    data = tmp_path / "twitch.csv"
+    fm.write_trial(fm.make_trial(10, duration=0.3, first=0.05, last=0.15), data)
+    out, plot = tmp_path / "fit.json", tmp_path / "fit.png"
+    run = _colloc("identify", "fes-muscle", "--data", data, "--method", "radau3", "--out", out, "--plot", plot)
+    assert run.returncode == 0, run.stderr
+    assert "tau1" in run.stdout and "forward simulation of 'twitch.csv': ok" in run.stdout
+    res = co.Result.from_json(out)
+    assert res.problem == "fes-muscle" and res.method == "radau3" and res.success
+    assert list(res.parameters) == list(fm.NAMES) and res.versions and res.units["k0"] == "N/m"
+    for name in fm.NAMES:
+        assert abs(res.parameters[name] / fm.TRUE[name] - 1) < 0.005, name
+        assert np.isfinite(res.standard_errors[name])
+    assert res.simulation["twitch.csv"]["nrmse"]["force"] < 1e-4
+    assert plot.stat().st_size > 0
+
+
+@pytest.mark.parametrize("args,fragment", [(["--nodes", "5"], "--nodes"), (["--method", "midpoint"], "radau"),
+                                           (["--guess", "F1=3"], "F1"), (["--starts", "3"], "--starts")])
+def test_cli_options_fes_muscle_cannot_honour_exit_2_with_one_line(tmp_path, args, fragment):
+    data = _write(tmp_path)
+    run = _colloc("identify", "fes-muscle", "--data", data, *args)
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert len(run.stderr.strip().splitlines()) == 1 and fragment in run.stderr
+
+
 def test_shipped_records_load_and_follow_the_contract():
     for f in (10, 20, 30, 50):
         tr = fm.load_trial(data_path("fes_muscle", f"clean_{f}hz.csv"))
