@@ -30,6 +30,7 @@ from typing import Literal
 import casadi as ca
 import numpy as np
 
+from ..base.compiler import compiled
 from ..base.naming import function_name
 
 __all__ = ["Block", "NLP"]
@@ -59,6 +60,9 @@ class Block:
         Names of the constraint rows of one instance.
     instance_times : ndarray, shape (count,)
         Time at which each instance sits (for messages).
+    compiled : bool
+        Compile the block's local derivative functions to machine code
+        (:func:`colloc.base.compiler.compiled`; the model's ``compiled`` option).
     """
 
     name: str
@@ -71,6 +75,7 @@ class Block:
     row_names: tuple[str, ...]
     instance_times: np.ndarray
     res_names: tuple[str, ...] = field(default=())
+    compiled: bool = False
 
     @property
     def count(self) -> int:
@@ -128,6 +133,10 @@ def _assembly(nrow: int, targets: np.ndarray) -> ca.DM:
     return ca.DM(sp, 1.0)
 
 
+#: Local functions with fewer operations than this stay in CasADi's virtual machine.
+_COMPILE_ABOVE = 2000
+
+
 class _Local:
     """AD of one block's local function (SX), each derivative as a small Function."""
 
@@ -158,6 +167,11 @@ class _Local:
         if hess is not None:
             self.hess_sp = hess.sparsity()
             self.hess = ca.Function(f"{base}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
+        if block.compiled:  # the large ones: a few hundred operations gain nothing
+            for attr in ("eval", "grad", "jac", "jres", "hess"):
+                f = getattr(self, attr, None)
+                if f is not None and f.n_instructions() > _COMPILE_ABOVE:
+                    setattr(self, attr, compiled(f))
 
 
 class NLP:
