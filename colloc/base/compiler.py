@@ -43,16 +43,18 @@ def _compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
 
 
-def compiled(function: ca.Function, *, with_jacobian: bool = False) -> ca.Function:
+def compiled(function: ca.Function, *, jacobian: ca.Function | bool = False) -> ca.Function:
     """``function`` as compiled machine code (same name, inputs and outputs).
 
     Parameters
     ----------
     function : casadi.Function
         Any function CasADi can generate C code for (SX or MX without external calls).
-    with_jacobian : bool
-        Also compile its Jacobian (``jac_<name>``), so that the loaded function can be
-        differentiated (an integrator's Newton iterations need it).
+    jacobian : bool or casadi.Function
+        Also compile a Jacobian, so that the loaded function can be differentiated (an
+        integrator's Newton iterations need it): ``True`` for CasADi's, or a function named
+        ``jac_<name>`` with CasADi's Jacobian signature (inputs, then outputs → one block
+        per output and input) to use instead.
 
     Returns
     -------
@@ -65,8 +67,8 @@ def compiled(function: ca.Function, *, with_jacobian: bool = False) -> ca.Functi
     with tempfile.TemporaryDirectory() as tmp:
         gen = ca.CodeGenerator(unit, {"with_header": False})
         gen.add(function)
-        if with_jacobian:
-            gen.add(function.jacobian())
+        if jacobian is not False:
+            gen.add(function.jacobian() if jacobian is True else jacobian)
         gen.generate(tmp + os.sep)
         source = Path(tmp, unit + ".c").read_bytes()
         compiler = _compiler()
