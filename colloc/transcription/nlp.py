@@ -30,7 +30,7 @@ from typing import Literal
 import casadi as ca
 import numpy as np
 
-from ..base.compiler import compiled
+from ..base.compiler import compiled_all
 from ..base.naming import function_name
 
 __all__ = ["Block", "NLP"]
@@ -168,10 +168,10 @@ class _Local:
             self.hess_sp = hess.sparsity()
             self.hess = ca.Function(f"{base}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
         if block.compiled:  # the large ones: a few hundred operations gain nothing
-            for attr in ("eval", "grad", "jac", "jres", "hess"):
-                f = getattr(self, attr, None)
-                if f is not None and f.n_instructions() > _COMPILE_ABOVE:
-                    setattr(self, attr, compiled(f))
+            attrs = [a for a in ("eval", "grad", "jac", "jres", "hess")
+                     if hasattr(self, a) and getattr(self, a).n_instructions() > _COMPILE_ABOVE]
+            for attr, f in zip(attrs, compiled_all([getattr(self, a) for a in attrs])):
+                setattr(self, attr, f)
 
 
 class NLP:

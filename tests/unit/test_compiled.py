@@ -62,7 +62,7 @@ def test_the_cache_is_reused(cache, monkeypatch):
     def no_compiler(*args, **kwargs):
         raise AssertionError(f"the compiler ran again: {args[0]}")
 
-    monkeypatch.setattr(subprocess, "run", no_compiler)
+    monkeypatch.setattr(subprocess, "Popen", no_compiler)
     _functions(True)
     assert sorted(cache.glob("*.so")) == libraries
 
