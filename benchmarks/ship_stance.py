@@ -28,6 +28,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--quick", action="store_true", help="a 2 s record")
     parser.add_argument("--duration", type=float, default=60.0, help="record length, s")
     parser.add_argument("--noise", action="store_true", help="noisy record (default clean)")
+    parser.add_argument("--interpreted", action="store_true",
+                        help="evaluate the model's derivatives in CasADi's virtual machine (no C compiler)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ship_stance.json")
     args = parser.parse_args(argv)
     duration = 2.0 if args.quick else args.duration
@@ -35,14 +37,14 @@ def main(argv=None) -> dict:
     trial = ss.simulate_trial(duration=duration, seed=0, noise=args.noise, deck=False)
     simulate_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    result = co.solve(ss.problem(trial), throw=False)
+    result = co.solve(ss.problem(trial, compiled=not args.interpreted), throw=False)
     wall_s = time.perf_counter() - t0
     errors = {k: 100.0 * (result.parameters[k] / v - 1.0) for k, v in ss.TRUE.items()}
     se = result.standard_errors or {}
     within = sum(abs(result.parameters[k] - v) <= 3 * se[k] for k, v in ss.TRUE.items() if k in se)
     report = {
         "problem": "ship-stance", "method": "radau2", "duration_s": duration, "rate_hz": 100.0,
-        "noise": args.noise, "quick": args.quick, "success": bool(result.success),
+        "noise": args.noise, "quick": args.quick, "compiled": not args.interpreted, "success": bool(result.success),
         "status": result.status, "iterations": result.iterations,
         "timings": dict(result.timings), "identify_wall_s": wall_s, "simulate_s": simulate_s,
         "gain_error_pct": errors, "max_abs_gain_error_pct": max(abs(e) for e in errors.values()),

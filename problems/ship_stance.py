@@ -102,7 +102,8 @@ def generalized_forces(q, qd, gains: Mapping[str, object]):
     return ca.vertcat(*Q) if isinstance(q, (ca.SX, ca.MX)) else np.array(Q, dtype=float)
 
 
-def model(ship: Callable | None = None, *, gains: Mapping[str, float] | None = None) -> co.Model:
+def model(ship: Callable | None = None, *, gains: Mapping[str, float] | None = None,
+          compiled: bool = True) -> co.Model:
     """The closed-loop model: 24 states (12 Bryant angles, 12 rates), the 16 gains unknown.
 
     Parameters
@@ -112,8 +113,11 @@ def model(ship: Callable | None = None, *, gains: Mapping[str, float] | None = N
         by default the ship's motion is the measured input columns.
     gains : mapping, optional
         Fixed gains instead of unknowns (then the model has no parameters).
+    compiled : bool
+        Compile the model's derivative functions to machine code (``colloc.Model``'s
+        option; the residual is ~2.5k operations, its per-interval Hessian ~180k).
     """
-    m = co.Model("ship-stance")
+    m = co.Model("ship-stance", compiled=compiled)
     q = [m.state(c, unit="rad", scale=0.02) for c in ANGLE_COLUMNS]
     u = [m.state(c, unit="rad/s", scale=0.1) for c in RATE_COLUMNS]
     if ship is None:
@@ -154,13 +158,14 @@ def _scale(column: str) -> float:
 
 
 def problem(trials: co.Trial | Sequence[co.Trial], *, sigma_angle: float = SIGMA_ANGLE,
-            sigma_rate: float = SIGMA_RATE) -> co.Problem:
-    """Fit the joint angles (weight 1/σ²), and the joint rates when every trial has them."""
+            sigma_rate: float = SIGMA_RATE, compiled: bool = True) -> co.Problem:
+    """Fit the joint angles (weight 1/σ²), and the joint rates when every trial has them
+    (``compiled``: see :func:`model`)."""
     trials = [trials] if isinstance(trials, co.Trial) else list(trials)
     fit = {c: sigma_angle**-2 for c in ANGLE_COLUMNS}
     if trials and all(all(c in t for c in RATE_COLUMNS) for t in trials):
         fit |= {c: sigma_rate**-2 for c in RATE_COLUMNS}
-    return co.Problem(model(), trials, fit=fit, name="ship-stance")
+    return co.Problem(model(compiled=compiled), trials, fit=fit, name="ship-stance")
 
 
 def load_trial(path) -> co.Trial:

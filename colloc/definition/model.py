@@ -192,6 +192,12 @@ class Model:
     ----------
     name : str
         Used in messages and result documents.
+    compiled : bool
+        Compile the derivative functions of the collocation defects (and the forward
+        simulation's right-hand side) to machine code with the system C compiler, cached
+        on disk (:func:`colloc.base.compiler.compiled`).  Worth it for large residuals
+        (thousands of operations, e.g. a spatial multibody chain), where evaluating them
+        dominates a solve; the first build of a model pays the compile time once.
 
     Examples
     --------
@@ -203,10 +209,11 @@ class Model:
     >>> m.set_der(omega, -p * ca.sin(theta))
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, compiled: bool = False) -> None:
         if not isinstance(name, str) or not name:
             raise ModelError(f"Model name must be a non-empty string, got {name!r}")
         self.name = name
+        self.compiled = bool(compiled)
         self.time = ca.SX.sym("t")
         self._variables: dict[str, Variable] = {}
         self._element_owner: dict[str, str] = {}

@@ -23,9 +23,11 @@ def interval_data_size(num_params: int, num_known: int, num_free: int) -> int:
 
 
 def _interval_ode(rhs: ca.Function, n: int, num_params: int, s: int, q: int):
-    x = ca.SX.sym("x", n)
-    tau = ca.SX.sym("tau")
-    data = ca.SX.sym("data", interval_data_size(num_params, s, q))
+    # an SX right-hand side is inlined; any other (a compiled model's) is called from MX
+    sym = ca.SX if rhs.is_a("SXFunction") else ca.MX
+    x = sym.sym("x", n)
+    tau = sym.sym("tau")
+    data = sym.sym("data", interval_data_size(num_params, s, q))
     p = data[:num_params]
     o = num_params
     u0, u1 = data[o : o + s], data[o + s : o + 2 * s]

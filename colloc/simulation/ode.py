@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
+from ..base.compiler import compiled
 from ..base.errors import ModelError
 from ..definition.explicit import explicit_rhs
 from ..definition.model import Model
 from .integrators import Cvodes, RungeKutta
 
-__all__ = ["simulate", "Simulation"]
+__all__ = ["simulate", "Simulation", "solved_rhs"]
 
 
 @dataclass
@@ -123,6 +124,8 @@ def simulate(
     nan_states = np.full((N, n), np.nan)
     try:
         rhs = explicit_rhs(model)
+        if model.compiled and not model.delays:
+            rhs = solved_rhs(model)
     except ModelError as exc:
         return Simulation(False, "not_available", str(exc), time, nan_states)
     repeats = np.flatnonzero(np.diff(time) == 0.0) + 1  # jumps: the row after the step
@@ -141,7 +144,7 @@ def simulate(
         U[:-1].T, U[1:].T, R[:-1].T, np.where(model.held_inputs()[:, None], R[:-1].T, R[1:].T),
         time[None, :-1], np.diff(time)[None, :],
     ])
-    if N > 1:
+    if N > 1 and not model.compiled:  # compiled models: CVODES with their compiled Jacobian
         fast = _checked_rk4(rhs, x0, cols, n, len(pnames), s, q, rtol, atol, divergence_bound)
         if fast is not None:
             states, substeps = fast
@@ -214,6 +217,39 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
                 prev_est = est
             prev = X
     return None
+
+
+def solved_rhs(model: Model) -> ca.Function:
+    """``ẋ = g(x, r, u, p, t)`` of a model whose residual ``f`` is affine in ẋ, solved
+    numerically from the model's residual compiled to C (the simulation path of
+    ``Model(compiled=True)``).
+
+    ``M = ∂f/∂ẋ`` and ``b = f(0, x, …)`` come from one compiled function and ``ẋ = −M⁻¹b``
+    from a dense LU; the Jacobian (what CVODES's Newton iterations need) is, by the implicit
+    function theorem, ``∂g/∂(x, r, u, p, t) = −M⁻¹ ∂f/∂(x, r, u, p, t)`` at ``ẋ = g``, from a
+    second compiled function.  The symbolic alternative (:func:`~colloc.definition.explicit.
+    explicit_rhs`, the elimination written out) has a Jacobian about 25× the residual's size
+    for a 24-state chain, whose evaluation dominated the simulation.
+    """
+    res = model.functions()["residual"]
+    names = [res.name_in(i) for i in range(res.n_in())]
+    xdot = ca.SX.sym("xdot", res.size1_in(0))
+    args = [ca.SX.sym(names[i], res.sparsity_in(i)) for i in range(1, res.n_in())]
+    f = res(xdot, *args)
+    base = f"{res.name()}_solved"
+    parts = ca.Function(f"{base}_parts", args, [ca.densify(ca.jacobian(f, xdot)),
+                                               ca.substitute(f, xdot, ca.DM.zeros(xdot.shape))])
+    partials = ca.Function(f"{base}_partials", [xdot, *args], [ca.densify(ca.jacobian(f, ca.vertcat(*args)))])
+    xs = [ca.MX.sym(names[i], res.sparsity_in(i)) for i in range(1, res.n_in())]
+    M, b = parts(*xs)
+    y = ca.MX.sym("xdot", xdot.shape)
+    J = -ca.solve(M, partials(y, *xs), "qr")
+    widths = np.cumsum([0] + [a.numel() for a in args]).tolist()
+    blocks = [J[:, widths[i]:widths[i + 1]] for i in range(len(args))]
+    jac = ca.Function(f"jac_{base}", [*xs, y], blocks, [*names[1:], "out_xdot"],
+                      [f"jac_xdot_{nm}" for nm in names[1:]])
+    rhs = ca.Function(base, xs, [ca.solve(M, -b, "qr")], names[1:], ["xdot"])
+    return compiled(rhs, jacobian=jac)
 
 
 def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bound) -> Simulation:

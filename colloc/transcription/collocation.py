@@ -398,6 +398,7 @@ def transcribe(
                 upper=np.zeros((len(row_names), K)),
                 row_names=row_names,
                 instance_times=mesh[:-1],
+                compiled=model.compiled,
             )
         )
 

@@ -30,6 +30,7 @@ from typing import Literal
 import casadi as ca
 import numpy as np
 
+from ..base.compiler import compiled_all
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
 
@@ -60,6 +61,9 @@ class Block:
         Names of the constraint rows of one instance.
     instance_times : ndarray, shape (count,)
         Time at which each instance sits (for messages).
+    compiled : bool
+        Compile the block's local derivative functions to machine code
+        (:func:`colloc.base.compiler.compiled`; the model's ``compiled`` option).
     """
 
     name: str
@@ -72,6 +76,7 @@ class Block:
     row_names: tuple[str, ...]
     instance_times: np.ndarray
     res_names: tuple[str, ...] = field(default=())
+    compiled: bool = False
 
     @property
     def count(self) -> int:
@@ -129,6 +134,10 @@ def _assembly(nrow: int, targets: np.ndarray) -> ca.DM:
     return ca.DM(sp, 1.0)
 
 
+#: Local functions with fewer operations than this stay in CasADi's virtual machine.
+_COMPILE_ABOVE = 2000
+
+
 class _Local:
     """AD of one block's local function (SX), each derivative as a small Function."""
 
@@ -159,6 +168,11 @@ class _Local:
         if hess is not None:
             self.hess_sp = hess.sparsity()
             self.hess = ca.Function(f"{base}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
+        if block.compiled:  # the large ones: a few hundred operations gain nothing
+            attrs = [a for a in ("eval", "grad", "jac", "jres", "hess")
+                     if hasattr(self, a) and getattr(self, a).n_instructions() > _COMPILE_ABOVE]
+            for attr, f in zip(attrs, compiled_all([getattr(self, a) for a in attrs])):
+                setattr(self, attr, f)
 
 
 class NLP:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -81,3 +82,21 @@ def test_noisy_100hz_truth_within_three_standard_errors():
     inside = [abs(result.parameters[k] - v) <= 3 * result.standard_errors[k] for k, v in ss.TRUE.items()]
     assert sum(inside) >= 14, result.parameters
 
+
+
+@pytest.mark.slow
+def test_a_record_the_model_cannot_fit_is_a_failure(tmp_path):
+    """Deck accelerations written with the wrong sign (an accelerometer mounted backwards): no
+    gains reproduce the body's sway, so the fit is far above the declared noise (χ²_red ≈ 9–11
+    on the roll angles here, the verdict's limit is 4) and the command line says so: exit 1,
+    ``success`` false, ``status`` poor_fit — never a success."""
+    trial = ss.simulate_trial(duration=1.5, seed=2, noise=True, deck=False, rates=False)
+    flipped = co.Trial(trial.time, {c: -trial[c] if c in ("ship_acc_x", "ship_acc_y") else trial[c]
+                                    for c in ss.REQUIRED_COLUMNS}, name="flipped.csv")
+    path = _write(tmp_path / "flipped.csv", flipped)
+    out = subprocess.run([sys.executable, "-m", "colloc.cli", "identify", "ship-stance", "--data", str(path),
+                          "--json"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["success"] is False and doc["status"] == "poor_fit"
+    assert "poor fit" in out.stderr

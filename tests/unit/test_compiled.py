@@ -1,0 +1,78 @@
+"""Models compiled to machine code (``Model(compiled=True)``, colloc.base.compiler).
+
+The reference values come from CasADi's virtual machine evaluating the same symbolic
+functions (a different code path from the generated C code and the system compiler).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import colloc as co
+from colloc.base import compiler
+from colloc.transcription import nlp as nlp_module
+from colloc.transcription.collocation import transcribe
+from colloc.transcription.nlp import NLP
+from colloc_problems import two_link as tl
+
+pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
+                                reason="needs a C compiler")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLLOC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(nlp_module, "_COMPILE_ABOVE", 0)  # the two-link functions are small
+    return tmp_path / "cache"
+
+
+def _functions(compiled: bool):
+    trial = tl.simulate_trial(duration=0.3, seed=3)
+    problem = tl.problem(trial)
+    problem.model.compiled = compiled
+    layout, blocks, x0, _, _ = transcribe(problem, co.Radau(degree=2))
+    nlp = NLP(layout.size, blocks)
+    rng = np.random.default_rng(0)
+    x = x0 * (1 + 0.1 * rng.standard_normal(x0.size))
+    lam = rng.standard_normal(nlp.num_rows)
+    f = nlp.functions
+    return [np.asarray(f["grad_f"](x, nlp.data)[1]).ravel(),
+            np.asarray(f["jac_g"](x, nlp.data)[0]).ravel(),
+            np.asarray(f["jac_g"](x, nlp.data)[1].nonzeros()),
+            np.asarray(f["hess_lag"](x, nlp.data, 0.7, lam).nonzeros())]
+
+
+def test_compiled_nlp_matches_the_virtual_machine(cache):
+    reference = _functions(False)
+    assert not cache.exists()
+    values = _functions(True)
+    assert len(list(cache.glob("*.so"))) >= 3  # eval, jac and hess of the dynamics block
+    for got, want in zip(values, reference):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(want).max()))
+
+
+def test_the_cache_is_reused(cache, monkeypatch):
+    _functions(True)
+    libraries = sorted(cache.glob("*.so"))
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError(f"the compiler ran again: {args[0]}")
+
+    monkeypatch.setattr(subprocess, "Popen", no_compiler)
+    _functions(True)
+    assert sorted(cache.glob("*.so")) == libraries
+
+
+def test_a_failing_compiler_falls_back_with_a_warning(cache, monkeypatch):
+    monkeypatch.setenv("CC", "false")  # exits 1 without output
+    import casadi as ca
+
+    x = ca.SX.sym("x", 2)
+    f = ca.Function("square_sum", [x], [ca.sumsqr(x)])
+    with pytest.warns(compiler.CompilerWarning, match="compiling 'square_sum' with false failed"):
+        g = compiler.compiled(f)
+    assert g is f
