@@ -94,6 +94,19 @@ def test_default_start_grid_of_records():
     assert wrong_successes == 0, rows
 
 
+def test_standard_error_of_a_slow_pendulum_is_estimated():
+    """Record 28 of the grid: p = 0.175 s⁻², σ = 0.05 rad.  The KKT solution is ~10⁵ times
+    the right-hand side, so a residual relative to the right-hand side alone cannot fall
+    below ~1e-8 and the standard error used to come back NaN (a 1.1 % error then counted as
+    a wrong success); the normwise backward error is at round-off."""
+    p = 0.17520512737430077
+    r = identify_record(p, 1.6999951280988737, -0.14242091978224417, 0.05, seed=28)
+    se = r.standard_errors["p"]
+    assert r.success and np.isfinite(se) and 0 < se < 0.05 * p
+    assert abs(r.parameters["p"] - p) <= 4 * se
+    assert not r.info["covariance_message"]
+
+
 def test_equation_error_is_exact_on_clean_fine_linear_data():
     """Two-link gains (residual linear in K): clean states at 1 kHz, weights ~ exact data."""
     _noisy, clean = two_link.simulate_trial(duration=10.0, rate=1000.0, seed=4, return_clean=True)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 import scipy.sparse as sps
+from scipy.sparse.linalg import norm as sparse_norm
 
 from ..base.capture import capture_native_output
 from ..base.sparsity import sparsity_from_ccs
@@ -217,6 +218,15 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     K_sp = np.vstack([H[rest, :][:, param_index].toarray(), A[:, param_index].toarray()])
     K_pp = H[param_index, :][:, param_index].toarray()
     del H, H_rr, A_r  # only K and the parameter columns are needed from here on (memory)
+    # the scale of a residual that rounding alone leaves: ‖K‖·‖x‖ + ‖b‖ (Frobenius norms),
+    # the denominator of the normwise backward error (a solution far larger than the
+    # right-hand side cannot have a residual far below ε‖K‖‖x‖)
+    k_norm = float(sparse_norm(K)) + float(np.linalg.norm(shift))
+    b_norm = float(np.linalg.norm(K_sp))
+
+    def scale(v: np.ndarray) -> float:
+        return k_norm * float(np.linalg.norm(v)) + b_norm
+
     if K.shape[0] == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
         return K_pp, K_sp, np.zeros_like(K_sp)
     try:
@@ -224,17 +234,21 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
         with capture_native_output():  # it prints "zeros in D" from C++ when not identifiable
             sol = solve(K_sp)
             # refinement towards the exact (δ = 0) system while it gains, to a backward error
-            # of 1e-10 (a hundred times below the acceptance test after the loop)
-            target, last = 1e-10 * np.linalg.norm(K_sp), np.inf
+            # of 1e-10 (a hundred times below the acceptance test after the loop); a step
+            # that does not gain is undone (rounding in the residual has been reached)
+            target, best, best_size, last = 1e-10 * scale(sol), sol, np.inf, np.inf
             for _ in range(10):
                 if not np.all(np.isfinite(sol)):
                     break
                 resid = K_sp - exact_times(sol)
                 size = np.linalg.norm(resid)
+                if size < best_size:
+                    best, best_size = sol, size
                 if size <= target or size > 0.5 * last:
                     break
                 last = size
                 sol = sol + solve(resid)
+            sol = best
     except RuntimeError as exc:
         msg = str(exc).splitlines()[-1][:120]
         return f"KKT factorisation failed ({msg}); parameters not identifiable"
@@ -243,9 +257,11 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
                 "parameters not identifiable")
     resid = float(np.linalg.norm(exact_times(sol) - K_sp))
     if os.environ.get("COLLOC_DEBUG_COV"):
-        print(f"covariance LDLᵀ residual {resid:.3g}", file=sys.__stderr__)
-    if resid > 1e-8 * np.linalg.norm(K_sp):  # backward error of the solve
-        return f"KKT solve inaccurate (residual {resid:.2g}); parameters not identifiable (try colloc.bootstrap)"
+        print(f"covariance LDLᵀ residual {resid:.3g}, normwise backward error {resid / scale(sol):.3g}",
+              file=sys.__stderr__)
+    if resid > 1e-8 * scale(sol):  # normwise backward error of the solve
+        return (f"KKT solve inaccurate (backward error {resid / scale(sol):.2g}); parameters not identifiable "
+                "(try colloc.bootstrap)")
     return K_pp, K_sp, sol
 
 
