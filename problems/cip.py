@@ -45,6 +45,12 @@ Formulations (:data:`FORMULATIONS`, all on the same model conventions):
 ``ML`` (:func:`ml_estimate`)
     Exact maximum likelihood of the gains by the Kalman-filter prediction-error method
     (the CIP with this disturbance is linear-Gaussian).
+
+Real subjects (Santos & Duarte 2016 BDS records, ``benchmarks/real_cip_study.py``): the body
+from height and mass (:func:`body`), gains bounded by :data:`WIDE_RANGES_PER_MGH`
+(``bounds="wide"``), the disturbance filter's A and B fitted (``fit_disturbance=True``), and
+for the ML the COP noise σ and the controllers of :data:`CONTROLLERS` (PID, PD and PID with
+a feedback delay, :func:`ml_model`).
 """
 
 from __future__ import annotations
@@ -551,7 +557,9 @@ def jt_inverse_dynamics(trial: co.Trial, *, cutoff: float = 0.5, body: Mapping[s
 #: Controller variants of :func:`ml_model`: name -> (integral term, feedback delay).
 CONTROLLERS = {"PID": (True, False), "PD-delay": (False, True), "PID-delay": (True, True)}
 #: Bounds of the feedback delay τ (s) and of the COP measurement noise σ (m) in :func:`ml_model`.
-DELAY_RANGE = (0.005, 0.5)
+#: The delay's lower bound keeps the Padé states' poles (≈ 12/τ² rad²/s²) from making the matrix
+#: exponential needlessly stiff; quiet-standing feedback delays are 0.1-0.2 s (Peterka 2002).
+DELAY_RANGE = (0.02, 0.5)
 SIGMA_RANGE = (1e-7, 1e-2)
 
 
