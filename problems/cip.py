@@ -45,6 +45,12 @@ Formulations (:data:`FORMULATIONS`, all on the same model conventions):
 ``ML`` (:func:`ml_estimate`)
     Exact maximum likelihood of the gains by the Kalman-filter prediction-error method
     (the CIP with this disturbance is linear-Gaussian).
+
+Real subjects (Santos & Duarte 2016 BDS records, ``benchmarks/real_cip_study.py``): the body
+from height and mass (:func:`body`), gains bounded by :data:`WIDE_RANGES_PER_MGH`
+(``bounds="wide"``), the disturbance filter's A and B fitted (``fit_disturbance=True``), and
+for the ML the COP noise σ and the controllers of :data:`CONTROLLERS` (PID, PD and PID with
+a feedback delay, :func:`ml_model`).
 """
 
 from __future__ import annotations
@@ -62,8 +68,10 @@ from colloc.signals import cumulative_integral, derivative, lowpass, sdf
 __all__ = [
     "BODY", "FILTER", "RANGES", "CENTRE_NORMAL", "PAPER_TABLE2", "TRUE", "COP_NOISE", "FORMULATIONS",
     "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model", "problem", "load_trial", "body",
+    "WIDE_RANGES_PER_MGH", "FILTER_RANGES", "gain_bounds",
     "simulate_trial", "surrogate_disturbance", "discrete_system", "com_from_cop",
     "initial_trajectories", "jt_inverse_dynamics", "sdf_objective", "ml_estimate", "cop_from_states",
+    "CONTROLLERS", "DELAY_RANGE", "SIGMA_RANGE", "ml_model",
 ]
 
 #: Body of the paper's subject (after Peterka 2000): I (kg·m²), m (kg), h (m), g (m/s²).
@@ -72,6 +80,18 @@ BODY = {"I": 76.0, "m": 60.0, "h": 0.87, "g": 9.81}
 FILTER = {"A": 1000.0, "B": 80.0}
 #: Table 1: physiological ranges (minimum, maximum) of the gains, SI units.
 RANGES = {"KP": (1005.54, 1228.99), "KI": (0.0, 114.59), "KD": (232.05, 283.61)}
+#: Wide gain ranges for real subjects, as multiples of the subject's gravity term m·g·h (K_P,
+#: N·m/rad), m·g·h·s (K_D) and m·g·h/s (K_I); ``problem(bounds="wide")``.  Table 1 is one
+#: subject's physiological range (±10 % about Peterka's values); on the 36 real BDS trials
+#: (Santos & Duarte 2016) 34 fits ended on one of its bounds, so these ranges only exclude
+#: the physically meaningless: a stiffness from half the gravity term (an unstable loop is
+#: still representable, so the data can show it) to six times it, a damping from 1 % to
+#: 100 % of m·g·h·s (Peterka 2000 reports K_D/K_P ≈ 0.2–0.4 s) and an integral gain up to
+#: 3·m·g·h/s.  Our choice, not a published range.
+WIDE_RANGES_PER_MGH = {"KP": (0.5, 6.0), "KI": (0.0, 3.0), "KD": (0.01, 1.0)}
+#: Bounds of the fitted disturbance filter (``fit_disturbance=True``): amplitude A (N·m) and
+#: time constant B (s).  The paper's values (A = 1000, B = 80) are the guess.
+FILTER_RANGES = {"A": (1.0, 1e5), "B": (0.05, 500.0)}
 #: Table 1: "centre normal" gains, the default initial guess.
 CENTRE_NORMAL = {"KP": 1117.27, "KI": 14.32, "KD": 257.83}
 #: Table 2: gains identified in the paper from its subject's COP record.
@@ -106,9 +126,25 @@ def _body(body: Mapping[str, float] | None, filt: Mapping[str, float] | None = N
     return b, f
 
 
+def gain_bounds(bounds: Mapping[str, tuple] | str | None, body: Mapping[str, float] | None = None) -> dict:
+    """The gain bounds: Table 1 (:data:`RANGES`) updated by a mapping, or ``"table1"``, or
+    ``"wide"`` (:data:`WIDE_RANGES_PER_MGH` times the body's m·g·h)."""
+    rng = dict(RANGES)
+    if isinstance(bounds, str):
+        if bounds == "wide":
+            b, _ = _body(body)
+            mgh = b["m"] * b["g"] * b["h"]
+            return {k: (lo * mgh, hi * mgh) for k, (lo, hi) in WIDE_RANGES_PER_MGH.items()}
+        if bounds != "table1":
+            raise co.ModelError(f"cip: bounds must be 'table1', 'wide' or a mapping, got {bounds!r}")
+        return rng
+    rng.update(bounds or {})
+    return rng
+
+
 def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None,
-          filt: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
-          cop_offset: float | None = None) -> co.Model:
+          filt: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | str | None = None,
+          cop_offset: float | None = None, fit_disturbance: bool = False) -> co.Model:
     """The CIP with PID feedback.
 
     Parameters
@@ -120,8 +156,12 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         ``noise`` (unit white noise).
     body, filt : mapping, optional
         Overrides of :data:`BODY` and :data:`FILTER`.
-    bounds : mapping of gain name to (lower, upper), optional
-        Default: Table 1's ranges (:data:`RANGES`).
+    bounds : mapping of gain name to (lower, upper), or "table1" / "wide", optional
+        Default: Table 1's ranges (:data:`RANGES`); see :func:`gain_bounds`.
+    fit_disturbance : bool
+        With ``disturbance="filtered"``: the filter's amplitude ``A`` (N·m) and time constant
+        ``B`` (s) are parameters (bounds :data:`FILTER_RANGES`, guessed at ``filt``), so the
+        disturbance intensity follows the subject's sway.
     cop_offset : float, optional
         If given, the COP's mean position is a parameter ``cop_offset`` (m, guess this value)
         added to the model's COP: a force plate measures the COP about its own origin, not
@@ -129,9 +169,10 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
     """
     if disturbance not in ("known", "rate", "filtered"):
         raise co.ModelError(f"cip model: disturbance must be 'known', 'rate' or 'filtered', got {disturbance!r}")
+    if fit_disturbance and disturbance != "filtered":
+        raise co.ModelError("cip model: fit_disturbance needs disturbance='filtered'")
     b, f = _body(body, filt)
-    rng = dict(RANGES)
-    rng.update(bounds or {})
+    rng = gain_bounds(bounds, body)
     m = co.Model("cip")
     u = m.state("sway", unit="rad", scale=0.01)
     v = m.state("sway_rate", unit="rad/s", scale=0.01)
@@ -140,7 +181,7 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         td = m.known_input("disturbance", unit="N·m", scale=10.0)
     else:
         td = m.state("disturbance", unit="N·m", scale=10.0)
-    gains = {k: m.parameter(k, unit=unit, bounds=rng[k], guess=CENTRE_NORMAL[k], scale=_SCALES[k],
+    gains = {k: m.parameter(k, unit=unit, bounds=rng[k], guess=_guess(k, rng[k]), scale=_SCALES[k],
                             description=f"{term} gain of the ankle torque")
              for k, unit, term in zip(GAINS, ("N·m/rad", "N·m/(rad·s)", "N·m·s/rad"),
                                       ("proportional", "integral", "derivative"))}
@@ -153,6 +194,11 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         m.set_der(td, r)
     elif disturbance == "filtered":
         x = m.free_input("noise", unit="1", scale=1.0, hold=True)
+        if fit_disturbance:
+            f = {k: m.parameter(k, unit=unit, bounds=FILTER_RANGES[k], guess=f[k], scale=scale,
+                                description=text)
+                 for k, unit, scale, text in (("A", "N·m", 100.0, "amplitude of the disturbance filter"),
+                                              ("B", "s", 10.0, "time constant of the disturbance filter"))}
         m.set_der(td, (f["A"] * x - td) / f["B"])
     offset = 0.0
     if cop_offset is not None:
@@ -160,6 +206,12 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
                              description="mean COP position in the plate's frame (the ankle's projection)")
     m.output("cop", (tc - td) / (b["m"] * b["g"]) + offset, unit="m")
     return m
+
+
+def _guess(name: str, bounds: tuple) -> float:
+    """The centre-normal gain, moved inside ``bounds`` if they exclude it."""
+    lo, hi = bounds
+    return float(min(max(CENTRE_NORMAL[name], lo), hi))
 
 
 def cop_from_states(states: np.ndarray, gains: Mapping[str, float], disturbance: np.ndarray,
@@ -375,8 +427,9 @@ def sdf_objective(max_lag: float = 10.0, lag_step: float = 0.1, unit: float = 1e
 def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = None, *,
             cop_noise: float = COP_NOISE, surrogate_seed: int = 12345,
             body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
-            bounds: Mapping[str, tuple] | None = None, sdf_lag_step: float = 0.1,
-            sdf_max_lag: float = 10.0, cop_offset: bool | str = "auto") -> co.Problem:
+            bounds: Mapping[str, tuple] | str | None = None, sdf_lag_step: float = 0.1,
+            sdf_max_lag: float = 10.0, cop_offset: bool | str = "auto",
+            fit_disturbance: bool = False) -> co.Problem:
     """The identification problem in one of :data:`FORMULATIONS`.
 
     Parameters
@@ -398,6 +451,13 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
         some trial's mean COP is more than :data:`OFFSET_AUTO` from 0 (a force plate's
         COP is about the plate's origin, the model's about the ankle), not for the
         formulations with a known disturbance.
+    fit_disturbance : bool
+        ``MAP``/``MAP-OM`` only: the disturbance filter's ``A`` and ``B`` are parameters.
+        The path density of the disturbance then carries the Jacobian of the map from the
+        white noise to T_d: x_k = (B·T_d' + T_d)/A, so each held sample adds
+        log(A/B) (+ a constant) to the negative log-density.  Without it the noise prior
+        alone would be minimised by A → ∞.  Use it (with ``bounds="wide"``) on real
+        subjects, whose sway intensity is not the paper's subject's.
     """
     trials = [trials] if isinstance(trials, co.Trial) else list(trials)
     means = [float(np.nanmean(t["cop"])) for t in trials if "cop" in t]
@@ -425,8 +485,10 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
         trials = new
     kind = {"known": "known", "J_u": "known", "J_S": "known", "J_T": "rate", "MAP": "filtered",
             "MAP-OM": "filtered"}[formulation]
+    if fit_disturbance and formulation not in ("MAP", "MAP-OM"):
+        raise co.ProblemError(f"cip: fit_disturbance needs formulation 'MAP' or 'MAP-OM', got {formulation!r}")
     offset = float(np.mean(means)) if cop_offset and kind == "filtered" else None
-    mdl = model(kind, body=body, filt=filt, bounds=bounds, cop_offset=offset)
+    mdl = model(kind, body=body, filt=filt, bounds=bounds, cop_offset=offset, fit_disturbance=fit_disturbance)
     prob = co.Problem(mdl, trials, fit={} if formulation == "J_S" else fit, name="cip")
     b, f = _body(body, filt)
     if formulation == "J_S":
@@ -440,6 +502,9 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
         prob.add_regularization(x, weight=1.0, integral=False, name="white_noise_prior")
         if formulation == "MAP-OM":
             prob.add_onsager_machlup()
+        if fit_disturbance:
+            amp, tau = mdl.variable("A").symbol, mdl.variable("B").symbol
+            prob.add_objective(ca.log(amp) - ca.log(tau), integral=False, name="noise_jacobian")
     w = mdl.variable("sway_integral").symbol
     for i, t in enumerate(prob.trials):
         prob.add_point_constraint(w, t.time[0], 0.0, 0.0, trial=i, name="integral_starts_at_zero")
@@ -452,7 +517,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
 
 
 def jt_inverse_dynamics(trial: co.Trial, *, cutoff: float = 0.5, body: Mapping[str, float] | None = None,
-                        bounds: Mapping[str, tuple] | None = None) -> dict:
+                        bounds: Mapping[str, tuple] | str | None = None) -> dict:
     """The paper's J_T procedure (§2.3): COM from the Butterworth-filtered COP (Benda et al.
     1994), T_d by inverse dynamics (eq. 18), gains minimising ½∫T_d'² dt (eq. 19).
 
@@ -467,8 +532,7 @@ def jt_inverse_dynamics(trial: co.Trial, *, cutoff: float = 0.5, body: Mapping[s
     ``sway`` (rad).
     """
     b, _ = _body(body)
-    rng = dict(RANGES)
-    rng.update(bounds or {})
+    rng = gain_bounds(bounds, body)
     dt = float(np.median(np.diff(trial.time)))
     u = lowpass(trial["cop"], dt, cutoff) / b["h"]
     du = derivative(u, dt)
@@ -490,41 +554,103 @@ def jt_inverse_dynamics(trial: co.Trial, *, cutoff: float = 0.5, body: Mapping[s
     return {"parameters": gains, "objective": objective, "disturbance": td, "sway": u}
 
 
+#: Controller variants of :func:`ml_model`: name -> (integral term, feedback delay).
+CONTROLLERS = {"PID": (True, False), "PD-delay": (False, True), "PID-delay": (True, True)}
+#: Bounds of the feedback delay τ (s) and of the COP measurement noise σ (m) in :func:`ml_model`.
+#: The delay's lower bound keeps the Padé states' poles (≈ 12/τ² rad²/s²) from making the matrix
+#: exponential needlessly stiff; quiet-standing feedback delays are 0.1-0.2 s (Peterka 2002).
+DELAY_RANGE = (0.02, 0.5)
+SIGMA_RANGE = (1e-7, 1e-2)
+
+
+def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | None = None,
+             filt: Mapping[str, float] | None = None, fit_disturbance: bool = False):
+    """The CIP as a :class:`colloc.kalman.LinearGaussianModel` (COP output, noise ``sigma``).
+
+    ``controller`` (:data:`CONTROLLERS`): ``"PID"`` (the contract's model), ``"PD-delay"`` or
+    ``"PID-delay"``: the control torque acts after a feedback delay τ (parameter ``tau``, s),
+    T_c(t) = K_P u(t−τ) + K_I ∫u(t−τ) + K_D u'(t−τ).  A pure delay has no finite state, so it
+    enters as its (2, 2) Padé approximant e^{−sτ} ≈ (1 − sτ/2 + s²τ²/12)/(1 + sτ/2 + s²τ²/12)
+    (two extra states), exact in gain; its phase lag falls short of ωτ by 0.2° at 1 Hz with
+    τ = 0.2 s (1.5° at τ = 0.3 s; 5° at 2 Hz, τ = 0.2 s: computed from the approximant's phase
+    −2 atan((ωτ/2)/(1 − (ωτ)²/12))), small where quiet-standing sway has its power (< 1 Hz).
+    The COP is u_cop = (T_c(t−τ) − T_d)/(m g) (the equation of motion).
+    States: u, u', [∫u (PID only)], T_d, [the two Padé states].
+    ``fit_disturbance``: the filter's ``A`` and ``B`` are parameters.  Parameter order:
+    gains (``KP``, [``KI``], ``KD``), [``tau``], [``A``, ``B``], ``sigma``.
+    """
+    from colloc import kalman
+
+    if controller not in CONTROLLERS:
+        raise co.ModelError(f"cip ml_model: controller must be one of {', '.join(CONTROLLERS)}, got {controller!r}")
+    integral, delay = CONTROLLERS[controller]
+    b, f = _body(body, filt)
+    I, m, g, h = b["I"], b["m"], b["g"], b["h"]
+    names = ["KP"] + (["KI"] if integral else []) + ["KD"] + (["tau"] if delay else []) + \
+        (["A", "B"] if fit_disturbance else []) + ["sigma"]
+
+    states = ["u", "v"] + (["w"] if integral else []) + ["td"] + (["q", "qd"] if delay else [])
+    at = {name: i for i, name in enumerate(states)}
+    n = len(states)
+
+    def row(**coefficients):
+        r = ca.SX.zeros(1, n)
+        for name, value in coefficients.items():
+            r[at[name]] = value
+        return r
+
+    def matrices(theta):
+        th = {k: theta[i] for i, k in enumerate(names)}
+        A, B = (th["A"], th["B"]) if fit_disturbance else (f["A"], f["B"])
+        tc = row(u=th["KP"], v=th["KD"], **({"w": th["KI"]} if integral else {}))  # T_c(t) = tc · s
+        # Padé (2, 2): q'' = (12/τ²)(T_c − q − (τ/2) q'); the delayed torque is T_c − τ q'
+        torque = tc - row(qd=th["tau"]) if delay else tc
+        Amat = ca.SX.zeros(n, n)
+        Amat[at["u"], :] = row(v=1)
+        Amat[at["v"], :] = (row(u=m * g * h, td=1) - torque) / I
+        if integral:
+            Amat[at["w"], :] = row(u=1)
+        Amat[at["td"], :] = row(td=-1 / B)
+        if delay:
+            Amat[at["q"], :] = row(qd=1)
+            Amat[at["qd"], :] = 12 / th["tau"]**2 * (tc - row(q=1, qd=th["tau"] / 2))
+        G = ca.SX.zeros(n, 1)
+        G[at["td"]] = A / B
+        C = (torque - row(td=1)) / (m * g)
+        return Amat, G, C, ca.reshape(th["sigma"]**2, 1, 1)
+
+    return kalman.LinearGaussianModel(names, matrices, dt=dt, name="cip_" + controller.replace("-", "_"))
+
+
 def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0: Mapping[str, float] | None = None,
                 body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
-                bounds: Mapping[str, tuple] | None = None):
+                bounds: Mapping[str, tuple] | str | None = None, controller: str = "PID",
+                fit_disturbance: bool = False, tau0: float = 0.1, center: bool = False,
+                hessian: str = "limited-memory", max_iter: int = 200):
     """Exact maximum-likelihood gains by the Kalman-filter prediction-error method.
 
-    The state (u, u', ∫u, T_d) starts at rest (as the generator does); the COP noise
-    standard deviation is ``cop_noise`` or, when ``None``, estimated with the gains.
+    The state (u, u', ∫u, T_d[, Padé states]) starts at rest (as the generator does); the COP
+    noise standard deviation is ``cop_noise`` or, when ``None``, estimated with the gains.
+    ``controller``, ``fit_disturbance``: see :func:`ml_model`; ``tau0`` is the delay's start.
+    ``hessian``, ``max_iter``: IPOPT's (:func:`colloc.kalman.maximum_likelihood`).
+    ``center``: subtract the record's mean COP first (a force plate's origin is not the
+    ankle; the mean is the estimate of that offset, not a parameter of the fit).
     Returns the :class:`colloc.kalman.MLResult`.
     """
     from colloc import kalman
 
     b, f = _body(body, filt)
-    rng = dict(RANGES)
-    rng.update(bounds or {})
-    I, m, g, h = b["I"], b["m"], b["g"], b["h"]
-    names = list(GAINS) + ["sigma"]
-
-    def matrices(theta):
-        KP, KI, KD, sigma = theta[0], theta[1], theta[2], theta[3]
-        A = ca.vertcat(
-            ca.horzcat(0, 1, 0, 0),
-            ca.horzcat((m * g * h - KP) / I, -KD / I, -KI / I, 1 / I),
-            ca.horzcat(1, 0, 0, 0),
-            ca.horzcat(0, 0, 0, -1 / f["B"]),
-        )
-        G = ca.vertcat(0, 0, 0, f["A"] / f["B"])
-        C = ca.horzcat(KP, KD, KI, -1) / (m * g)
-        R = ca.reshape(sigma**2, 1, 1)
-        return A, G, C, R
-
+    rng = gain_bounds(bounds, body)
     dt = float(np.median(np.diff(trial.time)))
-    lgm = kalman.LinearGaussianModel(names, matrices, dt=dt)
+    lgm = ml_model(controller, dt=dt, body=body, filt=filt, fit_disturbance=fit_disturbance)
     g0 = dict(CENTRE_NORMAL if gains0 is None else gains0)
-    theta0 = [g0[k] for k in GAINS] + [COP_NOISE if cop_noise is None else cop_noise]
+    start = {k: _guess(k, rng[k]) if gains0 is None else float(g0[k]) for k in GAINS}
+    start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise)
     bnds = {k: rng[k] for k in GAINS}
-    bnds["sigma"] = (1e-7, 1e-1)
+    bnds.update(tau=DELAY_RANGE, sigma=SIGMA_RANGE, **FILTER_RANGES)
+    names = lgm.parameter_names
     fixed = None if cop_noise is None else {"sigma": float(cop_noise)}
-    return kalman.maximum_likelihood(lgm, trial["cop"][:, None], theta0, bounds=bnds, fixed=fixed)
+    y = trial["cop"] - (np.mean(trial["cop"]) if center else 0.0)
+    return kalman.maximum_likelihood(lgm, y[:, None], [start[k] for k in names],
+                                     bounds={k: bnds[k] for k in names}, fixed=fixed, hessian=hessian,
+                                     max_iter=max_iter)
