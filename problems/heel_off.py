@@ -14,8 +14,8 @@ the toe), ``heel`` (toe lifted); losing both contacts is an error.
 Mechanics in the platform's frame, generalized coordinates q = (x_A, y_A, θ_foot, θ_body)
 (the ankle A; the platform's acceleration enters as the force −m·a on each body); the
 contact points are :class:`colloc.ContactPoint` objects of a :class:`colloc.ContactSystem`,
-simulated by :func:`colloc.simulate_contact`.  The platform acceleration is taken to be
-linear between the samples of ``platform_acc``.
+simulated by :func:`colloc.simulate_contact`.  Between the samples of ``platform_acc`` the
+platform acceleration is the not-a-knot cubic spline through them.
 
 Identification (:func:`identify`): multi-phase Radau collocation (:func:`colloc.transcribe_phases`)
 with the mode sequence read from θ_foot, the switching times unknown, the contact forces
@@ -145,10 +145,12 @@ def contact_system(acc, params: Mapping[str, float]) -> co.ContactSystem:
                             lambda q, p: ev(q)[0], lambda t, q, qd, p: ev(q, qd, t)[1].ravel(), contacts)
 
 
-def piecewise_linear(time, values):
-    """a(t) linear between samples (held constant outside)."""
-    time, values = np.asarray(time, dtype=float), np.asarray(values, dtype=float)
-    return lambda t: float(np.interp(t, time, values))
+def spline(time, values):
+    """a(t) by the not-a-knot cubic spline through the samples (as in the identification)."""
+    from scipy.interpolate import CubicSpline
+
+    sp = CubicSpline(np.asarray(time, dtype=float), np.asarray(values, dtype=float))
+    return lambda t: float(sp(t))
 
 
 def full_state(state) -> np.ndarray:
@@ -179,10 +181,10 @@ def contract_state(x) -> np.ndarray:
 def simulate(params: Mapping[str, float], time, platform_acc, state0=(0.0, 0.0, 0.0, 0.0), *, acc=None,
              rtol: float = 1e-12, atol: float = 1e-12):
     """Simulate a trial by :func:`colloc.simulate_contact`: returns ``(states at time, sim)``
-    (states in :data:`STATE_NAMES` order).  ``acc`` (a function of t) overrides the linear
-    interpolation of ``platform_acc``.  A lost contact raises :class:`colloc.SolveFailed`."""
+    (states in :data:`STATE_NAMES` order).  ``acc`` (a function of t) overrides the cubic
+    spline through ``platform_acc``.  A lost contact raises :class:`colloc.SolveFailed`."""
     time = np.asarray(time, dtype=float)
-    acc = acc or piecewise_linear(time, platform_acc)
+    acc = acc or spline(time, platform_acc)
     system = contact_system(acc, params)
     sim = co.simulate_contact(system, full_state(state0), (time[0], time[-1]), params, t_eval=time,
                               rtol=rtol, atol=atol)
@@ -194,3 +196,459 @@ def simulate(params: Mapping[str, float], time, platform_acc, state0=(0.0, 0.0, 
 def mode_of(sim_mode: str) -> str:
     """The contract's mode name of a simulator mode (active contacts)."""
     return {"heel+toe": "flat", "toe": "toe", "heel": "heel"}[sim_mode]
+
+
+# ---------------------------------------------------------------------------------------------
+# records
+
+
+@dataclass(frozen=True)
+class HeelOffTrial:
+    """One record: sample ``time`` (s), the states measured (``signals``: name → array; θ's
+    always, ω's when given) and ``platform_acc`` (m/s²)."""
+
+    name: str
+    time: np.ndarray
+    signals: dict
+    platform_acc: np.ndarray
+    source: str = ""
+
+    def renamed(self, name: str) -> HeelOffTrial:
+        return HeelOffTrial(name, self.time, self.signals, self.platform_acc, self.source)
+
+
+def load_trial(path, missing: str = "error") -> HeelOffTrial:
+    """Read a `heel-off` CSV (``time, theta_body, theta_foot, platform_acc``, optionally
+    ``omega_body, omega_foot``); bad files raise :class:`colloc.DataError` naming the problem."""
+    if missing != "error":
+        raise co.OptionsError("heel-off: --missing allow is not supported (every sample is needed)")
+    trial = co.Trial.from_csv(path, required=COLUMNS[1:], optional=OPTIONAL_COLUMNS, min_rows=3)
+    time = np.asarray(trial.time, dtype=float)
+    signals = {c: np.asarray(trial.signals[c], dtype=float) for c in (*STATE_NAMES,) if c in trial.signals}
+    dt = np.diff(time)
+    if np.ptp(dt) > 1e-6 * np.mean(dt):
+        i = int(np.argmax(np.abs(dt - np.median(dt))))
+        raise co.DataError(f"{path}: column 'time', row {i + 2} (line {i + 3} of the file): the samples must be "
+                           f"evenly spaced (step {dt[i]:.6g} s, median {np.median(dt):.6g} s)")
+    return HeelOffTrial(Path(path).name, time, signals, np.asarray(trial.signals["platform_acc"], dtype=float),
+                        str(path))
+
+
+def write_trial(trial: HeelOffTrial, path) -> None:
+    """Write a record as a `heel-off` CSV, atomically."""
+    names = [c for c in (*STATE_NAMES,) if c in trial.signals]
+    cols = ["time", *names, "platform_acc"]
+    data = np.column_stack([trial.time, *[trial.signals[c] for c in names], trial.platform_acc])
+    rows = [",".join(cols)] + [f"{r[0]:.4f}," + ",".join(f"{v:.12g}" for v in r[1:]) for r in data]
+    co.write_atomic(path, "\n".join(rows) + "\n")
+
+
+def detect_modes(trial: HeelOffTrial, threshold: float | None = None) -> list[tuple[str, float, float]]:
+    """The mode sequence read from θ_foot: ``[(mode, start, end), ...]`` with guessed switching
+    times.  A sample is ``toe`` above ``threshold``, ``heel`` below −threshold, else ``flat``
+    (default threshold: 5 times the noise of θ_foot estimated from its differences, at least
+    1e-6 rad); runs shorter than two samples are merged into their neighbours.  A lift-off is
+    guessed at the last flat sample, a landing half a sample after the last lifted one."""
+    th = trial.signals["theta_foot"]
+    t = trial.time
+    if threshold is None:
+        d = np.diff(th)
+        threshold = max(1e-6, 5 * 1.4826 * float(np.median(np.abs(d - np.median(d)))) / np.sqrt(2))
+    label = np.where(th > threshold, 1, np.where(th < -threshold, -1, 0))
+    runs = []  # [label, first, last]
+    for i, lab in enumerate(label):
+        if runs and runs[-1][0] == lab:
+            runs[-1][2] = i
+        else:
+            runs.append([lab, i, i])
+    changed = True
+    while changed and len(runs) > 1:
+        changed = False
+        for k, r in enumerate(runs):
+            if r[2] - r[1] + 1 < 2:
+                nb = runs[k - 1] if k > 0 else runs[k + 1]
+                nb[1], nb[2] = min(nb[1], r[1]), max(nb[2], r[2])
+                del runs[k]
+                merged = []
+                for rr in runs:
+                    if merged and merged[-1][0] == rr[0]:
+                        merged[-1][2] = rr[2]
+                    else:
+                        merged.append(rr)
+                runs, changed = merged, True
+                break
+    dt = float(t[1] - t[0])
+    out, start = [], float(t[0])
+    for k, (lab, _i0, i1) in enumerate(runs):
+        if k + 1 == len(runs):
+            end = float(t[-1])
+        elif lab == 0:
+            end = float(t[i1])  # lift-off: after the last flat sample
+        else:
+            end = float(t[i1]) + 0.5 * dt  # landing: between the last lifted and the next sample
+        out.append((("flat", "toe", "heel")[lab], start, end))
+        start = end
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# identification by multi-phase collocation
+
+
+def _mode_q(mode: str, th_f, th_b):
+    """Full coordinates q in a mode as functions of (θ_f, θ_b): the pivot stays on its spot."""
+    q_flat = flat_configuration()
+    if mode == "flat":
+        return ca.vertcat(q_flat[0], q_flat[1], 0.0, th_b)
+    r = BODY[mode]
+    A = ca.DM([q_flat[0] + r[0], q_flat[1] + r[1]]) - _rot(th_f, r)
+    return ca.vertcat(A, th_f, th_b)
+
+
+def mode_functions() -> dict:
+    """Per mode, a CasADi function (x, α, λ, a, kp, kd) → (ẋ, residual of Eq. 4, gap of the
+    lifted point): x = [θ_b, θ_f, ω_b, ω_f], α the angular accelerations of the mode's
+    degrees of freedom (θ_b in ``flat``; θ_f, θ_b on a pivot), λ the contact forces of
+    :data:`FORCE_ROWS`.  Also ``impact``: x⁻ at a landing → x⁺ (foot stopped, generalized
+    momentum of θ_b, i.e. the body's angular momentum about the ankle, conserved)."""
+    F = mechanics()
+    x, a, kp, kd = ca.SX.sym("x", 4), ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd")
+    out = {}
+    pieces = {}
+    for mode in MODES:
+        s, w = ca.vertcat(x[1], x[0]), ca.vertcat(x[3], x[2])
+        q = _mode_q(mode, x[1], x[0])
+        Jq = ca.jacobian(q, s)
+        if mode == "flat":
+            alpha = ca.SX.sym("alpha", 1)
+            qd = Jq[:, 1] * x[2]
+            qdd = Jq[:, 1] * alpha
+            xdot = ca.vertcat(x[2], 0.0, alpha, 0.0)
+        else:
+            alpha = ca.SX.sym("alpha", 2)
+            qd = Jq @ w
+            qdd = Jq @ alpha + ca.jacobian(qd, s) @ w
+            xdot = ca.vertcat(x[2], x[3], alpha[1], alpha[0])
+        M, f, Ph, Jh, _bh, Pt, Jt, _bt = F(q, qd, a, kp, kd)
+        J = {"heel": Jh, "toe": Jt}
+        C = ca.vertcat(*[J[c][1 if d == "n" else 0, :] for c, d in FORCE_ROWS[mode]])
+        lam = ca.SX.sym("lam", C.shape[0])
+        res = M @ qdd - f - C.T @ lam
+        gap = {"flat": ca.SX(0), "toe": Ph[1], "heel": Pt[1]}[mode]
+        out[mode] = ca.Function(mode, [x, alpha, lam, a, kp, kd], [xdot, res, gap])
+        pieces[mode] = (M, qd)
+    xm = ca.SX.sym("xm", 4)
+    impacts = {}
+    for mode in ("toe", "heel"):
+        q = _mode_q(mode, xm[1], xm[0])
+        qd = ca.jacobian(q, ca.vertcat(xm[1], xm[0])) @ ca.vertcat(xm[3], xm[2])
+        M = F(q, qd, 0, 0, 0)[0]
+        impacts[mode] = ca.Function(f"impact_{mode}", [xm], [ca.vertcat(xm[0], 0.0, (M[3, :] @ qd) / M[3, 3], 0.0)])
+    out["impact"] = impacts
+    return out
+
+
+#: The least noise assumed (rad, rad/s): clean records are weighted as if this noisy.
+NOISE_FLOOR = {"theta_body": 1e-5, "theta_foot": 1e-5, "omega_body": 1e-4, "omega_foot": 1e-4}
+
+
+def _noise(y: np.ndarray) -> float:
+    """Noise σ of a smooth signal sampled finely, from its second differences (robust)."""
+    d2 = np.diff(y, 2)
+    return 1.4826 * float(np.median(np.abs(d2 - np.median(d2)))) / np.sqrt(6.0)
+
+
+_SPLINES: dict = {}
+
+
+def _acc_at(trial: HeelOffTrial, t_sym, t_num: float):
+    """a(t) by the not-a-knot cubic spline through the samples of ``platform_acc`` (a smooth
+    platform motion sampled at 100 Hz is followed to O(h⁴); linear interpolation would shrink
+    the peaks by O(h²) and bias kp, kd); the spline piece is the one holding ``t_num``."""
+    from scipy.interpolate import CubicSpline
+
+    key = (id(trial), trial.time.size)
+    if key not in _SPLINES:
+        _SPLINES.clear()
+        _SPLINES[key] = CubicSpline(trial.time, trial.platform_acc)
+    sp = _SPLINES[key]
+    tt = trial.time
+    k = int(np.clip(np.searchsorted(tt, t_num, side="right") - 1, 0, len(tt) - 2))
+    d = t_sym - tt[k]
+    c = sp.c[:, k]
+    return ((c[0] * d + c[1]) * d + c[2]) * d + c[3]
+
+
+FORCE_SCALE = 100.0  # N: contact forces (and the residuals of Eq. 4) are solved in this unit
+
+
+def _build(trial: HeelOffTrial, sequence, p_num: np.ndarray, sig: dict, degree: int, fns: dict, P, intervals=None):
+    """The NLP pieces of one record for the mode ``sequence`` with the unknowns at ``p_num``
+    (kp/1000, kd/100, switching times)."""
+    T = float(trial.time[-1])
+    t0 = float(trial.time[0])
+    nsw = len(sequence) - 1
+    q, kp, kd = P["q"], P["kp"], P["kd"]
+    taus = [q[2 + P["offset"] + i] for i in range(nsw)]
+    tau_num = [float(p_num[2 + P["offset"] + i]) for i in range(nsw)]
+    bounds = [t0, *taus, T]
+    bounds_num = [t0, *tau_num, T]
+    h_max = float(trial.time[1] - trial.time[0])
+    first = sequence[0][0]
+    x0 = ca.SX.sym("x0", 2 if first == "flat" else 4)
+    X0 = ca.vertcat(x0[0], 0.0, x0[1], 0.0) if first == "flat" else x0
+    phases = []
+    for k, (mode, _a, _b) in enumerate(sequence):
+        n = intervals[k] if intervals else max(1, int(np.ceil((bounds_num[k + 1] - bounds_num[k]) / h_max - 1e-9)))
+        if k == 0:
+            reset = (lambda _x, X0=X0: X0)
+        elif sequence[k - 1][0] != "flat":
+            reset = (lambda xm, prev=sequence[k - 1][0]: fns["impact"][prev](xm))
+        else:
+            reset = None
+        phases.append(co.Phase(mode, bounds[k], bounds[k + 1], n, reset))
+    extra_w, extra_lb, extra_ub, extra_w0, eq, ineq = [], [], [], [], [], []
+    t_fun = {}
+
+    def dynamics(mode, t, X, _t0):
+        tn = float(ca.evalf(ca.substitute(t, q, ca.DM(p_num))))
+        t_fun.setdefault(mode, 0)
+        nal = 1 if mode == "flat" else 2
+        alpha = ca.SX.sym("al", nal)
+        lam = ca.SX.sym("lm", len(FORCE_ROWS[mode]))
+        xdot, res, gap = fns[mode](X, alpha, lam * FORCE_SCALE, _acc_at(trial, t, tn), kp, kd)
+        extra_w.extend([alpha, lam])
+        extra_w0.append(np.zeros(nal))
+        extra_w0.append(np.array([7.0 if d == "n" else 0.0 for _c, d in FORCE_ROWS[mode]]))
+        extra_lb.append(-np.inf * np.ones(nal))
+        extra_ub.append(np.inf * np.ones(nal))
+        extra_lb.append(np.array([0.0 if d == "n" else -np.inf for _c, d in FORCE_ROWS[mode]]))
+        extra_ub.append(np.inf * np.ones(len(FORCE_ROWS[mode])))
+        eq.append(res / FORCE_SCALE)
+        if mode != "flat":
+            ineq.append((gap, X))
+        return xdot
+
+    sigs = {n: trial.signals[n] for n in STATE_NAMES if n in trial.signals}
+    tt = trial.time
+
+    def x_guess(t):
+        out = []
+        for i, n in enumerate(STATE_NAMES):
+            if n in sigs:
+                out.append(float(np.interp(t, tt, sigs[n])))
+            else:  # ω from the differentiated angle
+                ang = sigs[STATE_NAMES[i - 2]]
+                out.append(float(np.interp(t, tt, np.gradient(ang, tt))))
+        return np.array(out)
+
+    tp = co.transcribe_phases(phases, dynamics, np.zeros(4), q, p_num, x_guess, degree)
+    # landing: every pivot phase that is followed by another ends with θ_f = 0
+    ends = [tp.blocks[k][1][-1][-1] for k, (mode, _a, _b) in enumerate(sequence[:-1]) if mode != "flat"]
+    landing = [X[1] for X in ends]
+    # the gap at a landing's last point is the landing condition itself (kept as an equality)
+    ineq = [gap for gap, X in ineq if not any(X is E for E in ends)]
+    # the phase holding each sample (at p_num)
+    idx = np.clip(np.searchsorted(np.array(bounds_num[1:-1]), tt, side="right"), 0, len(sequence) - 1)
+    resid, owner = [], []
+    for k in range(len(sequence)):
+        sel = np.flatnonzero(idx == k)
+        if not sel.size:
+            continue
+        xs = tp.state_at(k, tt[sel])
+        for xk, j in zip(xs, sel):
+            for i, n in enumerate(STATE_NAMES):
+                if n in sigs:
+                    resid.append((xk[i] - sigs[n][j]) / sig[n])
+                    owner.append(n)
+    x0_guess = x_guess(t0)
+    x0_guess = x0_guess[[0, 2]] if first == "flat" else x0_guess
+    w = ca.vertcat(x0, tp.w, *extra_w)
+    w0 = np.concatenate([x0_guess, tp.w_guess, *extra_w0])
+    lbw = np.concatenate([-np.inf * np.ones(x0.shape[0] + tp.w.shape[0]), *extra_lb])
+    ubw = np.concatenate([np.inf * np.ones(x0.shape[0] + tp.w.shape[0]), *extra_ub])
+    return dict(w=w, w0=w0, lbw=lbw, ubw=ubw, eq=ca.vertcat(tp.g, *eq), landing=ca.vertcat(*landing),
+                ineq=ca.vertcat(*ineq), resid=ca.vertcat(*resid), owner=owner, idx=idx, tp=tp, x0=x0,
+                intervals=[ph.intervals for ph in phases],
+                sequence=sequence, phase_bounds=bounds)
+
+
+def _switch_guesses(sequence) -> list[float]:
+    return [b for (_m, _a, b) in sequence[:-1]]
+
+
+def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
+             sequences: Sequence | None = None, degree: int = 3, max_rounds: int = 4, print_level: int = 0,
+             max_iter: int = 500) -> dict:
+    """Identify kp, kd from records sharing them, by multi-phase Radau collocation
+    (:func:`colloc.transcribe_phases`) with the mode sequence of each record read from θ_foot
+    (:func:`detect_modes`, or given in ``sequences``: lists of mode names), the switching times
+    unknown (ordered), the contact forces variables with λ_n ≥ 0, the lifted point's gap ≥ 0 in
+    the pivot phases, θ_foot = 0 at each landing followed by the inelastic impact.  Residuals
+    are weighted by each signal's noise estimated from its second differences.  The samples are
+    given to the phases (and a(t) to its sample intervals) at the current estimate; the problem
+    is solved again until no sample changes phase.  Standard errors: Gauss–Newton, with the
+    collocation equations eliminated (implicit function theorem) and the landing conditions and
+    the active inequalities kept as constraints.  Returns a dict."""
+    from scipy.linalg import null_space
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import splu
+
+    start = _time.perf_counter()
+    trials = list(trials)
+    if not trials:
+        raise co.OptionsError("heel-off: no trial")
+    cur = {**GUESS, **(guess or {})}
+    fns = mode_functions()
+    seqs = []
+    for k, tr in enumerate(trials):
+        if sequences is not None and sequences[k] is not None:
+            given = list(sequences[k])
+            if given and isinstance(given[0], str):
+                det = detect_modes(tr)
+                if [m for m, _a, _b in det] != given:
+                    raise co.OptionsError(f"heel-off: {tr.name}: the given mode sequence {given} is not the one in "
+                                          f"theta_foot ({[m for m, _a, _b in det]})")
+                given = det
+            seqs.append(given)
+        else:
+            seqs.append(detect_modes(tr))
+    sigs = [{n: max(_noise(tr.signals[n]), NOISE_FLOOR[n]) for n in STATE_NAMES if n in tr.signals} for tr in trials]
+    taus = [_switch_guesses(s) for s in seqs]
+    offsets = np.cumsum([0] + [len(t) for t in taus])[:-1]
+    history = []
+    intervals = [None] * len(trials)
+    warm = None
+    for rnd in range(max_rounds):
+        nq = 2 + sum(len(t) for t in taus)
+        q = ca.SX.sym("q", nq)
+        p_num = np.concatenate([[cur["kp"] / 1000.0, cur["kd"] / 100.0], *[np.asarray(t, float) for t in taus]])
+        built = []
+        for k, tr in enumerate(trials):
+            P = {"q": q, "kp": q[0] * 1000.0, "kd": q[1] * 100.0, "offset": int(offsets[k])}
+            built.append(_build(tr, seqs[k], p_num, sigs[k], degree, fns, P, intervals[k]))
+            intervals[k] = built[-1]["intervals"]
+        w = ca.vertcat(*[b["w"] for b in built])
+        r = ca.vertcat(*[b["resid"] for b in built])
+        eq = ca.vertcat(*[b["eq"] for b in built])
+        land = ca.vertcat(*[b["landing"] for b in built])
+        ineq = ca.vertcat(*[b["ineq"] for b in built])
+        order = []
+        for k, tr in enumerate(trials):
+            tk = [q[2 + offsets[k] + i] for i in range(len(taus[k]))]
+            pts = [float(tr.time[0]), *tk, float(tr.time[-1])]
+            min_len = 0.25 * float(tr.time[1] - tr.time[0])
+            order += [pts[i + 1] - pts[i] - min_len for i in range(len(pts) - 1)]
+        order = ca.vertcat(*order)
+        g = ca.vertcat(eq, land, ineq, order)
+        V = ca.vertcat(q, w)
+        nsamp = r.shape[0]
+        solver = ca.nlpsol("heel_off", "ipopt", {"x": V, "f": 0.5 * ca.sumsqr(r) / nsamp, "g": g},
+                           {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
+                            "ipopt.tol": 1e-10, "ipopt.acceptable_tol": 1e-8,
+                            **({"ipopt.mu_init": 1e-5} if warm is not None else {})})
+        n_eq = eq.shape[0] + land.shape[0]
+        lbg = np.concatenate([np.zeros(n_eq), np.zeros(ineq.shape[0] + order.shape[0])])
+        ubg = np.concatenate([np.zeros(n_eq), np.inf * np.ones(ineq.shape[0] + order.shape[0])])
+        lbx = np.concatenate([[1e-3, 1e-3], -np.inf * np.ones(nq - 2), *[b["lbw"] for b in built]])
+        ubx = np.concatenate([np.inf * np.ones(nq), *[b["ubw"] for b in built]])
+        x0 = np.concatenate([p_num, *[b["w0"] for b in built]]) if warm is None else warm
+        sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
+        stats = solver.stats()
+        stats["success"] = stats["return_status"] in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+        qv = np.array(sol["x"]).ravel()[:nq]
+        new_taus = [list(qv[2 + offsets[k]: 2 + offsets[k] + len(taus[k])]) for k in range(len(trials))]
+        cur = {"kp": float(qv[0] * 1000.0), "kd": float(qv[1] * 100.0)}
+        history.append({"round": rnd + 1, "iterations": int(stats["iter_count"]), "success": bool(stats["success"]),
+                        "status": stats["return_status"], "time_s": _time.perf_counter() - start, **cur})
+        same = True
+        for k, tr in enumerate(trials):
+            old_idx = built[k]["idx"]
+            new_idx = np.clip(np.searchsorted(np.array(new_taus[k]), tr.time, side="right"), 0, len(seqs[k]) - 1)
+            same = same and np.array_equal(old_idx, new_idx)
+        taus = new_taus
+        warm = np.array(sol["x"]).ravel()  # the same layout next round (the phases keep their intervals)
+        warm[:nq] = np.concatenate([qv[:2], *[np.asarray(t, float) for t in taus]])
+        if same and stats["success"]:
+            break
+    # Gauss-Newton covariance: z = (kp, kd, switching times, initial states), the rest eliminated
+    Vv = np.array(sol["x"]).ravel()
+    x0s = [b["x0"] for b in built]
+    z = ca.vertcat(q, *x0s)
+    nz = z.shape[0]
+    pos_z = list(range(nq))
+    off = nq
+    for b in built:
+        pos_z += list(range(off, off + b["x0"].shape[0]))
+        off += b["w"].shape[0]
+    rest = np.setdiff1d(np.arange(V.shape[0]), pos_z)
+    lam_x = np.array(sol["lam_x"]).ravel()
+    lam_g = np.array(sol["lam_g"]).ravel()
+    gi = np.array(sol["g"]).ravel()
+    n_in = ineq.shape[0] + order.shape[0]
+    act_g = np.flatnonzero((np.abs(lam_g[n_eq:]) > 1e-8 * max(1.0, np.max(np.abs(lam_g)))) & (gi[n_eq:] < 1e-6)) \
+        if n_in else np.array([], int)
+    act_x = rest[(np.abs(lam_x[rest]) > 1e-8 * max(1.0, np.max(np.abs(lam_x)))) & (
+        np.abs(Vv[rest] - lbx[rest]) < 1e-6)]
+    cons = ca.vertcat(land, ca.vertcat(ineq, order)[act_g.tolist()] if len(act_g) else ca.SX(0, 1),
+                      V[act_x.tolist()] if len(act_x) else ca.SX(0, 1))
+    Wr = V[rest.tolist()]
+    fJ = ca.Function("J", [V], [ca.jacobian(eq, Wr), ca.jacobian(eq, z), ca.jacobian(r, Wr), ca.jacobian(r, z),
+                                ca.jacobian(cons, Wr), ca.jacobian(cons, z), r])
+    Gw, Gz, Rw, Rz, Cw, Cz, rv = fJ(Vv)
+    lu = splu(csc_matrix(Gw.sparse()))
+    dwdz = -lu.solve(np.asarray(Gz.full()))
+    J = np.asarray(Rz.full()) + csc_matrix(Rw.sparse()) @ dwdz
+    C = np.asarray(Cz.full()) + csc_matrix(Cw.sparse()) @ dwdz
+    N = null_space(C) if C.shape[0] else np.eye(nz)
+    rv = np.asarray(rv.full()).ravel()
+    dof = max(len(rv) - N.shape[1], 1)
+    s2 = float(rv @ rv) / dof
+    cov = s2 * N @ np.linalg.inv(N.T @ J.T @ J @ N) @ N.T
+    unit = np.array([1000.0, 100.0])
+    se = np.sqrt(np.maximum(np.diag(cov)[:2], 0.0)) * unit
+    cov_p = cov[:2, :2] * np.outer(unit, unit)
+    switches = []
+    for k, tr in enumerate(trials):
+        modes = [m for m, _a, _b in seqs[k]]
+        se_t = np.sqrt(np.maximum(np.diag(cov)[2 + offsets[k]: 2 + offsets[k] + len(taus[k])], 0.0))
+        switches.append([{"time": float(t), "std_error": float(e), "from": modes[i], "to": modes[i + 1],
+                          "kind": "landing" if modes[i] != "flat" else "lift-off"}
+                         for i, (t, e) in enumerate(zip(taus[k], se_t))])
+    return {"problem": "heel-off", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
+            "covariance": cov_p.tolist(), "success": bool(stats["success"]), "status": stats["return_status"],
+            "iterations": int(sum(h["iterations"] for h in history)), "rounds": history,
+            "objective": float(sol["f"]), "residual_scale": float(np.sqrt(s2)), "noise": sigs,
+            "modes": [[m for m, _a, _b in s] for s in seqs], "switches": switches,
+            "time_s": _time.perf_counter() - start, "samples": int(len(rv)), "variables": int(V.shape[0]),
+            "solution": Vv, "built": built, "V": V}
+
+
+def problem(trials):
+    """`heel-off` is hybrid: it is identified by :func:`identify` (multi-phase collocation)."""
+    raise co.ProblemError("heel-off is a hybrid problem: use colloc_problems.heel_off.identify(trials)")
+
+
+def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float] | None = None,
+                    max_iter: int = 500, print_level: int = 0) -> co.Result:
+    """:func:`identify` as a :class:`colloc.Result` (what ``colloc identify heel-off`` prints
+    and writes); ``info`` holds the modes, the switching times with their standard errors,
+    the rounds and the noise assumed per signal."""
+    import pandas as pd
+
+    unknown = [k for k in (guess or {}) if k not in NAMES]
+    if unknown:
+        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(NAMES)}")
+    out = identify(trials, guess, max_iter=max_iter, print_level=print_level)
+    cov = pd.DataFrame(out["covariance"], index=list(NAMES), columns=list(NAMES))
+    info = {k: out[k] for k in ("modes", "switches", "rounds", "noise", "residual_scale", "samples", "variables")}
+    info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "
+                           "sequence read from theta_foot; switching times unknown")
+    return co.Result(problem="heel-off", method="multiphase-radau3", success=out["success"], status=out["status"],
+                     message="" if out["success"] else f"IPOPT: {out['status']}", iterations=out["iterations"],
+                     objective=out["objective"], parameters=out["parameters"],
+                     standard_errors=out["standard_errors"], covariance=cov, trajectories={}, measurements={},
+                     residuals={}, timings={"total_s": out["time_s"], "solve_s": out["time_s"]},
+                     num_nodes=int(out["variables"]), trials=[t.name for t in trials], versions=co.versions(),
+                     units=dict(UNITS), info=info, initial_parameters={**GUESS, **(guess or {})},
+                     descriptions={"kp": "ankle stiffness (T = -kp·θ_body - kd·ω_body)", "kd": "ankle damping"})

@@ -175,6 +175,17 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
     trials = [t.renamed(n) for t, n in zip(trials, labels)]
+    own = getattr(module, "identify_result", None)  # a hybrid problem with its own multi-phase fit
+    if own is not None:
+        for option, value, default in (("--method", method, DEFAULT_METHOD), ("--nodes", nodes, None),
+                                       ("--refine", refine, 1), ("--starts", starts, 1), ("--bounds", bounds, None),
+                                       ("--fit-weight", fit_weights, None), ("--start", start, None)):
+            if value not in (default, {}):
+                raise OptionsError(f"{option} does not apply to problem '{problem_name}' (it is identified by "
+                                   "its own multi-phase collocation)")
+        result = own(trials, guess=guess, max_iter=max_iter, print_level=print_level)
+        result.trials = paths
+        return result
     for key in problem_options or {}:
         if not _takes(module.problem, key):
             raise OptionsError(f"problem '{problem_name}' has no option {key}= (e.g. --height/--mass are for cip)")
