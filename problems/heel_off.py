@@ -36,9 +36,9 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["BODY", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "STATE_NAMES",
-           "TRUE", "HeelOffTrial", "contact_system", "detect_modes", "identify", "load_trial", "mode_functions",
-           "problem", "simulate", "write_trial"]
+__all__ = ["BODY", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "PULSES",
+           "STATE_NAMES", "TRUE", "HeelOffTrial", "contact_system", "detect_modes", "excitation", "identify",
+           "identify_result", "load_trial", "make_trial", "mode_functions", "problem", "simulate", "write_trial"]
 
 #: Geometry and inertia (contract `heel-off`; SI units).  Foot points relative to the ankle
 #: in the foot's frame (x forward, y up, foot flat).
@@ -217,6 +217,49 @@ class HeelOffTrial:
         return HeelOffTrial(name, self.time, self.signals, self.platform_acc, self.source)
 
 
+#: Platform pulses of the seed records: (start s, amplitude m/s², duration s), one every 2.5 s;
+#: backwards (negative) pulses tip the body onto the toes, forwards ones onto the heels.
+PULSES = ((0.5, -6.0, 0.5), (3.0, 3.0, 0.6), (5.5, -7.0, 0.4), (8.0, 2.5, 0.5), (10.5, -5.0, 0.6),
+          (13.0, 3.5, 0.5), (15.5, -6.5, 0.45), (18.0, 2.0, 0.6))
+#: Measurement noise of the seed's noisy records (rad, rad/s); platform_acc is exact.
+SIGMA_THETA = float(np.deg2rad(0.1))
+SIGMA_OMEGA = float(np.deg2rad(1.0))
+
+
+def excitation(pulses=PULSES):
+    """a(t) (m/s²): a sum of smooth pulses A·sin(2πs)·(1 − cos 2πs)/2, s = (t − t0)/D in [0, 1]
+    (each starts and ends with zero acceleration, jerk and snap; the platform ends at rest)."""
+    pulses = [tuple(map(float, p)) for p in pulses]
+
+    def acc(t):
+        a = 0.0
+        for t0, amp, dur in pulses:
+            s = (t - t0) / dur
+            if 0.0 <= s <= 1.0:
+                a += amp * np.sin(2 * np.pi * s) * (1 - np.cos(2 * np.pi * s)) / 2
+        return a
+    return acc
+
+
+def make_trial(duration: float = 8.0, *, pulses=PULSES, rate: float = 100.0, noise: bool = True, seed: int = 0,
+               params: Mapping[str, float] = TRUE, name: str = "heel_off.csv", omegas: bool = True):
+    """A synthetic record from rest (foot flat, body upright) by :func:`simulate` with the
+    smooth :func:`excitation`; seeded Gaussian noise σ_θ = 0.1°, σ_ω = 1°/s when ``noise``.
+    Returns ``(trial, sim)`` (the simulation holds the true events)."""
+    n = int(round(duration * rate))
+    time = np.arange(n + 1) / rate
+    acc = excitation([p for p in pulses if p[0] < duration])
+    states, sim = simulate(params, time, None, acc=acc)
+    signals = dict(zip(STATE_NAMES, states.T.copy()))
+    if noise:
+        rng = np.random.default_rng(seed)
+        for k in STATE_NAMES:
+            signals[k] = signals[k] + rng.normal(0.0, SIGMA_THETA if k.startswith("theta") else SIGMA_OMEGA, n + 1)
+    if not omegas:
+        signals = {k: v for k, v in signals.items() if k.startswith("theta")}
+    return HeelOffTrial(name, time, signals, np.array([acc(t) for t in time])), sim
+
+
 def load_trial(path, missing: str = "error") -> HeelOffTrial:
     """Read a `heel-off` CSV (``time, theta_body, theta_foot, platform_acc``, optionally
     ``omega_body, omega_foot``); bad files raise :class:`colloc.DataError` naming the problem."""
@@ -248,7 +291,9 @@ def detect_modes(trial: HeelOffTrial, threshold: float | None = None) -> list[tu
     times.  A sample is ``toe`` above ``threshold``, ``heel`` below −threshold, else ``flat``
     (default threshold: 5 times the noise of θ_foot estimated from its differences, at least
     1e-6 rad); runs shorter than two samples are merged into their neighbours.  A lift-off is
-    guessed at the last flat sample, a landing half a sample after the last lifted one."""
+    guessed where the line through √|θ_foot| of the first lifted samples reaches zero (the heel
+    rises as (t − t_lift)² from rest), a landing where the line through the last lifted samples
+    does."""
     th = trial.signals["theta_foot"]
     t = trial.time
     if threshold is None:
@@ -278,17 +323,31 @@ def detect_modes(trial: HeelOffTrial, threshold: float | None = None) -> list[tu
                 runs, changed = merged, True
                 break
     dt = float(t[1] - t[0])
+    mag = np.abs(th)
     out, start = [], float(t[0])
-    for k, (lab, _i0, i1) in enumerate(runs):
+    for k, (lab, i0, i1) in enumerate(runs):
         if k + 1 == len(runs):
             end = float(t[-1])
-        elif lab == 0:
-            end = float(t[i1])  # lift-off: after the last flat sample
-        else:
-            end = float(t[i1]) + 0.5 * dt  # landing: between the last lifted and the next sample
+        elif lab == 0:  # lift-off: |θ_f| grows as (t − t_lift)², so √|θ_f| is a line through t_lift
+            j0, j1 = runs[k + 1][1], min(runs[k + 1][2], runs[k + 1][1] + 3)
+            end = _root(t[j0:j1 + 1], np.sqrt(mag[j0:j1 + 1]), max(start, float(t[i1]) - 10 * dt), float(t[j0]))
+        elif runs[k + 1][0] == 0:  # landing: |θ_f| reaches 0 with a finite speed
+            j0 = max(i0, i1 - 2)
+            end = _root(t[j0:i1 + 1], mag[j0:i1 + 1], float(t[i1]), float(t[i1]) + dt)
+        else:  # from one pivot straight to the other: where θ_f changes sign
+            end = float(t[i1] + dt * th[i1] / (th[i1] - th[i1 + 1]))
+        end = max(end, start + 0.5 * dt)
         out.append((("flat", "toe", "heel")[lab], start, end))
         start = end
     return out
+
+
+def _root(t, y, lo: float, hi: float) -> float:
+    """Where the least-squares line through (t, y) crosses zero, clipped to [lo, hi]."""
+    if len(t) < 2 or np.ptp(y) == 0:
+        return float(np.clip(t[0], lo, hi))
+    slope, icpt = np.polyfit(t, y, 1)
+    return float(np.clip(-icpt / slope, lo, hi)) if slope != 0 else float(np.clip(t[0], lo, hi))
 
 
 # ---------------------------------------------------------------------------------------------
