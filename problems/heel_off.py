@@ -441,7 +441,8 @@ def _acc_at(trial: HeelOffTrial, t_sym, t_num: float):
 FORCE_SCALE = 100.0  # N: contact forces (and the residuals of Eq. 4) are solved in this unit
 
 
-def _build(trial: HeelOffTrial, sequence, p_num: np.ndarray, sig: dict, degree: int, fns: dict, P, intervals=None):
+def _build(trial: HeelOffTrial, sequence, p_num: np.ndarray, sig: dict, degree: int, fns: dict, P, intervals=None,
+           glued: bool = False):
     """The NLP pieces of one record for the mode ``sequence`` with the unknowns at ``p_num``
     (kp/1000, kd/100, switching times)."""
     T = float(trial.time[-1])
@@ -481,7 +482,7 @@ def _build(trial: HeelOffTrial, sequence, p_num: np.ndarray, sig: dict, degree: 
         extra_w0.append(np.array([7.0 if d == "n" else 0.0 for _c, d in FORCE_ROWS[mode]]))
         extra_lb.append(-np.inf * np.ones(nal))
         extra_ub.append(np.inf * np.ones(nal))
-        extra_lb.append(np.array([0.0 if d == "n" else -np.inf for _c, d in FORCE_ROWS[mode]]))
+        extra_lb.append(np.array([0.0 if d == "n" and not glued else -np.inf for _c, d in FORCE_ROWS[mode]]))
         extra_ub.append(np.inf * np.ones(len(FORCE_ROWS[mode])))
         eq.append(res / FORCE_SCALE)
         if mode != "flat":
@@ -489,6 +490,7 @@ def _build(trial: HeelOffTrial, sequence, p_num: np.ndarray, sig: dict, degree: 
         return xdot
 
     sigs = {n: trial.signals[n] for n in STATE_NAMES if n in trial.signals}
+    fitted = [n for n in sigs if not (glued and n.endswith("_foot"))]
     tt = trial.time
 
     def x_guess(t):
@@ -517,7 +519,7 @@ def _build(trial: HeelOffTrial, sequence, p_num: np.ndarray, sig: dict, degree: 
         xs = tp.state_at(k, tt[sel])
         for xk, j in zip(xs, sel):
             for i, n in enumerate(STATE_NAMES):
-                if n in sigs:
+                if n in fitted:
                     resid.append((xk[i] - sigs[n][j]) / sig[n])
                     owner.append(n)
     x0_guess = x_guess(t0)
@@ -538,7 +540,7 @@ def _switch_guesses(sequence) -> list[float]:
 
 def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
              sequences: Sequence | None = None, degree: int = 3, max_rounds: int = 4, print_level: int = 0,
-             max_iter: int = 500) -> dict:
+             max_iter: int = 500, glued: bool = False) -> dict:
     """Identify kp, kd from records sharing them, by multi-phase Radau collocation
     (:func:`colloc.transcribe_phases`) with the mode sequence of each record read from θ_foot
     (:func:`detect_modes`, or given in ``sequences``: lists of mode names), the switching times
@@ -548,7 +550,11 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     given to the phases (and a(t) to its sample intervals) at the current estimate; the problem
     is solved again until no sample changes phase.  Standard errors: Gauss–Newton, with the
     collocation equations eliminated (implicit function theorem) and the landing conditions and
-    the active inequalities kept as constraints.  Returns a dict."""
+    the active inequalities kept as constraints.  Returns a dict.
+
+    ``glued=True`` is the model that keeps the foot flat (one flat phase, the contact forces
+    free in sign, θ_body and ω_body fitted): the comparison that shows what ignoring heel-off
+    costs."""
     from scipy.linalg import null_space
     from scipy.sparse import csc_matrix
     from scipy.sparse.linalg import splu
@@ -561,7 +567,9 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     fns = mode_functions()
     seqs = []
     for k, tr in enumerate(trials):
-        if sequences is not None and sequences[k] is not None:
+        if glued:
+            seqs.append([("flat", float(tr.time[0]), float(tr.time[-1]))])
+        elif sequences is not None and sequences[k] is not None:
             given = list(sequences[k])
             if given and isinstance(given[0], str):
                 det = detect_modes(tr)
@@ -575,61 +583,92 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     sigs = [{n: max(_noise(tr.signals[n]), NOISE_FLOOR[n]) for n in STATE_NAMES if n in tr.signals} for tr in trials]
     taus = [_switch_guesses(s) for s in seqs]
     offsets = np.cumsum([0] + [len(t) for t in taus])[:-1]
-    history = []
-    intervals = [None] * len(trials)
-    warm = None
-    for rnd in range(max_rounds):
-        nq = 2 + sum(len(t) for t in taus)
-        q = ca.SX.sym("q", nq)
-        p_num = np.concatenate([[cur["kp"] / 1000.0, cur["kd"] / 100.0], *[np.asarray(t, float) for t in taus]])
-        built = []
+    def attempt(taus, cur):
+        history = []
+        intervals = [None] * len(trials)
+        warm = None
+        for rnd in range(max_rounds):
+            nq = 2 + sum(len(t) for t in taus)
+            q = ca.SX.sym("q", nq)
+            p_num = np.concatenate([[cur["kp"] / 1000.0, cur["kd"] / 100.0], *[np.asarray(t, float) for t in taus]])
+            built = []
+            for k, tr in enumerate(trials):
+                P = {"q": q, "kp": q[0] * 1000.0, "kd": q[1] * 100.0, "offset": int(offsets[k])}
+                built.append(_build(tr, seqs[k], p_num, sigs[k], degree, fns, P, intervals[k], glued))
+                intervals[k] = built[-1]["intervals"]
+            w = ca.vertcat(*[b["w"] for b in built])
+            r = ca.vertcat(*[b["resid"] for b in built])
+            eq = ca.vertcat(*[b["eq"] for b in built])
+            land = ca.vertcat(*[b["landing"] for b in built])
+            ineq = ca.vertcat(*[b["ineq"] for b in built])
+            order = []
+            for k, tr in enumerate(trials):
+                tk = [q[2 + offsets[k] + i] for i in range(len(taus[k]))]
+                pts = [float(tr.time[0]), *tk, float(tr.time[-1])]
+                min_len = 0.25 * float(tr.time[1] - tr.time[0])
+                order += [pts[i + 1] - pts[i] - min_len for i in range(len(pts) - 1)]
+            order = ca.vertcat(*order)
+            g = ca.vertcat(eq, land, ineq, order)
+            V = ca.vertcat(q, w)
+            nsamp = r.shape[0]
+            solver = ca.nlpsol("heel_off", "ipopt", {"x": V, "f": 0.5 * ca.sumsqr(r) / nsamp, "g": g},
+                               {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
+                                "ipopt.tol": 1e-10, "ipopt.acceptable_tol": 1e-8,
+                                **({"ipopt.mu_init": 1e-5} if warm is not None else {})})
+            n_eq = eq.shape[0] + land.shape[0]
+            lbg = np.concatenate([np.zeros(n_eq), np.zeros(ineq.shape[0] + order.shape[0])])
+            ubg = np.concatenate([np.zeros(n_eq), np.inf * np.ones(ineq.shape[0] + order.shape[0])])
+            lbx = np.concatenate([[1e-3, 1e-3], -np.inf * np.ones(nq - 2), *[b["lbw"] for b in built]])
+            ubx = np.concatenate([np.inf * np.ones(nq), *[b["ubw"] for b in built]])
+            x0 = np.concatenate([p_num, *[b["w0"] for b in built]]) if warm is None else warm
+            sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
+            stats = solver.stats()
+            stats["success"] = stats["return_status"] in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+            qv = np.array(sol["x"]).ravel()[:nq]
+            new_taus = [list(qv[2 + offsets[k]: 2 + offsets[k] + len(taus[k])]) for k in range(len(trials))]
+            cur = {"kp": float(qv[0] * 1000.0), "kd": float(qv[1] * 100.0)}
+            history.append({"round": rnd + 1, "iterations": int(stats["iter_count"]), "success": bool(stats["success"]),
+                            "status": stats["return_status"], "time_s": _time.perf_counter() - start, **cur})
+            same = True
+            for k, tr in enumerate(trials):
+                old_idx = built[k]["idx"]
+                new_idx = np.clip(np.searchsorted(np.array(new_taus[k]), tr.time, side="right"), 0, len(seqs[k]) - 1)
+                same = same and np.array_equal(old_idx, new_idx)
+            taus = new_taus
+            warm = np.array(sol["x"]).ravel()  # the same layout next round (the phases keep their intervals)
+            warm[:nq] = np.concatenate([qv[:2], *[np.asarray(t, float) for t in taus]])
+            if same and stats["success"]:
+                break
+        return dict(sol=sol, built=built, q=q, nq=nq, V=V, eq=eq, r=r, land=land, ineq=ineq, order=order, lbx=lbx,
+                    n_eq=n_eq, stats=stats, taus=taus, history=history, cur=cur)
+
+    # the switching times from θ_foot are poor when a lift is small against the noise, and the
+    # fit keeps a pivot phase that is too short (a local minimum): with noisy records, start
+    # also from every pivot phase widened by 60 % of its length on each side; keep the best fit
+    starts = [taus]
+    if not glued and any(_noise(tr.signals["theta_foot"]) > 1e-6 for tr in trials):
+        wide = []
         for k, tr in enumerate(trials):
-            P = {"q": q, "kp": q[0] * 1000.0, "kd": q[1] * 100.0, "offset": int(offsets[k])}
-            built.append(_build(tr, seqs[k], p_num, sigs[k], degree, fns, P, intervals[k]))
-            intervals[k] = built[-1]["intervals"]
-        w = ca.vertcat(*[b["w"] for b in built])
-        r = ca.vertcat(*[b["resid"] for b in built])
-        eq = ca.vertcat(*[b["eq"] for b in built])
-        land = ca.vertcat(*[b["landing"] for b in built])
-        ineq = ca.vertcat(*[b["ineq"] for b in built])
-        order = []
-        for k, tr in enumerate(trials):
-            tk = [q[2 + offsets[k] + i] for i in range(len(taus[k]))]
-            pts = [float(tr.time[0]), *tk, float(tr.time[-1])]
-            min_len = 0.25 * float(tr.time[1] - tr.time[0])
-            order += [pts[i + 1] - pts[i] - min_len for i in range(len(pts) - 1)]
-        order = ca.vertcat(*order)
-        g = ca.vertcat(eq, land, ineq, order)
-        V = ca.vertcat(q, w)
-        nsamp = r.shape[0]
-        solver = ca.nlpsol("heel_off", "ipopt", {"x": V, "f": 0.5 * ca.sumsqr(r) / nsamp, "g": g},
-                           {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
-                            "ipopt.tol": 1e-10, "ipopt.acceptable_tol": 1e-8,
-                            **({"ipopt.mu_init": 1e-5} if warm is not None else {})})
-        n_eq = eq.shape[0] + land.shape[0]
-        lbg = np.concatenate([np.zeros(n_eq), np.zeros(ineq.shape[0] + order.shape[0])])
-        ubg = np.concatenate([np.zeros(n_eq), np.inf * np.ones(ineq.shape[0] + order.shape[0])])
-        lbx = np.concatenate([[1e-3, 1e-3], -np.inf * np.ones(nq - 2), *[b["lbw"] for b in built]])
-        ubx = np.concatenate([np.inf * np.ones(nq), *[b["ubw"] for b in built]])
-        x0 = np.concatenate([p_num, *[b["w0"] for b in built]]) if warm is None else warm
-        sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
-        stats = solver.stats()
-        stats["success"] = stats["return_status"] in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
-        qv = np.array(sol["x"]).ravel()[:nq]
-        new_taus = [list(qv[2 + offsets[k]: 2 + offsets[k] + len(taus[k])]) for k in range(len(trials))]
-        cur = {"kp": float(qv[0] * 1000.0), "kd": float(qv[1] * 100.0)}
-        history.append({"round": rnd + 1, "iterations": int(stats["iter_count"]), "success": bool(stats["success"]),
-                        "status": stats["return_status"], "time_s": _time.perf_counter() - start, **cur})
-        same = True
-        for k, tr in enumerate(trials):
-            old_idx = built[k]["idx"]
-            new_idx = np.clip(np.searchsorted(np.array(new_taus[k]), tr.time, side="right"), 0, len(seqs[k]) - 1)
-            same = same and np.array_equal(old_idx, new_idx)
-        taus = new_taus
-        warm = np.array(sol["x"]).ravel()  # the same layout next round (the phases keep their intervals)
-        warm[:nq] = np.concatenate([qv[:2], *[np.asarray(t, float) for t in taus]])
-        if same and stats["success"]:
-            break
+            seq = seqs[k]
+            pts = [seq[0][1], *taus[k], seq[-1][2]]
+            new = list(taus[k])
+            for i, (m, _a, _b) in enumerate(seq):
+                if m == "flat":
+                    continue
+                span = pts[i + 1] - pts[i]
+                if i > 0 and seq[i - 1][0] == "flat":
+                    new[i - 1] = max(pts[i] - 0.6 * span, 0.5 * (pts[i - 1] + pts[i]))
+                if i + 1 < len(seq) and seq[i + 1][0] == "flat":
+                    new[i] = min(pts[i + 1] + 0.6 * span, 0.5 * (pts[i + 1] + pts[i + 2]))
+            wide.append(new)
+        if wide != taus:
+            starts.append(wide)
+    tried = [attempt(t, dict(cur)) for t in starts]
+    best = min(tried, key=lambda d: (not d["stats"]["success"], float(d["sol"]["f"])))
+    sol, built, q, nq, V, eq, r, land = (best[k] for k in ("sol", "built", "q", "nq", "V", "eq", "r", "land"))
+    ineq, order, lbx, n_eq, stats, taus, history, cur = (best[k] for k in ("ineq", "order", "lbx", "n_eq", "stats",
+                                                                              "taus", "history", "cur"))
+    history = [h for d in tried for h in d["history"]]
     # Gauss-Newton covariance: z = (kp, kd, switching times, initial states), the rest eliminated
     Vv = np.array(sol["x"]).ravel()
     x0s = [b["x0"] for b in built]

@@ -75,6 +75,7 @@ class ContactSystem:
 
     @property
     def n(self) -> int:
+        """The number of generalized coordinates."""
         return len(self.coordinates)
 
     def index(self, name: str) -> int:
