@@ -32,6 +32,7 @@ def run(trial, sim, glued: bool) -> dict:
     out = heel_off.identify([trial], glued=glued)
     wall = time.perf_counter() - start
     row = {"model": "glued flat foot" if glued else "unilateral contacts", "success": out["success"],
+           "status": out["status"],
            "wall_s": wall, "parameters": out["parameters"], "standard_errors": out["standard_errors"],
            "error_pct": {k: 100 * (out["parameters"][k] / heel_off.TRUE[k] - 1) for k in heel_off.NAMES},
            "error_in_se": {k: (out["parameters"][k] - heel_off.TRUE[k]) / out["standard_errors"][k]
@@ -58,7 +59,7 @@ def main() -> None:
         for glued in (False, True):
             row = {"noise": noise, "duration_s": duration, "events": events, **run(trial, sim, glued)}
             rows.append(row)
-            print(f"{'noisy' if noise else 'clean'} {row['model']:<20} kp {row['parameters']['kp']:9.3f} "
+            print(f"{'noisy' if noise else 'clean'} {row['model']:<20} {row['status']:<27} kp {row['parameters']['kp']:9.3f} "
                   f"({row['error_pct']['kp']:+.2f} %, {row['error_in_se']['kp']:+.1f} SE)  kd "
                   f"{row['parameters']['kd']:8.3f} ({row['error_pct']['kd']:+.2f} %, {row['error_in_se']['kd']:+.1f} SE)"
                   f"  {row['wall_s']:.1f} s" + (f"  switches ±{row['switch_error_s']:.2g} s"
