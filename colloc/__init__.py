@@ -54,6 +54,10 @@ _LAZY = {
     "HybridModel": "definition.hybrid",
     "simulate_hybrid": "simulation.hybrid",
     "HybridSimulation": "simulation.hybrid",
+    "ContactPoint": "definition.contact",
+    "ContactSystem": "definition.contact",
+    "simulate_contact": "simulation.contact",
+    "ContactSimulation": "simulation.contact",
     "Phase": "transcription.multiphase",
     "IntervalChain": "transcription.multiphase",
     "transcribe_phases": "transcription.multiphase",
@@ -173,6 +177,11 @@ __all__ = [
     "Switch",
     "transcribe_phases",
     "TimeEvent",
+    # unilateral point contacts (Signorini's law) and their event-driven simulation
+    "ContactPoint",
+    "ContactSimulation",
+    "ContactSystem",
+    "simulate_contact",
     # for scripts of one's own: versions for a result document, files written atomically
     "atomic_path",
     "save_figure",

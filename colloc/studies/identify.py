@@ -175,7 +175,7 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
     trials = [t.renamed(n) for t, n in zip(trials, labels)]
-    if hasattr(module, "identify_result"):  # a problem with its own transcription (hybrid: fes-muscle)
+    if hasattr(module, "identify_result"):  # a problem with its own transcription (hybrid: fes-muscle, heel-off)
         result = _own_identification(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
                                      max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights,
                                      guess=guess, bounds=bounds, absolute_sigma=absolute_sigma,

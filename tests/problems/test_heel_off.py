@@ -1,0 +1,97 @@
+"""`heel-off` identification through contact changes (multi-phase collocation).
+
+The records are made by the event-driven contact simulator (colloc.simulate_contact, checked
+against a stiff-penalty reference in test_heel_off_simulation.py), a different computation
+from the collocation that identifies them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from colloc_problems import heel_off
+
+
+@pytest.fixture(scope="module")
+def one_heel_off():
+    trial, sim = heel_off.make_trial(1.3, pulses=((0.3, -6.0, 0.5),), noise=False, name="one.csv")
+    return trial, sim
+
+
+def test_detect_modes_reads_the_sequence_from_theta_foot(one_heel_off):
+    trial, sim = one_heel_off
+    modes = heel_off.detect_modes(trial)
+    assert [m for m, _a, _b in modes] == ["flat", "toe", "flat"]
+    events = sim.event_times()
+    assert abs(modes[0][2] - events[0]) <= 0.01 and abs(modes[1][2] - events[1]) <= 0.01
+    # a noisy flat foot with one spike is still one flat phase
+    spiky = heel_off.HeelOffTrial("s", trial.time, {**trial.signals, "theta_foot": np.where(
+        np.arange(trial.time.size) == 40, 0.01, 0.0) + np.random.default_rng(0).normal(0, 1e-3, trial.time.size)},
+        trial.platform_acc)
+    assert [m for m, _a, _b in heel_off.detect_modes(spiky)] == ["flat"]
+
+
+def test_clean_record_with_a_heel_off_gives_the_gains_and_the_switching_times(one_heel_off):
+    trial, sim = one_heel_off
+    out = heel_off.identify([trial])  # from the default guess kp 600, kd 120
+    assert out["success"]
+    assert out["modes"] == [["flat", "toe", "flat"]]
+    for k in ("kp", "kd"):
+        assert abs(out["parameters"][k] / heel_off.TRUE[k] - 1) < 0.005
+    found = [s["time"] for s in out["switches"][0]]
+    np.testing.assert_allclose(found, sim.event_times(), atol=0.01)  # within one sample
+    assert [s["kind"] for s in out["switches"][0]] == ["lift-off", "landing"]
+
+
+def test_a_record_that_never_leaves_the_ground_is_one_phase():
+    trial, sim = heel_off.make_trial(2.0, pulses=((0.3, -2.0, 0.6), (1.2, 1.0, 0.5)), noise=False, name="flat.csv")
+    assert not sim.events
+    out = heel_off.identify([trial])
+    assert out["success"] and out["modes"] == [["flat"]] and out["switches"] == [[]]
+    for k in ("kp", "kd"):
+        assert abs(out["parameters"][k] / heel_off.TRUE[k] - 1) < 0.005
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "colloc.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_cli_refuses_bad_input_in_one_line(tmp_path):
+    uneven = tmp_path / "uneven.csv"
+    uneven.write_text("time,theta_body,theta_foot,platform_acc\n0,0,0,0\n0.01,0,0,0\n0.03,0,0,0\n0.04,0,0,0\n")
+    r = _cli("identify", "heel-off", "--data", str(uneven))
+    assert r.returncode == 2 and "evenly spaced" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    good = tmp_path / "good.csv"
+    good.write_text("time,theta_body,theta_foot,platform_acc\n0,0,0,0\n0.01,0,0,0\n0.02,0,0,0\n0.03,0,0,0\n")
+    r = _cli("identify", "heel-off", "--data", str(good), "--method", "midpoint")
+    assert r.returncode == 2 and "--method does not apply" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.slow
+def test_cli_identifies_a_short_record(tmp_path):
+    trial, _sim = heel_off.make_trial(1.2, pulses=((0.3, -6.0, 0.5),), noise=True, seed=3, name="noisy.csv",
+                                      omegas=False)
+    path = tmp_path / "noisy.csv"
+    heel_off.write_trial(trial, path)
+    r = _cli("identify", "heel-off", "--data", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["problem"] == "heel-off" and set(doc["parameters"]) == {"kp", "kd"}
+    assert doc["info"]["modes"] == [["flat", "toe", "flat"]]
+    for k in ("kp", "kd"):
+        assert abs(doc["parameters"][k] - heel_off.TRUE[k]) < 3 * doc["standard_errors"][k]
+
+
+@pytest.mark.slow
+def test_noisy_shipped_record_truth_within_three_standard_errors():
+    from colloc_problems._data import data_path
+
+    trial = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))
+    out = heel_off.identify([trial])
+    assert out["success"]
+    for k in ("kp", "kd"):
+        assert abs(out["parameters"][k] - heel_off.TRUE[k]) < 3 * out["standard_errors"][k]
