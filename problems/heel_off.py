@@ -734,10 +734,8 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
     and writes); ``info`` holds the modes, the switching times with their standard errors,
     the rounds and the noise assumed per signal.  ``method`` (the command line's default
     passes through) and ``bounds`` are not options of this multi-phase transcription."""
-    from colloc.studies.identify import DEFAULT_METHOD
-
-    if method not in (None, DEFAULT_METHOD):
-        raise co.OptionsError(f"--method {method} does not apply to problem 'heel-off' (it is identified by "
+    if method not in (None, "radau2"):  # "radau2": the command line's default, passed through
+        raise co.OptionsError(f"--method does not apply to problem 'heel-off' (got {method}; it is identified by "
                               "its own multi-phase Radau collocation)")
     if bounds:
         raise co.OptionsError("--bounds does not apply to problem 'heel-off' (its bounds are fixed by the contract)")
