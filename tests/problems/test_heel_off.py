@@ -71,6 +71,22 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
     assert r.returncode == 2 and "--method does not apply" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_cli_result_document_has_the_contract_keys(tmp_path):
+    # CONTRACTS §4 on a short record that stays flat (one phase: a quick solve)
+    trial, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv", omegas=False)
+    path = tmp_path / "flat.csv"
+    heel_off.write_trial(trial, path)
+    r = _cli("identify", "heel-off", "--data", str(path), "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    keys = {"problem", "method", "success", "status", "iterations", "objective", "parameters", "standard_errors",
+            "timings", "num_nodes", "trials", "versions"}
+    assert keys <= set(doc) and {"build_s", "solve_s", "total_s"} <= set(doc["timings"])
+    assert doc["problem"] == "heel-off" and doc["success"] is True and doc["trials"] == [str(path)]
+    for k in ("kp", "kd"):
+        assert abs(doc["parameters"][k] / heel_off.TRUE[k] - 1) < 0.005
+
+
 @pytest.mark.slow
 def test_cli_identifies_a_short_record(tmp_path):
     trial, _sim = heel_off.make_trial(1.2, pulses=((0.3, -6.0, 0.5),), noise=True, seed=3, name="noisy.csv",

@@ -19,8 +19,9 @@ from colloc.transcription.collocation import transcribe
 from colloc.transcription.nlp import NLP
 from colloc_problems import two_link as tl
 
-pytestmark = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
-                                reason="needs a C compiler")
+# the two tests of compiled code need a compiler; the fallbacks below are tested everywhere
+needs_compiler = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
+                                    reason="needs a C compiler")
 
 
 @pytest.fixture
@@ -46,6 +47,7 @@ def _functions(compiled: bool):
             np.asarray(f["hess_lag"](x, nlp.data, 0.7, lam).nonzeros())]
 
 
+@needs_compiler
 def test_compiled_nlp_matches_the_virtual_machine(cache):
     reference = _functions(False)
     assert not cache.exists()
@@ -55,6 +57,7 @@ def test_compiled_nlp_matches_the_virtual_machine(cache):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(want).max()))
 
 
+@needs_compiler
 def test_the_cache_is_reused(cache, monkeypatch):
     _functions(True)
     libraries = sorted(cache.glob("*.so"))
@@ -76,3 +79,15 @@ def test_a_failing_compiler_falls_back_with_a_warning(cache, monkeypatch):
     with pytest.warns(compiler.CompilerWarning, match="compiling 'square_sum' with false failed"):
         g = compiler.compiled(f)
     assert g is f
+
+
+def test_no_compiler_runs_uncompiled_with_a_warning(cache, monkeypatch):
+    import casadi as ca
+
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setattr(compiler.shutil, "which", lambda name: None)
+    x = ca.SX.sym("x", 2)
+    f = ca.Function("square_sum", [x], [ca.sumsqr(x)])
+    with pytest.warns(compiler.CompilerWarning, match="no C compiler found"):
+        g = compiler.compiled(f)
+    assert g is f and float(g([3.0, 4.0])) == 25.0
