@@ -626,13 +626,16 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
                 body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
                 bounds: Mapping[str, tuple] | str | None = None, controller: str = "PID",
                 fit_disturbance: bool = False, tau0: float = 0.1, center: bool = False,
-                hessian: str = "limited-memory", max_iter: int = 200):
+                hessian: str = "limited-memory", max_iter: int = 200, optimizer: str = "lbfgsb",
+                compiled: bool = True):
     """Exact maximum-likelihood gains by the Kalman-filter prediction-error method.
 
     The state (u, u', ∫u, T_d[, Padé states]) starts at rest (as the generator does); the COP
     noise standard deviation is ``cop_noise`` or, when ``None``, estimated with the gains.
     ``controller``, ``fit_disturbance``: see :func:`ml_model`; ``tau0`` is the delay's start.
-    ``hessian``, ``max_iter``: IPOPT's (:func:`colloc.kalman.maximum_likelihood`).
+    ``optimizer``, ``compiled``, ``hessian``, ``max_iter``: see :func:`colloc.kalman.maximum_likelihood`
+    (default: L-BFGS-B with the compiled exact gradient, then exact Newton steps; ``hessian``
+    applies to ``optimizer="ipopt"``).
     ``center``: subtract the record's mean COP first (a force plate's origin is not the
     ankle; the mean is the estimate of that offset, not a parameter of the fit).
     Returns the :class:`colloc.kalman.MLResult`.
@@ -653,4 +656,4 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
     y = trial["cop"] - (np.mean(trial["cop"]) if center else 0.0)
     return kalman.maximum_likelihood(lgm, y[:, None], [start[k] for k in names],
                                      bounds={k: bnds[k] for k in names}, fixed=fixed, hessian=hessian,
-                                     max_iter=max_iter)
+                                     max_iter=max_iter, optimizer=optimizer, compiled=compiled)
