@@ -164,7 +164,8 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     from ..solving.solve import solve
 
     module = load_problem_module(problem_name)
-    solver_method = make_method(method, nodes, refine)
+    own = method in getattr(module, "OWN_METHODS", ())
+    solver_method = None if own else make_method(method, nodes, refine)
     if max_iter < 0:
         raise OptionsError(f"--max-iter must be >= 0, got {max_iter}")
     paths = [str(p) for p in paths]
@@ -175,6 +176,17 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
     trials = [t.renamed(n) for t, n in zip(trials, labels)]
+    if own:  # an estimator the problem runs itself (cip: --method kalman-ml)
+        result = _own_method(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
+                             max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights, guess=guess,
+                             bounds=bounds, absolute_sigma=absolute_sigma, print_level=print_level,
+                             problem_options=problem_options, client=client)
+        result.trials = paths
+        return result
+    if "controller" in (problem_options or {}):
+        own_methods = getattr(module, "OWN_METHODS", ())
+        raise OptionsError(f"--controller applies to --method {' or '.join(own_methods)} of problem '{problem_name}'"
+                           if own_methods else f"--controller: problem '{problem_name}' has no controller variants")
     if hasattr(module, "identify_result"):  # a problem with its own transcription (hybrid: fes-muscle, heel-off)
         result = _own_identification(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
                                      max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights,
@@ -209,6 +221,22 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     result.problem = problem_name
     result.trials = paths
     return result
+
+
+def _own_method(module: ModuleType, problem_name: str, trials: list, *, method: str, nodes, refine: int,
+                max_iter: int, start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool,
+                print_level: int, problem_options, client):
+    """A method the problem runs itself (``OWN_METHODS``, ``identify_method(trials, method=,
+    guess=, bounds=, max_iter=, print_level=, **problem_options)`` → :class:`~colloc.Result`):
+    the options it cannot honour are refused, each by name."""
+    refused = [("--nodes", nodes is not None), ("--refine", refine != 1), ("--start", start is not None),
+               ("--starts", starts != 1), ("--fit-weight", bool(fit_weights)), ("--absolute-sigma", absolute_sigma),
+               ("a cluster (client)", client is not None)]
+    for option, given in refused:
+        if given:
+            raise OptionsError(f"{option} does not apply to --method {method} of problem '{problem_name}'")
+    return module.identify_method(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
+                                  print_level=print_level, **dict(problem_options or {}))
 
 
 def _own_identification(module: ModuleType, problem_name: str, trials: list, *, method: str, nodes, refine: int,
