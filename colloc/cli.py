@@ -605,9 +605,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--absolute-sigma", action="store_true",
                    help="take the fit weights as exact 1/sigma^2: standard errors are not rescaled by the "
                         "residual variance")
-    p.add_argument("--method", default=DEFAULT_METHOD,
+    p.add_argument("--method", default=None,
                    help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD}); cip also runs "
-                        "kalman-ml (exact Kalman maximum likelihood of one COP trial)")
+                        "kalman-ml (exact Kalman maximum likelihood of one COP trial; its default for one "
+                        "COP-only trial of a subject given by --height/--mass)")
     p.add_argument("--controller", default=None, metavar="NAME",
                    help="cip with --method kalman-ml: PID (default), PD-delay or PID-delay (a feedback delay "
                         "tau, Pade (2,2))")

@@ -663,6 +663,15 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
 OWN_METHODS = ("kalman-ml",)
 
 
+def default_method(trials: Sequence[co.Trial], options: Mapping) -> str | None:
+    """``colloc identify cip`` without ``--method``: the Kalman ML for one COP-only trial of a
+    subject given by ``--height/--mass`` (a real record: the collocation MAP-OM with a fixed COP
+    noise is not honest there), else the CLI's default transcription."""
+    if options.get("body") is not None and len(trials) == 1 and "disturbance" not in trials[0]:
+        return "kalman-ml"
+    return None
+
+
 def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", guess: Mapping[str, float] | None = None,
                     bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
                     body: Mapping[str, float] | None = None, controller: str = "PID") -> co.Result:

@@ -147,7 +147,7 @@ def load_trials(module: ModuleType, problem_name: str, paths: Sequence[str], mis
     return [module.load_trial(p, **extra) for p in paths]
 
 
-def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEFAULT_METHOD,
+def identify_files(problem_name: str, paths: Sequence[str], *, method: str | None = DEFAULT_METHOD,
                    nodes: int | None = None, refine: int = 1, max_iter: int = 500, start: str | None = None,
                    starts: int = 1, seed: int = 0, missing: str = "error", names: Sequence[str] | None = None,
                    fit_weights: Mapping[str, float] | None = None, guess: Mapping[str, float] | None = None,
@@ -159,13 +159,18 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     :class:`~colloc.Result` (``success`` False rather than an exception when the solver
     fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`.
     ``columns``/``units`` map a lab's file (:meth:`colloc.Trial.from_csv`);
-    ``problem_options`` are keyword arguments of the problem's ``problem()`` (e.g. ``body``)."""
+    ``problem_options`` are keyword arguments of the problem's ``problem()`` (e.g. ``body``).
+    ``method=None``: the problem's choice for these trials (``default_method(trials, options)``,
+    e.g. cip's Kalman ML for one COP-only trial of a real subject), else the default."""
     from ..solving.ipopt import Ipopt
     from ..solving.solve import solve
 
     module = load_problem_module(problem_name)
+    chosen = method is None
+    if chosen:  # resolved once the trials are read; the options are checked against the default now
+        make_method(DEFAULT_METHOD, nodes, refine)
     own = method in getattr(module, "OWN_METHODS", ())
-    solver_method = None if own else make_method(method, nodes, refine)
+    solver_method = None if own or chosen else make_method(method, nodes, refine)
     if max_iter < 0:
         raise OptionsError(f"--max-iter must be >= 0, got {max_iter}")
     paths = [str(p) for p in paths]
@@ -176,6 +181,11 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
     trials = [t.renamed(n) for t, n in zip(trials, labels)]
+    if chosen:
+        picker = getattr(module, "default_method", None)
+        method = (picker(trials, dict(problem_options or {})) if picker else None) or DEFAULT_METHOD
+        own = method in getattr(module, "OWN_METHODS", ())
+        solver_method = None if own else make_method(method, nodes, refine)
     if own:  # an estimator the problem runs itself (cip: --method kalman-ml)
         result = _own_method(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
                              max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights, guess=guess,
