@@ -723,8 +723,15 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     bad = [k for k in GAINS if not rng[k][0] <= start[k] <= rng[k][1]]
     if bad:
         raise co.OptionsError(f"--guess: {', '.join(bad)} outside its bounds {[rng[k] for k in bad]}")
+    steps = np.diff(trial.time)
+    dt = float(np.median(steps))
+    uneven = np.flatnonzero(np.abs(steps - dt) > 1e-3 * dt)
+    if uneven.size:
+        i = int(uneven[0])
+        raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' is not evenly sampled (the step from "
+                              f"t = {trial.time[i]:.6g} s to {trial.time[i + 1]:.6g} s is not {dt:.6g} s); the "
+                              "Kalman likelihood here needs one sample rate")
     t0 = _time.perf_counter()
-    dt = float(np.median(np.diff(trial.time)))
     lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real)
     t_build = _time.perf_counter() - t0
     fit = ml_estimate(trial, cop_noise=None, gains0=start, body=body, bounds=rng, controller=controller,

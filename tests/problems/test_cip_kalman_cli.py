@@ -82,3 +82,20 @@ def test_refusals_are_one_line_exit_2(capsys, extra, message):
     code, out, err = run(capsys, "identify", "cip", "--data", REAL, *BODY, *extra)
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_gaps_and_uneven_sampling_are_refused_by_name(capsys, tmp_path):
+    t = np.arange(0.0, 20.0, 0.01)
+    cop = 0.002 * np.sin(2 * np.pi * 0.3 * t)
+    uneven = tmp_path / "uneven.csv"
+    keep = np.ones(t.size, bool)
+    keep[500:510] = False  # ten rows missing: a hole in time
+    uneven.write_text("time,cop\n" + "".join(f"{a:.2f},{b:.6f}\n" for a, b in zip(t[keep], cop[keep])))
+    code, out, err = run(capsys, "identify", "cip", "--data", uneven, "--height", "1.7", "--mass", "70")
+    assert code == 2 and "not evenly sampled" in err and "t = 4.99 s to 5.1 s" in err, err
+    holes = tmp_path / "holes.csv"
+    holes.write_text("time,cop\n" + "".join(f"{a:.2f},{'' if 300 <= i < 305 else f'{b:.6f}'}\n"
+                                             for i, (a, b) in enumerate(zip(t, cop))))
+    code, out, err = run(capsys, "identify", "cip", "--data", holes, "--height", "1.7", "--mass", "70",
+                         "--missing", "allow")
+    assert code == 2 and "5 missing COP samples" in err, err
