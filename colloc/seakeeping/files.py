@@ -40,7 +40,10 @@ def read_ship_motion(path, *, columns: Mapping[str, str] | None = None, units: M
     sigma : float, optional
         Noise standard deviation of the angles (rad) for the spline.  By default it is
         estimated from the data: 1.4826·MAD(Δ³y)/√20, the third differences of a smooth
-        record being noise (whose variance they multiply by 20).
+        record being noise (whose variance they multiply by 20).  That holds for records
+        sampled well above the motion's frequencies (20 Hz for wave periods of seconds); on
+        a coarsely sampled record the third differences are signal and oversmooth: give
+        ``sigma`` then.
     name : str, optional
         Trial name (default the file name).
 
