@@ -49,6 +49,8 @@ DOFS = ("surge", "sway", "heave", "roll", "pitch", "yaw")
 #: MSS axes (x fwd, y starboard, z down) → colloc ship frame (x bow, y port, z up).
 _MSS_TO_S = np.array([1.0, -1.0, -1.0, 1.0, -1.0, -1.0])
 _SUPPLY = Path(__file__).resolve().parent / "data" / "supply_motion_rao.csv"
+#: Samples evaluated at once (the harmonics of a chunk take 6·chunk·n floats).
+_CHUNK = 4096
 
 
 def _real(value, name: str, *, low: float | None = None, high: float | None = None,
@@ -249,20 +251,26 @@ class ShipMotion:
     def wave_elevation(self, t) -> np.ndarray:
         """ζ(t) at the RAO reference point (m)."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        return np.cos(t[:, None] * self.omega + self.phase) @ self.amplitude
+        return np.concatenate([np.cos(t[a:a + _CHUNK, None] * self.omega + self.phase) @ self.amplitude
+                               for a in range(0, t.size, _CHUNK)]) if t.size else np.zeros(0)
 
     def motions(self, t, derivative: int = 0) -> np.ndarray:
         """The six motions (surge, sway, heave m; roll, pitch, yaw rad; ship frame S) or their
         ``derivative``-th exact time derivative (0–2), shape (len(t), 6)."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
-        arg = t[:, None] * self.omega + self._lag[:, None, :]          # (6, time, n)
-        w = self.omega**derivative
+        gain = self._gain * self.omega**derivative
         wave = [np.cos, lambda x: -np.sin(x), lambda x: -np.cos(x)][derivative]
-        return np.einsum("ktn,kn->tk", wave(arg), self._gain * w)
+        out = np.empty((t.size, 6))
+        for a in range(0, t.size, _CHUNK):                               # bounded memory
+            arg = t[a:a + _CHUNK, None] * self.omega + self._lag[:, None, :]   # (6, time, n)
+            out[a:a + _CHUNK] = np.einsum("ktn,kn->tk", wave(arg), gain)
+        return out
 
     def __call__(self, t) -> np.ndarray:
         """The 12 :data:`SHIP_COLUMNS` at times ``t``, shape (len(t), 12)."""
         x = [self.motions(t, d) for d in range(3)]
+        if not x[0].shape[0]:
+            return np.zeros((0, len(SHIP_COLUMNS)))
         acc = self._acc.map(x[0].shape[0])(x[0][:, 3:].T, x[1][:, 3:].T, x[2][:, 3:].T, x[2][:, :3].T,
                                           np.tile(self.point[:, None], (1, x[0].shape[0])))
         return np.hstack([x[0][:, 3:], x[1][:, 3:], x[2][:, 3:], np.asarray(acc).T])
