@@ -694,7 +694,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
 
     import pandas as pd
 
-    from colloc.kalman import one_step_predictions
+    from colloc import kalman
 
     if method not in OWN_METHODS:
         raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")
@@ -741,7 +741,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     t_post = _time.perf_counter()
     eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
     stable = bool(np.all(eig.real < 0))
-    pred, sd = one_step_predictions(lgm, cop - offset, theta)
+    pred, sd = kalman.one_step_predictions(lgm, cop - offset, theta)
     pred = pred[:, 0] + offset
     shaky = [k for k in fit.active_bounds if k in GAINS or k == "tau"]
     if not fit.success:
