@@ -126,6 +126,7 @@ def _point(n: int, true: dict[str, float], seed: int):
 
 
 def _median_time(call, repeat: int) -> float:
+    call()
     return float(np.median([_timed(call) for _ in range(repeat)]))
 
 
@@ -133,6 +134,22 @@ def _timed(call) -> float:
     t = time.perf_counter()
     call()
     return time.perf_counter() - t
+
+
+def _buffered(function, inputs: list[np.ndarray]):
+    """``function`` bound to NumPy inputs and freshly allocated outputs: (evaluate, outputs)."""
+    buf, evaluate = function.buffer()
+    inputs = [np.ascontiguousarray(a, dtype=float).ravel(order="F") for a in inputs]
+    outputs = [np.empty(function.nnz_out(i)) for i in range(function.n_out())]
+    for i, a in enumerate(inputs):
+        buf.set_arg(i, memoryview(a))
+    for i, out in enumerate(outputs):
+        buf.set_res(i, memoryview(out))
+
+    def call(_keep=(buf, inputs)):
+        evaluate()
+        return outputs
+    return call, outputs
 
 
 class _CollocEval:
@@ -144,8 +161,8 @@ class _CollocEval:
         from colloc.transcription.nlp import NLP
 
         t0 = time.perf_counter()
-        layout, blocks, *_ = transcribe(problem, co.Midpoint())
-        self.nlp = NLP(layout.size, blocks, hessian=co.Ipopt().hessian, residual_jacobian=False)
+        layout, self.blocks, *_ = transcribe(problem, co.Midpoint())
+        self.nlp = NLP(layout.size, self.blocks, hessian=co.Ipopt().hessian, residual_jacobian=False)
         self.build_s = time.perf_counter() - t0
         # the point in colloc's layout (scaled): states node by node, then the parameters
         w = np.zeros(layout.size)
@@ -153,32 +170,32 @@ class _CollocEval:
         for j, s in enumerate(problem.model.element_names("state")):
             w[zi[j]] = states[state_names.index(s)]
         w[layout.p_index] = [params[p] for p in layout.param_names]
-        self.x = np.ascontiguousarray(w / layout.scale)
-        self.p = np.ascontiguousarray(self.nlp.data, dtype=float)
-        self.g = np.empty(self.nlp.num_rows)
-        _, (_, rows) = self.nlp._patterns[("jac_g", 1)]
-        self.jac = np.empty(rows.size)
-        self.jac_nnz = int(rows.size)
-        self._g = self._bind("g", [self.g])
-        self._jac_g = self._bind("jac_g", [self.g, self.jac])
-        self.instructions = {b.name: int(b.func.n_instructions()) for b in blocks}
+        self.x = w / layout.scale
+        self.constraints, _ = _buffered(self.nlp.functions["g"], [self.x, self.nlp.data])
+        self.jacobian, (_, jac) = _buffered(self.nlp.functions["jac_g"], [self.x, self.nlp.data])
+        self.jac_nnz = int(jac.size)
 
-    def _bind(self, name, outputs):
-        buf, evaluate = self.nlp.functions[name].buffer()
-        buf.set_arg(0, memoryview(self.x))
-        buf.set_arg(1, memoryview(self.p))
-        for i, out in enumerate(outputs):
-            buf.set_res(i, memoryview(out))
-        self._keep = getattr(self, "_keep", []) + [buf]
-        return evaluate
+    def breakdown(self, repeat: int) -> dict:
+        """Where ``nlp_jac_g``'s time goes: the dynamics block's local functions (defects and
+        their Jacobian) mapped over the intervals alone, as the model's option builds them and
+        with both compiled to C whatever their size; the rest is the NLP's assembly (gathering
+        the local variables, scattering the local Jacobians into the global pattern)."""
+        from colloc.base.compiler import compiled_all
+        from colloc.transcription.nlp import _Local
 
-    def constraints(self):
-        self._g()
-        return self.g
-
-    def jacobian(self):
-        self._jac_g()
-        return self.jac
+        block = next(b for b in self.blocks if b.num_rows)
+        loc = _Local(block, "limited-memory")
+        V = self.x[block.index]
+        out = {"block": block.name, "intervals": block.count, "local_jacobian_nonzeros": int(loc.jac_sp.nnz()),
+               "instructions": {"defects": int(loc.eval.n_instructions()), "jacobian": int(loc.jac.n_instructions())}}
+        variants = {"as_built": [getattr(loc, a) for a in ("eval", "jac")]}
+        if block.compiled:
+            variants["all_compiled"] = compiled_all([loc.eval, loc.jac])
+        for key, (f_eval, f_jac) in variants.items():
+            calls = {name: _buffered(f.map(block.count), [V, block.data])[0]
+                     for name, f in (("defects", f_eval), ("jacobian", f_jac))}
+            out[key] = {name: _median_time(call, repeat) for name, call in calls.items()}
+        return out
 
 
 def _build_opty(n: int, bodies: str, N: int, h: float, force: np.ndarray, measured: np.ndarray):
@@ -228,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, help="collocation nodes N (default 10000, 200 with --quick)")
     parser.add_argument("--bodies", choices=("point", "rod"), default="point",
                         help="end particles on massless links (default, as the slides) or uniform rods")
+    parser.add_argument("--form", choices=("recursive", "lagrange"), default="recursive",
+                        help="how colloc's model computes the residual: O(n) sums (default) or the "
+                             "O(n²) mass-matrix form (the same equations)")
     parser.add_argument("--repeat", type=int, default=15, help="timed calls per function (default 15)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="3 links, 200 nodes, 5 calls (smoke test)")
@@ -269,13 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     evaluators: dict[str, tuple] = {}
     variants = [("colloc", False)] + ([] if args.no_compiled else [("colloc-compiled", True)])
     for name, compiled in variants:
-        problem = cp.problem([trial], n, args.bodies, compiled=compiled)
+        problem = cp.problem([trial], n, args.bodies, form=args.form, compiled=compiled)
         ev = _CollocEval(problem, X, state_names, params)
         build_s = ev.build_s
         evaluators[name] = (ev.constraints, ev.jacobian)
         tools[name] = {"build_s": build_s, "num_constraints": int(ev.nlp.num_rows),
                        "num_free": int(ev.nlp.num_variables), "jacobian_nonzeros": ev.jac_nnz,
-                       "local_instructions": ev.instructions, "compiled": compiled,
+                       "compiled": compiled, "form": args.form,
                        "eq_scale": problem.model.equation_scales.tolist()}
         tools[name]["_ev"] = ev
         print(f"  {name}: NLP built in {build_s:.2f} s ({ev.nlp.num_rows} constraints, "
@@ -298,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         ref = np.asarray(evaluators["opty"][0](), dtype=float).reshape(2 * n + 2, N - 1)
         for name, _ in variants:
             ev = tools[name]["_ev"]
-            mine = ev.constraints().reshape(N - 1, 2 * n + 2).T * (np.asarray(tools[name]["eq_scale"])[:, None] / h)
+            mine = ev.constraints()[0].reshape(N - 1, 2 * n + 2).T * (np.asarray(tools[name]["eq_scale"])[:, None] / h)
             diff = np.abs(mine - ref)
             others = np.delete(np.arange(2 * n + 2), n + 1)
             check[name] = {"max_abs_diff_except_cart_row": float(diff[others].max()),
@@ -318,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
             samples[name]["constraints"].append(_timed(g_call))
             samples[name]["jacobian"].append(_timed(j_call))
     load.append(os.getloadavg()[0])
+    for name, _ in variants:
+        tools[name]["breakdown"] = tools[name]["_ev"].breakdown(repeat)
+    load.append(os.getloadavg()[0])
     for name, s in samples.items():
         tools[name]["constraint_s"] = float(np.median(s["constraints"]))
         tools[name]["jacobian_s"] = float(np.median(s["jacobian"]))
@@ -330,6 +353,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, t in tools.items():
         print(f"{name:18s}{1e3 * t['constraint_s']:16.2f}{1e3 * t['jacobian_s']:14.2f}"
               f"{t['jacobian_nonzeros']:12d}{t['build_s']:10.2f}")
+    for name, _ in variants:
+        b = tools[name]["breakdown"]
+        parts = "; ".join(f"{key.replace('_', ' ')}: defects {1e3 * v['defects']:.2f} ms, Jacobian "
+                          f"{1e3 * v['jacobian']:.2f} ms" for key, v in b.items() if key in ("as_built", "all_compiled"))
+        print(f"  {name}: local functions mapped over the {b['intervals']} intervals alone ({b['instructions']['defects']} "
+              f"and {b['instructions']['jacobian']} instructions, {b['local_jacobian_nonzeros']} Jacobian "
+              f"non-zeros per interval) — {parts}")
     ratios, targets = {}, {}
     if "opty" in tools:
         for name, _ in variants:

@@ -41,10 +41,12 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["BODIES", "true_parameters", "model", "equations", "energy", "simulate_trial", "problem"]
+__all__ = ["BODIES", "FORMS", "true_parameters", "model", "equations", "energy", "simulate_trial", "problem"]
 
 #: Link models: ``"point"`` (massless rod, end mass) or ``"rod"`` (uniform slender rod).
 BODIES = ("point", "rod")
+#: Ways of computing the residual (the same equations): O(n) recursive sums or O(n²) Lagrange.
+FORMS = ("recursive", "lagrange")
 
 
 def _check(n: int, bodies: str) -> None:
@@ -64,24 +66,30 @@ def true_parameters(n: int = 10) -> dict[str, float]:
     return values
 
 
-def equations(q, u, qdd, g, m, l, force, bodies: str = "point"):
+def equations(q, u, qdd, g, m, l, force, bodies: str = "point", form: str = "recursive"):
     """Residual M(q)·q̈ + h(q, q̇) − Q of the n-link cart pendulum (length n + 1).
 
     Works on CasADi symbols and on numbers: ``q``, ``u``, ``qdd`` and ``m`` have n + 1
-    elements (cart first), ``l`` has n; ``g`` and ``force`` are scalars.
+    elements (cart first), ``l`` has n; ``g`` and ``force`` are scalars.  ``form`` chooses
+    how the same residual is computed: ``"recursive"`` (O(n) operations: see
+    :func:`_recursive`) or ``"lagrange"`` (O(n²): the mass-matrix sums of the module text).
     """
     n = len(l)
     _check(n, bodies)
-    c, kappa = (1.0, 0.0) if bodies == "point" else (0.5, 1.0 / 12.0)
+    if form not in FORMS:
+        raise ValueError(f"cart_pendulum: form must be one of {FORMS}, got {form!r}")
+    c = 1.0 if bodies == "point" else 0.5
+    kappa = 0.0 if bodies == "point" else 1.0 / 12.0
+    theta, omega, alpha = [q[i + 1] for i in range(n)], [u[i + 1] for i in range(n)], [qdd[i + 1] for i in range(n)]
+    st, ct = [ca.sin(t) for t in theta], [ca.cos(t) for t in theta]
+    w2 = [w * w for w in omega]
+    if form == "recursive":
+        return _recursive(qdd[0], st, ct, w2, alpha, g, m, l, force, c, kappa)
     link_mass = [m[k + 1] for k in range(n)]
     tail = [0.0] * (n + 1)                       # tail[i] = Σ_{k≥i} m of links i … n−1
     for i in range(n - 1, -1, -1):
         tail[i] = tail[i + 1] + link_mass[i]
-    theta, omega, alpha = [q[i + 1] for i in range(n)], [u[i + 1] for i in range(n)], [qdd[i + 1] for i in range(n)]
-    sin, cos = ca.sin, ca.cos
-    st, ct = [sin(t) for t in theta], [cos(t) for t in theta]
     s = [l[i] * (tail[i + 1] + c * link_mass[i]) for i in range(n)]
-    w2 = [w * w for w in omega]
     rows = [(m[0] + tail[0]) * qdd[0] + sum(s[i] * (ct[i] * alpha[i] - st[i] * w2[i]) for i in range(n)) - force]
     # cos and sin of θᵢ − θⱼ from those of the angles (no new transcendental calls)
     for i in range(n):
@@ -96,6 +104,38 @@ def equations(q, u, qdd, g, m, l, force, bodies: str = "point"):
             sij = st[i] * ct[j] - ct[i] * st[j]
             acc = acc + S * (cij * alpha[j] + sij * w2[j])
         rows.append(acc)
+    return rows
+
+
+def _recursive(xdd, st, ct, w2, alpha, g, m, l, force, c, kappa):
+    """The residual in O(n): Kane's equations Σₖ mₖ (∂pₖ/∂qᵢ)·(p̈ₖ + g ŷ) + Iᵢ θ̈ᵢ δ − Qᵢ with
+    the mass points' accelerations p̈ₖ accumulated from the cart outwards and the forces
+    mₖ (p̈ₖ + g ŷ) summed from the tip inwards.
+
+    With eⱼ = (sin θⱼ, cos θⱼ) along link j, ë = θ̈ (cos θ, −sin θ) − θ̇² (sin θ, cos θ); the
+    joint accelerations are Aₖ = Aₖ₋₁ + lₖ ëₖ from A₀ = (ẍ, 0), a point mass sits at Aₖ and a
+    rod's centre at (Aₖ₋₁ + Aₖ)/2; ∂pₖ/∂θᵢ = lᵢ (cos θᵢ, −sin θᵢ) for bodies beyond link i
+    and c·lᵢ (cos θᵢ, −sin θᵢ) for link i's own.
+    """
+    n = len(l)
+    ax, ay = xdd, 0.0
+    fx, fy = [], []
+    for k in range(n):
+        ex = alpha[k] * ct[k] - w2[k] * st[k]
+        ey = -alpha[k] * st[k] - w2[k] * ct[k]
+        bx, by = ax + c * l[k] * ex, ay + c * l[k] * ey     # body k's mass point
+        fx.append(m[k + 1] * bx)
+        fy.append(m[k + 1] * (by + g))
+        ax, ay = ax + l[k] * ex, ay + l[k] * ey
+    rows = [None] * (n + 1)
+    outer_x, outer_y = 0.0, 0.0                            # Σ of the bodies beyond link i
+    for i in range(n - 1, -1, -1):
+        row = l[i] * (ct[i] * (outer_x + c * fx[i]) - st[i] * (outer_y + c * fy[i]))
+        if kappa:
+            row = row + kappa * m[i + 1] * l[i] * l[i] * alpha[i]
+        rows[i + 1] = row
+        outer_x, outer_y = outer_x + fx[i], outer_y + fy[i]
+    rows[0] = m[0] * xdd + outer_x - force
     return rows
 
 
@@ -125,12 +165,13 @@ def energy(states: np.ndarray, params: dict[str, float], n: int, bodies: str = "
     return E
 
 
-def model(n: int = 10, bodies: str = "point", *, compiled: bool = False) -> co.Model:
+def model(n: int = 10, bodies: str = "point", *, form: str = "recursive", compiled: bool = False) -> co.Model:
     """The n-link cart pendulum in implicit form, every parameter unknown (2n + 2 of them).
 
     States ``q_0`` (cart position, m), ``q_1 … q_n`` (link angles, rad) and ``u_0 … u_n``
     (their rates); known input ``F`` (N, on the cart); parameters ``g``, ``m_0 … m_n``,
-    ``l_0 … l_{n-1}``, all bounded positive. ``compiled`` is :class:`colloc.Model`'s option.
+    ``l_0 … l_{n-1}``, all bounded positive. ``form`` is :func:`equations`' (the same
+    equations either way), ``compiled`` :class:`colloc.Model`'s option.
     """
     _check(n, bodies)
     mdl = co.Model(f"cart_pendulum_{n}_{bodies}", compiled=compiled)
@@ -144,7 +185,7 @@ def model(n: int = 10, bodies: str = "point", *, compiled: bool = False) -> co.M
     qdd = mdl.der(u)
     rows = equations([q[i] for i in range(n + 1)], [u[i] for i in range(n + 1)],
                      [qdd[i] for i in range(n + 1)], g, [m[i] for i in range(n + 1)],
-                     [l[i] for i in range(n)], force, bodies)
+                     [l[i] for i in range(n)], force, bodies, form)
     mdl.add_residual(ca.vertcat(*rows), name="eom")
     return mdl
 
@@ -191,9 +232,9 @@ def simulate_trial(
 
 
 def problem(trials: co.Trial | Sequence[co.Trial], n: int = 10, bodies: str = "point", *,
-            noise_std: float = 0.01, compiled: bool = False) -> co.Problem:
+            noise_std: float = 0.01, form: str = "recursive", compiled: bool = False) -> co.Problem:
     """Every state fitted with weight 1/σ², F a known (exact) input, all 2n + 2 parameters
     unknown."""
     w = 1.0 / noise_std**2
-    mdl = model(n, bodies, compiled=compiled)
+    mdl = model(n, bodies, form=form, compiled=compiled)
     return co.Problem(mdl, trials, fit={s: w for s in mdl.element_names("state")}, name=mdl.name)

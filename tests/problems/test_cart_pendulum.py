@@ -23,8 +23,9 @@ def _kane(n: int, bodies: str):
     return bench.kane_cart_pendulum(n, bodies)
 
 
+@pytest.mark.parametrize("form", cp.FORMS)
 @pytest.mark.parametrize("n, bodies", [(2, "point"), (3, "point"), (2, "rod"), (3, "rod")])
-def test_equations_match_kanes_method(n, bodies):
+def test_equations_match_kanes_method(n, bodies, form):
     import sympy as sm
 
     sym = _kane(n, bodies)
@@ -37,7 +38,7 @@ def test_equations_match_kanes_method(n, bodies):
     args = [*sym["q"], *sym["u"], *qd, *ud, sym["F"], *(sym["params"][k] for k in names)]
     kane = sm.lambdify(args, rows, modules="numpy")
 
-    model = cp.model(n, bodies)
+    model = cp.model(n, bodies, form=form)
     assert model.element_names("parameter") == names  # g, m_0 … m_n, l_0 … l_{n-1}
     residual = model.functions()["residual"]
     rng = np.random.default_rng(n + 10 * len(bodies))
@@ -95,7 +96,8 @@ def test_trial_and_problem_have_every_state():
     assert trial.signals["q_1"][0] == pytest.approx(np.pi, abs=0.12)
 
 
-@pytest.mark.parametrize("n, bodies", [(0, "point"), (2, "ball"), (1.5, "point")])
-def test_bad_arguments(n, bodies):
+@pytest.mark.parametrize("n, bodies, form", [(0, "point", "lagrange"), (2, "ball", "recursive"),
+                                             (1.5, "point", "recursive"), (2, "rod", "newton")])
+def test_bad_arguments(n, bodies, form):
     with pytest.raises(ValueError, match="cart_pendulum"):
-        cp.model(n, bodies)
+        cp.model(n, bodies, form=form)
