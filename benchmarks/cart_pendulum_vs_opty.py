@@ -110,6 +110,29 @@ def kane_cart_pendulum(n: int, bodies: str = "point"):
     return {"q": q, "u": u, "F": F, "params": params, "mass_matrix": M, "forcing": forcing, "eom": eom}
 
 
+def sympy_form(n: int, bodies: str = "point"):
+    """The dynamic rows M·u̇ − forcing of :func:`kane_cart_pendulum` as a ``form`` for
+    ``colloc_problems.cart_pendulum.model``: SymPy's expressions, with their common
+    subexpressions eliminated by SymPy (as opty's code generation does), evaluated on
+    CasADi symbols. colloc then evaluates exactly what opty evaluates."""
+    import casadi as ca
+    import sympy as sm
+
+    sym = kane_cart_pendulum(n, bodies)
+    q, u, ud = (sm.symbols(f"{k}_0:{n + 1}") for k in ("sq", "su", "sud"))
+    F = sm.Symbol("sF")
+    plain = {**dict(zip(sym["q"], q)), **dict(zip(sym["u"], u)), sym["F"]: F}
+    rows = sym["mass_matrix"] * sm.Matrix(ud) - sym["forcing"]
+    rows = [r.xreplace(plain) for r in rows]
+    p = sym["params"]
+    args = [*q, *u, *ud, p["g"], *(p[f"m_{k}"] for k in range(n + 1)), *(p[f"l_{i}"] for i in range(n)), F]
+    fn = sm.lambdify(args, rows, modules=[{"sin": ca.sin, "cos": ca.cos, "sqrt": ca.sqrt}], cse=True)
+
+    def form(q_, u_, qdd_, g, m, l, force):
+        return fn(*q_, *u_, *qdd_, g, *m, *l, force)
+    return form
+
+
 def _point(n: int, true: dict[str, float], seed: int):
     """A seeded random point (physical units): states (2n + 2, N) and parameters by name."""
     rng = np.random.default_rng(seed + 1)
@@ -177,21 +200,22 @@ class _CollocEval:
 
     def breakdown(self, repeat: int) -> dict:
         """Where ``nlp_jac_g``'s time goes: the dynamics block's local functions (defects and
-        their Jacobian) mapped over the intervals alone, as the model's option builds them and
-        with both compiled to C whatever their size; the rest is the NLP's assembly (gathering
-        the local variables, scattering the local Jacobians into the global pattern)."""
+        their Jacobian) mapped over the intervals alone, interpreted by CasADi's virtual
+        machine and compiled to C (whatever their size); the rest of ``nlp_jac_g`` is the
+        NLP's assembly (gathering the local variables, scattering the local Jacobians into
+        the global pattern)."""
+        import dataclasses
+
         from colloc.base.compiler import compiled_all
         from colloc.transcription.nlp import _Local
 
-        block = next(b for b in self.blocks if b.num_rows)
+        block = dataclasses.replace(next(b for b in self.blocks if b.num_rows), compiled=False)
         loc = _Local(block, "limited-memory")
         V = self.x[block.index]
         out = {"block": block.name, "intervals": block.count, "local_jacobian_nonzeros": int(loc.jac_sp.nnz()),
                "instructions": {"defects": int(loc.eval.n_instructions()), "jacobian": int(loc.jac.n_instructions())}}
-        variants = {"as_built": [getattr(loc, a) for a in ("eval", "jac")]}
-        if block.compiled:
-            variants["all_compiled"] = compiled_all([loc.eval, loc.jac])
-        for key, (f_eval, f_jac) in variants.items():
+        for key, (f_eval, f_jac) in (("interpreted", (loc.eval, loc.jac)),
+                                     ("compiled", compiled_all([loc.eval, loc.jac]))):
             calls = {name: _buffered(f.map(block.count), [V, block.data])[0]
                      for name, f in (("defects", f_eval), ("jacobian", f_jac))}
             out[key] = {name: _median_time(call, repeat) for name, call in calls.items()}
@@ -245,9 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, help="collocation nodes N (default 10000, 200 with --quick)")
     parser.add_argument("--bodies", choices=("point", "rod"), default="point",
                         help="end particles on massless links (default, as the slides) or uniform rods")
-    parser.add_argument("--form", choices=("recursive", "lagrange"), default="recursive",
-                        help="how colloc's model computes the residual: O(n) sums (default) or the "
-                             "O(n²) mass-matrix form (the same equations)")
+    parser.add_argument("--form", choices=("recursive", "lagrange", "sympy"), default="recursive",
+                        help="how colloc's model computes the residual (the same equations): O(n) sums "
+                             "(default), the O(n²) mass-matrix form, or opty's SymPy expressions "
+                             "(Kane's method, SymPy's common subexpressions) evaluated by CasADi")
     parser.add_argument("--repeat", type=int, default=15, help="timed calls per function (default 15)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="3 links, 200 nodes, 5 calls (smoke test)")
@@ -289,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     evaluators: dict[str, tuple] = {}
     variants = [("colloc", False)] + ([] if args.no_compiled else [("colloc-compiled", True)])
     for name, compiled in variants:
-        problem = cp.problem([trial], n, args.bodies, form=args.form, compiled=compiled)
+        form = sympy_form(n, args.bodies) if args.form == "sympy" else args.form
+        problem = cp.problem([trial], n, args.bodies, form=form, compiled=compiled)
         ev = _CollocEval(problem, X, state_names, params)
         build_s = ev.build_s
         evaluators[name] = (ev.constraints, ev.jacobian)
@@ -338,8 +364,7 @@ def main(argv: list[str] | None = None) -> int:
             samples[name]["constraints"].append(_timed(g_call))
             samples[name]["jacobian"].append(_timed(j_call))
     load.append(os.getloadavg()[0])
-    for name, _ in variants:
-        tools[name]["breakdown"] = tools[name]["_ev"].breakdown(repeat)
+    breakdown = tools["colloc"]["_ev"].breakdown(repeat)
     load.append(os.getloadavg()[0])
     for name, s in samples.items():
         tools[name]["constraint_s"] = float(np.median(s["constraints"]))
@@ -353,13 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     for name, t in tools.items():
         print(f"{name:18s}{1e3 * t['constraint_s']:16.2f}{1e3 * t['jacobian_s']:14.2f}"
               f"{t['jacobian_nonzeros']:12d}{t['build_s']:10.2f}")
-    for name, _ in variants:
-        b = tools[name]["breakdown"]
-        parts = "; ".join(f"{key.replace('_', ' ')}: defects {1e3 * v['defects']:.2f} ms, Jacobian "
-                          f"{1e3 * v['jacobian']:.2f} ms" for key, v in b.items() if key in ("as_built", "all_compiled"))
-        print(f"  {name}: local functions mapped over the {b['intervals']} intervals alone ({b['instructions']['defects']} "
-              f"and {b['instructions']['jacobian']} instructions, {b['local_jacobian_nonzeros']} Jacobian "
-              f"non-zeros per interval) — {parts}")
+    b = breakdown
+    parts = "; ".join(f"{key}: defects {1e3 * b[key]['defects']:.2f} ms, Jacobian {1e3 * b[key]['jacobian']:.2f} ms"
+                      for key in ("interpreted", "compiled"))
+    print(f"colloc's local functions alone, mapped over the {b['intervals']} intervals ({b['instructions']['defects']} "
+          f"and {b['instructions']['jacobian']} instructions, {b['local_jacobian_nonzeros']} Jacobian non-zeros "
+          f"per interval): {parts}")
     ratios, targets = {}, {}
     if "opty" in tools:
         for name, _ in variants:
@@ -379,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": {**co.versions(), "opty": opty_version},
         "machine": _machine(), "load_average_1min": load,
         "opty": "installed" if opty_version else ("skipped" if args.no_opty else "not installed"),
-        "data_s": data_s, "tools": tools, "ratios": ratios, "targets": targets,
+        "data_s": data_s, "tools": tools, "local_functions": breakdown, "ratios": ratios, "targets": targets,
         "constraint_check": check, "slides_opty_2015": SLIDES,
     }
     if opty_version:

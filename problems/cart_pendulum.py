@@ -165,13 +165,15 @@ def energy(states: np.ndarray, params: dict[str, float], n: int, bodies: str = "
     return E
 
 
-def model(n: int = 10, bodies: str = "point", *, form: str = "recursive", compiled: bool = False) -> co.Model:
+def model(n: int = 10, bodies: str = "point", *, form="recursive", compiled: bool = False) -> co.Model:
     """The n-link cart pendulum in implicit form, every parameter unknown (2n + 2 of them).
 
     States ``q_0`` (cart position, m), ``q_1 … q_n`` (link angles, rad) and ``u_0 … u_n``
     (their rates); known input ``F`` (N, on the cart); parameters ``g``, ``m_0 … m_n``,
     ``l_0 … l_{n-1}``, all bounded positive. ``form`` is :func:`equations`' (the same
-    equations either way), ``compiled`` :class:`colloc.Model`'s option.
+    equations either way), or a function ``(q, u, qdd, g, m, l, force) → rows`` with the
+    signature of :func:`equations` that computes the n + 1 residual rows otherwise (for
+    example from another derivation); ``compiled`` is :class:`colloc.Model`'s option.
     """
     _check(n, bodies)
     mdl = co.Model(f"cart_pendulum_{n}_{bodies}", compiled=compiled)
@@ -180,12 +182,15 @@ def model(n: int = 10, bodies: str = "point", *, form: str = "recursive", compil
     force = mdl.known_input("F", unit="N", scale=10.0)
     g = mdl.parameter("g", unit="m/s^2", bounds=(0.1, 100.0), guess=9.81, scale=10.0)
     m = mdl.parameter("m", n + 1, unit="kg", bounds=(1e-3, 100.0), guess=1.0)
-    l = mdl.parameter("l", n, unit="m", bounds=(1e-3, 10.0), guess=1.0 / n, scale=1.0 / n)
+    # one scalar per link: the names are l_0 … l_{n-1} for every n (a vector of one would be "l")
+    l = [mdl.parameter(f"l_{i}", unit="m", bounds=(1e-3, 10.0), guess=1.0 / n, scale=1.0 / n) for i in range(n)]
     mdl.set_der(q, u)
     qdd = mdl.der(u)
-    rows = equations([q[i] for i in range(n + 1)], [u[i] for i in range(n + 1)],
-                     [qdd[i] for i in range(n + 1)], g, [m[i] for i in range(n + 1)],
-                     [l[i] for i in range(n)], force, bodies, form)
+    args = ([q[i] for i in range(n + 1)], [u[i] for i in range(n + 1)], [qdd[i] for i in range(n + 1)], g,
+            [m[i] for i in range(n + 1)], l, force)
+    rows = form(*args) if callable(form) else equations(*args, bodies, form)
+    if len(rows) != n + 1:
+        raise ValueError(f"cart_pendulum: the residual has {len(rows)} rows, not n + 1 = {n + 1}")
     mdl.add_residual(ca.vertcat(*rows), name="eom")
     return mdl
 
@@ -232,9 +237,9 @@ def simulate_trial(
 
 
 def problem(trials: co.Trial | Sequence[co.Trial], n: int = 10, bodies: str = "point", *,
-            noise_std: float = 0.01, form: str = "recursive", compiled: bool = False) -> co.Problem:
+            noise_std: float = 0.01, form="recursive", compiled: bool = False) -> co.Problem:
     """Every state fitted with weight 1/σ², F a known (exact) input, all 2n + 2 parameters
-    unknown."""
+    unknown; ``form`` and ``compiled`` as in :func:`model`."""
     w = 1.0 / noise_std**2
     mdl = model(n, bodies, form=form, compiled=compiled)
     return co.Problem(mdl, trials, fit={s: w for s in mdl.element_names("state")}, name=mdl.name)

@@ -1,7 +1,8 @@
 """Smoke test of benchmarks/cart_pendulum_vs_opty.py in a quick mode (few links and nodes).
 
 opty is not a test dependency: the colloc-only path runs everywhere, the comparison only
-where opty is importable (its code generation and compilation take most of that test)."""
+where opty is importable, in the slow lane (its code generation and compilation take
+~30 s on this machine even for one link)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def test_quick_colloc_alone(tmp_path):
     assert "colloc-compiled" in proc.stdout
 
 
+@pytest.mark.slow  # opty's code generation and C compilation alone take ~30 s here, even for one link
 def test_quick_against_opty(tmp_path):
     pytest.importorskip("opty")
     _, doc = _run(tmp_path, "--links", "1", "--nodes", "40")

@@ -24,7 +24,7 @@ def _kane(n: int, bodies: str):
 
 
 @pytest.mark.parametrize("form", cp.FORMS)
-@pytest.mark.parametrize("n, bodies", [(2, "point"), (3, "point"), (2, "rod"), (3, "rod")])
+@pytest.mark.parametrize("n, bodies", [(1, "point"), (2, "point"), (3, "point"), (2, "rod"), (3, "rod")])
 def test_equations_match_kanes_method(n, bodies, form):
     import sympy as sm
 
