@@ -11,9 +11,11 @@ evaluated at the same seeded random point:
   centre with the averaged states and (x₁ − x₀)/h), every state fitted, the cart force a
   known input, all 22 parameters unknown. Timed: the NLP's ``nlp_g`` (constraints) and
   ``nlp_jac_g`` (constraints and Jacobian, as IPOPT calls it) through CasADi's buffers into
-  preallocated arrays, once with the model interpreted by CasADi's virtual machine
-  (``Model(compiled=False)``, the default) and once with its local functions compiled to C
-  (``Model(compiled=True)``).
+  preallocated arrays: with the model interpreted by CasADi's virtual machine
+  (``colloc``: ``Model(compiled=False)``, the default), with its local functions compiled
+  to C (``colloc-compiled``: ``Model(compiled=True)``, which compiles only local functions
+  of more than 2,000 instructions), and, as a diagnostic, with every local function
+  compiled (``colloc-compiled-all``: that private threshold set to 0 for the build).
 * **opty** (optional, imported only here): the same system written with
   ``sympy.physics.mechanics.KanesMethod`` (massless links with end particles, as opty's and
   PyDy's n-link-on-cart examples), the first-order implicit form
@@ -24,7 +26,9 @@ evaluated at the same seeded random point:
   derivation are reported separately.
 
 Every timing is the median of ``--repeat`` calls after one warm-up call, the tools
-interleaved call by call so that load from other processes falls on both. The constraint
+interleaved call by call so that load from other processes falls on all. The dynamics
+block's local functions (defects, their Jacobian) are also timed alone, mapped over the
+intervals, interpreted and compiled: the rest of ``nlp_jac_g`` is the NLP's assembly. The constraint
 values of the tools are compared at the point (same rows up to colloc's row scaling
 h/eq_scale) as a check that both evaluate the same equations.
 
@@ -178,14 +182,21 @@ def _buffered(function, inputs: list[np.ndarray]):
 class _CollocEval:
     """colloc's NLP of the problem, evaluated through CasADi buffers into NumPy arrays."""
 
-    def __init__(self, problem, states: np.ndarray, state_names: list[str], params: dict[str, float]):
+    def __init__(self, problem, states: np.ndarray, state_names: list[str], params: dict[str, float],
+                 compile_every: bool = False):
         import colloc as co
+        import colloc.transcription.nlp as nlp_module
         from colloc.transcription.collocation import transcribe
-        from colloc.transcription.nlp import NLP
 
         t0 = time.perf_counter()
         layout, self.blocks, *_ = transcribe(problem, co.Midpoint())
-        self.nlp = NLP(layout.size, self.blocks, hessian=co.Ipopt().hessian, residual_jacobian=False)
+        # diagnostic: colloc compiles only local functions above a size threshold (private)
+        threshold = nlp_module._COMPILE_ABOVE
+        nlp_module._COMPILE_ABOVE = 0 if compile_every else threshold
+        try:
+            self.nlp = nlp_module.NLP(layout.size, self.blocks, hessian=co.Ipopt().hessian, residual_jacobian=False)
+        finally:
+            nlp_module._COMPILE_ABOVE = threshold
         self.build_s = time.perf_counter() - t0
         # the point in colloc's layout (scaled): states node by node, then the parameters
         w = np.zeros(layout.size)
@@ -312,16 +323,19 @@ def main(argv: list[str] | None = None) -> int:
 
     tools: dict[str, dict] = {}
     evaluators: dict[str, tuple] = {}
-    variants = [("colloc", False)] + ([] if args.no_compiled else [("colloc-compiled", True)])
-    for name, compiled in variants:
+    # (name, Model(compiled=...), compile every local function whatever its size)
+    variants = [("colloc", False, False)]
+    if not args.no_compiled:
+        variants += [("colloc-compiled", True, False), ("colloc-compiled-all", True, True)]
+    for name, compiled, every in variants:
         form = sympy_form(n, args.bodies) if args.form == "sympy" else args.form
         problem = cp.problem([trial], n, args.bodies, form=form, compiled=compiled)
-        ev = _CollocEval(problem, X, state_names, params)
+        ev = _CollocEval(problem, X, state_names, params, compile_every=every)
         build_s = ev.build_s
         evaluators[name] = (ev.constraints, ev.jacobian)
         tools[name] = {"build_s": build_s, "num_constraints": int(ev.nlp.num_rows),
                        "num_free": int(ev.nlp.num_variables), "jacobian_nonzeros": ev.jac_nnz,
-                       "compiled": compiled, "form": args.form,
+                       "compiled": compiled, "compile_every_local_function": every, "form": args.form,
                        "eq_scale": problem.model.equation_scales.tolist()}
         tools[name]["_ev"] = ev
         print(f"  {name}: NLP built in {build_s:.2f} s ({ev.nlp.num_rows} constraints, "
@@ -342,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     check = {}
     if "opty" in evaluators:
         ref = np.asarray(evaluators["opty"][0](), dtype=float).reshape(2 * n + 2, N - 1)
-        for name, _ in variants:
+        for name, *_ in variants:
             ev = tools[name]["_ev"]
             mine = ev.constraints()[0].reshape(N - 1, 2 * n + 2).T * (np.asarray(tools[name]["eq_scale"])[:, None] / h)
             diff = np.abs(mine - ref)
@@ -386,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
           f"per interval): {parts}")
     ratios, targets = {}, {}
     if "opty" in tools:
-        for name, _ in variants:
+        for name, *_ in variants:
             ratios[name] = {k: tools[name][f"{k}_s"] / tools["opty"][f"{k}_s"] for k in ("constraint", "jacobian")}
             print(f"  {name}/opty: constraints {ratios[name]['constraint']:.3f}, Jacobian {ratios[name]['jacobian']:.3f}")
             targets[f"{name}_within_one_third_of_opty"] = all(r <= TARGET_RATIO for r in ratios[name].values())

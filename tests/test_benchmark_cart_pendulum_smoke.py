@@ -15,6 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "benchmarks/cart_pendulum_vs_opty.py"
+VARIANTS = ("colloc", "colloc-compiled", "colloc-compiled-all")
 
 
 def _run(tmp_path, *extra):
@@ -26,20 +27,22 @@ def _run(tmp_path, *extra):
 
 
 def _check_colloc(doc, n, N):
-    for name in ("colloc", "colloc-compiled"):
+    for name in VARIANTS:
         tool = doc["tools"][name]
         assert tool["num_constraints"] == 2 * (n + 1) * (N - 1)
         assert tool["num_free"] == 2 * (n + 1) * N + 2 * n + 2
         assert tool["constraint_s"] > 0 and tool["jacobian_s"] > 0
         assert len(tool["jacobian_samples_s"]) == doc["config"]["repeat"]
     assert doc["load_average_1min"] and {"colloc", "casadi"} <= set(doc["versions"])
+    local = doc["local_functions"]
+    assert local["intervals"] == N - 1 and local["compiled"]["jacobian"] > 0
 
 
 def test_quick_colloc_alone(tmp_path):
     proc, doc = _run(tmp_path, "--no-opty", "--links", "2", "--nodes", "60")
     assert doc["opty"] == "skipped" and "opty" not in doc["tools"] and doc["ratios"] == {}
     _check_colloc(doc, 2, 60)
-    assert "colloc-compiled" in proc.stdout
+    assert "colloc-compiled-all" in proc.stdout
 
 
 @pytest.mark.slow  # opty's code generation and C compilation alone take ~30 s here, even for one link
@@ -50,9 +53,9 @@ def test_quick_against_opty(tmp_path):
     opty = doc["tools"]["opty"]
     assert opty["num_constraints"] == 4 * 39 and opty["jacobian_nonzeros"] == 4 * 39 * (8 + 4)
     assert opty["build_s"] > 0
-    for name in ("colloc", "colloc-compiled"):
+    for name in VARIANTS:
         check = doc["constraint_check"][name]
         # the same equations (up to the force read at the centre vs averaged in the cart row)
         assert check["max_abs_diff_except_cart_row"] < 1e-9 * max(1.0, check["max_abs_constraint"])
         assert set(doc["ratios"][name]) == {"constraint", "jacobian"}
-    assert set(doc["targets"]) == {"colloc_within_one_third_of_opty", "colloc-compiled_within_one_third_of_opty"}
+    assert set(doc["targets"]) == {f"{name}_within_one_third_of_opty" for name in VARIANTS}
