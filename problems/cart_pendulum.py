@@ -6,8 +6,9 @@ absolute angle of each link from the upward vertical (rad, clockwise positive: j
 Pₖ = Pₖ₋₁ + lₖ·(sin θₖ, cos θₖ), P₀ the cart). Speeds u = q̇. The cart (mass m₀) is pushed
 by a known horizontal force F; gravity g acts downwards. Each link is either
 
-* ``bodies="point"``: a massless rod with a point mass mₖ at its end (as the slides' system,
-  PyDy's n-link pendulum on a cart), or
+* ``bodies="point"``: a massless rod with a point mass mₖ at its end (PyDy's n-link pendulum
+  on a cart; the slides do not say, but SymPy's Kane equations of this system for n = 10
+  have 12,784 operations, the slides' "12800 mathematical operations"), or
 * ``bodies="rod"``: a uniform slender rod of mass mₖ (centre at half length, moment of
   inertia mₖlₖ²/12 about it).
 
@@ -27,9 +28,10 @@ the implicit form 0 = M(q) q̈ + h(q, q̇) − Q is
     x row:  (m₀ + T₁) ẍ + Σᵢ sᵢ (cos θᵢ θ̈ᵢ − sin θᵢ θ̇ᵢ²) − F
     θᵢ row: sᵢ cos θᵢ ẍ + Σⱼ Sᵢⱼ (cos(θᵢ − θⱼ) θ̈ⱼ + sin(θᵢ − θⱼ) θ̇ⱼ²) − g sᵢ sin θᵢ
 
-(tests/problems/test_cart_pendulum.py checks them against SymPy's Kane's method and by
-energy conservation). The model is in the implicit form the slides use for opty; the mass
-matrix is never inverted.
+(``form="lagrange"`` of :func:`equations`; the default ``form="recursive"`` computes the
+same rows in O(n) operations, see :func:`_recursive`). tests/problems/test_cart_pendulum.py
+checks both against SymPy's Kane's method and by energy conservation. The model is in the
+implicit form the slides use for opty; the mass matrix is never inverted.
 """
 
 from __future__ import annotations
@@ -239,7 +241,11 @@ def simulate_trial(
 def problem(trials: co.Trial | Sequence[co.Trial], n: int = 10, bodies: str = "point", *,
             noise_std: float = 0.01, form="recursive", compiled: bool = False) -> co.Problem:
     """Every state fitted with weight 1/σ², F a known (exact) input, all 2n + 2 parameters
-    unknown; ``form`` and ``compiled`` as in :func:`model`."""
+    unknown; ``form`` and ``compiled`` as in :func:`model`.
+
+    Tested (two links, 10 s at 100 Hz, σ = 0.01): every parameter within 0.5 % from guesses
+    25 % off.  From guesses 2× off IPOPT had not converged after 30 iterations.
+    """
     w = 1.0 / noise_std**2
     mdl = model(n, bodies, form=form, compiled=compiled)
     return co.Problem(mdl, trials, fit={s: w for s in mdl.element_names("state")}, name=mdl.name)
