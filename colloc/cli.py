@@ -603,8 +603,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--absolute-sigma", action="store_true",
                    help="take the fit weights as exact 1/sigma^2: standard errors are not rescaled by the "
                         "residual variance")
-    p.add_argument("--method", default=DEFAULT_METHOD,
-                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD})")
+    p.add_argument("--method", default=None,
+                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD}; a problem with its own "
+                        "transcription has its own default: fes-muscle radau3)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",
@@ -640,8 +641,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--problem", type=_known_problem, default="two-link",
                    help="problem whose shipped data to use (default two-link)")
     d.add_argument("--out", default="colloc-demo", metavar="DIR", help="output folder (default ./colloc-demo)")
-    d.add_argument("--method", default=DEFAULT_METHOD,
-                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD})")
+    d.add_argument("--method", default=None,
+                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD}; fes-muscle radau3)")
     d.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
     d.set_defaults(func=cmd_demo)
 

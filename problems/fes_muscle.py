@@ -36,8 +36,9 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["COLUMNS", "DEFAULT_DATA", "DESCRIPTIONS", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
-           "clock_u", "hybrid_model", "identify", "identify_result", "load_trial", "make_trial", "problem", "simulate", "write_trial"]
+__all__ = ["COLUMNS", "DEFAULT_DATA", "DEFAULT_METHOD", "DESCRIPTIONS", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
+           "clock_u", "hybrid_model", "identify", "identify_result", "identify_smoothed", "load_trial", "make_trial", "problem", "simulate", "simulate_smoothed", "smoothed_rates",
+           "write_trial"]
 
 #: Seed-case parameter values (contract §2 `fes-muscle`).
 TRUE = {"F0": 600.0, "k0": 3.0e4, "U_p": 25.0, "U_m": -8.0, "tau": 0.005, "tau1": 0.020, "tau2": 0.040}
@@ -460,9 +461,6 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     standard_errors, success, ...)."""
     import time as _time
 
-    from scipy.sparse import csc_matrix
-    from scipy.sparse.linalg import splu
-
     trials = list(trials)
     cur = {**GUESS, **(guess or {})}
     scale = np.array([abs(GUESS[n]) for n in NAMES])
@@ -530,8 +528,23 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
         settled = rounds > 1 and (moved < SLACK * h_max or all(map(_same_layout, solved, layouts)))
         if stats["success"] and settled:
             break
-    # Gauss-Newton covariance through the collocation equations
     t0 = _time.perf_counter()
+    cov, se, states, rv, s2 = _gauss_newton(jac, Vv, V, r, reads, ng, scale)
+    timing["covariance_s"] = _time.perf_counter() - t0
+    return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
+            "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(sum(timing["round_iterations"])),
+            "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
+            **timing, "samples": len(rv), "variables": int(V.shape[0]), "states": states,
+            "objective": float(0.5 * rv @ rv), "status": stats["return_status"]}
+
+
+def _gauss_newton(jac, Vv, V, r, reads, ng: int, scale: np.ndarray):
+    """The Gauss–Newton covariance s²(JᵀJ)⁻¹ at the solution ``Vv``, J the sample sensitivities
+    through the collocation equations (implicit function theorem), per physical unit; also the
+    states read at the samples, the residuals and s²."""
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import splu
+
     jac_v = jac(Vv, [])[1][:ng, :]
     nq = len(NAMES)
     Gw, Gq = jac_v[:, nq:], jac_v[:, :nq]
@@ -544,13 +557,122 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     dof = max(len(rv) - len(NAMES), 1)
     s2 = float(rv @ rv) / dof
     cov = s2 * np.linalg.inv(J.T @ J)
-    se = np.sqrt(np.diag(cov))
-    timing["covariance_s"] = _time.perf_counter() - t0
-    return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
-            "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(sum(timing["round_iterations"])),
-            "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
-            **timing, "samples": len(rv), "variables": int(V.shape[0]), "states": states,
-            "objective": float(0.5 * rv @ rv), "status": stats["return_status"]}
+    return cov, np.sqrt(np.diag(cov)), states, rv, s2
+
+
+# ---------------------------------------------------------------------------------------------
+# the same identification without events: a smoothed clock on one uniform mesh (a baseline)
+
+
+def smoothed_rates(scale, width: float = 5e-4, delta: float = 1e-3) -> ca.Function:
+    """Eqs. (8)–(10) with the clock's jumps and the |·| made smooth, as one CasADi Function
+    ``(x, t, data, q) → ẋ`` (``x`` scaled by the state scale, ``t`` absolute time, ``data`` =
+    (the last three pulse times up to the interval, the next one, α), ``q`` the unknowns over
+    ``scale``): steps S(x) = ½(1 + tanh(x / ``width``)) at a cycle's start, end of plateau and
+    end of fall, a cycle's window S(t − c_k)·(1 − S(t − c_k+1)); |x| ≈ √(x² + ``delta``²); the
+    element's two sides joined by tanh(R / 10⁻² s⁻¹·F0).  No events, no phases: the price is the
+    smoothing error (measured by ``benchmarks/fes_muscle.py``)."""
+    scale = np.asarray(scale, dtype=float)
+    x, t, data, q = ca.SX.sym("x", 2), ca.SX.sym("t"), ca.SX.sym("data", 5), ca.SX.sym("q", len(NAMES))
+    P = {**KNOWN, **{n: q[i] * scale[i] for i, n in enumerate(NAMES)}}
+
+    def S(v):
+        return 0.5 * (1 + ca.tanh(v / width))
+
+    def sabs(v):
+        return ca.sqrt(v * v + delta * delta)
+
+    c = [data[j] + P["tau"] for j in range(4)]
+    u = P["U_m"]
+    for j in range(3):
+        s_ = t - c[j]
+        shape = (P["U_p"] * (1 - S(s_ - P["tau1"]))
+                 + S(s_ - P["tau1"]) * (1 - S(s_ - P["tau1"] - P["tau2"])) * P["U_p"] * (1 - (s_ - P["tau1"]) / P["tau2"])
+                 + S(s_ - P["tau1"] - P["tau2"]) * P["U_m"])
+        u = u + S(s_) * (1 - S(t - c[j + 1])) * (shape - P["U_m"])
+    alpha = data[4]
+    k, F = x[0] * _STATE_SCALE[0], x[1] * _STATE_SCALE[1]
+    up, ua = 0.5 * (u + sabs(u)), sabs(u)
+    R = alpha * P["F0"] * up - ua * F
+    e = -R / ((P["k_s"] + k) * P["L_c0"] + F * ca.tanh(R / (1e-2 * P["F0"])))
+    rates = ca.vertcat(-(ua + sabs(e)) * k + alpha * P["k0"] * up, -P["k_s"] * P["L_c0"] * e)
+    return ca.Function("fes_smoothed_rates", [x, t, data, q], [rates / _STATE_SCALE])
+
+
+def _pulse_data(trial: FesTrial, t: np.ndarray) -> np.ndarray:
+    """(the last three pulse times at or before each ``t``, the next one, α at ``t``): 5 × N;
+    a missing pulse is placed 1000 s away (its cycle has no effect)."""
+    pulses = np.concatenate([[-1e3] * 3, trial.pulse_times, [1e3]])
+    i = np.searchsorted(pulses, t, side="right") - 1
+    return np.vstack([pulses[i - 2], pulses[i - 1], pulses[i], pulses[i + 1], np.interp(t, trial.time, trial.alpha)])
+
+
+def simulate_smoothed(params: Mapping[str, float], trial: FesTrial, width: float = 5e-4) -> np.ndarray:
+    """Force (N) at the samples of ``trial`` by the smoothed model (:func:`smoothed_rates`),
+    integrated without events by SciPy's LSODA (rtol = atol = 1e-8 on the scaled states, steps
+    ≤ 2 ms)."""
+    from scipy.integrate import solve_ivp
+
+    f = smoothed_rates(np.ones(len(NAMES)), width)
+    q = np.array([float(params[n]) for n in NAMES])
+
+    def rhs(t, y):
+        return np.asarray(f(y, t, _pulse_data(trial, np.array([t]))[:, 0], q)).ravel()
+
+    sol = solve_ivp(rhs, (trial.time[0], trial.time[-1]), [0.0, 0.0], t_eval=trial.time, method="LSODA",
+                    rtol=1e-8, atol=1e-8, max_step=2e-3)
+    return sol.y[1] * _STATE_SCALE[1]
+
+
+def identify_smoothed(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = None, *, h: float = 5e-4,
+                      width: float = 5e-4, degree: int = 3, max_iter: int = 500, print_level: int = 0) -> dict:
+    """The identification of :func:`identify` with the smoothed model of :func:`smoothed_rates`
+    instead of phases: one uniform mesh of step ``h`` (no rounds, nothing moves with the clock
+    times), the same Radau collocation, exact Hessian, least squares and standard errors.  A
+    baseline: its error comes from the smoothing of width ``width``."""
+    import time as _time
+
+    trials = list(trials)
+    t_start = _time.perf_counter()
+    cur = {**GUESS, **(guess or {})}
+    scale = np.array([abs(GUESS[n]) for n in NAMES])
+    lo = np.array([1.0, 1.0, 0.1, -1e3, 0.0, 1e-3, 1e-3]) / scale
+    hi = np.array([1e5, 1e7, 1e3, -1e-3, 0.05, 0.5, 0.5]) / scale
+    chain = co.IntervalChain(smoothed_rates(scale, width), degree)
+    layouts = []
+    for tr in trials:
+        n = int(np.ceil((tr.time[-1] - tr.time[0]) / h - 1e-9))
+        t_num = tr.time[0] + h * np.arange(n)
+        zero = np.zeros((n, len(NAMES)))
+        interval = np.clip(np.searchsorted(t_num - 1e-9, tr.time, side="right") - 1, 0, n - 1)
+        tc = (t_num[:, None] + chain.tau[None, :] * h).ravel()
+        F = np.interp(tc, tr.time, tr.force)
+        x_guess = np.vstack([F / max(tr.force.max(), 1.0) * 3e4 * np.interp(tc, tr.time, tr.alpha), F])
+        layouts.append(_Layout((t_num, zero), (np.full(n, h), zero), (t_num, zero), (np.zeros(0), np.zeros((0, len(NAMES)))),
+                               _pulse_data(tr, t_num + 0.5 * h), ("smooth",) * n, interval,
+                               x_guess / _STATE_SCALE[:, None]))
+    t0 = _time.perf_counter()
+    q, w, g_eq, _, r, hess, jac, reads = _nlp(trials, layouts, chain)
+    V = ca.vertcat(q, w)
+    opts = co.Ipopt(tol=1e-10, max_iter=max_iter, print_level=print_level,
+                    extra={"acceptable_iter": 5, "acceptable_tol": 1e-6}).nlpsol_options()
+    solver = ca.nlpsol("fes_smoothed", "ipopt", {"x": V, "f": 0.5 * ca.sumsqr(r) / r.shape[0], "g": g_eq},
+                       {**opts, "hess_lag": hess, "jac_g": jac})
+    build_s = _time.perf_counter() - t0
+    t0 = _time.perf_counter()
+    x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale] + [lay.x_guess.ravel(order="F") for lay in layouts])
+    sol = solver(x0=x0, lbx=np.concatenate([lo, -np.inf * np.ones(w.shape[0])]),
+                 ubx=np.concatenate([hi, np.inf * np.ones(w.shape[0])]), lbg=0, ubg=0)
+    solve_s = _time.perf_counter() - t0
+    stats = solver.stats()
+    Vv = np.array(sol["x"]).ravel()
+    params = {n: float(Vv[i] * scale[i]) for i, n in enumerate(NAMES)}
+    cov, se, states, rv, s2 = _gauss_newton(jac, Vv, V, r, reads, g_eq.shape[0], scale)
+    return {"problem": "fes-muscle", "formulation": "smoothed", "parameters": params,
+            "standard_errors": dict(zip(NAMES, se.tolist())), "success": bool(stats["success"]),
+            "status": stats["return_status"], "iterations": int(stats["iter_count"]), "build_s": build_s,
+            "solve_s": solve_s, "time_s": _time.perf_counter() - t_start, "residual_std": float(np.sqrt(s2)),
+            "variables": int(V.shape[0]), "samples": len(rv), "states": states, "width_s": width, "h_s": h}
 
 
 #: Units and meanings of :data:`NAMES` (contract §2 `fes-muscle`; Wieber & Billet 2006 §4).
@@ -561,14 +683,18 @@ DESCRIPTIONS = {"F0": "maximal isometric force", "k0": "maximal stiffness of the
                 "tau2": "linear fall of the calcium clock"}
 #: ``colloc identify`` methods → Radau degree of the multi-phase collocation.
 DEGREES = {"radau2": 2, "radau3": 3}
+#: The method when none is named (``colloc identify fes-muscle`` without ``--method``, a batch
+#: row without one, :func:`identify_result`): degree 3, that of :func:`identify`.
+DEFAULT_METHOD = "radau3"
 
 
-def identify_result(trials: Sequence[FesTrial], *, method: str = "radau3", guess: Mapping[str, float] | None = None,
+def identify_result(trials: Sequence[FesTrial], *, method: str = DEFAULT_METHOD, guess: Mapping[str, float] | None = None,
                     bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
                     h_max: float = 0.002) -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (the table, JSON document and plot of
     ``colloc identify``), with the event-driven simulation check of every trial.  ``method``:
-    ``radau2`` or ``radau3`` (the Radau degree); ``bounds`` narrow the unknowns' bounds."""
+    ``radau3`` (default, :data:`DEFAULT_METHOD`) or ``radau2`` (the Radau degree); ``bounds``
+    narrow the unknowns' bounds."""
     import time as _time
 
     import pandas as pd

@@ -24,3 +24,6 @@ def test_fes_muscle_benchmark_quick(tmp_path):
     assert row["smoothed_max_error_N"] > 0
     assert doc["identification"]["success"]
     assert max(abs(v) for v in doc["identification"]["relative_errors"].values()) < 1e-3
+    smooth = doc["smoothed_identification"]  # the no-events baseline, side by side
+    assert smooth["formulation"] == "smoothed" and smooth["time_s"] > 0
+    assert smooth["max_abs_relative_error"] > doc["identification"]["max_abs_relative_error"]

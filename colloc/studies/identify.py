@@ -17,7 +17,7 @@ from types import ModuleType
 
 from ..base.errors import OptionsError
 
-__all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_problem_module", "load_trials",
+__all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "default_method_name", "identify_files", "load_problem_module", "load_trials",
            "make_method", "method_names", "problem_registry", "trial_names"]
 
 
@@ -147,7 +147,14 @@ def load_trials(module: ModuleType, problem_name: str, paths: Sequence[str], mis
     return [module.load_trial(p, **extra) for p in paths]
 
 
-def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEFAULT_METHOD,
+def default_method_name(problem_name: str) -> str:
+    """The method ``problem_name`` is identified with when none is named: the problem module's
+    own ``DEFAULT_METHOD`` when it has one (a problem with its own transcription, e.g.
+    fes-muscle's ``radau3``), else :data:`DEFAULT_METHOD`."""
+    return getattr(load_problem_module(problem_name), "DEFAULT_METHOD", DEFAULT_METHOD)
+
+
+def identify_files(problem_name: str, paths: Sequence[str], *, method: str | None = None,
                    nodes: int | None = None, refine: int = 1, max_iter: int = 500, start: str | None = None,
                    starts: int = 1, seed: int = 0, missing: str = "error", names: Sequence[str] | None = None,
                    fit_weights: Mapping[str, float] | None = None, guess: Mapping[str, float] | None = None,
@@ -159,11 +166,13 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str = DEF
     :class:`~colloc.Result` (``success`` False rather than an exception when the solver
     fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`.
     ``columns``/``units`` map a lab's file (:meth:`colloc.Trial.from_csv`);
-    ``problem_options`` are keyword arguments of the problem's ``problem()`` (e.g. ``body``)."""
+    ``problem_options`` are keyword arguments of the problem's ``problem()`` (e.g. ``body``);
+    ``method`` None: :func:`default_method_name`."""
     from ..solving.ipopt import Ipopt
     from ..solving.solve import solve
 
     module = load_problem_module(problem_name)
+    method = default_method_name(problem_name) if method is None else method
     solver_method = make_method(method, nodes, refine)
     if max_iter < 0:
         raise OptionsError(f"--max-iter must be >= 0, got {max_iter}")
