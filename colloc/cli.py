@@ -312,6 +312,8 @@ def _lab_options(args) -> dict:
             out["problem_options"] = {"body": module.body(height=args.height, mass=args.mass)}
         except ValueError as exc:
             raise UsageError(f"--height/--mass: {exc}") from None
+    if getattr(args, "controller", None) is not None:
+        out.setdefault("problem_options", {})["controller"] = args.controller
     return out
 
 
@@ -604,8 +606,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="take the fit weights as exact 1/sigma^2: standard errors are not rescaled by the "
                         "residual variance")
     p.add_argument("--method", default=None,
-                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD}; a problem with its own "
-                        "transcription has its own default: fes-muscle radau3)")
+                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD}); cip also runs "
+                        "kalman-ml (exact Kalman maximum likelihood of one COP trial; its default for one "
+                        "COP-only trial of a subject given by --height/--mass); fes-muscle's default is radau3")
+    p.add_argument("--controller", default=None, metavar="NAME",
+                   help="cip with --method kalman-ml: PID (default), PD-delay or PID-delay (a feedback delay "
+                        "tau, Pade (2,2))")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",

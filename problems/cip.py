@@ -626,13 +626,16 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
                 body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
                 bounds: Mapping[str, tuple] | str | None = None, controller: str = "PID",
                 fit_disturbance: bool = False, tau0: float = 0.1, center: bool = False,
-                hessian: str = "limited-memory", max_iter: int = 200):
+                hessian: str = "limited-memory", max_iter: int = 200, optimizer: str = "lbfgsb",
+                compiled: bool = True):
     """Exact maximum-likelihood gains by the Kalman-filter prediction-error method.
 
     The state (u, u', ∫u, T_d[, Padé states]) starts at rest (as the generator does); the COP
     noise standard deviation is ``cop_noise`` or, when ``None``, estimated with the gains.
     ``controller``, ``fit_disturbance``: see :func:`ml_model`; ``tau0`` is the delay's start.
-    ``hessian``, ``max_iter``: IPOPT's (:func:`colloc.kalman.maximum_likelihood`).
+    ``optimizer``, ``compiled``, ``hessian``, ``max_iter``: see :func:`colloc.kalman.maximum_likelihood`
+    (default: L-BFGS-B with the compiled exact gradient, then exact Newton steps; ``hessian``
+    applies to ``optimizer="ipopt"``).
     ``center``: subtract the record's mean COP first (a force plate's origin is not the
     ankle; the mean is the estimate of that offset, not a parameter of the fit).
     Returns the :class:`colloc.kalman.MLResult`.
@@ -653,4 +656,149 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
     y = trial["cop"] - (np.mean(trial["cop"]) if center else 0.0)
     return kalman.maximum_likelihood(lgm, y[:, None], [start[k] for k in names],
                                      bounds={k: bnds[k] for k in names}, fixed=fixed, hessian=hessian,
-                                     max_iter=max_iter)
+                                     max_iter=max_iter, optimizer=optimizer, compiled=compiled)
+
+
+#: ``colloc identify cip --method kalman-ml``: methods this problem runs itself (not a transcription).
+OWN_METHODS = ("kalman-ml",)
+
+
+def default_method(trials: Sequence[co.Trial], options: Mapping) -> str | None:
+    """``colloc identify cip`` without ``--method``: the Kalman ML for one COP-only trial of a
+    subject given by ``--height/--mass`` (a real record: the collocation MAP-OM with a fixed COP
+    noise is not honest there), else the CLI's default transcription."""
+    if options.get("body") is not None and len(trials) == 1 and "disturbance" not in trials[0]:
+        return "kalman-ml"
+    return None
+
+
+def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", guess: Mapping[str, float] | None = None,
+                    bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
+                    body: Mapping[str, float] | None = None, controller: str = "PID") -> co.Result:
+    """``colloc identify cip --method kalman-ml [--controller PID|PD-delay|PID-delay]``: the exact
+    Kalman maximum likelihood (:func:`ml_estimate`) of one COP trial as a :class:`colloc.Result`.
+
+    With a ``body`` (``--height/--mass``: a real subject) the gains are bounded by
+    :data:`WIDE_RANGES_PER_MGH` and the disturbance filter's ``A`` and ``B`` are fitted; without
+    one, the paper's subject, Table 1 ranges and filter.  The COP noise ``sigma`` is always
+    fitted; the record's mean is the plate-to-ankle offset ``cop_offset`` (subtracted, as the
+    plate's origin is not the ankle).  ``guess``/``bounds`` concern the gains.
+
+    ``success`` needs: the optimiser converged with a positive definite information matrix for
+    the parameters off their bounds, no gain or delay on a bound (``status
+    "parameter_at_bound"``: the data push it beyond), and a stable identified closed loop
+    (``status "unstable"``).  The trajectory shown is the filter's one-step-ahead COP
+    prediction (a stochastic model has no deterministic simulation to compare with the record).
+    """
+    import time as _time
+
+    import pandas as pd
+
+    from colloc.inference.kalman import one_step_predictions
+
+    if method not in OWN_METHODS:
+        raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")
+    if controller not in CONTROLLERS:
+        raise co.OptionsError(f"--controller {controller}: one of {', '.join(CONTROLLERS)}")
+    if len(trials) != 1:
+        raise co.OptionsError(f"--method kalman-ml fits one trial at a time, got {len(trials)} --data files "
+                              "(colloc batch fits many)")
+    trial = trials[0]
+    cop = np.asarray(trial["cop"], dtype=float)
+    if not np.all(np.isfinite(cop)):
+        raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' has {int(np.sum(~np.isfinite(cop)))} "
+                              "missing COP samples; the Kalman likelihood here needs a complete record")
+    for option, given in (("--guess", guess), ("--bounds", bounds)):
+        unknown = [k for k in (given or {}) if k not in GAINS]
+        if unknown:
+            raise co.OptionsError(f"{option}: {', '.join(unknown)} not allowed with --method kalman-ml; "
+                                  f"it takes the gains {', '.join(GAINS)}")
+    real = body is not None
+    b, _ = _body(body)
+    rng = gain_bounds("wide" if real else None, body)
+    for k, (lo, hi) in (bounds or {}).items():
+        old = rng[k]
+        rng[k] = (old[0] if lo is None else float(lo), old[1] if hi is None else float(hi))
+    start = {k: float((guess or {}).get(k, _guess(k, rng[k]))) for k in GAINS}
+    bad = [k for k in GAINS if not rng[k][0] <= start[k] <= rng[k][1]]
+    if bad:
+        raise co.OptionsError(f"--guess: {', '.join(bad)} outside its bounds {[rng[k] for k in bad]}")
+    steps = np.diff(trial.time)
+    dt = float(np.median(steps))
+    uneven = np.flatnonzero(np.abs(steps - dt) > 1e-3 * dt)
+    if uneven.size:
+        i = int(uneven[0])
+        raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' is not evenly sampled (the step from "
+                              f"t = {trial.time[i]:.6g} s to {trial.time[i + 1]:.6g} s is not {dt:.6g} s); the "
+                              "Kalman likelihood here needs one sample rate")
+    t0 = _time.perf_counter()
+    lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real)
+    t_build = _time.perf_counter() - t0
+    fit = ml_estimate(trial, cop_noise=None, gains0=start, body=body, bounds=rng, controller=controller,
+                      fit_disturbance=real, center=True, max_iter=max_iter)
+    theta = dict(fit.parameters)
+    offset = float(np.mean(cop))
+    t_post = _time.perf_counter()
+    eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
+    stable = bool(np.all(eig.real < 0))
+    pred, sd = one_step_predictions(lgm, cop - offset, theta)
+    pred = pred[:, 0] + offset
+    shaky = [k for k in fit.active_bounds if k in GAINS or k == "tau"]
+    if not fit.success:
+        status = "not_identifiable" if "not positive definite" in fit.message else "not_converged"
+    elif shaky:
+        status = "parameter_at_bound"
+    elif not stable:
+        status = "unstable"
+    else:
+        status = "Solve_Succeeded"
+    success = status == "Solve_Succeeded"
+    warnings = []
+    if fit.active_bounds:
+        warnings.append({"code": "parameter_at_bound", "parameters": list(fit.active_bounds),
+                         "message": "; ".join(f"{k} = {theta[k]:.6g} is on a bound" for k in fit.active_bounds)
+                         + " (the data push it beyond: no standard error; widen the bound or question the model)"})
+    if not stable:
+        warnings.append({"code": "unstable", "message": f"the identified closed loop is unstable (largest real part "
+                                                        f"of its eigenvalues {eig.real.max():.3g} 1/s)"})
+    names = list(theta) + ["cop_offset"]
+    se = {k: (float(v) if np.isfinite(v) else None) for k, v in fit.standard_errors.items()}
+    se["cop_offset"] = None
+    free = list(fit.covariance.index)
+    cov = pd.DataFrame(np.nan, index=names, columns=names)
+    cov.loc[free, free] = fit.covariance.to_numpy()
+    mgh = b["m"] * b["g"] * b["h"]
+    index = pd.Index(trial.time, name="time")
+    k_par = len(free)
+    unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m·s^0.5", "B": "s",
+            "sigma": "m", "cop_offset": "m", "cop": "m"}
+    describe = {"KP": "proportional gain of the ankle torque", "KI": "integral gain of the ankle torque",
+                "KD": "derivative gain of the ankle torque", "tau": "feedback delay of the ankle torque",
+                "A": "amplitude of the disturbance filter", "B": "time constant of the disturbance filter",
+                "sigma": "COP measurement noise (standard deviation)",
+                "cop_offset": "mean COP position in the plate's frame (the record's mean; no standard error)"}
+    rmse = float(np.sqrt(np.mean((pred - cop) ** 2)))
+    span = float(np.ptp(cop))
+    t_end = _time.perf_counter()
+    return co.Result(
+        problem="cip", method=method, success=success, status=status,
+        message=f"Kalman maximum likelihood ({controller}): {fit.message}", iterations=fit.iterations,
+        objective=float(fit.nll), parameters={**{k: float(v) for k, v in theta.items()}, "cop_offset": offset},
+        standard_errors=se, covariance=cov,
+        trajectories={trial.name: pd.DataFrame({"cop": pred}, index=index)},
+        measurements={trial.name: pd.DataFrame({"cop": cop}, index=index)},
+        residuals={trial.name: pd.DataFrame({"cop": cop - pred}, index=index)},
+        timings={"build_s": t_build, "solve_s": fit.time_s, "covariance_s": 0.0,
+                 "simulation_s": t_end - t_post, "total_s": t_end - t0},
+        num_nodes=int(cop.size), trials=[trial.name], versions=co.versions(),
+        simulation={trial.name: {"status": "ok", "message": "the Kalman filter's one-step-ahead prediction",
+                                 "nrmse": {"cop": rmse / span if span > 0 else None}}},
+        units={k: unit[k] for k in [*names, "cop"]}, warnings=warnings,
+        info={"estimator": "Kalman maximum likelihood (prediction-error decomposition)", "controller": controller,
+              "nll": float(fit.nll), "aic": 2 * float(fit.nll) + 2 * k_par, "num_parameters": k_par,
+              "KP_over_mgh": theta["KP"] / mgh, "stable": stable, "max_real_eigenvalue": float(eig.real.max()),
+              "body": dict(b), "fit_disturbance": real, "newton_decrement": fit.newton_decrement,
+              "fisher_condition": fit.fisher_condition, "active_bounds": list(fit.active_bounds),
+              "gain_bounds": {k: list(v) for k, v in rng.items()},
+              "innovations_std": float(np.std((cop - pred) / sd[:, 0]))},
+        initial_parameters=dict(start), solver_status=fit.message, descriptions={k: describe[k] for k in names})

@@ -36,7 +36,7 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["COLUMNS", "DEFAULT_DATA", "DEFAULT_METHOD", "DESCRIPTIONS", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
+__all__ = ["COLUMNS", "DEFAULT_DATA", "DEFAULT_METHOD", "DESCRIPTIONS", "default_method", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
            "clock_u", "hybrid_model", "identify", "identify_result", "identify_smoothed", "load_trial", "make_trial", "problem", "simulate", "simulate_smoothed", "smoothed_rates",
            "write_trial"]
 
@@ -686,6 +686,12 @@ DEGREES = {"radau2": 2, "radau3": 3}
 #: The method when none is named (``colloc identify fes-muscle`` without ``--method``, a batch
 #: row without one, :func:`identify_result`): degree 3, that of :func:`identify`.
 DEFAULT_METHOD = "radau3"
+
+
+def default_method(trials: Sequence[FesTrial], options: Mapping) -> str:
+    """``colloc identify fes-muscle`` (or a batch row) without ``--method``: :data:`DEFAULT_METHOD`,
+    the degree of :func:`identify`, not the other problems' ``radau2``."""
+    return DEFAULT_METHOD
 
 
 def identify_result(trials: Sequence[FesTrial], *, method: str = DEFAULT_METHOD, guess: Mapping[str, float] | None = None,

@@ -61,7 +61,8 @@ def diagnose(result, model: Model) -> list[dict]:
                 if not math.isfinite(b):
                     continue
                 width = bounds[name][1] - bounds[name][0]
-                tol = 1e-6 * (width if math.isfinite(width) and width > 0 else max(abs(b), 1.0))
+                # 1e-5 of the range: an interior-point solver stops ~1e-6-1e-5 of it short of an active bound
+                tol = 1e-5 * (width if math.isfinite(width) and width > 0 else max(abs(b), 1.0))
                 if abs(value - b) <= tol:
                     at.append((name, side, b))
                 elif _finite(se.get(name)) and abs(value - b) <= 1.96 * se[name]:

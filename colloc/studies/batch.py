@@ -27,7 +27,7 @@ from ..base.engine import local_client, single_threaded
 from ..base.errors import DataError, OptionsError
 from ..base.files import write_atomic
 from ..base.versions import versions
-from .identify import METHODS, BASELINES, DEFAULT_METHOD, default_method_name, identify_files, problem_registry
+from .identify import METHODS, BASELINES, DEFAULT_METHOD, identify_files, problem_registry
 
 __all__ = ["BatchReport", "FitSpec", "batch", "read_manifest"]
 
@@ -44,7 +44,7 @@ class FitSpec:
     fit_id: str
     problem: str
     data: tuple[str, ...]
-    method: str = DEFAULT_METHOD
+    method: str | None = DEFAULT_METHOD  # None (a manifest row without one): the problem's own choice
     group: str = ""
     rows: tuple[int, ...] = ()
 
@@ -109,8 +109,8 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
         if row["problem"] not in known:
             raise DataError(f"{path}: column 'problem', line {line}: unknown problem '{row['problem']}'; "
                             f"available: {', '.join(sorted(known))}")
-        method = row.get("method") or default_method_name(row["problem"])
-        if method not in methods:
+        method = row.get("method") or None  # none named: the problem's own choice, as `colloc identify`
+        if method is not None and method not in methods:
             raise DataError(f"{path}: column 'method', line {line}: unknown method '{method}'; "
                             f"available: {', '.join([*METHODS, *BASELINES])}")
         data = Path(row["data"])

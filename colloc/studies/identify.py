@@ -17,7 +17,7 @@ from types import ModuleType
 
 from ..base.errors import OptionsError
 
-__all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "default_method_name", "identify_files", "load_problem_module", "load_trials",
+__all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_problem_module", "load_trials",
            "make_method", "method_names", "problem_registry", "trial_names"]
 
 
@@ -147,14 +147,7 @@ def load_trials(module: ModuleType, problem_name: str, paths: Sequence[str], mis
     return [module.load_trial(p, **extra) for p in paths]
 
 
-def default_method_name(problem_name: str) -> str:
-    """The method ``problem_name`` is identified with when none is named: the problem module's
-    own ``DEFAULT_METHOD`` when it has one (a problem with its own transcription, e.g.
-    fes-muscle's ``radau3``), else :data:`DEFAULT_METHOD`."""
-    return getattr(load_problem_module(problem_name), "DEFAULT_METHOD", DEFAULT_METHOD)
-
-
-def identify_files(problem_name: str, paths: Sequence[str], *, method: str | None = None,
+def identify_files(problem_name: str, paths: Sequence[str], *, method: str | None = DEFAULT_METHOD,
                    nodes: int | None = None, refine: int = 1, max_iter: int = 500, start: str | None = None,
                    starts: int = 1, seed: int = 0, missing: str = "error", names: Sequence[str] | None = None,
                    fit_weights: Mapping[str, float] | None = None, guess: Mapping[str, float] | None = None,
@@ -166,14 +159,18 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     :class:`~colloc.Result` (``success`` False rather than an exception when the solver
     fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`.
     ``columns``/``units`` map a lab's file (:meth:`colloc.Trial.from_csv`);
-    ``problem_options`` are keyword arguments of the problem's ``problem()`` (e.g. ``body``);
-    ``method`` None: :func:`default_method_name`."""
+    ``problem_options`` are keyword arguments of the problem's ``problem()`` (e.g. ``body``).
+    ``method=None``: the problem's choice for these trials (``default_method(trials, options)``,
+    e.g. cip's Kalman ML for one COP-only trial of a real subject), else the default."""
     from ..solving.ipopt import Ipopt
     from ..solving.solve import solve
 
     module = load_problem_module(problem_name)
-    method = default_method_name(problem_name) if method is None else method
-    solver_method = make_method(method, nodes, refine)
+    chosen = method is None
+    if chosen:  # resolved once the trials are read; the options are checked against the default now
+        make_method(DEFAULT_METHOD, nodes, refine)
+    own = method in getattr(module, "OWN_METHODS", ())
+    solver_method = None if own or chosen else make_method(method, nodes, refine)
     if max_iter < 0:
         raise OptionsError(f"--max-iter must be >= 0, got {max_iter}")
     paths = [str(p) for p in paths]
@@ -184,6 +181,22 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
     trials = [t.renamed(n) for t, n in zip(trials, labels)]
+    if chosen:
+        picker = getattr(module, "default_method", None)
+        method = (picker(trials, dict(problem_options or {})) if picker else None) or DEFAULT_METHOD
+        own = method in getattr(module, "OWN_METHODS", ())
+        solver_method = None if own else make_method(method, nodes, refine)
+    if own:  # an estimator the problem runs itself (cip: --method kalman-ml)
+        result = _own_method(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
+                             max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights, guess=guess,
+                             bounds=bounds, absolute_sigma=absolute_sigma, print_level=print_level,
+                             problem_options=problem_options, client=client)
+        result.trials = paths
+        return result
+    if "controller" in (problem_options or {}):
+        own_methods = getattr(module, "OWN_METHODS", ())
+        raise OptionsError(f"--controller applies to --method {' or '.join(own_methods)} of problem '{problem_name}'"
+                           if own_methods else f"--controller: problem '{problem_name}' has no controller variants")
     if hasattr(module, "identify_result"):  # a problem with its own transcription (hybrid: fes-muscle, heel-off)
         result = _own_identification(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
                                      max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights,
@@ -218,6 +231,22 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     result.problem = problem_name
     result.trials = paths
     return result
+
+
+def _own_method(module: ModuleType, problem_name: str, trials: list, *, method: str, nodes, refine: int,
+                max_iter: int, start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool,
+                print_level: int, problem_options, client):
+    """A method the problem runs itself (``OWN_METHODS``, ``identify_method(trials, method=,
+    guess=, bounds=, max_iter=, print_level=, **problem_options)`` → :class:`~colloc.Result`):
+    the options it cannot honour are refused, each by name."""
+    refused = [("--nodes", nodes is not None), ("--refine", refine != 1), ("--start", start is not None),
+               ("--starts", starts != 1), ("--fit-weight", bool(fit_weights)), ("--absolute-sigma", absolute_sigma),
+               ("a cluster (client)", client is not None)]
+    for option, given in refused:
+        if given:
+            raise OptionsError(f"{option} does not apply to --method {method} of problem '{problem_name}'")
+    return module.identify_method(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
+                                  print_level=print_level, **dict(problem_options or {}))
 
 
 def _own_identification(module: ModuleType, problem_name: str, trials: list, *, method: str, nodes, refine: int,

@@ -78,16 +78,17 @@ def test_cli_options_fes_muscle_cannot_honour_exit_2_with_one_line(tmp_path, arg
 
 def test_default_method_is_the_problems_own_everywhere(tmp_path):
     from colloc.studies.batch import read_manifest
-    from colloc.studies.identify import DEFAULT_METHOD, default_method_name
+    from colloc.studies.identify import DEFAULT_METHOD
 
-    assert default_method_name("fes-muscle") == "radau3" and DEFAULT_METHOD == "radau2"
-    assert default_method_name("two-link") == "radau2"
+    trial = fm.load_trial(data_path("fes_muscle", "clean_10hz.csv"))
+    assert fm.default_method([trial], {}) == "radau3" and DEFAULT_METHOD == "radau2"
     manifest = tmp_path / "manifest.csv"
-    manifest.write_text(f"fit_id,problem,data\na,fes-muscle,{data_path('fes_muscle', 'clean_10hz.csv')}\n"
-                        f"b,two-link,{data_path('two_link', 'two_link_seed.csv')}\n")
-    assert [spec.method for spec in read_manifest(manifest)] == ["radau3", "radau2"]
+    manifest.write_text(f"fit_id,problem,data,method\na,fes-muscle,{data_path('fes_muscle', 'clean_10hz.csv')},\n"
+                        f"b,fes-muscle,{data_path('fes_muscle', 'clean_20hz.csv')},radau2\n")
+    # a row without a method leaves the choice to the problem, as `colloc identify` without --method
+    assert [spec.method for spec in read_manifest(manifest)] == [None, "radau2"]
     run = _colloc("identify", "--help")
-    assert "fes-muscle radau3" in " ".join(run.stdout.split())
+    assert "fes-muscle's default is radau3" in " ".join(run.stdout.split())
 
 
 def test_shipped_records_load_and_follow_the_contract():

@@ -54,7 +54,7 @@ Example: the controlled inverted pendulum of quiet standing (Barauskas & Krušin
 
 from .estimation import MLResult, maximum_likelihood
 from .expm import expm, expm_squarings
-from .likelihood import negative_log_likelihood, simulate
+from .likelihood import negative_log_likelihood, one_step_predictions, simulate
 from .model import LinearGaussianModel
 
 __all__ = [
@@ -64,5 +64,6 @@ __all__ = [
     "expm_squarings",
     "maximum_likelihood",
     "negative_log_likelihood",
+    "one_step_predictions",
     "simulate",
 ]

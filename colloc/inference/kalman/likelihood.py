@@ -9,7 +9,7 @@ import numpy as np
 from ...base.errors import CollocInputError
 from .model import LinearGaussianModel
 
-__all__ = ["negative_log_likelihood", "simulate"]
+__all__ = ["negative_log_likelihood", "one_step_predictions", "simulate"]
 
 
 def negative_log_likelihood(
@@ -107,3 +107,42 @@ def simulate(model: LinearGaussianModel, theta, num_samples: int, rng=None, *, r
         s = Phi @ s + Gam @ x[k]
     y = states @ C.T + x @ D.T + e
     return (y, states) if return_states else y
+
+
+def one_step_predictions(model: LinearGaussianModel, y, theta) -> tuple[np.ndarray, np.ndarray]:
+    """The Kalman filter's one-step-ahead predictions of a record and their standard deviations.
+
+    ``ŷ_k = C m_k`` with ``m_k`` the mean of the state given ``y_0 … y_{k-1}`` (the same
+    predictor-form filter, with correlated noise, as the likelihood), and the innovation
+    standard deviations ``√diag(S_k)``.  ``y − ŷ`` are the innovations, white under the model.
+
+    Parameters
+    ----------
+    model : LinearGaussianModel
+        The model.
+    y : array-like
+        The record, shape ``(N, num_outputs)`` (or ``(N,)``), finite.
+    theta : array-like or mapping
+        Parameter values.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        Predictions and their standard deviations, both ``(N, num_outputs)``.
+    """
+    Y = model.data_matrix(y).T
+    d = model.discretize(theta)
+    Phi, Gam, C, D, R = d["Phi"], d["Gamma"], d["C"], d["D"], d["R"]
+    m, P = d["m0"].copy(), d["P0"].copy()
+    pred = np.empty_like(Y)
+    sd = np.empty_like(Y)
+    for k, yk in enumerate(Y):
+        S = C @ P @ C.T + D @ D.T + R
+        pred[k] = C @ m
+        sd[k] = np.sqrt(np.clip(np.diag(S), 0.0, None))
+        K = np.linalg.solve(S.T, (Phi @ P @ C.T + Gam @ D.T).T).T
+        F, H = Phi - K @ C, Gam - K @ D
+        m = Phi @ m + K @ (yk - C @ m)
+        P = F @ P @ F.T + H @ H.T + K @ R @ K.T
+        P = 0.5 * (P + P.T)
+    return pred, sd

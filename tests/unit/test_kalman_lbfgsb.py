@@ -1,0 +1,70 @@
+"""The L-BFGS-B + Newton path of the Kalman ML (``optimizer="lbfgsb"``): the same estimate as
+IPOPT with the exact AD Hessian, from a poor guess, and difference Hessians that agree with
+the AD Hessian."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import colloc as co
+from colloc.inference.kalman import maximum_likelihood, negative_log_likelihood
+from colloc.inference.kalman.estimation import _gradient_function, _hessian_by_differences, _steps
+from colloc_problems import cip
+
+RATE = 100.0  # a force plate's rate, as users record
+
+
+@pytest.fixture(scope="module")
+def record():
+    # the problem module's exact ZOH generator (scipy expm, its own code path), 20 s, COP noise
+    trial = cip.simulate_trial(cip.TRUE, duration=20.0, rate=RATE, seed=4, cop_noise=2e-4)
+    return trial["cop"] - 0.0
+
+
+@pytest.mark.parametrize("controller, tolerance", [("PID", 1e-7), ("PID-delay", 1e-3)])
+def test_difference_hessian_matches_the_ad_hessian(record, controller, tolerance):
+    lgm = cip.ml_model(controller, dt=1 / RATE, fit_disturbance=True)
+    values = {**cip.TRUE, "tau": 0.12, "A": 900.0, "B": 60.0, "sigma": 2e-4}
+    theta = lgm.parameter_vector({k: values[k] for k in lgm.parameter_names})
+    y = record[:500, None]
+    f_ad, g_ad, H_ad = negative_log_likelihood(lgm, y, theta, hessian=True)
+    grad = _gradient_function(lgm, y.shape[0], lgm.squarings(theta), False)
+    f, g, H = _hessian_by_differences(grad, theta, y.T, _steps(theta, range(theta.size), np.ones(theta.size)))
+    assert f == pytest.approx(f_ad, rel=1e-13)
+    np.testing.assert_allclose(g, g_ad, rtol=1e-9, atol=1e-12 * np.abs(g_ad).max())
+    # relative to each entry's natural size sqrt(|H_ii H_jj|)
+    size = np.sqrt(np.outer(np.abs(np.diag(H_ad)), np.abs(np.diag(H_ad))))
+    assert np.abs((H - H_ad) / size).max() < tolerance
+
+
+def test_lbfgsb_reaches_the_ipopt_estimate_from_a_poor_guess(record):
+    trial = co.Trial(np.arange(1000) / RATE, {"cop": record[:1000]})
+    poor = {"KP": 2500.0, "KI": 5.0, "KD": 60.0}  # far from the truth (1180, 40, 245)
+    kw = dict(cop_noise=None, gains0=poor, bounds="wide", fit_disturbance=True, center=True)
+    fast = cip.ml_estimate(trial, optimizer="lbfgsb", compiled=False, **kw)
+    ref = cip.ml_estimate(trial, optimizer="ipopt", hessian="exact", **kw)
+    assert fast.success and ref.success, (fast.message, ref.message)
+    assert fast.nll == pytest.approx(ref.nll, rel=1e-9, abs=1e-6)
+    for k, v in ref.parameters.items():
+        assert fast.parameters[k] == pytest.approx(v, rel=1e-3), k
+    for k, v in ref.standard_errors.items():
+        assert fast.standard_errors[k] == pytest.approx(v, rel=1e-3), k
+    for k in cip.GAINS:  # and the truth within 3 standard errors
+        assert abs(fast.parameters[k] - cip.TRUE[k]) < 3 * fast.standard_errors[k], k
+
+
+def test_a_parameter_on_its_bound_gets_no_standard_error_and_the_others_do(record):
+    trial = co.Trial(np.arange(record.size) / RATE, {"cop": record})
+    # KI held below its truth by an upper bound: it ends on the bound
+    fit = cip.ml_estimate(trial, cop_noise=None, bounds={"KP": (600, 3000), "KI": (0.0, 5.0), "KD": (50, 600)},
+                          compiled=False)
+    assert "KI" in fit.active_bounds
+    assert np.isnan(fit.standard_errors["KI"])
+    assert all(np.isfinite(fit.standard_errors[k]) for k in ("KP", "KD", "sigma"))
+
+
+def test_unknown_optimizer_is_refused(record):
+    lgm = cip.ml_model("PID", dt=1 / RATE)
+    with pytest.raises(co.CollocInputError, match="optimizer"):
+        maximum_likelihood(lgm, record, [1100.0, 20.0, 250.0, 1e-4], optimizer="newton")
