@@ -6,6 +6,7 @@ gains' errors and how many lie within 3 standard errors of the truth.
 
     python benchmarks/ship_stance.py            # 60 s record (about ten minutes here)
     python benchmarks/ship_stance.py --quick    # 2 s record, for the smoke test
+    python benchmarks/ship_stance.py --noise --ldl casadi   # standard errors by CasADi's ldl, not qdldl
 
 Writes benchmarks/results/ship_stance.json (or --out).
 """
@@ -30,9 +31,15 @@ def main(argv=None) -> dict:
     parser.add_argument("--noise", action="store_true", help="noisy record (default clean)")
     parser.add_argument("--interpreted", action="store_true",
                         help="evaluate the model's derivatives in CasADi's virtual machine (no C compiler)")
+    parser.add_argument("--ldl", choices=("auto", "casadi"), default="auto",
+                        help="KKT factorisation of the standard errors: qdldl when installed (auto) or "
+                             "CasADi's ldl (casadi), to compare the two")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ship_stance.json")
     args = parser.parse_args(argv)
     duration = 2.0 if args.quick else args.duration
+    if args.ldl == "casadi":
+        from colloc.inference import covariance
+        covariance._qdldl_factor = lambda K: None
     t0 = time.perf_counter()
     trial = ss.simulate_trial(duration=duration, seed=0, noise=args.noise, deck=False)
     simulate_s = time.perf_counter() - t0
@@ -44,7 +51,8 @@ def main(argv=None) -> dict:
     within = sum(abs(result.parameters[k] - v) <= 3 * se[k] for k, v in ss.TRUE.items() if k in se)
     report = {
         "problem": "ship-stance", "method": "radau2", "duration_s": duration, "rate_hz": 100.0,
-        "noise": args.noise, "quick": args.quick, "compiled": not args.interpreted, "success": bool(result.success),
+        "noise": args.noise, "quick": args.quick, "compiled": not args.interpreted, "ldl": args.ldl,
+        "success": bool(result.success),
         "status": result.status, "iterations": result.iterations,
         "timings": dict(result.timings), "identify_wall_s": wall_s, "simulate_s": simulate_s,
         "gain_error_pct": errors, "max_abs_gain_error_pct": max(abs(e) for e in errors.values()),

@@ -9,7 +9,8 @@ checks it):
 * ``signals``, ``definition`` (model, trial, problem), ``stability`` (delay margin),
   ``multibody`` (spatial open chains on a moving base);
 * ``simulation`` (ODE, DDE), ``transcription`` (methods, grid, NLP assembly),
-  ``inference`` (covariance, identifiability, Kalman likelihood), ``results``;
+  ``inference`` (covariance, identifiability, Kalman likelihood), ``results``,
+  ``seakeeping`` (ship-deck motion from a sea state, ship-motion files);
 * ``solving`` (``solve`` and the collocation path), ``shooting`` (the baselines);
 * ``studies`` (bootstrap, profile, compare);
 * ``cli``, the command line.
@@ -44,6 +45,12 @@ _LAZY = {
     "ChainEquations": "multibody.chain",
     "bryant": "multibody.chain",
     "nrmse": "multibody.chain",
+    "MotionRAO": "seakeeping.motion",
+    "SeaState": "seakeeping.motion",
+    "ShipMotion": "seakeeping.motion",
+    "jonswap": "seakeeping.motion",
+    "ship_motion": "seakeeping.motion",
+    "read_ship_motion": "seakeeping.files",
     "Crossing": "stability.delay_margin",
     "DelayMargin": "stability.delay_margin",
     "delay_margin": "stability.delay_margin",
@@ -120,6 +127,13 @@ __all__ = [
     "ChainEquations",
     "bryant",
     "nrmse",
+    # ship-deck motion from a sea state, and measured ship-motion files
+    "MotionRAO",
+    "SeaState",
+    "ShipMotion",
+    "jonswap",
+    "read_ship_motion",
+    "ship_motion",
     "Adjoint",
     "Cvodes",
     "Forward",

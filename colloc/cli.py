@@ -576,6 +576,32 @@ def cmd_spine_one_dof(args) -> int:
     return EXIT_OK if result.stable_at_zero_delay else EXIT_FAILED
 
 
+def cmd_ship_motion(args) -> int:
+    import numpy as np
+
+    from .base.files import write_atomic
+    from .seakeeping.motion import SHIP_COLUMNS, SeaState, ship_motion
+
+    _check_output_file("--out", args.out, (".csv",))
+    sea = SeaState(args.hs, args.tp, args.gamma, args.heading)
+    point = [_number(v) for v in args.point.split(",")] if args.point else [0.0, 0.0, 0.0]
+    if len(point) != 3:
+        raise UsageError(f"--point {args.point}: give three numbers x,y,z (m)")
+    if not (math.isfinite(args.duration) and args.duration > 0):
+        raise UsageError(f"--duration {args.duration:g}: must be a finite number > 0 (s)")
+    if not (math.isfinite(args.rate) and args.rate > 0):
+        raise UsageError(f"--rate {args.rate:g}: must be a finite number > 0 (Hz)")
+    motion = ship_motion(sea, point=point, seed=args.seed, harmonics=args.harmonics)
+    time = np.arange(int(round(args.duration * args.rate)) + 1) / args.rate
+    table = np.column_stack([time, motion(time)])
+    lines = [",".join(("time",) + SHIP_COLUMNS)] + [",".join(f"{v:.10g}" for v in row) for row in table]
+    write_atomic(args.out, "\n".join(lines) + "\n")
+    print(f"{args.out}: {time.size} rows, Hs {sea.hs:g} m, Tp {sea.tp:g} s, gamma {sea.gamma:g}, "
+          f"heading {sea.heading:g} deg, seed {args.seed}; roll std {np.degrees(table[:, 1].std()):.2f} deg, "
+          f"pitch std {np.degrees(table[:, 2].std()):.2f} deg")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="colloc", description="Identify model parameters from measured trajectories by direct collocation.")
     parser.add_argument("--version", action="version", version=f"colloc {__version__}")
@@ -749,6 +775,25 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--summary", action="store_true",
                    help="also write DIR/summary.csv (mean, sd, n per parameter and group) and DIR/summary.png")
     b.set_defaults(func=cmd_batch)
+
+    sm = sub.add_parser("ship-motion", help="deck motion of the MSS supply vessel in a JONSWAP sea state (CSV)",
+                        description="Write the 12 ship columns of CONTRACTS §2 (ship-stance) for one seeded "
+                                    "realisation of a long-crested JONSWAP sea through the supply vessel's "
+                                    "motion RAOs (zero speed), with exact derivatives.")
+    sm.add_argument("--hs", type=_number, required=True, metavar="M", help="significant wave height (m, > 0)")
+    sm.add_argument("--tp", type=_number, required=True, metavar="S", help="peak period (s, > 0)")
+    sm.add_argument("--gamma", type=_number, default=3.3, help="JONSWAP peak enhancement, 1-7 (default 3.3)")
+    sm.add_argument("--heading", type=_number, default=180.0, metavar="DEG",
+                    help="wave direction of travel relative to the bow: 0 following, 90 towards starboard, "
+                         "180 head seas (default)")
+    sm.add_argument("--point", default=None, metavar="X,Y,Z",
+                    help="deck point (m; x to the bow, y to port, z up) from the vessel's CG (default 0,0,0)")
+    sm.add_argument("--duration", type=_number, default=60.0, metavar="S", help="record length (default 60 s)")
+    sm.add_argument("--rate", type=_number, default=100.0, metavar="HZ", help="sampling rate (default 100 Hz)")
+    sm.add_argument("--seed", type=int, default=0, help="seed of the random phases (default 0)")
+    sm.add_argument("--harmonics", type=int, default=200, metavar="N", help="wave components (default 200)")
+    sm.add_argument("--out", required=True, metavar="FILE.csv", help="where to write the record (atomically)")
+    sm.set_defaults(func=cmd_ship_motion)
 
     ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
     ls.set_defaults(func=cmd_problems)

@@ -694,7 +694,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
 
     import pandas as pd
 
-    from colloc.inference.kalman import one_step_predictions
+    from colloc.kalman import one_step_predictions
 
     if method not in OWN_METHODS:
         raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")

@@ -245,11 +245,16 @@ def simulate_trial(gains: Mapping[str, float] | None = None, *, duration: float 
                    rate: float = 100.0, seed: int = 0, noise: bool = True, rates: bool = True,
                    deck: bool = True, sigma_angle: float = SIGMA_ANGLE, sigma_rate: float = SIGMA_RATE,
                    sigma_ship: float = 1e-4, name: str = "ship_stance.csv",
-                   return_clean: bool = False):
+                   return_clean: bool = False, ship: Callable | None = None):
     """Synthetic trial: the closed loop under :func:`ship_motion` (``seed``), integrated by
     ``scipy.integrate.solve_ivp`` (LSODA, rtol 1e-10, atol 1e-11) from upright rest, sampled
     at ``rate``; Gaussian noise σ_angle on angles, σ_rate on rates and a small ``sigma_ship``
     (relative to each ship column's standard deviation) on the ship columns.
+
+    ``ship``: another deck motion, ``ship(t) -> array (len(t), 12)`` in :data:`SHIP_COLUMNS`
+    order, e.g. a sea state through the supply vessel's RAOs,
+    ``colloc.ship_motion(colloc.SeaState(hs=2.5, tp=8.0, heading=150.0), seed=0)``
+    (``seed`` then only seeds the noise).
 
     Returns
     -------
@@ -258,7 +263,7 @@ def simulate_trial(gains: Mapping[str, float] | None = None, *, duration: float 
     from scipy.integrate import solve_ivp
 
     gains = dict(TRUE if gains is None else gains)
-    numeric, _ = ship_motion(seed)
+    numeric = ship_motion(seed)[0] if ship is None else ship
     f = chain().function()   # the same equations, integrated here by scipy (not by collocation)
 
     def rhs(t, x):

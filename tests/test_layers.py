@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [
     ["base"],
     ["signals", "definition", "stability", "multibody"],
-    ["simulation", "transcription", "inference", "results"],
+    ["simulation", "transcription", "inference", "results", "seakeeping"],
     ["solving"],
     ["shooting"],
     ["studies"],

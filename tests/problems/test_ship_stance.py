@@ -100,3 +100,25 @@ def test_a_record_the_model_cannot_fit_is_a_failure(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["success"] is False and doc["status"] == "poor_fit"
     assert "poor fit" in out.stderr
+
+
+def test_shipped_sea_state_record_is_the_supply_vessel_in_its_sea():
+    """data/ship_stance/ship_stance_sea.csv: contract columns, and its ship columns are the
+    stated sea state (ship-sensor noise 1e-4·std aside)."""
+    from colloc_problems._data import data_path
+    trial = ss.load_trial(data_path("ship_stance", "ship_stance_sea.csv"))
+    motion = co.ship_motion(co.SeaState(2.5, 8.0, 3.3, 150.0), point=(-25.0, 3.0, 3.0), seed=0)
+    expect = motion(trial.time)
+    for i, c in enumerate(ss.SHIP_COLUMNS):
+        assert np.abs(trial[c] - expect[:, i]).max() < 6e-4 * np.std(expect[:, i]), c
+
+
+@pytest.mark.slow
+def test_clean_sea_state_gains_within_half_a_percent():
+    """A JONSWAP sea through the supply vessel's RAOs drives the deck: clean 4 s at 100 Hz."""
+    ship = co.ship_motion(co.SeaState(hs=3.0, tp=7.0, heading=120.0), point=(-25.0, 3.0, 3.0), seed=2)
+    trial = ss.simulate_trial(duration=4.0, seed=2, noise=False, deck=False, ship=ship)
+    result = co.solve(ss.problem(trial))
+    assert result.success
+    for name, true in ss.TRUE.items():
+        assert result.parameters[name] == pytest.approx(true, rel=0.005), name
