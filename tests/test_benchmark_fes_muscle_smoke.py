@@ -7,13 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow  # ~30-50 s: kept out of the default lane's budget
-def test_fes_muscle_benchmark_quick(tmp_path):
+def test_fes_muscle_benchmark_quick(tmp_path):  # ~7 s (one 0.3 s train, both formulations)
     out = tmp_path / "fes.json"
     proc = subprocess.run([sys.executable, "benchmarks/fes_muscle.py", "--quick", "--out", str(out)],
                           check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
