@@ -448,7 +448,7 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     moving with the unknowns; the structure (which cycles are cut short by the next pulse) is
     that of the current estimate, kept by linear constraints, and the samples' intervals are
     those of the current estimate: solved again until the clock times settle.  The first
-    round (the guess's layout) is solved loosely; each later one starts from the last
+    round (the guess's layout) is solved loosely, so at least two are solved; each later one starts from the last
     solution read onto its own intervals, and from the last primal-dual point as it is when
     only samples changed interval (a phase keeps its interval count while its step stays
     within 25 % of ``h_max``, so the layout stops changing).  The structure constraints are
