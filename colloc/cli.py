@@ -634,7 +634,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default=None,
                    help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD}); cip also runs "
                         "kalman-ml (exact Kalman maximum likelihood of one COP trial; its default for one "
-                        "COP-only trial of a subject given by --height/--mass)")
+                        "COP-only trial of a subject given by --height/--mass); fes-muscle's default is radau3")
     p.add_argument("--controller", default=None, metavar="NAME",
                    help="cip with --method kalman-ml: PID (default), PD-delay or PID-delay (a feedback delay "
                         "tau, Pade (2,2))")
@@ -673,8 +673,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--problem", type=_known_problem, default="two-link",
                    help="problem whose shipped data to use (default two-link)")
     d.add_argument("--out", default="colloc-demo", metavar="DIR", help="output folder (default ./colloc-demo)")
-    d.add_argument("--method", default=DEFAULT_METHOD,
-                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD})")
+    d.add_argument("--method", default=None,
+                   help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD}; fes-muscle radau3)")
     d.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
     d.set_defaults(func=cmd_demo)
 

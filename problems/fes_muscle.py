@@ -36,8 +36,9 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["COLUMNS", "DEFAULT_DATA", "DESCRIPTIONS", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
-           "clock_u", "hybrid_model", "identify", "identify_result", "load_trial", "make_trial", "problem", "simulate", "write_trial"]
+__all__ = ["COLUMNS", "DEFAULT_DATA", "DEFAULT_METHOD", "DESCRIPTIONS", "default_method", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
+           "clock_u", "hybrid_model", "identify", "identify_result", "identify_smoothed", "load_trial", "make_trial", "problem", "simulate", "simulate_smoothed", "smoothed_rates",
+           "write_trial"]
 
 #: Seed-case parameter values (contract §2 `fes-muscle`).
 TRUE = {"F0": 600.0, "k0": 3.0e4, "U_p": 25.0, "U_m": -8.0, "tau": 0.005, "tau1": 0.020, "tau2": 0.040}
@@ -188,11 +189,12 @@ def write_trial(trial: FesTrial, path) -> None:
 # identification by multi-phase collocation
 
 
-def _phases(trial: FesTrial, P: dict, guess: dict, h_max: float):
+def _phases(trial: FesTrial, P: dict, guess: dict, h_max: float, counts: Sequence[int] | None = None):
     """Phases of one record for the clock structure at ``guess``: per cycle, plateau for
     min(τ1, T_k), fall for min(τ2, T_k − τ1)₊, rest for the remainder (T_k = time to the next
     cycle, parameter-free since every cycle is shifted by the same τ).  Also the linear
-    constraints ``c ≥ 0`` that keep that structure."""
+    constraints ``c ≥ 0`` that keep that structure.  ``counts``: the interval counts of the
+    previous round's phases, kept wherever the step stays within 25 % of ``h_max``."""
     t_end = float(trial.time[-1])
     pulses = trial.pulse_times
     phases, keep = [], []
@@ -201,6 +203,9 @@ def _phases(trial: FesTrial, P: dict, guess: dict, h_max: float):
 
     def add(mode, a, b, a_num, b_num):
         n = max(1, int(np.ceil((b_num - a_num) / h_max - 1e-3)))  # (up to 0.1 % over h_max: no flip-flop at a multiple)
+        i = len(phases)
+        if counts is not None and i < len(counts) and 0.5 * h_max < (b_num - a_num) / counts[i] <= 1.25 * h_max:
+            n = counts[i]  # hysteresis: a phase whose length crosses a multiple of h_max keeps its count
         phases.append(co.Phase(mode, a, b, n))
 
     if not len(pulses):
@@ -258,6 +263,8 @@ def _rates_function(scale: np.ndarray) -> ca.Function:
 
 
 _CHAINS: dict = {}
+#: the structure constraints' relaxation and the rounds' settling tolerance, in units of h_max
+SLACK = 1e-3
 
 
 def _chain(degree: int, scale: np.ndarray) -> co.IntervalChain:
@@ -268,15 +275,44 @@ def _chain(degree: int, scale: np.ndarray) -> co.IntervalChain:
     return _CHAINS[key]
 
 
-def _affine(exprs, clock: ca.SX, scale: np.ndarray):
-    """``(a, b)`` with ``exprs = a + b·q`` for expressions affine in the clock times ``clock``
-    (τ, τ1, τ2), ``q`` the scaled unknowns."""
-    e = ca.vertcat(*exprs) if exprs else ca.SX(0, 1)
-    f = ca.Function("affine", [clock], [e, ca.jacobian(e, clock)])
-    a, b = f(np.zeros(3))
+class _Aff:
+    """A time affine in the clock times: ``v = [constant, ∂/∂τ, ∂/∂τ1, ∂/∂τ2]`` (the phases'
+    boundaries are); numbers mix in as constants."""
+
+    __slots__ = ("v",)
+
+    def __init__(self, v):
+        self.v = np.asarray(v, dtype=float)
+
+    @staticmethod
+    def of(x) -> np.ndarray:
+        return x.v if isinstance(x, _Aff) else np.array([float(x), 0.0, 0.0, 0.0])
+
+    def __add__(self, o):
+        return _Aff(self.v + _Aff.of(o))
+
+    __radd__ = __add__
+
+    def __sub__(self, o):
+        return _Aff(self.v - _Aff.of(o))
+
+    def __rsub__(self, o):
+        return _Aff(_Aff.of(o) - self.v)
+
+    def __neg__(self):
+        return _Aff(-self.v)
+
+
+_CLOCK = {"tau": _Aff([0.0, 1.0, 0.0, 0.0]), "tau1": _Aff([0.0, 0.0, 1.0, 0.0]), "tau2": _Aff([0.0, 0.0, 0.0, 1.0])}
+
+
+def _affine(exprs: np.ndarray, scale: np.ndarray):
+    """``(a, b)`` with ``exprs = a + b·q`` for rows [constant, ∂/∂τ, ∂/∂τ1, ∂/∂τ2] of values
+    affine in the clock times, ``q`` the scaled unknowns."""
+    e = np.asarray(exprs, dtype=float).reshape(-1, 4)
     B = np.zeros((e.shape[0], len(NAMES)))
-    B[:, 4:7] = np.asarray(ca.densify(b)) * scale[4:7]
-    return np.asarray(a).ravel(), B
+    B[:, 4:7] = e[:, 1:] * scale[4:7]
+    return e[:, 0].copy(), B
 
 
 def _value(aff, q: np.ndarray) -> np.ndarray:
@@ -296,22 +332,35 @@ class _Layout:
     modes: tuple
     interval: np.ndarray  # the interval holding each sample
     x_guess: np.ndarray  # 2 × N·d scaled state guess
+    phase_modes: tuple = ()  # the mode of each phase
+    counts: tuple = ()  # the intervals of each phase
 
 
-def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, scale: np.ndarray) -> _Layout:
-    clock = ca.SX.sym("clock", 3)
-    P = {"tau": clock[0], "tau1": clock[1], "tau2": clock[2]}
-    phases, keep = _phases(trial, P, cur, h_max)
+def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, scale: np.ndarray,
+            previous: _Layout | None = None) -> _Layout:
+    """The intervals of one record at the estimate ``cur``; with the ``previous`` round's
+    layout, a phase keeps its interval count while the phase structure is the same."""
+    phases, keep = _phases(trial, _CLOCK, cur, h_max)
+    if previous is not None and tuple(ph.mode for ph in phases) == previous.phase_modes:
+        phases, keep = _phases(trial, _CLOCK, cur, h_max, previous.counts)
     t_abs, h, t_rel, modes = [], [], [], []
-    for ph in phases:
-        step = (ph.end - ph.start) / ph.intervals
-        for k in range(ph.intervals):
-            t_abs.append(ph.start + k * step), h.append(step), t_rel.append(k * step), modes.append(ph.mode)
-    T, H, Rl, K = (_affine(v, clock, scale) for v in (t_abs, h, t_rel, keep))
+    for ph in phases:  # affine rows [constant, ∂/∂τ, ∂/∂τ1, ∂/∂τ2]
+        start, end = _Aff.of(ph.start), _Aff.of(ph.end)
+        step = (end - start) / ph.intervals
+        k = np.arange(ph.intervals)[:, None]
+        t_abs.append(start + k * step), t_rel.append(k * step), h.append(np.broadcast_to(step, (ph.intervals, 4)))
+        modes += [ph.mode] * ph.intervals
+    T, H, Rl = (_affine(np.vstack(v), scale) for v in (t_abs, h, t_rel))
+    K = _affine(np.array([_Aff.of(v) for v in keep]), scale)
     if K[0].size:  # every cycle of a regular train repeats the same constraint: keep one of each
-        _, first = np.unique(np.round(np.column_stack([K[0], K[1]]), 15), axis=0, return_index=True)
+        _, first = np.unique(np.round(np.column_stack([K[0], K[1]]), 12), axis=0, return_index=True)
         first = np.sort(first)
         K = (K[0][first], K[1][first])
+    # relaxed by SLACK·h_max: a clock time exactly on a structure boundary (τ1 = T at 50 Hz,
+    # cycles cut at the end of their plateau) would make the constraint active with a zero
+    # multiplier, which IPOPT approaches only linearly; a violation this small changes a phase
+    # by at most SLACK·h_max and is within the rounds' own settling tolerance
+    K = (K[0] + SLACK * h_max, K[1])
     qv = np.array([cur[n] for n in NAMES]) / scale
     t_num, h_num = _value(T, qv), _value(H, qv)
     # a sample on a boundary (to 1 ns) is read at the start of the later interval, whichever side
@@ -323,7 +372,8 @@ def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, s
     tc = (t_num[:, None] + chain.tau[None, :] * h_num[:, None]).ravel()
     F = np.interp(tc, trial.time, trial.force)
     x_guess = np.vstack([F / max(trial.force.max(), 1.0) * 3e4 * np.interp(tc, trial.time, trial.alpha), F])
-    return _Layout(T, H, Rl, K, data, tuple(modes), interval, x_guess / _STATE_SCALE[:, None])
+    return _Layout(T, H, Rl, K, data, tuple(modes), interval, x_guess / _STATE_SCALE[:, None],
+                   tuple(ph.mode for ph in phases), tuple(ph.intervals for ph in phases))
 
 
 def _same_layout(a: _Layout, b: _Layout) -> bool:
@@ -331,6 +381,18 @@ def _same_layout(a: _Layout, b: _Layout) -> bool:
     arrays = ("t_abs", "h", "t_rel", "keep")
     return (a.modes == b.modes and np.array_equal(a.interval, b.interval) and np.array_equal(a.data, b.data)
             and all(np.array_equal(x, y) for f in arrays for x, y in zip(getattr(a, f), getattr(b, f))))
+
+
+def _carry(chain: co.IntervalChain, old: _Layout, xc: np.ndarray, new: _Layout, qv: np.ndarray,
+           scale: np.ndarray) -> np.ndarray:
+    """The collocation states (scaled, ``vec`` order) of layout ``new`` read from the solution
+    ``xc`` (nx × N·d) on layout ``old``, both at the scaled unknowns ``qv``: the next round
+    starts where the last one ended, whatever the intervals became."""
+    t_old, t_new, h_new = _value(old.t_abs, qv), _value(new.t_abs, qv), _value(new.h, qv)
+    tc = (t_new[:, None] + chain.tau[None, :] * h_new[:, None]).ravel()
+    interval = np.clip(np.searchsorted(t_old, tc, side="right") - 1, 0, len(t_old) - 1)
+    x = chain.values(np.zeros(chain.nx), ca.DM(xc), interval, tc, old.t_abs, old.h, ca.DM(qv))
+    return np.asarray(ca.DM(x).full()).ravel(order="F")
 
 
 def _nlp(trials, layouts, chain: co.IntervalChain):
@@ -385,16 +447,19 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     Radau collocation: a phase per clock-mode interval, the boundaries t_k + τ, + τ1, + τ2
     moving with the unknowns; the structure (which cycles are cut short by the next pulse) is
     that of the current estimate, kept by linear constraints, and the samples' intervals are
-    those of the current estimate: solved again until the clock times settle.  The NLP is
+    those of the current estimate: solved again until the clock times settle.  The first
+    round (the guess's layout) is solved loosely, so at least two are solved; each later one starts from the last
+    solution read onto its own intervals, and from the last primal-dual point as it is when
+    only samples changed interval (a phase keeps its interval count while its step stays
+    within 25 % of ``h_max``, so the layout stops changing).  The structure constraints are
+    relaxed by :data:`SLACK`·``h_max`` (a clock time exactly on a structure boundary, τ1 = T
+    for a 50 Hz train, would otherwise be a degenerate active constraint).  The NLP is
     assembled from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over
     every interval of every record; built once and reused by every round); exact Hessians.
     Standard errors by the Gauss–Newton covariance s²(JᵀJ)⁻¹, J the sample sensitivities
     (implicit function theorem on the collocation equations).  Returns a dict (parameters,
     standard_errors, success, ...)."""
     import time as _time
-
-    from scipy.sparse import csc_matrix
-    from scipy.sparse.linalg import splu
 
     trials = list(trials)
     cur = {**GUESS, **(guess or {})}
@@ -409,7 +474,7 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     chain = _chain(degree, scale)
     timing = {"build_s": 0.0, "solve_s": 0.0, "round_iterations": [], "round_clock_moved_s": []}
     rounds = 0
-    w_prev = None
+    w_prev, sol, solved = None, None, None
     layouts = [_layout(tr, cur, h_max, chain, scale) for tr in trials]
     for _ in range(max_rounds):
         rounds += 1
@@ -417,38 +482,69 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
         q, w, g_eq, c_keep, r, hess, jac, reads = _nlp(trials, layouts, chain)
         V = ca.vertcat(q, w)
         nlp = {"x": V, "f": 0.5 * ca.sumsqr(r) / r.shape[0], "g": ca.vertcat(g_eq, c_keep)}
-        solver = ca.nlpsol("fes", "ipopt", nlp, {"ipopt.print_level": print_level, "print_time": False,
-                                                  "ipopt.max_iter": max_iter, "ipopt.tol": 1e-12,
-                                                  "ipopt.acceptable_iter": 10, "ipopt.acceptable_tol": 1e-5,
-                                                  "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6, "hess_lag": hess, "jac_g": jac})
+        # the first round's layout is that of the guess and is laid again anyway: a loose
+        # tolerance; later rounds start from the last solution carried onto their layout
+        tol = 1e-12 if w_prev is not None else 1e-6
+        extra = {"acceptable_iter": 5, "acceptable_tol": 1e-5 if w_prev is not None else 1e-4, "mu_strategy": "adaptive"}
+        # the same phases and intervals as the last round (only samples changed interval):
+        # its primal-dual solution is a start for this one as it is
+        same = w_prev is not None and all(a.modes == b.modes and len(a.keep[0]) == len(b.keep[0])
+                                          for a, b in zip(solved, layouts))
+        if same:
+            extra.update({"warm_start_init_point": "yes", "mu_init": 1e-9, "warm_start_bound_push": 1e-9,
+                          "warm_start_bound_frac": 1e-9, "warm_start_slack_bound_push": 1e-9,
+                          "warm_start_slack_bound_frac": 1e-9, "warm_start_mult_bound_push": 1e-9})
+        elif w_prev is not None:
+            extra.update({"mu_init": 1e-6, "bound_push": 1e-8, "bound_frac": 1e-8})
+        opts = co.Ipopt(tol=tol, max_iter=max_iter, print_level=print_level, extra=extra).nlpsol_options()
+        solver = ca.nlpsol("fes", "ipopt", nlp, {**opts, "hess_lag": hess, "jac_g": jac})
         timing["build_s"] += _time.perf_counter() - t0
         t0 = _time.perf_counter()
         ng, nk = g_eq.shape[0], c_keep.shape[0]
-        w0 = np.concatenate([lay.x_guess.ravel(order="F") for lay in layouts])
-        if w_prev is not None and w_prev.size == w0.size:
-            w0 = w_prev  # the same number of intervals: start from the last solution
+        if w_prev is None:
+            w0 = np.concatenate([lay.x_guess.ravel(order="F") for lay in layouts])
+        else:
+            w0 = np.concatenate([_carry(chain, old, x, new, qv, scale) for old, x, new in zip(solved, w_prev, layouts)])
         x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale, w0])
         lbx = np.concatenate([lo, -np.inf * np.ones(w.shape[0])])
         ubx = np.concatenate([hi, np.inf * np.ones(w.shape[0])])
+        duals = {"lam_x0": sol["lam_x"], "lam_g0": sol["lam_g"]} if same else {}
         sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=np.zeros(ng + nk),
-                     ubg=np.concatenate([np.zeros(ng), np.inf * np.ones(nk)]))
+                     ubg=np.concatenate([np.zeros(ng), np.inf * np.ones(nk)]), **duals)
         timing["solve_s"] += _time.perf_counter() - t0
         stats = solver.stats()
         timing["round_iterations"].append(int(stats["iter_count"]))
         Vv = np.array(sol["x"]).ravel()
-        qv, w_prev = Vv[: len(NAMES)], Vv[len(NAMES):]
+        qv = Vv[: len(NAMES)]
+        sizes = np.cumsum([0] + [2 * len(lay.modes) * chain.degree for lay in layouts]) + len(NAMES)
+        w_prev = [Vv[a:b].reshape(2, -1, order="F") for a, b in zip(sizes[:-1], sizes[1:])]
         previous, cur = cur, {n: float(qv[i] * scale[i]) for i, n in enumerate(NAMES)}
         # the samples' phases and intervals were those of the previous estimate: solve again
         # until they no longer change (the NLP would be the same) or the clock times stop
         # moving (well inside one collocation interval)
-        solved, layouts = layouts, [_layout(tr, cur, h_max, chain, scale) for tr in trials]
+        solved, layouts = layouts, [_layout(tr, cur, h_max, chain, scale, lay) for tr, lay in zip(trials, layouts)]
         moved = max(abs(cur[n] - previous[n]) for n in ("tau", "tau1", "tau2"))
         timing["round_clock_moved_s"].append(moved)
-        settled = moved < 1e-3 * h_max or all(map(_same_layout, solved, layouts))
+        settled = rounds > 1 and (moved < SLACK * h_max or all(map(_same_layout, solved, layouts)))
         if stats["success"] and settled:
             break
-    # Gauss-Newton covariance through the collocation equations
     t0 = _time.perf_counter()
+    cov, se, states, rv, s2 = _gauss_newton(jac, Vv, V, r, reads, ng, scale)
+    timing["covariance_s"] = _time.perf_counter() - t0
+    return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
+            "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(sum(timing["round_iterations"])),
+            "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
+            **timing, "samples": len(rv), "variables": int(V.shape[0]), "states": states,
+            "objective": float(0.5 * rv @ rv), "status": stats["return_status"]}
+
+
+def _gauss_newton(jac, Vv, V, r, reads, ng: int, scale: np.ndarray):
+    """The Gauss–Newton covariance s²(JᵀJ)⁻¹ at the solution ``Vv``, J the sample sensitivities
+    through the collocation equations (implicit function theorem), per physical unit; also the
+    states read at the samples, the residuals and s²."""
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import splu
+
     jac_v = jac(Vv, [])[1][:ng, :]
     nq = len(NAMES)
     Gw, Gq = jac_v[:, nq:], jac_v[:, :nq]
@@ -461,13 +557,122 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     dof = max(len(rv) - len(NAMES), 1)
     s2 = float(rv @ rv) / dof
     cov = s2 * np.linalg.inv(J.T @ J)
-    se = np.sqrt(np.diag(cov))
-    timing["covariance_s"] = _time.perf_counter() - t0
-    return {"problem": "fes-muscle", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
-            "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(sum(timing["round_iterations"])),
-            "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
-            **timing, "samples": len(rv), "variables": int(V.shape[0]), "states": states,
-            "objective": float(0.5 * rv @ rv), "status": stats["return_status"]}
+    return cov, np.sqrt(np.diag(cov)), states, rv, s2
+
+
+# ---------------------------------------------------------------------------------------------
+# the same identification without events: a smoothed clock on one uniform mesh (a baseline)
+
+
+def smoothed_rates(scale, width: float = 5e-4, delta: float = 1e-3) -> ca.Function:
+    """Eqs. (8)–(10) with the clock's jumps and the |·| made smooth, as one CasADi Function
+    ``(x, t, data, q) → ẋ`` (``x`` scaled by the state scale, ``t`` absolute time, ``data`` =
+    (the last three pulse times up to the interval, the next one, α), ``q`` the unknowns over
+    ``scale``): steps S(x) = ½(1 + tanh(x / ``width``)) at a cycle's start, end of plateau and
+    end of fall, a cycle's window S(t − c_k)·(1 − S(t − c_k+1)); |x| ≈ √(x² + ``delta``²); the
+    element's two sides joined by tanh(R / 10⁻² s⁻¹·F0).  No events, no phases: the price is the
+    smoothing error (measured by ``benchmarks/fes_muscle.py``)."""
+    scale = np.asarray(scale, dtype=float)
+    x, t, data, q = ca.SX.sym("x", 2), ca.SX.sym("t"), ca.SX.sym("data", 5), ca.SX.sym("q", len(NAMES))
+    P = {**KNOWN, **{n: q[i] * scale[i] for i, n in enumerate(NAMES)}}
+
+    def S(v):
+        return 0.5 * (1 + ca.tanh(v / width))
+
+    def sabs(v):
+        return ca.sqrt(v * v + delta * delta)
+
+    c = [data[j] + P["tau"] for j in range(4)]
+    u = P["U_m"]
+    for j in range(3):
+        s_ = t - c[j]
+        shape = (P["U_p"] * (1 - S(s_ - P["tau1"]))
+                 + S(s_ - P["tau1"]) * (1 - S(s_ - P["tau1"] - P["tau2"])) * P["U_p"] * (1 - (s_ - P["tau1"]) / P["tau2"])
+                 + S(s_ - P["tau1"] - P["tau2"]) * P["U_m"])
+        u = u + S(s_) * (1 - S(t - c[j + 1])) * (shape - P["U_m"])
+    alpha = data[4]
+    k, F = x[0] * _STATE_SCALE[0], x[1] * _STATE_SCALE[1]
+    up, ua = 0.5 * (u + sabs(u)), sabs(u)
+    R = alpha * P["F0"] * up - ua * F
+    e = -R / ((P["k_s"] + k) * P["L_c0"] + F * ca.tanh(R / (1e-2 * P["F0"])))
+    rates = ca.vertcat(-(ua + sabs(e)) * k + alpha * P["k0"] * up, -P["k_s"] * P["L_c0"] * e)
+    return ca.Function("fes_smoothed_rates", [x, t, data, q], [rates / _STATE_SCALE])
+
+
+def _pulse_data(trial: FesTrial, t: np.ndarray) -> np.ndarray:
+    """(the last three pulse times at or before each ``t``, the next one, α at ``t``): 5 × N;
+    a missing pulse is placed 1000 s away (its cycle has no effect)."""
+    pulses = np.concatenate([[-1e3] * 3, trial.pulse_times, [1e3]])
+    i = np.searchsorted(pulses, t, side="right") - 1
+    return np.vstack([pulses[i - 2], pulses[i - 1], pulses[i], pulses[i + 1], np.interp(t, trial.time, trial.alpha)])
+
+
+def simulate_smoothed(params: Mapping[str, float], trial: FesTrial, width: float = 5e-4) -> np.ndarray:
+    """Force (N) at the samples of ``trial`` by the smoothed model (:func:`smoothed_rates`),
+    integrated without events by SciPy's LSODA (rtol = atol = 1e-8 on the scaled states, steps
+    ≤ 2 ms)."""
+    from scipy.integrate import solve_ivp
+
+    f = smoothed_rates(np.ones(len(NAMES)), width)
+    q = np.array([float(params[n]) for n in NAMES])
+
+    def rhs(t, y):
+        return np.asarray(f(y, t, _pulse_data(trial, np.array([t]))[:, 0], q)).ravel()
+
+    sol = solve_ivp(rhs, (trial.time[0], trial.time[-1]), [0.0, 0.0], t_eval=trial.time, method="LSODA",
+                    rtol=1e-8, atol=1e-8, max_step=2e-3)
+    return sol.y[1] * _STATE_SCALE[1]
+
+
+def identify_smoothed(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = None, *, h: float = 5e-4,
+                      width: float = 5e-4, degree: int = 3, max_iter: int = 500, print_level: int = 0) -> dict:
+    """The identification of :func:`identify` with the smoothed model of :func:`smoothed_rates`
+    instead of phases: one uniform mesh of step ``h`` (no rounds, nothing moves with the clock
+    times), the same Radau collocation, exact Hessian, least squares and standard errors.  A
+    baseline: its error comes from the smoothing of width ``width``."""
+    import time as _time
+
+    trials = list(trials)
+    t_start = _time.perf_counter()
+    cur = {**GUESS, **(guess or {})}
+    scale = np.array([abs(GUESS[n]) for n in NAMES])
+    lo = np.array([1.0, 1.0, 0.1, -1e3, 0.0, 1e-3, 1e-3]) / scale
+    hi = np.array([1e5, 1e7, 1e3, -1e-3, 0.05, 0.5, 0.5]) / scale
+    chain = co.IntervalChain(smoothed_rates(scale, width), degree)
+    layouts = []
+    for tr in trials:
+        n = int(np.ceil((tr.time[-1] - tr.time[0]) / h - 1e-9))
+        t_num = tr.time[0] + h * np.arange(n)
+        zero = np.zeros((n, len(NAMES)))
+        interval = np.clip(np.searchsorted(t_num - 1e-9, tr.time, side="right") - 1, 0, n - 1)
+        tc = (t_num[:, None] + chain.tau[None, :] * h).ravel()
+        F = np.interp(tc, tr.time, tr.force)
+        x_guess = np.vstack([F / max(tr.force.max(), 1.0) * 3e4 * np.interp(tc, tr.time, tr.alpha), F])
+        layouts.append(_Layout((t_num, zero), (np.full(n, h), zero), (t_num, zero), (np.zeros(0), np.zeros((0, len(NAMES)))),
+                               _pulse_data(tr, t_num + 0.5 * h), ("smooth",) * n, interval,
+                               x_guess / _STATE_SCALE[:, None]))
+    t0 = _time.perf_counter()
+    q, w, g_eq, _, r, hess, jac, reads = _nlp(trials, layouts, chain)
+    V = ca.vertcat(q, w)
+    opts = co.Ipopt(tol=1e-10, max_iter=max_iter, print_level=print_level,
+                    extra={"acceptable_iter": 5, "acceptable_tol": 1e-6}).nlpsol_options()
+    solver = ca.nlpsol("fes_smoothed", "ipopt", {"x": V, "f": 0.5 * ca.sumsqr(r) / r.shape[0], "g": g_eq},
+                       {**opts, "hess_lag": hess, "jac_g": jac})
+    build_s = _time.perf_counter() - t0
+    t0 = _time.perf_counter()
+    x0 = np.concatenate([np.array([cur[n] for n in NAMES]) / scale] + [lay.x_guess.ravel(order="F") for lay in layouts])
+    sol = solver(x0=x0, lbx=np.concatenate([lo, -np.inf * np.ones(w.shape[0])]),
+                 ubx=np.concatenate([hi, np.inf * np.ones(w.shape[0])]), lbg=0, ubg=0)
+    solve_s = _time.perf_counter() - t0
+    stats = solver.stats()
+    Vv = np.array(sol["x"]).ravel()
+    params = {n: float(Vv[i] * scale[i]) for i, n in enumerate(NAMES)}
+    cov, se, states, rv, s2 = _gauss_newton(jac, Vv, V, r, reads, g_eq.shape[0], scale)
+    return {"problem": "fes-muscle", "formulation": "smoothed", "parameters": params,
+            "standard_errors": dict(zip(NAMES, se.tolist())), "success": bool(stats["success"]),
+            "status": stats["return_status"], "iterations": int(stats["iter_count"]), "build_s": build_s,
+            "solve_s": solve_s, "time_s": _time.perf_counter() - t_start, "residual_std": float(np.sqrt(s2)),
+            "variables": int(V.shape[0]), "samples": len(rv), "states": states, "width_s": width, "h_s": h}
 
 
 #: Units and meanings of :data:`NAMES` (contract §2 `fes-muscle`; Wieber & Billet 2006 §4).
@@ -478,14 +683,24 @@ DESCRIPTIONS = {"F0": "maximal isometric force", "k0": "maximal stiffness of the
                 "tau2": "linear fall of the calcium clock"}
 #: ``colloc identify`` methods → Radau degree of the multi-phase collocation.
 DEGREES = {"radau2": 2, "radau3": 3}
+#: The method when none is named (``colloc identify fes-muscle`` without ``--method``, a batch
+#: row without one, :func:`identify_result`): degree 3, that of :func:`identify`.
+DEFAULT_METHOD = "radau3"
 
 
-def identify_result(trials: Sequence[FesTrial], *, method: str = "radau3", guess: Mapping[str, float] | None = None,
+def default_method(trials: Sequence[FesTrial], options: Mapping) -> str:
+    """``colloc identify fes-muscle`` (or a batch row) without ``--method``: :data:`DEFAULT_METHOD`,
+    the degree of :func:`identify`, not the other problems' ``radau2``."""
+    return DEFAULT_METHOD
+
+
+def identify_result(trials: Sequence[FesTrial], *, method: str = DEFAULT_METHOD, guess: Mapping[str, float] | None = None,
                     bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
                     h_max: float = 0.002) -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (the table, JSON document and plot of
     ``colloc identify``), with the event-driven simulation check of every trial.  ``method``:
-    ``radau2`` or ``radau3`` (the Radau degree); ``bounds`` narrow the unknowns' bounds."""
+    ``radau3`` (default, :data:`DEFAULT_METHOD`) or ``radau2`` (the Radau degree); ``bounds``
+    narrow the unknowns' bounds."""
     import time as _time
 
     import pandas as pd

@@ -29,3 +29,55 @@ def clean_pendulum_trial():
 def noisy_pendulum_trial():
     """10 s of pendulum data at 100 Hz with σ = 0.05 rad (seed 1)."""
     return pendulum.simulate_trial(noise_std=0.05, seed=1, name="noisy.csv")
+
+
+def _fes_brute_force(time, pulse, alpha, p, substeps=100):
+    """`fes-muscle` force written apart from the library, straight from the contract (§2): the
+    calcium clock u(t) from its definition, eqs. (8)–(10) solved for ε̇_c by trying both signs,
+    classical RK4 with ``substeps`` steps per sample (1e-5 s at 1 kHz; the clock's switching
+    times lie on that grid, so each step sees one branch of u, evaluated by that branch's own
+    formula at the step's three RK4 times).  α is constant over each sample interval (its value
+    at the interval's start)."""
+    time = np.asarray(time, dtype=float)
+    alpha = np.broadcast_to(np.asarray(alpha, dtype=float), time.shape)
+    starts = time[np.asarray(pulse) == 1] + p["tau"]
+    h = (time[1] - time[0]) / substeps
+    t0 = time[0] + h * np.arange((len(time) - 1) * substeps)
+    mid = t0 + 0.5 * h
+    k = np.searchsorted(starts, mid, side="right") - 1  # the cycle holding each step's middle
+    s0 = t0 - starts[np.maximum(k, 0)]  # time since that cycle began, at the step's start
+    smid = s0 + 0.5 * h
+    plateau = (k >= 0) & (smid < p["tau1"])
+    fall = (k >= 0) & ~plateau & (smid < p["tau1"] + p["tau2"])
+    u = np.empty((len(t0), 3))
+    for j, c in enumerate((0.0, 0.5, 1.0)):
+        s = s0 + c * h
+        u[:, j] = np.where(plateau, p["U_p"], np.where(fall, p["U_p"] * (1 - (s - p["tau1"]) / p["tau2"]), p["U_m"]))
+
+    def f(y, u_, a):
+        kc, F = y
+        up, ua = max(u_, 0.0), abs(u_)
+        for sgn in (-1.0, 1.0):  # shortening (ε̇_c ≤ 0) or lengthening: the sign that is consistent
+            d = -(a * p["F0"] * up - ua * F) / ((p["k_s"] + kc) * p["L_c0"] - sgn * F)
+            if d * sgn >= 0:
+                break
+        return np.array([-(ua + abs(d)) * kc + a * p["k0"] * up, -p["k_s"] * p["L_c0"] * d])
+
+    y, out = np.zeros(2), [0.0]
+    for i in range(len(time) - 1):
+        a = float(alpha[i])
+        for n in range(i * substeps, (i + 1) * substeps):
+            ua, um, ub = u[n]
+            k1 = f(y, ua, a)
+            k2 = f(y + 0.5 * h * k1, um, a)
+            k3 = f(y + 0.5 * h * k2, um, a)
+            k4 = f(y + h * k3, ub, a)
+            y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+        out.append(y[1])
+    return np.array(out)
+
+
+@pytest.fixture(scope="session")
+def fes_brute_force():
+    """An independent generator of `fes-muscle` force (brute-force RK4, see above)."""
+    return _fes_brute_force

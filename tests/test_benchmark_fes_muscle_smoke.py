@@ -7,13 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.slow  # ~30-50 s: kept out of the default lane's budget
-def test_fes_muscle_benchmark_quick(tmp_path):
+def test_fes_muscle_benchmark_quick(tmp_path):  # ~7 s (one 0.3 s train, both formulations)
     out = tmp_path / "fes.json"
     proc = subprocess.run([sys.executable, "benchmarks/fes_muscle.py", "--quick", "--out", str(out)],
                           check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -24,3 +21,6 @@ def test_fes_muscle_benchmark_quick(tmp_path):
     assert row["smoothed_max_error_N"] > 0
     assert doc["identification"]["success"]
     assert max(abs(v) for v in doc["identification"]["relative_errors"].values()) < 1e-3
+    smooth = doc["smoothed_identification"]  # the no-events baseline, side by side
+    assert smooth["formulation"] == "smoothed" and smooth["time_s"] > 0
+    assert smooth["max_abs_relative_error"] > doc["identification"]["max_abs_relative_error"]

@@ -82,61 +82,9 @@ def test_switch_hysteresis_no_chattering():
     assert 1e-10 < SQRT_EPS
 
 
-def _fes_reference(time, pulse, alpha, p, substeps=100):
-    """Brute force, written apart from the library: u(t) straight from the clock's definition
-    and classical RK4 with 1e-5 s steps (the clock's switching times are on this grid)."""
-    starts = time[pulse == 1] + p["tau"]
-
-    def u_of(t):
-        before = starts[starts <= t + 1e-12]
-        if len(before) == 0:
-            return p["U_m"]
-        s = t - before[-1]
-        if s < p["tau1"] - 1e-12:
-            return p["U_p"]
-        if s < p["tau1"] + p["tau2"] - 1e-12:
-            return p["U_p"] * (1 - (s - p["tau1"]) / p["tau2"])
-        return p["U_m"]
-
-    def f(t, y, u):
-        k, F = y
-        up, ua = max(u, 0.0), abs(u)
-        # solve eqs. (9)-(10) for eps_c' by trying both signs
-        for sgn in (-1.0, 1.0):
-            d = -(alpha * p["F0"] * up - ua * F) / ((p["k_s"] + k) * p["L_c0"] - sgn * F)
-            if d * sgn >= 0:
-                break
-        return np.array([-(ua + abs(d)) * k + alpha * p["k0"] * up, -p["k_s"] * p["L_c0"] * d])
-
-    y = np.zeros(2)
-    out = [0.0]
-    h = (time[1] - time[0]) / substeps
-    for i in range(len(time) - 1):
-        for j in range(substeps):
-            t = time[i] + j * h
-            u = u_of(t + 0.5 * h)  # piecewise smooth on the step: u at the step's middle sets its branch
-            t0 = t
-            k1 = f(t0, y, u_fn(u_of, t0, h, 0.0))
-            k2 = f(t0, y + 0.5 * h * k1, u_fn(u_of, t0, h, 0.5))
-            k3 = f(t0, y + 0.5 * h * k2, u_fn(u_of, t0, h, 0.5))
-            k4 = f(t0, y + h * k3, u_fn(u_of, t0, h, 1.0))
-            y = y + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-            del u
-        out.append(y[1])
-    return np.array(out)
-
-
-def u_fn(u_of, t0, h, c):
-    """u at t0 + c·h, taken on the step's own branch (one-sided at the step's ends)."""
-    mid = t0 + 0.5 * h
-    if c == 0.5:
-        return u_of(mid)
-    # extrapolate the branch in force at the middle of the step (linear pieces)
-    um, ul = u_of(mid), u_of(mid - 0.25 * h)
-    return um + (ul - um) * (-(c - 0.5) / 0.25)
-
-
-def test_fes_force_matches_brute_force_reference():
+def test_fes_force_matches_brute_force_reference(fes_brute_force):
+    # gaps of 30 and 20 ms: interrupted falls and plateaus; the reference (tests/conftest.py) is
+    # RK4 with 1e-5 s steps written from the contract, apart from the library
     from colloc_problems import fes_muscle as fm
 
     time = np.arange(301) / 1000.0
@@ -144,5 +92,5 @@ def test_fes_force_matches_brute_force_reference():
     pulse[[10, 40, 60, 80, 100]] = 1  # gaps of 30 and 20 ms: interrupted falls and plateaus
     alpha = 0.7
     force = fm.simulate(fm.TRUE, time, pulse, np.full_like(time, alpha))
-    ref = _fes_reference(time, pulse, alpha, {**fm.TRUE, **fm.KNOWN})
+    ref = fes_brute_force(time, pulse, alpha, {**fm.TRUE, **fm.KNOWN})
     assert np.max(np.abs(force - ref)) / np.max(np.abs(ref)) < 1e-6

@@ -35,6 +35,15 @@ class Ipopt:
     mumps_pivot_order : int
         MUMPS ordering; 6 (QAMD) scales far better than the default when constant
         parameters couple every node.
+    mumps_permuting_scaling : int
+        MUMPS's ICNTL(6) (IPOPT's ``mumps_permuting_scaling``): 0 (default here) no
+        maximum-transversal permutation and scaling; IPOPT's own default is 7 (automatic).
+        With parameters coupling every node, the automatic choice can make the first
+        factorization need many times the memory its analysis predicted (IPOPT then
+        reports ``MUMPS returned INFO(1) = -9 ... reallocating`` again and again and does
+        not get past it): four 2 s `fes-muscle` records never finished their first
+        iteration with 7 and solve in seconds with 0; the two-link seed case is as fast
+        or faster with 0 (``benchmarks/README.md``, `fes_muscle.py`).
     print_level : int
         IPOPT's own output (0 = silent, 5 = the usual table).
     parallel : int
@@ -58,6 +67,7 @@ class Ipopt:
     max_iter: int = 500
     linear_solver: str = "mumps"
     mumps_pivot_order: int = 6
+    mumps_permuting_scaling: int = 0
     print_level: int = 0
     parallel: int = 1
     standard_errors: bool = True
@@ -87,6 +97,7 @@ class Ipopt:
         }
         if self.linear_solver == "mumps":
             opts["ipopt.mumps_pivot_order"] = int(self.mumps_pivot_order)
+            opts["ipopt.mumps_permuting_scaling"] = int(self.mumps_permuting_scaling)
         if self.hessian == "limited-memory":
             opts["ipopt.hessian_approximation"] = "limited-memory"
         for k, v in (self.extra or {}).items():

@@ -44,7 +44,7 @@ class FitSpec:
     fit_id: str
     problem: str
     data: tuple[str, ...]
-    method: str = DEFAULT_METHOD
+    method: str | None = DEFAULT_METHOD  # None (a manifest row without one): the problem's own choice
     group: str = ""
     rows: tuple[int, ...] = ()
 
@@ -109,8 +109,8 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
         if row["problem"] not in known:
             raise DataError(f"{path}: column 'problem', line {line}: unknown problem '{row['problem']}'; "
                             f"available: {', '.join(sorted(known))}")
-        method = row.get("method") or DEFAULT_METHOD
-        if method not in methods:
+        method = row.get("method") or None  # none named: the problem's own choice, as `colloc identify`
+        if method is not None and method not in methods:
             raise DataError(f"{path}: column 'method', line {line}: unknown method '{method}'; "
                             f"available: {', '.join([*METHODS, *BASELINES])}")
         data = Path(row["data"])

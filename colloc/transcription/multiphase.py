@@ -301,14 +301,24 @@ def _assemble(n_rows: int, n_cols: int, parts, constant=None):
         cr, cc = ca.DM(constant).sparsity().get_triplet()
         R.append(np.asarray(cr, dtype=int)), C.append(np.asarray(cc, dtype=int)), S.append(base + np.arange(len(cr)))
     R, C, S = (np.concatenate(v).astype(np.int64) for v in (R, C, S))
-    sp = ca.Sparsity.triplet(n_rows, n_cols, R.tolist(), C.tolist())
-    colind, row = np.array(sp.colind()), np.array(sp.row())
-    keys = np.repeat(np.arange(n_cols), np.diff(colind)).astype(np.int64) * n_rows + row
+    # the compressed-column patterns are built here (numpy) rather than by Sparsity.triplet:
+    # the same result without CasADi sorting millions of triplets
+    keys = np.sort(C * n_rows + R)
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if keys.size else keys
+    sp = _ccs(n_rows, n_cols, keys % n_rows, keys // n_rows)
     pos = np.searchsorted(keys, C * n_rows + R)
     n_src = base + (0 if constant is None else ca.DM(constant).nnz())
-    scatter = ca.DM(ca.Sparsity.triplet(sp.nnz(), n_src, pos.tolist(), S.tolist()), 1.0)
+    order = np.argsort(S, kind="stable")  # one nonzero per source column: its row is the target
+    scatter = ca.DM(_ccs(len(keys), n_src, pos[order], S[order]), 1.0)
     stacked = ca.vertcat(*[v.nz[:] for v, _, _ in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
     return ca.MX(sp, ca.mtimes(scatter, stacked))
+
+
+def _ccs(n_rows: int, n_cols: int, rows: np.ndarray, cols: np.ndarray) -> ca.Sparsity:
+    """The sparsity of nonzeros at (``rows``, ``cols``), given sorted by column then row and
+    without repeats."""
+    colind = np.searchsorted(cols, np.arange(n_cols + 1), side="left")
+    return ca.Sparsity(int(n_rows), int(n_cols), colind.tolist(), np.asarray(rows, dtype=np.int64).tolist())
 
 
 def _row(aff, select=None):
