@@ -427,7 +427,7 @@ def _assemble(n_rows: int, n_cols: int, parts, constant=None):
     pos = np.searchsorted(keys, C * n_rows + R)
     n_src = base + (0 if constant is None else ca.DM(constant).nnz())
     scatter = ca.DM(ca.Sparsity.triplet(sp.nnz(), n_src, pos.tolist(), S.tolist()), 1.0)
-    stacked = ca.vertcat(*[v.nz[:] for v, _, _ in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
+    stacked = ca.vertcat(*[ca.vec(v.nz[:]) for v, _, _ in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
     return ca.MX(sp, ca.mtimes(scatter, stacked))
 
 
