@@ -705,7 +705,6 @@ def _sequences(trials, sequences, glued):
 #: A fit whose residuals (each divided by its signal's noise) have an rms above this is reported
 #: as ``poor_fit`` (not a success): the model with these phases does not explain the record.
 POOR_FIT = 1.5
-_IPOPT_EXTRA: dict = {}
 
 
 def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
@@ -757,7 +756,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
                                                      "g": nlp.g},
                                {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
                                 "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5,
-                                "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6, **_IPOPT_EXTRA,
+                                "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6,
                                 "hess_lag": nlp.hess, "jac_g": nlp.jac,
                                 **({"ipopt.mu_init": 1e-5} if warm is not None else {})})
             p_num = np.concatenate([[cur["kp"] / SCALE[0], cur["kd"] / SCALE[1]], *[np.asarray(t, float) for t in taus]])
@@ -781,7 +780,31 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
         return dict(sol=sol, nlp=nlp, Vv=Vv, stats=stats, ok=ok, settled=settled, taus=taus, cur=cur,
                     history=history)
 
+    def fit_ok(d):
+        return d["ok"] and d["settled"] and _rms(d) <= POOR_FIT
+
     best = attempt(taus, dict(cur))
+    if not glued and not fit_ok(best):
+        # the switching times from θ_foot are poor when a lift is small against the noise, and the
+        # fit may keep a pivot phase that is too short (a local minimum): start again from every
+        # pivot phase widened by 60 % of its length on each side; keep the better fit
+        wide = []
+        for k, tr in enumerate(trials):
+            seq, new = seqs[k], list(taus[k])
+            pts = [seq[0][1], *taus[k], seq[-1][2]]
+            for i, (m, _a, _b) in enumerate(seq):
+                if m == "flat":
+                    continue
+                span = pts[i + 1] - pts[i]
+                if i > 0 and seq[i - 1][0] == "flat":
+                    new[i - 1] = max(pts[i] - 0.6 * span, 0.5 * (pts[i - 1] + pts[i]))
+                if i + 1 < len(seq) and seq[i + 1][0] == "flat":
+                    new[i] = min(pts[i + 1] + 0.6 * span, 0.5 * (pts[i + 1] + pts[i + 2]))
+            wide.append(new)
+        if wide != taus:
+            other = attempt(wide, dict(cur))
+            if (fit_ok(other), -float(other["sol"]["f"])) > (fit_ok(best), -float(best["sol"]["f"])):
+                best = other
     sol, nlp, Vv, stats = best["sol"], best["nlp"], best["Vv"], best["stats"]
     cov, s2, rv = _covariance(nlp, sol, nq)
     unit = np.concatenate([SCALE, np.ones(nq - 2)])
@@ -793,7 +816,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
         switches.append([{"time": float(t), "std_error": float(se_all[tpos[k] + i]), "from": m[i], "to": m[i + 1],
                           "kind": "landing" if m[i] != "flat" else "lift-off"}
                          for i, t in enumerate(best["taus"][k])])
-    scale_r = float(np.sqrt(np.mean(rv ** 2)))
+    scale_r = _rms(best)
     status = stats["return_status"]
     success = best["ok"] and best["settled"]
     if success and scale_r > POOR_FIT:
@@ -806,6 +829,12 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             "objective": float(sol["f"]), "residual_scale": float(np.sqrt(s2)), "residual_rms": scale_r,
             "noise": sigs, "modes": modes, "switches": switches, "time_s": _time.perf_counter() - start, **clock,
             "samples": int(len(rv)), "variables": int(nlp.n_var)}
+
+
+def _rms(attempt: dict) -> float:
+    """The rms of the weighted residuals (≈ 1 for a fit that explains the record to its noise)."""
+    r = ca.Function("r", [attempt["nlp"].V], [attempt["nlp"].r])(attempt["Vv"])
+    return float(np.sqrt(np.mean(np.asarray(r).ravel() ** 2)))
 
 
 def _covariance(nlp: _NLP, sol, nq: int):
@@ -882,7 +911,10 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
     info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "
                            "sequence read from theta_foot; switching times unknown")
     return co.Result(problem="heel-off", method="multiphase-radau3", success=out["success"], status=out["status"],
-                     message="" if out["success"] else f"IPOPT: {out['status']}", iterations=out["iterations"],
+                     message="" if out["success"] else (
+                         f"poor fit: the weighted residuals' rms is {out['residual_rms']:.2f} (> {POOR_FIT}; the "
+                         "noise's is 1): a local minimum or a model that does not explain the record"
+                         if out["status"] == "poor_fit" else f"IPOPT: {out['status']}"), iterations=out["iterations"],
                      objective=out["objective"], parameters=out["parameters"],
                      standard_errors=out["standard_errors"], covariance=cov, trajectories={}, measurements={},
                      residuals={},
