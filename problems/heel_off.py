@@ -38,7 +38,7 @@ import colloc as co
 
 __all__ = ["BODY", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "PULSES",
            "STATE_NAMES", "TRUE", "HeelOffTrial", "contact_system", "detect_modes", "excitation", "identify",
-           "identify_result", "load_trial", "make_trial", "mode_functions", "problem", "simulate", "write_trial"]
+           "identify_result", "load_trial", "make_trial", "chain_functions", "problem", "simulate", "write_trial"]
 
 #: Geometry and inertia (contract `heel-off`; SI units).  Foot points relative to the ankle
 #: in the foot's frame (x forward, y up, foot flat).
@@ -364,47 +364,88 @@ def _mode_q(mode: str, th_f, th_b):
     return ca.vertcat(A, th_f, th_b)
 
 
-def mode_functions() -> dict:
-    """Per mode, a CasADi function (x, α, λ, a, kp, kd) → (ẋ, residual of Eq. 4, gap of the
-    lifted point): x = [θ_b, θ_f, ω_b, ω_f], α the angular accelerations of the mode's
-    degrees of freedom (θ_b in ``flat``; θ_f, θ_b on a pivot), λ the contact forces of
-    :data:`FORCE_ROWS`.  Also ``impact``: x⁻ at a landing → x⁺ (foot stopped, generalized
-    momentum of θ_b, i.e. the body's angular momentum about the ankle, conserved)."""
+FORCE_SCALE = 100.0  # N: the contact forces are bounded in this unit
+#: One-hot mode flags (the first rows of an interval's data).
+FLAGS = {"flat": (1.0, 0.0, 0.0), "toe": (0.0, 1.0, 0.0), "heel": (0.0, 0.0, 1.0)}
+#: Rows of the path constraints (≥ 0) in each mode: the normal forces of the contacts that
+#: hold (/ FORCE_SCALE) and the lifted point's gap (m).  A lift-off from ``flat`` happens
+#: when the force of the contact that lifts reaches zero: that row is an equality at the
+#: last point of the flat phase (the heel's, row 0, before ``toe``; the toe's, row 1, before ``heel``).
+PATH_ROWS = {"flat": ("heel force", "toe force"), "toe": ("toe force", "heel gap"), "heel": ("heel force", "toe gap")}
+LIFT_ROW = {"toe": 0, "heel": 1}
+SCALE = np.array([1000.0, 100.0])  # the unknowns kp, kd are solved as kp/1000, kd/100
+
+
+def _mode_pieces(x, a, kp, kd):
+    """Per mode: (ẋ, path values) at the state x = [θ_b, θ_f, ω_b, ω_f] with the platform
+    acceleration a: the mode's degrees of freedom (θ_b; θ_f and θ_b on a pivot) accelerate by
+    the reduced equations of motion Jᵀ(M q̈ − f) = 0 (J = ∂q/∂(dofs)), and the contact forces
+    λ of :data:`FORCE_ROWS` solve Cᵀλ = M q̈ − f (Eq. 4 of Wieber & Billet 2006, the
+    contacts' rows C of the mode; no slip)."""
     F = mechanics()
-    x, a, kp, kd = ca.SX.sym("x", 4), ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd")
     out = {}
-    pieces = {}
     for mode in MODES:
-        s, w = ca.vertcat(x[1], x[0]), ca.vertcat(x[3], x[2])
         q = _mode_q(mode, x[1], x[0])
-        Jq = ca.jacobian(q, s)
         if mode == "flat":
-            alpha = ca.SX.sym("alpha", 1)
-            qd = Jq[:, 1] * x[2]
-            qdd = Jq[:, 1] * alpha
-            xdot = ca.vertcat(x[2], 0.0, alpha, 0.0)
+            s, w = x[0], x[2]
         else:
-            alpha = ca.SX.sym("alpha", 2)
-            qd = Jq @ w
-            qdd = Jq @ alpha + ca.jacobian(qd, s) @ w
-            xdot = ca.vertcat(x[2], x[3], alpha[1], alpha[0])
+            s, w = ca.vertcat(x[1], x[0]), ca.vertcat(x[3], x[2])
+        J = ca.jacobian(q, s)
+        qd = J @ w
+        bias = ca.jacobian(qd, s) @ w
         M, f, Ph, Jh, _bh, Pt, Jt, _bt = F(q, qd, a, kp, kd)
-        J = {"heel": Jh, "toe": Jt}
-        C = ca.vertcat(*[J[c][1 if d == "n" else 0, :] for c, d in FORCE_ROWS[mode]])
-        lam = ca.SX.sym("lam", C.shape[0])
-        res = M @ qdd - f - C.T @ lam
-        gap = {"flat": ca.SX(0), "toe": Ph[1], "heel": Pt[1]}[mode]
-        out[mode] = ca.Function(mode, [x, alpha, lam, a, kp, kd], [xdot, res, gap])
-        pieces[mode] = (M, qd)
+        alpha = ca.solve(J.T @ M @ J, J.T @ (f - M @ bias))
+        r = M @ (J @ alpha + bias) - f
+        Jc = {"heel": Jh, "toe": Jt}
+        C = ca.vertcat(*[Jc[c][1 if dd == "n" else 0, :] for c, dd in FORCE_ROWS[mode]])
+        lam = ca.solve(C @ C.T, C @ r) / FORCE_SCALE
+        if mode == "flat":
+            out[mode] = (ca.vertcat(x[2], 0.0, alpha, 0.0), ca.vertcat(lam[0], lam[1]))
+        else:
+            gap = Ph[1] if mode == "toe" else Pt[1]
+            out[mode] = (ca.vertcat(x[2], x[3], alpha[1], alpha[0]), ca.vertcat(lam[0], gap))
+    return out
+
+
+def _impacts() -> dict:
+    """Per pivot mode, the landing as a function x⁻ → x⁺: the foot stops flat and the
+    generalized momentum of θ_b (the body's angular momentum about the ankle) is conserved."""
+    F = mechanics()
     xm = ca.SX.sym("xm", 4)
-    impacts = {}
+    out = {}
     for mode in ("toe", "heel"):
         q = _mode_q(mode, xm[1], xm[0])
         qd = ca.jacobian(q, ca.vertcat(xm[1], xm[0])) @ ca.vertcat(xm[3], xm[2])
         M = F(q, qd, 0, 0, 0)[0]
-        impacts[mode] = ca.Function(f"impact_{mode}", [xm], [ca.vertcat(xm[0], 0.0, (M[3, :] @ qd) / M[3, 3], 0.0)])
-    out["impact"] = impacts
+        out[mode] = ca.Function(f"impact_{mode}", [xm], [ca.vertcat(xm[0], 0.0, (M[3, :] @ qd) / M[3, 3], 0.0)])
     return out
+
+
+_CHAIN: dict = {}
+
+
+def chain_functions(degree: int = 3) -> dict:
+    """The collocation pieces (built once per process): ``chain`` a :class:`colloc.IntervalChain`
+    of the rates ``(x, t, data, p) → ẋ`` and path constraints in every mode (``data`` = the
+    mode's one-hot :data:`FLAGS`, then the knot t_k and the coefficients c0..c3 of the piece
+    a(t) = ((c0·d + c1)·d + c2)·d + c3, d = t − t_k, of the cubic spline through
+    ``platform_acc``; ``p`` = (kp/1000, kd/100)), each interval's times affine in the two
+    switching times that bound its phase; ``landing`` per pivot mode a
+    :class:`colloc.PointFunction` of [x⁻, x⁺]: θ_f(x⁻) = 0 and x⁺ = impact(x⁻)."""
+    if degree not in _CHAIN:
+        x, t, data, p = ca.SX.sym("x", 4), ca.SX.sym("t"), ca.SX.sym("data", 8), ca.SX.sym("p", 2)
+        dt = t - data[3]
+        a = ((data[4] * dt + data[5]) * dt + data[6]) * dt + data[7]
+        pieces = _mode_pieces(x, a, p[0] * SCALE[0], p[1] * SCALE[1])
+        xdot = sum(data[i] * pieces[m][0] for i, m in enumerate(MODES))
+        path = sum(data[i] * pieces[m][1] for i, m in enumerate(MODES))
+        chain = co.IntervalChain(ca.Function("heel_off_rates", [x, t, data, p], [xdot]), degree,
+                                 path=ca.Function("heel_off_path", [x, t, data, p], [path]), n_times=2)
+        z = ca.SX.sym("z", 8)
+        landing = {m: co.PointFunction(ca.Function(f"landing_{m}", [z], [ca.vertcat(z[1], z[4:] - f(z[:4]))]))
+                   for m, f in _impacts().items()}
+        _CHAIN[degree] = {"chain": chain, "landing": landing}
+    return _CHAIN[degree]
 
 
 #: The least noise assumed (rad, rad/s): clean records are weighted as if this noisy.
@@ -417,154 +458,232 @@ def _noise(y: np.ndarray) -> float:
     return 1.4826 * float(np.median(np.abs(d2 - np.median(d2)))) / np.sqrt(6.0)
 
 
-_SPLINES: dict = {}
+@dataclass
+class _Layout:
+    """One record's intervals at the current switching times: numbers only (the symbolic part
+    is the mapped interval Function).  Times are affine ``(a, b)`` in the two switching times
+    that bound each interval's phase (``tindex`` their positions among the unknowns, −1 for a
+    record's fixed ends)."""
+
+    modes: list  # the phases' modes
+    intervals: list  # intervals per phase
+    t: tuple  # interval starts (a: N, b: N × 2)
+    h: tuple  # interval lengths
+    tindex: np.ndarray  # N × 2
+    data: np.ndarray  # 8 × N
+    entries: list  # intervals that start from an entry state: 0, and those after a landing
+    landings: list  # (pivot mode, phase) for each landing (the phase ends in it)
+    interval: np.ndarray  # the interval holding each sample
+    lb_path: np.ndarray  # bounds of the path rows (n_path × N·d)
+    ub_path: np.ndarray
+    x_guess: np.ndarray  # 4 × N·d
 
 
-def _acc_at(trial: HeelOffTrial, t_sym, t_num: float):
-    """a(t) by the not-a-knot cubic spline through the samples of ``platform_acc`` (a smooth
-    platform motion sampled at 100 Hz is followed to O(h⁴); linear interpolation would shrink
-    the peaks by O(h²) and bias kp, kd); the spline piece is the one holding ``t_num``."""
+def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, intervals=None,
+            glued: bool = False) -> _Layout:
+    """The layout of a record with the phase ``sequence`` (mode names), switching times
+    ``taus`` (numbers; unknowns ``tpos``, ``tpos + 1``, ...) and ``intervals`` per phase
+    (default: phases cut into intervals no longer than the sampling step)."""
     from scipy.interpolate import CubicSpline
 
-    key = (id(trial), trial.time.size)
-    if key not in _SPLINES:
-        _SPLINES.clear()
-        _SPLINES[key] = CubicSpline(trial.time, trial.platform_acc)
-    sp = _SPLINES[key]
     tt = trial.time
-    k = int(np.clip(np.searchsorted(tt, t_num, side="right") - 1, 0, len(tt) - 2))
-    d = t_sym - tt[k]
-    c = sp.c[:, k]
-    return ((c[0] * d + c[1]) * d + c[2]) * d + c[3]
+    t0, T, dt = float(tt[0]), float(tt[-1]), float(tt[1] - tt[0])
+    ends = [t0, *map(float, taus), T]
+    nph = len(sequence)
+    if intervals is None:
+        intervals = [max(1, int(np.ceil((ends[k + 1] - ends[k]) / dt - 1e-3))) for k in range(nph)]
+    a, b, ha, hb, tidx, modes_i, entries, landings = [], [], [], [], [], [], [], []
+    for k, mode in enumerate(sequence):
+        n = intervals[k]
+        fixed = [k == 0, k == nph - 1]
+        idx = [-1 if fixed[0] else tpos + k - 1, -1 if fixed[1] else tpos + k]
+        if k == 0 or sequence[k - 1] != "flat":
+            entries.append(len(a))
+        if k + 1 < nph and mode != "flat":
+            landings.append((mode, k))
+        for j in range(n):
+            wt = np.array([1 - j / n, j / n])  # interval start = wt · (phase start, phase end)
+            wh = np.array([-1 / n, 1 / n])
+            a_j = sum(wt[i] * ends[k + i] for i in range(2) if fixed[i])
+            h_j = sum(wh[i] * ends[k + i] for i in range(2) if fixed[i])
+            a.append(a_j), ha.append(h_j)
+            b.append([0.0 if fixed[i] else wt[i] for i in range(2)])
+            hb.append([0.0 if fixed[i] else wh[i] for i in range(2)])
+            tidx.append(idx), modes_i.append(mode)
+    a, b, ha, hb, tidx = np.array(a), np.array(b), np.array(ha), np.array(hb), np.array(tidx)
+    s_num = np.where(tidx >= 0, np.asarray(taus, float)[np.maximum(tidx - tpos, 0)] if len(taus) else 0.0, 0.0)
+    t_num = a + (b * s_num).sum(axis=1)
+    h_num = ha + (hb * s_num).sum(axis=1)
+    sp = CubicSpline(tt, trial.platform_acc)
+    piece = np.clip(np.searchsorted(tt, t_num + 0.5 * h_num, side="right") - 1, 0, len(tt) - 2)
+    data = np.vstack([np.array([FLAGS[m] for m in modes_i]).T, tt[piece], sp.c[:, piece]])
+    # a sample on a boundary (to 1 ns) is read at the start of the later interval
+    interval = np.clip(np.searchsorted(t_num - 1e-9, tt, side="right") - 1, 0, len(t_num) - 1)
+    d, N = chain.degree, len(a)
+    lb = np.full((chain.n_path, N * d), -np.inf if glued else 0.0)
+    ub = np.full((chain.n_path, N * d), np.inf)
+    last = np.cumsum(intervals) * d - 1  # the last collocation point of each phase
+    for k, mode in enumerate(sequence[:-1]):
+        if mode != "flat":  # the landing point: the gap is 0 by the landing condition
+            lb[1, last[k]] = -np.inf
+        elif not glued:  # lift-off: the lifting contact's force reaches zero
+            lb[LIFT_ROW[sequence[k + 1]], last[k]] = ub[LIFT_ROW[sequence[k + 1]], last[k]] = 0.0
+    tc = (t_num[:, None] + chain.tau[None, :] * h_num[:, None]).ravel()
+    sig = trial.signals
+    cols = []
+    for i, nme in enumerate(STATE_NAMES):
+        y = sig[nme] if nme in sig else np.gradient(sig[STATE_NAMES[i - 2]], tt)
+        cols.append(np.interp(tc, tt, y))
+    x_guess = np.vstack(cols)
+    flat = np.repeat(np.array([m == "flat" for m in modes_i]), d)
+    x_guess[1:4:2, flat] = 0.0
+    return _Layout(list(sequence), list(intervals), (a, b), (ha, hb), tidx, data, entries, landings, interval,
+                   lb, ub, x_guess)
 
 
-FORCE_SCALE = 100.0  # N: contact forces (and the residuals of Eq. 4) are solved in this unit
+def _same_layout(a: _Layout, b: _Layout) -> bool:
+    return np.array_equal(a.interval, b.interval) and np.array_equal(a.data, b.data)
 
 
-def _build(trial: HeelOffTrial, sequence, p_num: np.ndarray, sig: dict, degree: int, fns: dict, P, intervals=None,
-           glued: bool = False):
-    """The NLP pieces of one record for the mode ``sequence`` with the unknowns at ``p_num``
-    (kp/1000, kd/100, switching times)."""
-    T = float(trial.time[-1])
-    t0 = float(trial.time[0])
-    nsw = len(sequence) - 1
-    q, kp, kd = P["q"], P["kp"], P["kd"]
-    taus = [q[2 + P["offset"] + i] for i in range(nsw)]
-    tau_num = [float(p_num[2 + P["offset"] + i]) for i in range(nsw)]
-    bounds = [t0, *taus, T]
-    bounds_num = [t0, *tau_num, T]
-    h_max = float(trial.time[1] - trial.time[0])
-    first = sequence[0][0]
-    x0 = ca.SX.sym("x0", 2 if first == "flat" else 4)
-    X0 = ca.vertcat(x0[0], 0.0, x0[1], 0.0) if first == "flat" else x0
-    phases = []
-    for k, (mode, _a, _b) in enumerate(sequence):
-        n = intervals[k] if intervals else max(1, int(np.ceil((bounds_num[k + 1] - bounds_num[k]) / h_max - 1e-9)))
-        if k == 0:
-            reset = (lambda _x, X0=X0: X0)
-        elif sequence[k - 1][0] != "flat":
-            reset = (lambda xm, prev=sequence[k - 1][0]: fns["impact"][prev](xm))
-        else:
-            reset = None
-        phases.append(co.Phase(mode, bounds[k], bounds[k + 1], n, reset))
-    extra_w, extra_lb, extra_ub, extra_w0, eq, ineq = [], [], [], [], [], []
-    t_fun = {}
+class _NLP:
+    """The NLP of one round (records × layouts): variables V = [kp/1000, kd/100, switching
+    times, then per record its entry states (4 per entry) and collocation states], the
+    constraints g = [defects, landings, path constraints, ordering of the switching times],
+    the residuals r, and the block-assembled exact Hessian and Jacobian."""
 
-    def dynamics(mode, t, X, _t0):
-        tn = float(ca.evalf(ca.substitute(t, q, ca.DM(p_num))))
-        t_fun.setdefault(mode, 0)
-        nal = 1 if mode == "flat" else 2
-        alpha = ca.SX.sym("al", nal)
-        lam = ca.SX.sym("lm", len(FORCE_ROWS[mode]))
-        xdot, res, gap = fns[mode](X, alpha, lam * FORCE_SCALE, _acc_at(trial, t, tn), kp, kd)
-        extra_w.extend([alpha, lam])
-        extra_w0.append(np.zeros(nal))
-        extra_w0.append(np.array([7.0 if d == "n" else 0.0 for _c, d in FORCE_ROWS[mode]]))
-        extra_lb.append(-np.inf * np.ones(nal))
-        extra_ub.append(np.inf * np.ones(nal))
-        extra_lb.append(np.array([0.0 if d == "n" and not glued else -np.inf for _c, d in FORCE_ROWS[mode]]))
-        extra_ub.append(np.inf * np.ones(len(FORCE_ROWS[mode])))
-        eq.append(res / FORCE_SCALE)
-        if mode != "flat":
-            ineq.append((gap, X))
-        return xdot
+    def __init__(self, trials, layouts, sigs, fitted, pieces, nq: int, tpos: list):
+        chain, land = pieces["chain"], pieces["landing"]
+        nx, d = chain.nx, chain.degree
+        self.layouts = layouts
+        n_x = [nx * len(lay.entries) + nx * d * len(lay.t[0]) for lay in layouts]
+        n_var = nq + sum(n_x)
+        V = ca.MX.sym("V", n_var)
+        Vz = ca.vertcat(V, 0.0)  # index n_var: the constant 0 (a record's fixed ends)
+        p = V[:2]
+        lam_f = ca.MX.sym("lam_f")
+        n_samples = sum(len(tr.time) * len(fitted[i]) for i, tr in enumerate(trials))
+        g_def, g_land, g_path, resid = [], [], [], []
+        self.samples = n_samples
+        self.reads = []
+        parts = []  # per record: arguments of the chain
+        off = nq
+        self.entry_index, self.xc_offset = [], []
+        for k, (tr, lay) in enumerate(zip(trials, layouts)):
+            N = len(lay.t[0])
+            ne = len(lay.entries)
+            eidx = off + np.arange(ne * nx).reshape(ne, nx)
+            X = ca.reshape(V[off:off + ne * nx], nx, ne)
+            xoff = off + ne * nx
+            xc = ca.reshape(V[xoff:xoff + nx * N * d], nx, N * d)
+            tix = np.where(lay.tindex >= 0, lay.tindex, -1)
+            S = ca.reshape(Vz[np.where(tix >= 0, tix, n_var).ravel().tolist()], 2, N)
+            kw = dict(s=S, entry=(lay.entries, X))
+            ix = dict(time_index=tix, entry_index=(lay.entries, eidx))
+            parts.append((xc, kw, ix, xoff))
+            self.entry_index.append(eidx)
+            self.xc_offset.append(xoff)
+            g_def.append(ca.vec(chain.defects(None, xc, lay.t, lay.h, lay.data, p, **kw)))
+            g_path.append(ca.vec(chain.paths(None, xc, lay.t, lay.h, lay.data, p, **kw)))
+            states = chain.values(None, xc, lay.interval, tr.time, lay.t, lay.h, p, **kw)
+            self.reads.append(states)
+            for nme in fitted[k]:
+                i = STATE_NAMES.index(nme)
+                resid.append((states[i, :].T - tr.signals[nme]) / sigs[k][nme])
+            off = xoff + nx * N * d
+        # landings: [x at the phase's last point, the next phase's entry state]
+        land_idx = {"toe": [], "heel": []}
+        for k, lay in enumerate(layouts):
+            xoff = self.xc_offset[k]
+            last = np.cumsum(lay.intervals) * d - 1
+            for mode, ph in lay.landings:
+                e = lay.entries.index(int(np.sum(lay.intervals[:ph + 1])))
+                land_idx[mode].append(np.concatenate([xoff + last[ph] * nx + np.arange(nx), self.entry_index[k][e]]))
+        land_idx = {m: np.array(v, dtype=int).reshape(-1, 2 * nx) for m, v in land_idx.items() if v}
+        for m, idx in land_idx.items():
+            g_land.append(ca.vec(land[m](V, idx)))
+        # ordering of the switching times (linear): τ_{i+1} − τ_i ≥ a quarter of a sample step
+        order_rows, order_lb = [], []
+        for k, (tr, lay) in enumerate(zip(trials, layouts)):
+            m = len(lay.modes) - 1
+            dt = float(tr.time[1] - tr.time[0])
+            pts = [("c", float(tr.time[0]))] + [("v", tpos[k] + i) for i in range(m)] + [("c", float(tr.time[-1]))]
+            for i in range(len(pts) - 1):
+                row, lo = np.zeros(n_var), 0.25 * dt
+                for sign, (kind, v) in ((-1, pts[i]), (1, pts[i + 1])):
+                    if kind == "v":
+                        row[v] += sign
+                    else:
+                        lo -= sign * v
+                if np.any(row):
+                    order_rows.append(row), order_lb.append(lo)
+        n_def = sum(int(x.shape[0]) for x in g_def)
+        n_land = sum(int(x.shape[0]) for x in g_land)
+        n_path = sum(int(x.shape[0]) for x in g_path)
+        n_order = len(order_rows)
+        n_con = n_def + n_land + n_path + n_order
+        lam_g = ca.MX.sym("lam_g", n_con)
+        hess_blocks, jac_blocks = [], []
+        r_def, r_path = 0, n_def + n_land
+        for k, (tr, lay) in enumerate(zip(trials, layouts)):
+            xc, kw, ix, xoff = parts[k]
+            N = len(lay.t[0])
+            args = (None, xc, lay.t, lay.h, lay.data, p)
+            size, psize = nx * N * d, chain.n_path * N * d
+            lam = ca.reshape(lam_g[r_def:r_def + size], nx, N * d)
+            mu = ca.reshape(lam_g[r_path:r_path + psize], chain.n_path, N * d)
+            hess_blocks.append(chain.defect_block(*args, lam, xoff, [0, 1], **kw, **ix))
+            hess_blocks.append(chain.path_block(*args, mu, xoff, [0, 1], **kw, **ix))
+            jac_blocks.append(chain.jacobian_block(*args, xoff, [0, 1], r_def, **kw, **ix))
+            jac_blocks.append(chain.path_jacobian_block(*args, xoff, [0, 1], r_path, **kw, **ix))
+            for nme in fitted[k]:
+                c = np.zeros(nx)
+                c[STATE_NAMES.index(nme)] = 1.0 / sigs[k][nme]
+                hess_blocks.append(chain.fit_block(None, xc, lay.interval, tr.time, lay.t, lay.h, p, c,
+                                                   tr.signals[nme] / sigs[k][nme], lam_f / n_samples, xoff, [0, 1],
+                                                   s=kw["s"], entry=kw["entry"], **ix))
+            r_def += size
+            r_path += psize
+        r_land = n_def
+        for m, idx in land_idx.items():
+            lam = ca.reshape(lam_g[r_land:r_land + land[m].m * len(idx)], land[m].m, len(idx))
+            hess_blocks.append(land[m].hessian_block(V, idx, lam))
+            jac_blocks.append(land[m].jacobian_block(V, idx, r_land))
+            r_land += land[m].m * len(idx)
+        constant = ca.DM(n_con, n_var)
+        if order_rows:
+            constant[n_def + n_land + n_path:, :] = np.vstack(order_rows)
+        g_order = ca.mtimes(ca.DM(np.vstack(order_rows)), V) if order_rows else ca.MX(0, 1)
+        G = ca.vertcat(*g_def, *g_land, *g_path, g_order)
+        self.V, self.g, self.r = V, G, ca.vertcat(*resid)
+        self.hess = ca.Function("hess_lag", [V, ca.MX(0, 1), lam_f, lam_g], [chain.hessian(n_var, hess_blocks)],
+                                ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])
+        self.jac = ca.Function("jac_g", [V, ca.MX(0, 1)], [G, chain.jacobian(n_con, n_var, jac_blocks, constant)],
+                               ["x", "p"], ["g", "jac_g_x"])
+        self.lbg = np.concatenate([np.zeros(n_def + n_land), *[lay.lb_path.ravel(order="F") for lay in layouts],
+                                   np.array(order_lb)])
+        self.ubg = np.concatenate([np.zeros(n_def + n_land), *[lay.ub_path.ravel(order="F") for lay in layouts],
+                                   np.inf * np.ones(n_order)])
+        self.sizes = dict(defects=n_def, landings=n_land, path=n_path, order=n_order)
+        # bounds: kp, kd > 0; a record that starts flat starts with θ_f = ω_f = 0
+        self.lbx = np.full(n_var, -np.inf)
+        self.ubx = np.full(n_var, np.inf)
+        self.lbx[:2] = 1e-3
+        for k, lay in enumerate(layouts):
+            if lay.modes[0] == "flat":
+                self.lbx[self.entry_index[k][0][[1, 3]]] = 0.0
+                self.ubx[self.entry_index[k][0][[1, 3]]] = 0.0
+        self.n_var, self.n_con = n_var, n_con
 
-    sigs = {n: trial.signals[n] for n in STATE_NAMES if n in trial.signals}
-    fitted = [n for n in sigs if not (glued and n.endswith("_foot"))]
-    tt = trial.time
-
-    def x_guess(t):
-        out = []
-        for i, n in enumerate(STATE_NAMES):
-            if n in sigs:
-                out.append(float(np.interp(t, tt, sigs[n])))
-            else:  # ω from the differentiated angle
-                ang = sigs[STATE_NAMES[i - 2]]
-                out.append(float(np.interp(t, tt, np.gradient(ang, tt))))
-        return np.array(out)
-
-    tp = co.transcribe_phases(phases, dynamics, np.zeros(4), q, p_num, x_guess, degree)
-    # landing: every pivot phase that is followed by another ends with θ_f = 0
-    ends = [tp.blocks[k][1][-1][-1] for k, (mode, _a, _b) in enumerate(sequence[:-1]) if mode != "flat"]
-    landing = [X[1] for X in ends]
-    # the gap at a landing's last point is the landing condition itself (kept as an equality)
-    ineq = [gap for gap, X in ineq if not any(X is E for E in ends)]
-    # the phase holding each sample (at p_num)
-    idx = np.clip(np.searchsorted(np.array(bounds_num[1:-1]), tt, side="right"), 0, len(sequence) - 1)
-    resid, owner = [], []
-    for k in range(len(sequence)):
-        sel = np.flatnonzero(idx == k)
-        if not sel.size:
-            continue
-        xs = tp.state_at(k, tt[sel])
-        for xk, j in zip(xs, sel):
-            for i, n in enumerate(STATE_NAMES):
-                if n in fitted:
-                    resid.append((xk[i] - sigs[n][j]) / sig[n])
-                    owner.append(n)
-    x0_guess = x_guess(t0)
-    x0_guess = x0_guess[[0, 2]] if first == "flat" else x0_guess
-    w = ca.vertcat(x0, tp.w, *extra_w)
-    w0 = np.concatenate([x0_guess, tp.w_guess, *extra_w0])
-    lbw = np.concatenate([-np.inf * np.ones(x0.shape[0] + tp.w.shape[0]), *extra_lb])
-    ubw = np.concatenate([np.inf * np.ones(x0.shape[0] + tp.w.shape[0]), *extra_ub])
-    return dict(w=w, w0=w0, lbw=lbw, ubw=ubw, eq=ca.vertcat(tp.g, *eq), landing=ca.vertcat(*landing),
-                ineq=ca.vertcat(*ineq), resid=ca.vertcat(*resid), owner=owner, idx=idx, tp=tp, x0=x0,
-                intervals=[ph.intervals for ph in phases],
-                sequence=sequence, phase_bounds=bounds)
+    def guess(self, qv) -> np.ndarray:
+        w = [np.asarray(qv, float)]
+        for lay in self.layouts:
+            d = len(lay.x_guess[0]) // len(lay.t[0])
+            w.append(np.concatenate([lay.x_guess[:, e * d] for e in lay.entries]))
+            w.append(lay.x_guess.ravel(order="F"))
+        return np.concatenate(w)
 
 
-def _switch_guesses(sequence) -> list[float]:
-    return [b for (_m, _a, b) in sequence[:-1]]
-
-
-def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
-             sequences: Sequence | None = None, degree: int = 3, max_rounds: int = 4, print_level: int = 0,
-             max_iter: int = 500, glued: bool = False) -> dict:
-    """Identify kp, kd from records sharing them, by multi-phase Radau collocation
-    (:func:`colloc.transcribe_phases`) with the mode sequence of each record read from θ_foot
-    (:func:`detect_modes`, or given in ``sequences``: lists of mode names), the switching times
-    unknown (ordered), the contact forces variables with λ_n ≥ 0, the lifted point's gap ≥ 0 in
-    the pivot phases, θ_foot = 0 at each landing followed by the inelastic impact.  Residuals
-    are weighted by each signal's noise estimated from its second differences.  The samples are
-    given to the phases (and a(t) to its sample intervals) at the current estimate; the problem
-    is solved again until no sample changes phase.  Standard errors: Gauss–Newton, with the
-    collocation equations eliminated (implicit function theorem) and the landing conditions and
-    the active inequalities kept as constraints.  Returns a dict.
-
-    ``glued=True`` is the model that keeps the foot flat (one flat phase, the contact forces
-    free in sign, θ_body and ω_body fitted): the comparison that shows what ignoring heel-off
-    costs."""
-    from scipy.linalg import null_space
-    from scipy.sparse import csc_matrix
-    from scipy.sparse.linalg import splu
-
-    start = _time.perf_counter()
-    trials = list(trials)
-    if not trials:
-        raise co.OptionsError("heel-off: no trial")
-    cur = {**GUESS, **(guess or {})}
-    fns = mode_functions()
+def _sequences(trials, sequences, glued):
     seqs = []
     for k, tr in enumerate(trials):
         if glued:
@@ -580,84 +699,99 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             seqs.append(given)
         else:
             seqs.append(detect_modes(tr))
+    return seqs
+
+
+#: A fit whose residuals (each divided by its signal's noise) have an rms above this is reported
+#: as ``poor_fit`` (not a success): the model with these phases does not explain the record.
+POOR_FIT = 1.5
+
+
+def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
+             sequences: Sequence | None = None, degree: int = 3, max_rounds: int = 4, print_level: int = 0,
+             max_iter: int = 500, glued: bool = False) -> dict:
+    """Identify kp, kd from records sharing them, by multi-phase Radau collocation assembled
+    from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over every
+    interval; the mode a one-hot data flag; exact Hessian from per-interval blocks), with the
+    mode sequence of each record read from θ_foot (:func:`detect_modes`, or given in
+    ``sequences``: lists of mode names).  The switching times are unknowns; the contact forces
+    (functions of the state in each mode) are ≥ 0, the lifted point's gap ≥ 0 in the pivot
+    phases; a lift-off happens when the lifting contact's force reaches zero (Signorini's law:
+    an equality at the end of the flat phase), a landing where θ_foot = 0, followed by the
+    inelastic impact.  Residuals are weighted by each signal's noise estimated from its second
+    differences.  The samples are given to the intervals at the current estimate; the problem is
+    solved again until no sample changes interval.  A fit whose weighted residuals have an rms
+    above :data:`POOR_FIT` is reported as ``poor_fit`` (not a success).  Standard errors:
+    Gauss–Newton, with the collocation and impact equations eliminated (implicit function
+    theorem) and the landing, lift-off and active inequality constraints kept.  Returns a dict.
+
+    ``glued=True`` is the model that keeps the foot flat (one flat phase, the contact forces
+    free in sign, θ_body and ω_body fitted): the comparison that shows what ignoring heel-off
+    costs."""
+    start = _time.perf_counter()
+    trials = list(trials)
+    if not trials:
+        raise co.OptionsError("heel-off: no trial")
+    cur = {**GUESS, **(guess or {})}
+    pieces = chain_functions(degree)
+    chain = pieces["chain"]
+    seqs = _sequences(trials, sequences, glued)
+    modes = [[m for m, _a, _b in s] for s in seqs]
     sigs = [{n: max(_noise(tr.signals[n]), NOISE_FLOOR[n]) for n in STATE_NAMES if n in tr.signals} for tr in trials]
-    taus = [_switch_guesses(s) for s in seqs]
-    offsets = np.cumsum([0] + [len(t) for t in taus])[:-1]
-    clock = {"build_s": 0.0, "solve_s": 0.0}  # over every round and start
+    fitted = [[n for n in STATE_NAMES if n in tr.signals and not (glued and n.endswith("_foot"))] for tr in trials]
+    taus = [[b for (_m, _a, b) in s[:-1]] for s in seqs]
+    tpos = list(2 + np.cumsum([0] + [len(t) for t in taus])[:-1])
+    nq = 2 + sum(len(t) for t in taus)
+    clock = {"build_s": 0.0, "solve_s": 0.0}
 
     def attempt(taus, cur):
-        history = []
-        intervals = [None] * len(trials)
-        warm = None
+        history, warm, intervals = [], None, [None] * len(trials)
         for rnd in range(max_rounds):
             t_build = _time.perf_counter()
-            nq = 2 + sum(len(t) for t in taus)
-            q = ca.SX.sym("q", nq)
-            p_num = np.concatenate([[cur["kp"] / 1000.0, cur["kd"] / 100.0], *[np.asarray(t, float) for t in taus]])
-            built = []
-            for k, tr in enumerate(trials):
-                P = {"q": q, "kp": q[0] * 1000.0, "kd": q[1] * 100.0, "offset": int(offsets[k])}
-                built.append(_build(tr, seqs[k], p_num, sigs[k], degree, fns, P, intervals[k], glued))
-                intervals[k] = built[-1]["intervals"]
-            w = ca.vertcat(*[b["w"] for b in built])
-            r = ca.vertcat(*[b["resid"] for b in built])
-            eq = ca.vertcat(*[b["eq"] for b in built])
-            land = ca.vertcat(*[b["landing"] for b in built])
-            ineq = ca.vertcat(*[b["ineq"] for b in built])
-            order = []
-            for k, tr in enumerate(trials):
-                tk = [q[2 + offsets[k] + i] for i in range(len(taus[k]))]
-                pts = [float(tr.time[0]), *tk, float(tr.time[-1])]
-                min_len = 0.25 * float(tr.time[1] - tr.time[0])
-                order += [pts[i + 1] - pts[i] - min_len for i in range(len(pts) - 1)]
-            order = ca.vertcat(*order)
-            g = ca.vertcat(eq, land, ineq, order)
-            V = ca.vertcat(q, w)
-            nsamp = r.shape[0]
-            solver = ca.nlpsol("heel_off", "ipopt", {"x": V, "f": 0.5 * ca.sumsqr(r) / nsamp, "g": g},
+            layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued)
+                       for k, tr in enumerate(trials)]
+            intervals = [lay.intervals for lay in layouts]
+            nlp = _NLP(trials, layouts, sigs, fitted, pieces, nq, tpos)
+            solver = ca.nlpsol("heel_off", "ipopt", {"x": nlp.V, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples,
+                                                     "g": nlp.g},
                                {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
-                                "ipopt.tol": 1e-10, "ipopt.acceptable_tol": 1e-8,
+                                "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5,
+                                "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6,
+                                "hess_lag": nlp.hess, "jac_g": nlp.jac,
                                 **({"ipopt.mu_init": 1e-5} if warm is not None else {})})
-            n_eq = eq.shape[0] + land.shape[0]
-            lbg = np.concatenate([np.zeros(n_eq), np.zeros(ineq.shape[0] + order.shape[0])])
-            ubg = np.concatenate([np.zeros(n_eq), np.inf * np.ones(ineq.shape[0] + order.shape[0])])
-            lbx = np.concatenate([[1e-3, 1e-3], -np.inf * np.ones(nq - 2), *[b["lbw"] for b in built]])
-            ubx = np.concatenate([np.inf * np.ones(nq), *[b["ubw"] for b in built]])
-            x0 = np.concatenate([p_num, *[b["w0"] for b in built]]) if warm is None else warm
+            p_num = np.concatenate([[cur["kp"] / SCALE[0], cur["kd"] / SCALE[1]], *[np.asarray(t, float) for t in taus]])
+            x0 = nlp.guess(p_num) if warm is None else warm
             t_solve = _time.perf_counter()
             clock["build_s"] += t_solve - t_build
-            sol = solver(x0=x0, lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
+            sol = solver(x0=x0, lbx=nlp.lbx, ubx=nlp.ubx, lbg=nlp.lbg, ubg=nlp.ubg)
             clock["solve_s"] += _time.perf_counter() - t_solve
             stats = solver.stats()
-            stats["success"] = stats["return_status"] in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
-            qv = np.array(sol["x"]).ravel()[:nq]
-            new_taus = [list(qv[2 + offsets[k]: 2 + offsets[k] + len(taus[k])]) for k in range(len(trials))]
-            cur = {"kp": float(qv[0] * 1000.0), "kd": float(qv[1] * 100.0)}
-            history.append({"round": rnd + 1, "iterations": int(stats["iter_count"]), "success": bool(stats["success"]),
+            ok = stats["return_status"] in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+            Vv = np.array(sol["x"]).ravel()
+            cur = {"kp": float(Vv[0] * SCALE[0]), "kd": float(Vv[1] * SCALE[1])}
+            taus = [list(Vv[tpos[k]:tpos[k] + len(taus[k])]) for k in range(len(trials))]
+            history.append({"round": rnd + 1, "iterations": int(stats["iter_count"]), "success": ok,
                             "status": stats["return_status"], "time_s": _time.perf_counter() - start, **cur})
-            same = True
-            for k, tr in enumerate(trials):
-                old_idx = built[k]["idx"]
-                new_idx = np.clip(np.searchsorted(np.array(new_taus[k]), tr.time, side="right"), 0, len(seqs[k]) - 1)
-                same = same and np.array_equal(old_idx, new_idx)
-            taus = new_taus
-            warm = np.array(sol["x"]).ravel()  # the same layout next round (the phases keep their intervals)
-            warm[:nq] = np.concatenate([qv[:2], *[np.asarray(t, float) for t in taus]])
-            if same and stats["success"]:
+            new = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued) for k, tr in enumerate(trials)]
+            settled = all(map(_same_layout, layouts, new))
+            warm = Vv
+            if settled and ok:
                 break
-        return dict(sol=sol, built=built, q=q, nq=nq, V=V, eq=eq, r=r, land=land, ineq=ineq, order=order, lbx=lbx,
-                    n_eq=n_eq, stats=stats, taus=taus, history=history, cur=cur)
+        return dict(sol=sol, nlp=nlp, Vv=Vv, stats=stats, ok=ok, settled=settled, taus=taus, cur=cur,
+                    history=history)
 
-    # the switching times from θ_foot are poor when a lift is small against the noise, and the
-    # fit keeps a pivot phase that is too short (a local minimum): with noisy records, start
-    # also from every pivot phase widened by 60 % of its length on each side; keep the best fit
-    starts = [taus]
-    if not glued and any(_noise(tr.signals["theta_foot"]) > 1e-6 for tr in trials):
+    def fit_ok(d):
+        return d["ok"] and d["settled"] and _rms(d) <= POOR_FIT
+
+    best = attempt(taus, dict(cur))
+    if not glued and not fit_ok(best):
+        # the switching times from θ_foot are poor when a lift is small against the noise, and the
+        # fit may keep a pivot phase that is too short (a local minimum): start again from every
+        # pivot phase widened by 60 % of its length on each side; keep the better fit
         wide = []
         for k, tr in enumerate(trials):
-            seq = seqs[k]
+            seq, new = seqs[k], list(taus[k])
             pts = [seq[0][1], *taus[k], seq[-1][2]]
-            new = list(taus[k])
             for i, (m, _a, _b) in enumerate(seq):
                 if m == "flat":
                     continue
@@ -668,64 +802,85 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
                     new[i] = min(pts[i + 1] + 0.6 * span, 0.5 * (pts[i + 1] + pts[i + 2]))
             wide.append(new)
         if wide != taus:
-            starts.append(wide)
-    tried = [attempt(t, dict(cur)) for t in starts]
-    best = min(tried, key=lambda d: (not d["stats"]["success"], float(d["sol"]["f"])))
-    sol, built, q, nq, V, eq, r, land = (best[k] for k in ("sol", "built", "q", "nq", "V", "eq", "r", "land"))
-    ineq, order, lbx, n_eq, stats, taus, history, cur = (best[k] for k in ("ineq", "order", "lbx", "n_eq", "stats",
-                                                                              "taus", "history", "cur"))
-    history = [h for d in tried for h in d["history"]]
-    # Gauss-Newton covariance: z = (kp, kd, switching times, initial states), the rest eliminated
+            other = attempt(wide, dict(cur))
+            if (fit_ok(other), -float(other["sol"]["f"])) > (fit_ok(best), -float(best["sol"]["f"])):
+                best = other
+    sol, nlp, stats = best["sol"], best["nlp"], best["stats"]
+    cov, s2, rv = _covariance(nlp, sol, nq)
+    unit = np.concatenate([SCALE, np.ones(nq - 2)])
+    se_all = np.sqrt(np.maximum(np.diag(cov)[:nq], 0.0)) * unit
+    cov_p = cov[:2, :2] * np.outer(SCALE, SCALE)
+    switches = []
+    for k in range(len(trials)):
+        m = modes[k]
+        switches.append([{"time": float(t), "std_error": float(se_all[tpos[k] + i]), "from": m[i], "to": m[i + 1],
+                          "kind": "landing" if m[i] != "flat" else "lift-off"}
+                         for i, t in enumerate(best["taus"][k])])
+    scale_r = _rms(best)
+    status = stats["return_status"]
+    success = best["ok"] and best["settled"]
+    if success and scale_r > POOR_FIT:
+        status, success = "poor_fit", False
+    elif best["ok"] and not best["settled"]:
+        status = "phases_not_settled"
+    return {"problem": "heel-off", "parameters": best["cur"], "standard_errors": dict(zip(NAMES, se_all[:2].tolist())),
+            "covariance": cov_p.tolist(), "success": bool(success), "status": status,
+            "iterations": int(sum(h["iterations"] for h in best["history"])), "rounds": best["history"],
+            "objective": float(sol["f"]), "residual_scale": float(np.sqrt(s2)), "residual_rms": scale_r,
+            "noise": sigs, "modes": modes, "switches": switches, "time_s": _time.perf_counter() - start, **clock,
+            "samples": int(len(rv)), "variables": int(nlp.n_var)}
+
+
+def _rms(attempt: dict) -> float:
+    """The rms of the weighted residuals (≈ 1 for a fit that explains the record to its noise)."""
+    r = ca.Function("r", [attempt["nlp"].V], [attempt["nlp"].r])(attempt["Vv"])
+    return float(np.sqrt(np.mean(np.asarray(r).ravel() ** 2)))
+
+
+def _covariance(nlp: _NLP, sol, nq: int):
+    """Gauss–Newton covariance of z = (kp/1000, kd/100, switching times, free initial states):
+    the collocation states and the states entering after a landing are eliminated through the
+    defects and impact equations; the landing conditions, lift-off equalities and active
+    inequalities are kept as constraints (null-space projection).  Returns (cov of z, s², r)."""
+    from scipy.linalg import null_space
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import splu
+
     Vv = np.array(sol["x"]).ravel()
-    x0s = [b["x0"] for b in built]
-    z = ca.vertcat(q, *x0s)
-    nz = z.shape[0]
-    pos_z = list(range(nq))
-    off = nq
-    for b in built:
-        pos_z += list(range(off, off + b["x0"].shape[0]))
-        off += b["w"].shape[0]
-    rest = np.setdiff1d(np.arange(V.shape[0]), pos_z)
-    lam_x = np.array(sol["lam_x"]).ravel()
+    n_var = nlp.n_var
+    fixed = np.flatnonzero(nlp.lbx == nlp.ubx)
+    z = list(range(nq))
+    for eidx in nlp.entry_index:
+        z += [int(i) for i in eidx[0] if i not in fixed]
+    rest = np.setdiff1d(np.arange(n_var), np.concatenate([z, fixed]))
+    G = csc_matrix(nlp.jac(Vv, [])[1].sparse())
+    gv = np.array(sol["g"]).ravel()
     lam_g = np.array(sol["lam_g"]).ravel()
-    gi = np.array(sol["g"]).ravel()
-    n_in = ineq.shape[0] + order.shape[0]
-    act_g = np.flatnonzero((np.abs(lam_g[n_eq:]) > 1e-8 * max(1.0, np.max(np.abs(lam_g)))) & (gi[n_eq:] < 1e-6)) \
-        if n_in else np.array([], int)
-    act_x = rest[(np.abs(lam_x[rest]) > 1e-8 * max(1.0, np.max(np.abs(lam_x)))) & (
-        np.abs(Vv[rest] - lbx[rest]) < 1e-6)]
-    cons = ca.vertcat(land, ca.vertcat(ineq, order)[act_g.tolist()] if len(act_g) else ca.SX(0, 1),
-                      V[act_x.tolist()] if len(act_x) else ca.SX(0, 1))
-    Wr = V[rest.tolist()]
-    fJ = ca.Function("J", [V], [ca.jacobian(eq, Wr), ca.jacobian(eq, z), ca.jacobian(r, Wr), ca.jacobian(r, z),
-                                ca.jacobian(cons, Wr), ca.jacobian(cons, z), r])
-    Gw, Gz, Rw, Rz, Cw, Cz, rv = fJ(Vv)
-    lu = splu(csc_matrix(Gw.sparse()))
-    dwdz = -lu.solve(np.asarray(Gz.full()))
-    J = np.asarray(Rz.full()) + csc_matrix(Rw.sparse()) @ dwdz
-    C = np.asarray(Cz.full()) + csc_matrix(Cw.sparse()) @ dwdz
-    N = null_space(C) if C.shape[0] else np.eye(nz)
+    sz = nlp.sizes
+    n_def, n_land = sz["defects"], sz["landings"]
+    land_rows = np.arange(n_def, n_def + n_land)
+    # the landing PointFunction: row 0 of each block is θ_f = 0 (a constraint), rows 1-4 the impact
+    cond = land_rows[(land_rows - n_def) % 5 == 0]
+    impact = np.setdiff1d(land_rows, cond)
+    eq_rows = np.concatenate([np.arange(n_def), impact])
+    ineq = np.arange(n_def + n_land, nlp.n_con)
+    tol = 1e-8 * max(1.0, float(np.max(np.abs(lam_g))) if lam_g.size else 1.0)
+    equal = ineq[nlp.lbg[ineq] == nlp.ubg[ineq]]
+    active = ineq[(np.abs(lam_g[ineq]) > tol) & (np.abs(gv[ineq] - nlp.lbg[ineq]) < 1e-6)]
+    con_rows = np.unique(np.concatenate([cond, equal, active])).astype(int)
+    Rf = ca.Function("R", [nlp.V], [ca.jacobian(nlp.r, nlp.V), nlp.r])
+    Rj, rv = Rf(Vv)
+    R = csc_matrix(Rj.sparse())
     rv = np.asarray(rv.full()).ravel()
+    Gw, Gz = G[eq_rows][:, rest], G[eq_rows][:, z].toarray()
+    dwdz = -splu(csc_matrix(Gw)).solve(Gz)
+    J = R[:, z].toarray() + R[:, rest] @ dwdz
+    C = G[con_rows][:, z].toarray() + G[con_rows][:, rest] @ dwdz if len(con_rows) else np.zeros((0, len(z)))
+    N = null_space(C) if C.shape[0] else np.eye(len(z))
     dof = max(len(rv) - N.shape[1], 1)
     s2 = float(rv @ rv) / dof
     cov = s2 * N @ np.linalg.inv(N.T @ J.T @ J @ N) @ N.T
-    unit = np.array([1000.0, 100.0])
-    se = np.sqrt(np.maximum(np.diag(cov)[:2], 0.0)) * unit
-    cov_p = cov[:2, :2] * np.outer(unit, unit)
-    switches = []
-    for k, tr in enumerate(trials):
-        modes = [m for m, _a, _b in seqs[k]]
-        se_t = np.sqrt(np.maximum(np.diag(cov)[2 + offsets[k]: 2 + offsets[k] + len(taus[k])], 0.0))
-        switches.append([{"time": float(t), "std_error": float(e), "from": modes[i], "to": modes[i + 1],
-                          "kind": "landing" if modes[i] != "flat" else "lift-off"}
-                         for i, (t, e) in enumerate(zip(taus[k], se_t))])
-    return {"problem": "heel-off", "parameters": cur, "standard_errors": dict(zip(NAMES, se.tolist())),
-            "covariance": cov_p.tolist(), "success": bool(stats["success"]), "status": stats["return_status"],
-            "iterations": int(sum(h["iterations"] for h in history)), "rounds": history,
-            "objective": float(sol["f"]), "residual_scale": float(np.sqrt(s2)), "noise": sigs,
-            "modes": [[m for m, _a, _b in s] for s in seqs], "switches": switches,
-            "time_s": _time.perf_counter() - start, **clock, "samples": int(len(rv)), "variables": int(V.shape[0]),
-            "solution": Vv, "built": built, "V": V}
+    return cov, s2, rv
 
 
 def problem(trials):
@@ -756,7 +911,10 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
     info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "
                            "sequence read from theta_foot; switching times unknown")
     return co.Result(problem="heel-off", method="multiphase-radau3", success=out["success"], status=out["status"],
-                     message="" if out["success"] else f"IPOPT: {out['status']}", iterations=out["iterations"],
+                     message="" if out["success"] else (
+                         f"poor fit: the weighted residuals' rms is {out['residual_rms']:.2f} (> {POOR_FIT}; the "
+                         "noise's is 1): a local minimum or a model that does not explain the record"
+                         if out["status"] == "poor_fit" else f"IPOPT: {out['status']}"), iterations=out["iterations"],
                      objective=out["objective"], parameters=out["parameters"],
                      standard_errors=out["standard_errors"], covariance=cov, trajectories={}, measurements={},
                      residuals={},

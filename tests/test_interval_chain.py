@@ -55,3 +55,46 @@ def test_block_hessian_equals_the_symbolic_hessian_of_the_lagrangian():
     a, b = f(rng.normal(size=V.shape[0]), rng.normal(size=n * 3), 0.8)
     assert np.abs(np.asarray(a.full())).max() > 1
     assert np.allclose(np.asarray(a.full()), np.asarray(b.full()), rtol=1e-12, atol=1e-12)
+
+
+def test_path_entry_states_and_point_functions_assemble_the_exact_hessian_and_jacobian():
+    # ẋ = −a·x with a = p[0]; per-interval time unknowns s (2 each), a reset at interval 3
+    # (its start an NLP variable X, joined by X = x⁻² through a PointFunction), path c = x·a
+    x, t, data, p = ca.SX.sym("x"), ca.SX.sym("t"), ca.SX.sym("d"), ca.SX.sym("p", 1)
+    rates = ca.Function("f", [x, t, data, p], [-p[0] * x + data * t])
+    chain = co.IntervalChain(rates, degree=2, path=ca.Function("c", [x, t, data, p], [x * p[0] + t]), n_times=2)
+    n = 5
+    rng = np.random.default_rng(5)
+    # V = [a, T0, T1, X (entry), xc (n·2)]; interval k spans its phase [T0, T1] or [T1, 2] by k/n
+    nv = 4 + n * 2
+    V = ca.MX.sym("V", nv)
+    a_t = rng.uniform(size=n)
+    b_t = rng.uniform(size=(n, 2))
+    a_h, b_h = rng.uniform(0.1, 0.2, n), 0.1 * rng.uniform(size=(n, 2))
+    tix = np.array([[1, 2]] * 3 + [[2, -1]] * 2)
+    S = ca.reshape(ca.vertcat(V, 0)[np.where(tix >= 0, tix, nv).ravel().tolist()], 2, n)
+    xc = ca.reshape(V[4:], 1, n * 2)
+    data = rng.uniform(size=(1, n))
+    kw = dict(s=S, entry=([0, 3], ca.horzcat(0.3, V[3])))
+    ix = dict(time_index=tix, entry_index=([0, 3], np.array([[-1], [3]])))
+    tt, hh = (a_t, b_t), (a_h, b_h)
+    jump = co.PointFunction(ca.Function("j", [x_ := ca.SX.sym("z", 2)], [x_[1] - x_[0] ** 2]))
+    j_idx = np.array([[4 + 5, 3]])  # the last collocation state of interval 2, the entry of interval 3
+    g = ca.vertcat(ca.vec(chain.defects(None, xc, tt, hh, data, V[0], **kw)),
+                   ca.vec(chain.paths(None, xc, tt, hh, data, V[0], **kw)), jump(V, j_idx))
+    nd, npth = n * 2, n * 2
+    lam = ca.MX.sym("lam", g.shape[0])
+    L = ca.dot(lam, g)
+    args = (None, xc, tt, hh, data, V[0])
+    blocks = [chain.defect_block(*args, ca.reshape(lam[:nd], 1, nd), 4, [0], **kw, **ix),
+              chain.path_block(*args, ca.reshape(lam[nd:nd + npth], 1, npth), 4, [0], **kw, **ix),
+              jump.hessian_block(V, j_idx, lam[nd + npth:])]
+    jblocks = [chain.jacobian_block(*args, 4, [0], 0, **kw, **ix),
+               chain.path_jacobian_block(*args, 4, [0], nd, **kw, **ix),
+               jump.jacobian_block(V, j_idx, nd + npth)]
+    f = ca.Function("f", [V, lam], [ca.triu(ca.hessian(L, V)[0]), chain.hessian(nv, blocks),
+                                    ca.jacobian(g, V), chain.jacobian(g.shape[0], nv, jblocks)])
+    h1, h2, j1, j2 = (np.asarray(m.full()) for m in f(rng.normal(size=nv), rng.normal(size=g.shape[0])))
+    assert np.abs(h1).max() > 0.1 and np.abs(j1[:, 1:3]).max() > 0.01  # the time unknowns enter
+    assert np.allclose(h1, h2, rtol=1e-12, atol=1e-12)
+    assert np.allclose(j1, j2, rtol=1e-12, atol=1e-12)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
-__all__ = ["IntervalChain", "Phase", "PhaseTranscription", "transcribe_phases"]
+__all__ = ["IntervalChain", "Phase", "PhaseTranscription", "PointFunction", "transcribe_phases"]
 
 
 @dataclass
@@ -149,132 +149,252 @@ class IntervalChain:
     ``rates`` is a :class:`casadi.Function` ``(x, t, data, p) → ẋ``: ``t`` a scalar time
     (whatever origin the rates use, e.g. the time since their phase began), ``data`` a column
     of numbers per interval (the mode's flags, an input's value, ...), ``p`` the parameters.
-    Interval times are affine in the parameters, ``t = a + b·p`` (phase boundaries at known
-    times or at parameter-dependent ones such as a clock's τ, τ1, τ2), given as numbers.
+    Interval times are affine, ``t = a + b·s``, given as numbers ``(a, b)``: by default ``s``
+    is ``p`` (phase boundaries at known times or at parameter-dependent ones such as a clock's
+    τ, τ1, τ2); with ``n_times = K`` each interval has its own K time unknowns ``s`` (e.g. the
+    switching times at the two ends of its phase, unknowns of the NLP that the rates do not
+    see), so that a record with many switching times keeps every block small.
 
-    The defect, reading and Hessian Functions are built once per ``rates`` and reused for every
-    record and every re-assignment of the phases: only numbers (interval times, data, sample
-    positions) change, not the symbolic structure of one interval.  The exact Hessian of the
-    Lagrangian is assembled from per-interval and per-sample blocks (:meth:`hessian`), which
-    avoids the symbolic Hessian of the whole NLP.
+    ``path`` (optional) is a :class:`casadi.Function` ``(x, t, data, p) → c`` evaluated at the
+    d collocation points of every interval (:meth:`paths`; path constraints such as contact
+    forces λ(x) ≥ 0 or gaps φ(x) ≥ 0, bounded by the caller row by row).
+
+    A chain is continuous: each interval starts where the previous one ended, except at the
+    intervals named in ``entry = (intervals, X)`` which start from the columns of ``X`` (NLP
+    variables: a phase entered through a reset map, whose condition ``X = reset(x⁻)`` the
+    caller adds, e.g. with :class:`PointFunction`; interval 0 may be one of them, which makes
+    the initial state unknown).
+
+    The defect, reading, path and Hessian Functions are built once per ``rates`` and reused
+    for every record and every re-assignment of the phases: only numbers (interval times,
+    data, sample positions) change, not the symbolic structure of one interval.  The exact
+    Hessian of the Lagrangian is assembled from per-interval and per-sample blocks
+    (:meth:`hessian`), which avoids the symbolic Hessian of the whole NLP.
     """
 
-    def __init__(self, rates: ca.Function, degree: int = 3):
+    def __init__(self, rates: ca.Function, degree: int = 3, *, path: ca.Function | None = None,
+                 n_times: int | None = None):
         self.degree = d = int(degree)
         self.nx = nx = rates.size1_in(0)
         self.np = npar = rates.numel_in(3)
+        #: number of per-interval time unknowns (0: the times are affine in ``p``)
+        self.n_times = K = int(n_times or 0)
         self.tau, C, basis = _radau_basis(d)
         x0, xc = ca.SX.sym("x0", nx), ca.SX.sym("xc", nx, d)
-        ta, tb, ha, hb = ca.SX.sym("ta"), ca.SX.sym("tb", npar), ca.SX.sym("ha"), ca.SX.sym("hb", npar)
-        data, p = ca.SX.sym("data", rates.sparsity_in(2)), ca.SX.sym("p", npar)
-        t, h = ta + ca.dot(tb, p), ha + ca.dot(hb, p)
+        data, p, s = ca.SX.sym("data", rates.sparsity_in(2)), ca.SX.sym("p", npar), ca.SX.sym("s", K)
+        nb = K if K else npar
+        ta, tb, ha, hb = ca.SX.sym("ta"), ca.SX.sym("tb", nb), ca.SX.sym("ha"), ca.SX.sym("hb", nb)
+        clock = s if K else p
+        t, h = ta + ca.dot(tb, clock), ha + ca.dot(hb, clock)
         X = [x0] + [xc[:, j] for j in range(d)]
         defect = ca.horzcat(*[sum(C[m, j] * X[m] for m in range(d + 1))
                               - h * rates(X[j], t + self.tau[j - 1] * h, data, p) for j in range(1, d + 1)])
-        z = ca.vertcat(x0, ca.vec(xc), p)  # the local variables of one block
-        args = [x0, xc, ta, tb, ha, hb, data, p]
-        #: defects of one interval: (x0, xc, ta, tb, ha, hb, data, p) → nx × d
+        z = ca.vertcat(x0, ca.vec(xc), p, s)  # the local variables of one block
+        args = [x0, xc, ta, tb, ha, hb, data, p, s]
+        #: defects of one interval: (x0, xc, ta, tb, ha, hb, data, p, s) → nx × d
         self.defect = ca.Function("defect", args, [defect])
-        #: their Jacobian in the local variables [x0, vec(xc), p] (sparse, the same for every interval)
+        #: their Jacobian in the local variables [x0, vec(xc), p, s] (sparse, the same for every interval)
         self.defect_jac = ca.Function("defect_jac", args, [ca.jacobian(ca.vec(defect), z)])
         lam = ca.SX.sym("lam", nx, d)
         #: the upper triangle of the Hessian of lam · defects in the local variables
         self.defect_hess = ca.Function("defect_hess", [*args, lam], [ca.triu(ca.hessian(ca.dot(lam, defect), z)[0])])
+        self.n_path = 0
+        if path is not None:
+            self.n_path = m = path.numel_out(0)
+            pv = ca.horzcat(*[path(X[j], t + self.tau[j - 1] * h, data, p) for j in range(1, d + 1)])
+            mu = ca.SX.sym("mu", m, d)
+            #: path constraints of one interval (m × d, one column per collocation point)
+            self.path = ca.Function("path", args, [pv])
+            self.path_jac = ca.Function("path_jac", args, [ca.jacobian(ca.vec(pv), z)])
+            self.path_hess = ca.Function("path_hess", [*args, mu], [ca.triu(ca.hessian(ca.dot(mu, pv), z)[0])])
         ts, c, y, wgt = ca.SX.sym("ts"), ca.SX.sym("c", nx), ca.SX.sym("y"), ca.SX.sym("wgt")
         value = sum(X[j] * _horner(basis[j], (ts - t) / h) for j in range(d + 1))
-        #: the state of one interval at time ts: (x0, xc, ts, ta, tb, ha, hb, p) → nx
-        self.read = ca.Function("read", [x0, xc, ts, ta, tb, ha, hb, p], [value])
+        read_args = [x0, xc, ts, ta, tb, ha, hb, p, s]
+        #: the state of one interval at time ts: (x0, xc, ts, ta, tb, ha, hb, p, s) → nx
+        self.read = ca.Function("read", read_args, [value])
         fit = 0.5 * wgt * (ca.dot(c, value) - y) ** 2
-        self.read_hess = ca.Function("read_hess", [x0, xc, ts, ta, tb, ha, hb, p, c, y, wgt],
-                                     [ca.triu(ca.hessian(fit, z)[0])])
+        self.read_hess = ca.Function("read_hess", [*read_args, c, y, wgt], [ca.triu(ca.hessian(fit, z)[0])])
         self.nz = z.shape[0]
 
-    def starts(self, x0, xc):
-        """The state at the start of each interval (nx × N): ``x0``, then the last collocation
-        state of the previous interval."""
+    def starts(self, x0, xc, entry=None):
+        """The state at the start of each interval (nx × N): ``x0`` (or the entry state of
+        interval 0), then the last collocation state of the previous interval, except at the
+        ``entry`` intervals."""
         d = self.degree
         n = xc.shape[1] // d
-        ends = [k * d + d - 1 for k in range(n - 1)]
-        return ca.horzcat(ca.DM(x0), xc[:, ends]) if ends else ca.DM(x0)
+        first = ca.DM.zeros(self.nx, 1) if x0 is None else ca.DM(x0)
+        pool = ca.horzcat(first, xc[:, [k * d + d - 1 for k in range(n - 1)]])
+        if entry is None or not len(entry[0]):
+            return pool
+        cols = list(range(n))
+        for j, k in enumerate(entry[0]):
+            cols[int(k)] = n + j
+        return ca.horzcat(pool, entry[1])[:, cols]
 
-    def defects(self, x0, xc, t, h, data, p):
+    def _times(self, s, n):
+        """The per-interval time unknowns (K × N; an empty input when the times are in ``p``)."""
+        return ca.DM(0, 1) if not self.n_times else s
+
+    def defects(self, x0, xc, t, h, data, p, s=None, entry=None):
         """Defects (nx × N·d) of a chain of N intervals: ``xc`` (nx × N·d, symbols) the
         collocation states, ``x0`` the known initial state, ``t``/``h`` pairs ``(a, b)`` of
-        the interval times (as the rates take them) and lengths, ``a`` (N) and ``b`` (N × np)
-        with ``t = a + b·p``; ``data`` (k × N) numbers per interval; ``p`` the parameters."""
+        the interval times (as the rates take them) and lengths, ``a`` (N) and ``b`` (N × np,
+        or N × K with ``s`` the K × N time unknowns of each interval) with ``t = a + b·p``
+        (``a + b·s``); ``data`` (k × N) numbers per interval; ``p`` the parameters; ``entry``
+        as in the class description."""
         n = len(t[0])
-        return self.defect.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p)
+        return self.defect.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
+                                  self._times(s, n))
 
-    def values(self, x0, xc, interval, times, t, h, p):
+    def paths(self, x0, xc, t, h, data, p, s=None, entry=None):
+        """The path constraints (n_path × N·d, one column per collocation point, in the order
+        of ``xc``) of a chain: arguments as in :meth:`defects`."""
+        n = len(t[0])
+        return self.path.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
+                                self._times(s, n))
+
+    def values(self, x0, xc, interval, times, t, h, p, s=None, entry=None):
         """The states (nx × M) at the M ``times``, each read in its ``interval`` (M ints, the
         polynomial extrapolated past the interval's ends); ``t``/``h`` as in :meth:`defects`
         but with the interval times on the absolute clock of ``times``."""
         interval = np.asarray(interval, dtype=int)
-        return self.read.map(len(interval))(*self._gather(x0, xc, interval), ca.DM(times).T,
-                                             *_row(t, interval), *_row(h, interval), p)
+        return self.read.map(len(interval))(*self._gather(x0, xc, interval, entry), ca.DM(times).T,
+                                             *_row(t, interval), *_row(h, interval), p,
+                                             self._select(s, interval))
 
-    def _gather(self, x0, xc, interval):
+    def _select(self, s, interval):
+        return ca.DM(0, 1) if not self.n_times else s[:, np.asarray(interval).tolist()]
+
+    def _gather(self, x0, xc, interval, entry=None):
         d = self.degree
         cols = (interval[:, None] * d + np.arange(d)[None, :]).ravel().tolist()
-        return self.starts(x0, xc)[:, interval.tolist()], xc[:, cols]
+        return self.starts(x0, xc, entry)[:, interval.tolist()], xc[:, cols]
 
-    def local_indices(self, n: int, offset: int, p_index) -> np.ndarray:
-        """Indices in the NLP's variables of each interval's local block [x0, vec(xc), p]
-        (N × nz; −1 for the known initial state), for a chain whose ``vec(xc)`` starts at
-        ``offset`` and whose parameters are at ``p_index``."""
+    def local_indices(self, n: int, offset: int, p_index, time_index=None, entry_index=None) -> np.ndarray:
+        """Indices in the NLP's variables of each interval's local block [x0, vec(xc), p, s]
+        (N × nz; −1 for the known initial state and for time unknowns that are constants),
+        for a chain whose ``vec(xc)`` starts at ``offset`` and whose parameters are at
+        ``p_index``; ``time_index`` (N × K) the NLP indices of each interval's time unknowns,
+        ``entry_index = (intervals, B × nx)`` those of the entry states."""
         nx, d = self.nx, self.degree
         k = np.arange(n)[:, None]
         x0 = offset + (k * d - 1) * nx + np.arange(nx)[None, :]
         x0[0] = -1
+        if entry_index is not None:
+            for kk, idx in zip(entry_index[0], np.asarray(entry_index[1], dtype=int).reshape(-1, nx)):
+                x0[int(kk)] = idx
         xc = offset + k * d * nx + np.arange(d * nx)[None, :]
-        return np.hstack([x0, xc, np.broadcast_to(np.asarray(p_index, dtype=int), (n, len(p_index)))])
+        parts = [x0, xc, np.broadcast_to(np.asarray(p_index, dtype=int), (n, len(p_index)))]
+        if self.n_times:
+            parts.append(np.asarray(time_index, dtype=int).reshape(n, self.n_times))
+        return np.hstack(parts)
 
-    def defect_block(self, x0, xc, t, h, data, p, lam, offset: int, p_index) -> tuple:
+    def defect_block(self, x0, xc, t, h, data, p, lam, offset: int, p_index, s=None, entry=None,
+                     time_index=None, entry_index=None) -> tuple:
         """The Hessian blocks of ``lam · defects`` (``lam`` nx × N·d, the multipliers of
         :meth:`defects` in the same layout), one per interval, for :meth:`hessian`."""
         n = len(t[0])
-        values = self.defect_hess.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p, lam)
-        return values, self.local_indices(n, offset, p_index)
+        values = self.defect_hess.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
+                                         self._times(s, n), lam)
+        return values, self.local_indices(n, offset, p_index, time_index, entry_index)
 
-    def fit_block(self, x0, xc, interval, times, t, h, p, c, y, weight, offset: int, p_index) -> tuple:
+    def path_block(self, x0, xc, t, h, data, p, mu, offset: int, p_index, s=None, entry=None,
+                   time_index=None, entry_index=None) -> tuple:
+        """The Hessian blocks of ``mu · paths`` (``mu`` n_path × N·d), one per interval."""
+        n = len(t[0])
+        values = self.path_hess.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
+                                       self._times(s, n), mu)
+        return values, self.local_indices(n, offset, p_index, time_index, entry_index)
+
+    def fit_block(self, x0, xc, interval, times, t, h, p, c, y, weight, offset: int, p_index, s=None,
+                  entry=None, time_index=None, entry_index=None) -> tuple:
         """The Hessian blocks of ``weight · ½ (c · x(times) − y)²``, one per sample (``y`` the
         M measured values, ``c`` the nx weights of the states, read as in :meth:`values`)."""
         interval = np.asarray(interval, dtype=int)
-        values = self.read_hess.map(len(interval))(*self._gather(x0, xc, interval), ca.DM(times).T,
-                                                    *_row(t, interval), *_row(h, interval), p, ca.DM(c),
-                                                    ca.DM(y).T, weight)
+        values = self.read_hess.map(len(interval))(*self._gather(x0, xc, interval, entry), ca.DM(times).T,
+                                                    *_row(t, interval), *_row(h, interval), p,
+                                                    self._select(s, interval), ca.DM(c), ca.DM(y).T, weight)
         n = xc.shape[1] // self.degree
-        return values, self.local_indices(n, offset, p_index)[interval]
+        return values, self.local_indices(n, offset, p_index, time_index, entry_index)[interval]
 
-    def jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int) -> tuple:
+    def jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int, s=None, entry=None,
+                       time_index=None, entry_index=None) -> tuple:
         """The Jacobian blocks of :meth:`defects` (``vec`` of it, starting at constraint
         ``row_offset``), one per interval, for :meth:`jacobian`."""
         n = len(t[0])
-        values = self.defect_jac.map(n)(self.starts(x0, xc), xc, *_row(t), *_row(h), ca.DM(data), p)
+        values = self.defect_jac.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
+                                        self._times(s, n))
         rows = row_offset + np.arange(n)[:, None] * self.nx * self.degree + np.arange(self.nx * self.degree)[None, :]
-        return values, rows, self.local_indices(n, offset, p_index)
+        return values, rows, self.local_indices(n, offset, p_index, time_index, entry_index)
+
+    def path_jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int, s=None,
+                            entry=None, time_index=None, entry_index=None) -> tuple:
+        """The Jacobian blocks of :meth:`paths` (``vec`` of it from constraint ``row_offset``)."""
+        n = len(t[0])
+        values = self.path_jac.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
+                                      self._times(s, n))
+        m = self.n_path * self.degree
+        rows = row_offset + np.arange(n)[:, None] * m + np.arange(m)[None, :]
+        return values, rows, self.local_indices(n, offset, p_index, time_index, entry_index)
 
     def hessian(self, n_var: int, blocks: Sequence[tuple]):
         """The upper triangle of the Lagrangian's Hessian (MX, ``n_var`` × ``n_var``) from
-        blocks ``(values, indices)`` made by :meth:`defect_block` and :meth:`fit_block`
-        (``values`` the mapped upper triangles, ``indices`` B × nz from :meth:`local_indices`),
+        blocks ``(values, indices)`` made by :meth:`defect_block`, :meth:`path_block`,
+        :meth:`fit_block` and :meth:`PointFunction.hessian_block` (``values`` the mapped upper
+        triangles, ``indices`` B × nz the NLP indices of each block's local variables),
         summed into the global matrix by one constant sparse matrix."""
         parts = []
         for values, idx in blocks:
-            r, c = _block_pattern(values, self.nz)
+            r, c = _block_pattern(values, idx.shape[1])
             gi, gj = idx[:, r], idx[:, c]
             parts.append((values, np.minimum(gi, gj), np.maximum(gi, gj)))
         return _assemble(n_var, n_var, parts)
 
     def jacobian(self, n_con: int, n_var: int, blocks: Sequence[tuple], constant=None):
-        """The constraints' Jacobian (MX, ``n_con`` × ``n_var``) from :meth:`jacobian_block`
-        blocks ``(values, rows, indices)`` and an optional ``constant`` (a sparse DM of the
-        same shape, e.g. the rows of linear constraints)."""
+        """The constraints' Jacobian (MX, ``n_con`` × ``n_var``) from :meth:`jacobian_block`,
+        :meth:`path_jacobian_block` and :meth:`PointFunction.jacobian_block` blocks
+        ``(values, rows, indices)`` and an optional ``constant`` (a sparse DM of the same
+        shape, e.g. the rows of linear constraints)."""
         parts = []
         for values, rows, idx in blocks:
-            r, c = _block_pattern(values, self.nz)
+            r, c = _block_pattern(values, idx.shape[1])
             parts.append((values, rows[:, r], idx[:, c]))
         return _assemble(n_con, n_var, parts, constant)
+
+
+class PointFunction:
+    """A constraint ``g(z)`` (a :class:`casadi.Function` of one column ``z``) of a few NLP
+    variables, applied at B places (junctions between phases: a reset map, a landing
+    condition): its values, and Jacobian and Hessian blocks in the format of
+    :meth:`IntervalChain.jacobian` / :meth:`IntervalChain.hessian`.  ``index`` (B × nz) gives
+    the NLP variables of ``z`` at each place; ``V`` is the NLP's variable vector (MX)."""
+
+    def __init__(self, fn: ca.Function):
+        nz, m = fn.numel_in(0), fn.numel_out(0)
+        z, lam = ca.SX.sym("z", nz), ca.SX.sym("lam", m)
+        g = fn(z)
+        self.nz, self.m, self.fn = nz, m, fn
+        self.jac = ca.Function("point_jac", [z], [ca.jacobian(g, z)])
+        self.hess = ca.Function("point_hess", [z, lam], [ca.triu(ca.hessian(ca.dot(lam, g), z)[0])])
+
+    def _z(self, V, index):
+        index = np.asarray(index, dtype=int)
+        return ca.reshape(V[index.ravel().tolist()], self.nz, index.shape[0])
+
+    def __call__(self, V, index):
+        """The values (m × B)."""
+        return self.fn.map(len(index))(self._z(V, index))
+
+    def jacobian_block(self, V, index, row_offset: int) -> tuple:
+        """The Jacobian blocks of ``vec`` of the values (from constraint ``row_offset``)."""
+        index = np.asarray(index, dtype=int)
+        rows = row_offset + np.arange(len(index))[:, None] * self.m + np.arange(self.m)[None, :]
+        return self.jac.map(len(index))(self._z(V, index)), rows, index
+
+    def hessian_block(self, V, index, lam) -> tuple:
+        """The Hessian blocks of ``lam · values`` (``lam`` m × B)."""
+        index = np.asarray(index, dtype=int)
+        return self.hess.map(len(index))(self._z(V, index), lam), index
 
 
 def _block_pattern(values, ncol: int):
@@ -310,7 +430,7 @@ def _assemble(n_rows: int, n_cols: int, parts, constant=None):
     n_src = base + (0 if constant is None else ca.DM(constant).nnz())
     order = np.argsort(S, kind="stable")  # one nonzero per source column: its row is the target
     scatter = ca.DM(_ccs(len(keys), n_src, pos[order], S[order]), 1.0)
-    stacked = ca.vertcat(*[v.nz[:] for v, _, _ in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
+    stacked = ca.vertcat(*[ca.vec(v.nz[:]) for v, _, _ in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
     return ca.MX(sp, ca.mtimes(scatter, stacked))
 
 
