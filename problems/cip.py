@@ -634,7 +634,7 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
     noise standard deviation is ``cop_noise`` or, when ``None``, estimated with the gains.
     ``controller``, ``fit_disturbance``: see :func:`ml_model`; ``tau0`` is the delay's start.
     ``optimizer``, ``compiled``, ``hessian``, ``max_iter``: see :func:`colloc.kalman.maximum_likelihood`
-    (default: L-BFGS-B with the compiled exact gradient, then exact Newton steps; ``hessian``
+    (default: L-BFGS-B with the compiled exact gradient, then Newton steps; ``hessian``
     applies to ``optimizer="ipopt"``).
     ``center``: subtract the record's mean COP first (a force plate's origin is not the
     ankle; the mean is the estimate of that offset, not a parameter of the fit).
@@ -770,7 +770,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     mgh = b["m"] * b["g"] * b["h"]
     index = pd.Index(trial.time, name="time")
     k_par = len(free)
-    unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m·s^0.5", "B": "s",
+    unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m", "B": "s",
             "sigma": "m", "cop_offset": "m", "cop": "m"}
     describe = {"KP": "proportional gain of the ankle torque", "KI": "integral gain of the ankle torque",
                 "KD": "derivative gain of the ankle torque", "tau": "feedback delay of the ankle torque",
@@ -788,7 +788,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
         trajectories={trial.name: pd.DataFrame({"cop": pred}, index=index)},
         measurements={trial.name: pd.DataFrame({"cop": cop}, index=index)},
         residuals={trial.name: pd.DataFrame({"cop": cop - pred}, index=index)},
-        timings={"build_s": t_build, "solve_s": fit.time_s, "covariance_s": 0.0,
+        timings={"build_s": t_build, "solve_s": fit.time_s,  # the fit, its standard errors included
                  "simulation_s": t_end - t_post, "total_s": t_end - t0},
         num_nodes=int(cop.size), trials=[trial.name], versions=co.versions(),
         simulation={trial.name: {"status": "ok", "message": "the Kalman filter's one-step-ahead prediction",
