@@ -19,9 +19,7 @@ timings on a small machine).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -29,7 +27,10 @@ from pathlib import Path
 import numpy as np
 
 import colloc as co
-from colloc import versions, write_atomic
+try:  # run as a script (benchmarks/ on the path) or imported as benchmarks.NAME
+    from _report import write_report
+except ImportError:
+    from benchmarks._report import write_report
 from colloc_problems import cip, pendulum, semibatch, two_link, two_link_delay
 from colloc.studies.identify import make_method
 from colloc_problems._data import data_path
@@ -91,11 +92,7 @@ def main(argv=None) -> int:
               f"{row['ratio']:>11.2f}  {'finite' if row['standard_errors_finite'] else 'NaN   '}  "
               f"{'PASS' if row['pass'] else 'FAIL'}")
         sys.stdout.flush()
-    report = {"rows": rows, "load_average_1min": load,
-              "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()}, "versions": versions()}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.out, json.dumps(report, indent=1) + "\n")
-    print(f"written to {args.out}")
+    write_report(args.out, {"rows": rows, "load_average_1min": load})
     return 0
 
 

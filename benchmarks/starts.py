@@ -22,13 +22,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 from pathlib import Path
 
 import colloc as co
-from colloc import versions, write_atomic
+try:  # run as a script (benchmarks/ on the path) or imported as benchmarks.NAME
+    from _report import write_report
+except ImportError:
+    from benchmarks._report import write_report
 from colloc_problems import pendulum, two_link
 from colloc_problems._data import data_path
 
@@ -133,13 +135,7 @@ def main(argv=None) -> int:
           f"ratio {b['ratio']:.2f}x ({b['ratio_with_client']:.2f}x)  "
           f"{'PASS' if b['ratio'] <= 5.0 else 'FAIL'} (target <= 5x); "
           f"{b['converged']} converged, {b['local_minima']} distinct minima")
-    report = {"problem": args.problem, "estimate_vs_solve": a, "starts": b,
-              "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-                          "python": sys.version.split()[0], "loadavg": os.getloadavg()},
-              "versions": versions()}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.out, json.dumps(report, indent=1) + "\n")
-    print(f"written {args.out}")
+    write_report(args.out, {"problem": args.problem, "estimate_vs_solve": a, "starts": b})
     return 0
 
 

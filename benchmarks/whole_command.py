@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -26,7 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from colloc import versions, write_atomic
+try:  # run as a script (benchmarks/ on the path) or imported as benchmarks.NAME
+    from _report import write_report
+except ImportError:
+    from benchmarks._report import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,11 +92,7 @@ def main(argv=None) -> int:
                                     "pass": by[600001]["peak_rss_mb"] < 4096.0}
     for name, v in verdicts.items():
         print(f"{name}: {v['value']:.2f} (target {v['target']:g})  {'PASS' if v['pass'] else 'FAIL'}")
-    report = {"rows": rows, "verdicts": verdicts, "load_average_1min": os.getloadavg()[0],
-              "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count()}, "versions": versions()}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.out, json.dumps(report, indent=1) + "\n")
-    print(f"written to {args.out}")
+    write_report(args.out, {"rows": rows, "verdicts": verdicts, "load_average_1min": os.getloadavg()[0]})
     return 0
 
 
