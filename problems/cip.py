@@ -653,10 +653,44 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
     bnds.update(tau=DELAY_RANGE, sigma=SIGMA_RANGE, **FILTER_RANGES)
     names = lgm.parameter_names
     fixed = None if cop_noise is None else {"sigma": float(cop_noise)}
-    y = trial["cop"] - (np.mean(trial["cop"]) if center else 0.0)
+    y = trial["cop"] - (np.nanmean(trial["cop"]) if center else 0.0)
     return kalman.maximum_likelihood(lgm, y[:, None], [start[k] for k in names],
                                      bounds={k: bnds[k] for k in names}, fixed=fixed, hessian=hessian,
-                                     max_iter=max_iter, optimizer=optimizer, compiled=compiled)
+                                     max_iter=max_iter, optimizer=optimizer, compiled=compiled,
+                                     missing=bool(np.isnan(y).any()))
+
+
+def _on_one_grid(trial: co.Trial) -> co.Trial:
+    """The trial on one evenly spaced time grid, for the Kalman likelihood.
+
+    Empty COP cells (``--missing allow``) stay missing.  With ``--missing allow`` a hole in
+    time of a whole number of sample steps is rows lost: they come back as missing samples.
+    Anything else not on the grid is refused, naming the step.  At least 100 measured
+    samples are needed."""
+    time = np.asarray(trial.time, dtype=float)
+    cop = np.asarray(trial["cop"], dtype=float)
+    steps = np.diff(time)
+    dt = float(np.median(steps))
+    whole = np.rint(steps / dt)
+    off = np.flatnonzero((np.abs(steps - whole * dt) > 1e-3 * dt) | (whole < 1)
+                         | ((whole > 1) & (trial.missing != "allow")))
+    if off.size:
+        i = int(off[0])
+        hint = (f" (a hole of {int(whole[i]) - 1} samples: --missing allow takes lost rows as missing samples)"
+                if whole[i] > 1 and abs(steps[i] - whole[i] * dt) <= 1e-3 * dt else "")
+        raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' is not evenly sampled (the step from "
+                              f"t = {time[i]:.6g} s to {time[i + 1]:.6g} s is not {dt:.6g} s){hint}; the "
+                              "Kalman likelihood here needs one sample rate")
+    measured = int(np.isfinite(cop).sum())
+    if measured < 100:
+        raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' has {measured} measured COP samples; "
+                              "at least 100 are needed")
+    if np.all(whole == 1):
+        return trial
+    at = np.concatenate([[0], np.cumsum(whole).astype(int)])
+    filled = np.full(at[-1] + 1, np.nan)
+    filled[at] = cop
+    return co.Trial(time[0] + dt * np.arange(filled.size), {"cop": filled}, name=trial.name, missing="allow")
 
 
 #: ``colloc identify cip --method kalman-ml``: methods this problem runs itself (not a transcription).
@@ -703,11 +737,8 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     if len(trials) != 1:
         raise co.OptionsError(f"--method kalman-ml fits one trial at a time, got {len(trials)} --data files "
                               "(colloc batch fits many)")
-    trial = trials[0]
+    trial = _on_one_grid(trials[0])
     cop = np.asarray(trial["cop"], dtype=float)
-    if not np.all(np.isfinite(cop)):
-        raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' has {int(np.sum(~np.isfinite(cop)))} "
-                              "missing COP samples; the Kalman likelihood here needs a complete record")
     for option, given in (("--guess", guess), ("--bounds", bounds)):
         unknown = [k for k in (given or {}) if k not in GAINS]
         if unknown:
@@ -723,25 +754,19 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     bad = [k for k in GAINS if not rng[k][0] <= start[k] <= rng[k][1]]
     if bad:
         raise co.OptionsError(f"--guess: {', '.join(bad)} outside its bounds {[rng[k] for k in bad]}")
-    steps = np.diff(trial.time)
-    dt = float(np.median(steps))
-    uneven = np.flatnonzero(np.abs(steps - dt) > 1e-3 * dt)
-    if uneven.size:
-        i = int(uneven[0])
-        raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' is not evenly sampled (the step from "
-                              f"t = {trial.time[i]:.6g} s to {trial.time[i + 1]:.6g} s is not {dt:.6g} s); the "
-                              "Kalman likelihood here needs one sample rate")
+    dt = float(np.median(np.diff(trial.time)))
     t0 = _time.perf_counter()
     lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real)
     t_build = _time.perf_counter() - t0
     fit = ml_estimate(trial, cop_noise=None, gains0=start, body=body, bounds=rng, controller=controller,
                       fit_disturbance=real, center=True, max_iter=max_iter)
     theta = dict(fit.parameters)
-    offset = float(np.mean(cop))
+    offset = float(np.nanmean(cop))
+    measured = np.isfinite(cop)
     t_post = _time.perf_counter()
     eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
     stable = bool(np.all(eig.real < 0))
-    pred, sd = kalman.one_step_predictions(lgm, cop - offset, theta)
+    pred, sd = kalman.one_step_predictions(lgm, cop - offset, theta, missing=True)
     pred = pred[:, 0] + offset
     shaky = [k for k in fit.active_bounds if k in GAINS or k == "tau"]
     if not fit.success:
@@ -777,8 +802,8 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
                 "A": "amplitude of the disturbance filter", "B": "time constant of the disturbance filter",
                 "sigma": "COP measurement noise (standard deviation)",
                 "cop_offset": "mean COP position in the plate's frame (the record's mean; no standard error)"}
-    rmse = float(np.sqrt(np.mean((pred - cop) ** 2)))
-    span = float(np.ptp(cop))
+    rmse = float(np.sqrt(np.mean((pred - cop)[measured] ** 2)))
+    span = float(np.ptp(cop[measured]))
     t_end = _time.perf_counter()
     return co.Result(
         problem="cip", method=method, success=success, status=status,
@@ -800,5 +825,6 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
               "body": dict(b), "fit_disturbance": real, "newton_decrement": fit.newton_decrement,
               "fisher_condition": fit.fisher_condition, "active_bounds": list(fit.active_bounds),
               "gain_bounds": {k: list(v) for k, v in rng.items()},
-              "innovations_std": float(np.std((cop - pred) / sd[:, 0]))},
+              "innovations_std": float(np.std(((cop - pred) / sd[:, 0])[measured])),
+              "missing_samples": int(cop.size - measured.sum())},
         initial_parameters=dict(start), solver_status=fit.message, descriptions={k: describe[k] for k in names})

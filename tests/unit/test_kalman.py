@@ -85,12 +85,11 @@ def oscillator():
                                initial_covariance=oscillator_p0, name="osc")
 
 
-def dense_nll(model, y, theta):
-    """The Gaussian NLL of the stacked record, with its mean and covariance built explicitly."""
+def dense_moments(model, theta, N):
+    """Mean and covariance of the stacked record ``(y_0, …, y_{N-1})``, built explicitly."""
     d = model.discretize(theta)
     Phi, Gam, C, D, R, m0, P0 = (d[k] for k in ["Phi", "Gamma", "C", "D", "R", "m0", "P0"])
-    y = np.asarray(y, float).reshape(len(y), -1)
-    N, p = y.shape
+    p = C.shape[0]
     n, q = Gam.shape
     powers = [np.eye(n)]
     for _ in range(N):
@@ -101,12 +100,20 @@ def dense_nll(model, y, theta):
         for j in range(k):
             J[k * p:(k + 1) * p, j * q:(j + 1) * q] = C @ powers[k - 1 - j] @ Gam
         J[k * p:(k + 1) * p, k * q:(k + 1) * q] = D
-    mean = H @ m0
-    cov = H @ P0 @ H.T + J @ J.T + np.kron(np.eye(N), R)
-    r = y.ravel() - mean
+    return H @ m0, H @ P0 @ H.T + J @ J.T + np.kron(np.eye(N), R)
+
+
+def dense_nll(model, y, theta):
+    """The Gaussian NLL of the measured values of a record (NaN: not measured), from the dense
+    mean and covariance of the stacked record: the marginal of the measured entries."""
+    y = np.asarray(y, float).reshape(len(y), -1)
+    mean, cov = dense_moments(model, theta, len(y))
+    keep = np.isfinite(y.ravel())
+    mean, cov = mean[keep], cov[np.ix_(keep, keep)]
+    r = y.ravel()[keep] - mean
     factor = sla.cho_factor(cov, lower=True)
     logdet = 2.0 * np.sum(np.log(np.diag(factor[0])))
-    return 0.5 * (logdet + r @ sla.cho_solve(factor, r) + N * p * np.log(2 * np.pi))
+    return 0.5 * (logdet + r @ sla.cho_solve(factor, r) + keep.sum() * np.log(2 * np.pi))
 
 
 # -- matrix exponential and discretisation ----------------------------------------------------
@@ -195,6 +202,90 @@ def test_nll_equals_dense_gaussian_likelihood(which, request):
     # a one-output record is accepted as (N,) or (N, 1) alike
     if model.num_outputs == 1:
         assert negative_log_likelihood(model, y.ravel(), truth) == negative_log_likelihood(model, y, truth)
+
+
+def _with_gaps(y, rng):
+    """A run of missing samples, scattered ones, and (two outputs) the second output at half rate."""
+    y = np.array(y, float).reshape(len(y), -1)
+    y[7:13] = np.nan
+    y[rng.choice(np.arange(15, len(y)), 4, replace=False), 0] = np.nan
+    if y.shape[1] > 1:
+        y[1::2, 1] = np.nan
+    return y
+
+
+@pytest.mark.parametrize("which", ["cip", "cip_uncertain_start", "oscillator"])
+def test_nll_with_missing_values_equals_the_dense_marginal_likelihood(which, request):
+    model = request.getfixturevalue(which)
+    truth = OSC_TRUE if which == "oscillator" else CIP_TRUE
+    rng = np.random.default_rng(5)
+    y = _with_gaps(simulate(model, truth, 40, rng), rng)
+    theta = truth * (1 + 0.1 * rng.standard_normal(truth.size))
+    expected = dense_nll(model, y, theta)
+    got, grad = negative_log_likelihood(model, y, theta, gradient=True, missing=True)
+    assert abs(got - expected) <= 1e-8 * abs(expected), (got, expected)
+    # the gradient of the gapped likelihood against central differences of the dense one
+    for i in range(theta.size):
+        h = 1e-6 * abs(theta[i])
+        e = np.zeros(theta.size)
+        e[i] = h
+        fd = (dense_nll(model, y, theta + e) - dense_nll(model, y, theta - e)) / (2 * h)
+        assert grad[i] == pytest.approx(fd, rel=1e-4, abs=1e-6 * np.abs(grad).max()), i
+    # a complete record gives the same value with and without missing=True
+    full = simulate(model, truth, 40, rng)
+    assert negative_log_likelihood(model, full, theta, missing=True) == pytest.approx(
+        negative_log_likelihood(model, full, theta), rel=1e-14)
+
+
+def test_one_step_predictions_through_a_gap_are_the_dense_conditional_means(cip):
+    from colloc.inference.kalman import one_step_predictions
+
+    rng = np.random.default_rng(8)
+    y = _with_gaps(simulate(cip, CIP_TRUE, 30, rng), rng)
+    pred, sd = one_step_predictions(cip, y, CIP_TRUE, missing=True)
+    mean, cov = dense_moments(cip, CIP_TRUE, len(y))
+    for k in (8, 12, 13, 20, 29):  # inside the gap, its last sample, just after it, later ones
+        before = np.flatnonzero(np.isfinite(y[:k, 0]))
+        gain = np.linalg.solve(cov[np.ix_(before, before)], cov[before, k])
+        assert pred[k, 0] == pytest.approx(mean[k] + gain @ (y[before, 0] - mean[before]), rel=1e-8, abs=1e-12)
+        assert sd[k, 0] ** 2 == pytest.approx(cov[k, k] - gain @ cov[before, k], rel=1e-7)
+    with pytest.raises(DataError, match="non-finite"):
+        one_step_predictions(cip, y, CIP_TRUE)
+
+
+def test_ml_through_gaps_recovers_the_gains_at_100_hz_from_a_poor_guess(cip):
+    """10 % of a 100 Hz record lost in runs of 5-40 samples: the truth within 3 SE, and the
+    standard errors of the gapped fit a little larger than those of the complete one."""
+    rng = np.random.default_rng(21)
+    y = simulate(cip, CIP_TRUE, 3000, rng)
+    gapped = y.copy()
+    lost = 0
+    while lost < 300:
+        start, length = rng.integers(0, 2950), rng.integers(5, 41)
+        gapped[start:start + length] = np.nan
+        lost = int(np.isnan(gapped).sum())
+    poor = np.array([2500.0, 2.0, 80.0, 1e-3])
+    # KI is weakly determined by 30 s (its SE is comparable to its value): no bound near the truth
+    kw = dict(bounds={"KP": (600, 3000), "KI": (-300, 300), "KD": (20, 600), "sigma": (1e-6, 1e-2)},
+              optimizer="lbfgsb", compiled=True)
+    fit = maximum_likelihood(cip, gapped, poor, missing=True, **kw)
+    full = maximum_likelihood(cip, y, poor, **kw)
+    assert fit.success and full.success, (fit.message, full.message)
+    for i, k in enumerate(CIP_NAMES):
+        assert abs(fit.parameters[k] - CIP_TRUE[i]) < 3 * fit.standard_errors[k], k
+        assert fit.standard_errors[k] >= 0.98 * full.standard_errors[k], k
+    with pytest.raises(DataError, match="non-finite"):
+        maximum_likelihood(cip, gapped, poor, **kw)
+
+
+def test_missing_values_still_refuse_infinities_and_empty_records(cip):
+    y = simulate(cip, CIP_TRUE, 20, 0)
+    bad = y.copy()
+    bad[3, 0] = np.inf
+    with pytest.raises(DataError, match="1 infinite values.*sample 3"):
+        negative_log_likelihood(cip, bad, CIP_TRUE, missing=True)
+    with pytest.raises(DataError, match="no measured value"):
+        negative_log_likelihood(cip, np.full((20, 1), np.nan), CIP_TRUE, missing=True)
 
 
 def test_feedthrough_correlation_matters(oscillator):

@@ -30,7 +30,7 @@ def test_difference_hessian_matches_the_ad_hessian(record, controller, tolerance
     y = record[:500, None]
     f_ad, g_ad, H_ad = negative_log_likelihood(lgm, y, theta, hessian=True)
     grad = _gradient_function(lgm, y.shape[0], lgm.squarings(theta), False)
-    f, g, H = _hessian_by_differences(grad, theta, y.T, _steps(theta, range(theta.size), np.ones(theta.size)))
+    f, g, H = _hessian_by_differences(grad, theta, lgm.observed(y.T), _steps(theta, range(theta.size), np.ones(theta.size)))
     assert f == pytest.approx(f_ad, rel=1e-13)
     np.testing.assert_allclose(g, g_ad, rtol=1e-9, atol=1e-12 * np.abs(g_ad).max())
     # relative to each entry's natural size sqrt(|H_ii H_jj|)

@@ -177,22 +177,24 @@ def _resolve_scale(model, scale, theta0, lb, ub) -> np.ndarray:
     return out
 
 
-def _fit_ipopt(model, Y, theta, free, fixed_mask, sc, lb, ub, s, hessian, tol, max_iter, print_level):
+def _fit_ipopt(model, data, theta, free, fixed_mask, sc, lb, ub, s, hessian, tol, max_iter, print_level):
     """One IPOPT solve of the scaled problem; returns ``(theta, iterations, status, success)``."""
     names = model.parameter_names
+    Y, W = data
     N = Y.shape[1]
     free_idx = np.array(free)
     z = ca.MX.sym("z", len(free))
-    data = ca.MX.sym("Y", model.num_outputs * N)  # the record, column-major, as the NLP parameter
-    Ysym = ca.reshape(data, model.num_outputs, N)
+    p = ca.MX.sym("Y", 2 * model.num_outputs * N)  # the record and its mask, column-major: the NLP parameter
+    Ysym = ca.reshape(p[:model.num_outputs * N], model.num_outputs, N)
+    Wsym = ca.reshape(p[model.num_outputs * N:], model.num_outputs, N)
     pieces = [ca.MX(theta[i]) if fixed_mask[i] else z[free.index(i)] * sc[i] for i in range(len(names))]
     opts = {"print_time": False, "ipopt.print_level": int(print_level), "ipopt.sb": "yes",
             "ipopt.tol": float(tol), "ipopt.max_iter": int(max_iter)}
     if hessian == "limited-memory":
         opts["ipopt.hessian_approximation"] = "limited-memory"
-    f = model.nll_function(N, s)(ca.vertcat(*pieces), Ysym)
-    solver = ca.nlpsol(f"{model.name}_ml", "ipopt", {"x": z, "p": data, "f": f}, opts)
-    sol = solver(x0=theta[free_idx] / sc[free_idx], p=Y.ravel(order="F"),
+    f = model.nll_function(N, s)(ca.vertcat(*pieces), Ysym, Wsym)
+    solver = ca.nlpsol(f"{model.name}_ml", "ipopt", {"x": z, "p": p, "f": f}, opts)
+    sol = solver(x0=theta[free_idx] / sc[free_idx], p=np.concatenate([Y.ravel(order="F"), W.ravel(order="F")]),
                  lbx=lb[free_idx] / sc[free_idx], ubx=ub[free_idx] / sc[free_idx])
     stats = solver.stats()
     theta = theta.copy()
@@ -202,7 +204,7 @@ def _fit_ipopt(model, Y, theta, free, fixed_mask, sc, lb, ub, s, hessian, tol, m
 
 
 def _gradient_function(model, N: int, s: int, compile_gradient: bool):
-    """``(theta, Y) -> (nll, gradient)``, compiled to C when asked (cached on disk)."""
+    """``(theta, Y, W) -> (nll, gradient)``, compiled to C when asked (cached on disk)."""
     gradient = model._derivative("gradient", N, s)
     if compile_gradient:
         from ...base.compiler import compiled
@@ -211,7 +213,7 @@ def _gradient_function(model, N: int, s: int, compile_gradient: bool):
     return gradient
 
 
-def _hessian_by_differences(gradient, theta, Y, steps):
+def _hessian_by_differences(gradient, theta, data, steps):
     """The Hessian of the NLL by differences of its exact AD gradient, Richardson-extrapolated.
 
     Column ``i`` is ``(4 D(hᵢ/2) − D(hᵢ)) / 3`` with the central difference
@@ -222,14 +224,15 @@ def _hessian_by_differences(gradient, theta, Y, steps):
     standard errors need.  It costs 4·(free parameters) gradients, against an AD Hessian whose
     construction alone takes 2-13 s on these models.  Returns ``(nll, g, H)``.
     """
-    f, g = gradient(theta, Y)
+    f, g = gradient(theta, *data)
     n = theta.size
     H = np.full((n, n), np.nan)
 
     def central(i, h):
         e = np.zeros(n)
         e[i] = h
-        return (np.array(gradient(theta + e, Y)[1]).ravel() - np.array(gradient(theta - e, Y)[1]).ravel()) / (2 * h)
+        return (np.array(gradient(theta + e, *data)[1]).ravel()
+                - np.array(gradient(theta - e, *data)[1]).ravel()) / (2 * h)
 
     for i, h in steps.items():
         H[:, i] = (4.0 * central(i, h / 2) - central(i, h)) / 3.0
@@ -288,12 +291,12 @@ def _steps(theta, free_idx, sc) -> dict:
     return {int(i): 4e-3 * (abs(theta[i]) if theta[i] != 0 else sc[i]) for i in free_idx}
 
 
-def _fit_lbfgsb(model, Y, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient):
+def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient):
     """L-BFGS-B with the exact gradient, then projected Newton steps with the difference
     Hessian; returns ``(theta, iterations, status, success)``."""
     from scipy.optimize import minimize
 
-    gradient = _gradient_function(model, Y.shape[1], s, compile_gradient)
+    gradient = _gradient_function(model, data[0].shape[1], s, compile_gradient)
     theta = theta.copy()
     # parameters bounded away from 0 move in log space (scale-free steps along ridges such as a
     # time constant and an amplitude growing together); the others in units of their scale
@@ -314,7 +317,7 @@ def _fit_lbfgsb(model, Y, theta, free_idx, sc, lb, ub, s, max_iter, compile_grad
         return np.where(logs, values(z), zs)
 
     def fun(z):
-        f, g = gradient(at(z), Y)
+        f, g = gradient(at(z), *data)
         f = float(f)
         if not math.isfinite(f):  # an innovation covariance not positive definite: reject the point
             return 1e300, np.zeros_like(z)
@@ -333,7 +336,7 @@ def _fit_lbfgsb(model, Y, theta, free_idx, sc, lb, ub, s, max_iter, compile_grad
         # the Newton steps and the caller's Newton decrement decide
         success = bool(res.success) or "ABNORMAL" in str(res.message)
         z, steps, saddle = _newton_polish(
-            lambda th: _hessian_by_differences(gradient, th, Y, _steps(th, free_idx, sc)),
+            lambda th: _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc)),
             at, fun, z, free_idx, chain, logs, lo, hi)
         iterations += steps
         if steps:
@@ -358,6 +361,7 @@ def maximum_likelihood(
     print_level: int = 0,
     optimizer: str = "ipopt",
     compiled: bool = False,
+    missing: bool = False,
 ) -> MLResult:
     """Exact maximum-likelihood estimate by the Kalman prediction-error method.
 
@@ -376,7 +380,8 @@ def maximum_likelihood(
     model : LinearGaussianModel
         The model.
     y : array-like
-        The record, shape ``(N, num_outputs)`` (or ``(N,)`` for one output), finite.
+        The record, shape ``(N, num_outputs)`` (or ``(N,)`` for one output), finite unless
+        ``missing``.
     theta0 : array-like or mapping
         Initial guess (``parameter_names`` order, or name → value).
     bounds : mapping, optional
@@ -412,6 +417,9 @@ def maximum_likelihood(
         and cached on disk (:func:`colloc.base.compiler.compiled`; one compilation per
         model, record length and squaring count, about 2 s).  Without a compiler it warns
         and runs uncompiled.
+    missing : bool, optional
+        NaN in ``y`` marks a value not measured (gaps, or an output at a lower rate): the
+        exact likelihood of the measured values (:func:`negative_log_likelihood`).
 
     Returns
     -------
@@ -425,7 +433,8 @@ def maximum_likelihood(
                                f"got {hessian!r}")
     if not (tol > 0):
         raise CollocInputError(f"maximum_likelihood: tol must be > 0, got {tol!r}")
-    Y = model.data_matrix(y)
+    Y = model.data_matrix(y, missing)
+    data = model.observed(Y)
     theta = model.parameter_vector(theta0).copy()
     names = model.parameter_names
     fixed_values = _resolve_fixed(model, fixed, theta)
@@ -443,7 +452,7 @@ def maximum_likelihood(
     fixed_mask = np.ones(len(names), bool)
     fixed_mask[free_idx] = False
 
-    f0 = negative_log_likelihood(model, Y.T, theta)
+    f0 = negative_log_likelihood(model, Y.T, theta, missing=missing)
     if not math.isfinite(f0):
         raise CollocInputError("maximum_likelihood: the NLL is not finite at theta0 (an innovation "
                                "covariance is not positive definite; is a noise variance zero?)")
@@ -454,10 +463,10 @@ def maximum_likelihood(
     success = False
     for _restart in range(4):
         if optimizer == "ipopt":
-            theta, its, status, success = _fit_ipopt(model, Y, theta, free, fixed_mask, sc, lb, ub, s, hessian,
+            theta, its, status, success = _fit_ipopt(model, data, theta, free, fixed_mask, sc, lb, ub, s, hessian,
                                                      tol, max_iter, print_level)
         else:
-            theta, its, status, success = _fit_lbfgsb(model, Y, theta, free_idx, sc, lb, ub, s, max_iter, compiled)
+            theta, its, status, success = _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compiled)
         iterations += its
         needed = model.squarings(theta)
         if needed <= s:
@@ -469,9 +478,9 @@ def maximum_likelihood(
 
     if optimizer == "lbfgsb":
         gradient = _gradient_function(model, Y.shape[1], max(s, model.squarings(theta)), compiled)
-        nll, grad, H = _hessian_by_differences(gradient, theta, Y, _steps(theta, free_idx, sc))
+        nll, grad, H = _hessian_by_differences(gradient, theta, data, _steps(theta, free_idx, sc))
     else:
-        nll, grad, H = negative_log_likelihood(model, Y.T, theta, hessian=True)
+        nll, grad, H = negative_log_likelihood(model, Y.T, theta, hessian=True, missing=missing)
     free_names = [names[i] for i in free]
     Hf = H[np.ix_(free_idx, free_idx)]
     Hf = 0.5 * (Hf + Hf.T)

@@ -68,11 +68,19 @@ def _backward_solve_transposed(L: list[list[Any]], B: ca.SX) -> ca.SX:
 
 
 def filter_step(n: int, nx: int, ny: int) -> ca.Function:
-    """One predictor-form Kalman step with correlated process/measurement noise.
+    """One predictor-form Kalman step with correlated process/measurement noise and missing samples.
 
-    Inputs ``(m, P, y, Φ, Γ, C, D, R)``: the predicted mean and covariance of ``s_k`` given
-    ``y_0 … y_{k-1}``, the sample ``y_k`` and the discrete matrices.  Outputs the predicted
-    mean and covariance of ``s_{k+1}`` and the term ``½[log det S + εᵀS⁻¹ε + m log 2π]``.
+    Inputs ``(m, P, y, w, Φ, Γ, C, D, R)``: the predicted mean and covariance of ``s_k`` given
+    the samples before ``k``, the sample ``y_k``, its observation mask ``w`` (1 for an output
+    measured at ``k``, 0 for one not measured; the value of ``y`` there is ignored) and the
+    discrete matrices.  Outputs the predicted mean and covariance of ``s_{k+1}`` and the term
+    ``½[log det S_o + ε_oᵀS_o⁻¹ε_o + m_o log 2π]`` over the ``m_o`` measured outputs ``o``.
+
+    With ``W = diag(w)`` the step uses ``S̃ = W S W + (I − W)``, ``ε̃ = W ε`` and the cross
+    covariance ``B W``: up to a permutation ``S̃`` is ``S_oo`` beside an identity, so its log
+    determinant, ``ε̃ᵀS̃⁻¹ε̃`` and the gain ``K = B W S̃⁻¹`` (zero columns for the outputs not
+    measured) are those of the measured outputs alone, and an unmeasured sample is a pure
+    prediction ``m⁺ = Φ m``, ``P⁺ = Φ P Φᵀ + Γ Γᵀ``.  With ``w = 1`` it is the ordinary step.
 
     The gain is ``K = (Φ P Cᵀ + Γ Dᵀ) S⁻¹`` and the covariance update is the Joseph form
     ``(Φ − KC) P (Φ − KC)ᵀ + (Γ − KD)(Γ − KD)ᵀ + K R Kᵀ``, positive semidefinite by
@@ -82,27 +90,29 @@ def filter_step(n: int, nx: int, ny: int) -> ca.Function:
     P_in = ca.SX.sym("P", n, n)
     P = _symmetric_from_upper(P_in)
     y = ca.SX.sym("y", ny)
+    w = ca.SX.sym("w", ny)
     Phi = ca.SX.sym("Phi", n, n)
     Gam = ca.SX.sym("Gamma", n, nx)
     C = ca.SX.sym("C", ny, n)
     D = ca.SX.sym("D", ny, nx)
     R = ca.SX.sym("R", ny, ny)
 
-    eps = y - C @ m
-    S = _symmetric_from_upper(C @ P @ C.T + D @ D.T + R)
+    W = ca.diag(w)
+    eps = w * (y - C @ m)
+    S = _symmetric_from_upper(W @ (C @ P @ C.T + D @ D.T + R) @ W + ca.diag(1 - w))
     L = _cholesky_lower(S)
     z = _forward_solve(L, eps)  # L⁻¹ ε
     logdet = 0
     for i in range(ny):
         logdet = logdet + 2.0 * ca.log(L[i][i])
-    term = 0.5 * (logdet + ca.sumsqr(z) + ny * _LOG_2PI)
+    term = 0.5 * (logdet + ca.sumsqr(z) + ca.sum1(w) * _LOG_2PI)
 
-    B = Phi @ P @ C.T + Gam @ D.T  # cross-covariance of s_{k+1} and y_k, n × ny
+    B = (Phi @ P @ C.T + Gam @ D.T) @ W  # cross-covariance of s_{k+1} and the measured y_k, n × ny
     K = _backward_solve_transposed(L, _forward_solve(L, B.T)).T  # B S⁻¹
     m_next = Phi @ m + K @ eps
     F = Phi - K @ C
     H = Gam - K @ D
     P_next = F @ P @ F.T + H @ H.T + K @ R @ K.T
     P_next = _symmetric_from_upper(P_next)
-    return ca.Function("kalman_step", [m, P_in, y, Phi, Gam, C, D, R], [m_next, P_next, term],
-                       ["m", "P", "y", "Phi", "Gamma", "C", "D", "R"], ["m_next", "P_next", "nll"])
+    return ca.Function("kalman_step", [m, P_in, y, w, Phi, Gam, C, D, R], [m_next, P_next, term],
+                       ["m", "P", "y", "w", "Phi", "Gamma", "C", "D", "R"], ["m_next", "P_next", "nll"])

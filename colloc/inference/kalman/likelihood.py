@@ -13,7 +13,7 @@ __all__ = ["negative_log_likelihood", "one_step_predictions", "simulate"]
 
 
 def negative_log_likelihood(
-    model: LinearGaussianModel, y, theta, *, gradient: bool = False, hessian: bool = False
+    model: LinearGaussianModel, y, theta, *, gradient: bool = False, hessian: bool = False, missing: bool = False
 ):
     """Exact negative log-likelihood of a record (Kalman prediction-error decomposition).
 
@@ -29,6 +29,9 @@ def negative_log_likelihood(
         Also return the exact AD gradient.
     hessian : bool, optional
         Also return the gradient and the exact AD Hessian.
+    missing : bool, optional
+        NaN in ``y`` marks a value not measured: the filter predicts through it and the
+        likelihood is that of the measured values alone (exact, not imputed).
 
     Returns
     -------
@@ -37,18 +40,18 @@ def negative_log_likelihood(
         ``nll`` is ``inf`` (and the derivatives NaN) where an innovation covariance is not
         positive definite.
     """
-    Y = model.data_matrix(y)
+    Y, W = model.observed(model.data_matrix(y, missing))
     vec = model.parameter_vector(theta)
     s = model.squarings(vec)
     N = Y.shape[1]
     if hessian:
-        f, g, H = model._derivative("hessian", N, s)(vec, Y)
+        f, g, H = model._derivative("hessian", N, s)(vec, Y, W)
         nll = _finite_or_inf(f)
         return nll, np.array(g).ravel(), np.array(H)
     if gradient:
-        f, g = model._derivative("gradient", N, s)(vec, Y)
+        f, g = model._derivative("gradient", N, s)(vec, Y, W)
         return _finite_or_inf(f), np.array(g).ravel()
-    return _finite_or_inf(model.nll_function(N, s)(vec, Y))
+    return _finite_or_inf(model.nll_function(N, s)(vec, Y, W))
 
 
 def _finite_or_inf(value) -> float:
@@ -109,7 +112,8 @@ def simulate(model: LinearGaussianModel, theta, num_samples: int, rng=None, *, r
     return (y, states) if return_states else y
 
 
-def one_step_predictions(model: LinearGaussianModel, y, theta) -> tuple[np.ndarray, np.ndarray]:
+def one_step_predictions(model: LinearGaussianModel, y, theta, *,
+                         missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The Kalman filter's one-step-ahead predictions of a record and their standard deviations.
 
     ``ŷ_k = C m_k`` with ``m_k`` the mean of the state given ``y_0 … y_{k-1}`` (the same
@@ -124,13 +128,16 @@ def one_step_predictions(model: LinearGaussianModel, y, theta) -> tuple[np.ndarr
         The record, shape ``(N, num_outputs)`` (or ``(N,)``), finite.
     theta : array-like or mapping
         Parameter values.
+    missing : bool, optional
+        NaN in ``y`` marks a value not measured: no update from it (the filter predicts
+        through gaps); its prediction is still returned.
 
     Returns
     -------
     (numpy.ndarray, numpy.ndarray)
         Predictions and their standard deviations, both ``(N, num_outputs)``.
     """
-    Y = model.data_matrix(y).T
+    Y = model.data_matrix(y, missing).T
     d = model.discretize(theta)
     Phi, Gam, C, D, R = d["Phi"], d["Gamma"], d["C"], d["D"], d["R"]
     m, P = d["m0"].copy(), d["P0"].copy()
@@ -140,9 +147,13 @@ def one_step_predictions(model: LinearGaussianModel, y, theta) -> tuple[np.ndarr
         S = C @ P @ C.T + D @ D.T + R
         pred[k] = C @ m
         sd[k] = np.sqrt(np.clip(np.diag(S), 0.0, None))
-        K = np.linalg.solve(S.T, (Phi @ P @ C.T + Gam @ D.T).T).T
+        o = np.isfinite(yk)  # the outputs measured at this sample
+        K = np.zeros((Phi.shape[0], yk.size))
+        if o.any():
+            B = (Phi @ P @ C.T + Gam @ D.T)[:, o]
+            K[:, o] = np.linalg.solve(S[np.ix_(o, o)].T, B.T).T
         F, H = Phi - K @ C, Gam - K @ D
-        m = Phi @ m + K @ (yk - C @ m)
+        m = Phi @ m + K @ np.where(o, yk - C @ m, 0.0)
         P = F @ P @ F.T + H @ H.T + K @ R @ K.T
         P = 0.5 * (P + P.T)
     return pred, sd

@@ -272,18 +272,22 @@ class LinearGaussianModel:
             raise CollocInputError(f"{self.name}: theta is not finite for {bad}")
         return vec
 
-    def data_matrix(self, y) -> np.ndarray:
+    def data_matrix(self, y, missing: bool = False) -> np.ndarray:
         """Validate a record and return it as an ``(num_outputs, N)`` matrix (columns are samples).
 
         Parameters
         ----------
         y : array-like
-            Shape ``(N, num_outputs)``; for one output also ``(N,)``.  Finite values only.
+            Shape ``(N, num_outputs)``; for one output also ``(N,)``.  Finite values only,
+            unless ``missing``.
+        missing : bool, optional
+            Accept NaN as "not measured" (a gap, or an output recorded at a lower rate);
+            infinities are still refused, and so is a record with no measured value.
 
         Returns
         -------
         numpy.ndarray
-            The transposed record, shape ``(num_outputs, N)``.
+            The transposed record, shape ``(num_outputs, N)``, NaN where not measured.
         """
         try:
             arr = np.asarray(y, dtype=float)
@@ -297,12 +301,21 @@ class LinearGaussianModel:
             raise DataError(f"{self.name}: y must have shape {expected} (rows are samples), got {arr.shape}")
         if arr.shape[0] < 1:
             raise DataError(f"{self.name}: y has no samples")
-        bad = ~np.isfinite(arr)
+        bad = np.isinf(arr) if missing else ~np.isfinite(arr)
         if bad.any():
             row, col = np.argwhere(bad)[0]
-            raise DataError(f"{self.name}: y has {int(bad.sum())} non-finite values (NaN or inf); "
-                            f"the first is at sample {row}, output {col}")
+            what = "infinite values" if missing else "non-finite values (NaN or inf)"
+            raise DataError(f"{self.name}: y has {int(bad.sum())} {what}; the first is at sample {row}, output {col}")
+        if missing and np.isnan(arr).all():
+            raise DataError(f"{self.name}: y has no measured value (every sample is NaN)")
         return np.ascontiguousarray(arr.T)
+
+    @staticmethod
+    def observed(Y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(Y with 0 where NaN, observation mask)`` of a :meth:`data_matrix`: the inputs ``Y, W``
+        of :meth:`nll_function`."""
+        W = np.isfinite(Y).astype(float)
+        return np.where(W > 0, Y, 0.0), W
 
     # -- numeric matrices ------------------------------------------------------------------------
 
@@ -377,12 +390,13 @@ class LinearGaussianModel:
     # -- likelihood functions --------------------------------------------------------------------
 
     def nll_function(self, num_samples: int, squarings: int) -> ca.Function:
-        """The CasADi function ``(theta, Y) -> NLL`` for records of ``num_samples`` samples.
+        """The CasADi function ``(theta, Y, W) -> NLL`` for records of ``num_samples`` samples.
 
         Parameters
         ----------
         num_samples : int
-            Record length N; ``Y`` is ``num_outputs × N`` (columns are samples).
+            Record length N; ``Y`` is ``num_outputs × N`` (columns are samples) and ``W`` its
+            observation mask of the same shape (1 measured, 0 not; see :meth:`observed`).
         squarings : int
             Squarings of the matrix exponential (see :meth:`squarings`).
 
@@ -396,12 +410,13 @@ class LinearGaussianModel:
             N, s = key
             theta = ca.MX.sym("theta", self.num_parameters)
             Y = ca.MX.sym("Y", self.num_outputs, N)
+            W = ca.MX.sym("W", self.num_outputs, N)
             Phi, Gam, C, D, R, m0, P0 = self._discrete(s)(theta)
             scan = self._step.mapaccum(f"{self.name}_filter_{N}", N, 2, {})
-            _, _, terms = scan(m0, P0, Y, Phi, Gam, C, D, R)
+            _, _, terms = scan(m0, P0, Y, W, Phi, Gam, C, D, R)
             nll = ca.sum2(terms)
-            self._nll_cache[key] = ca.Function(f"{self.name}_nll_{N}_s{s}", [theta, Y], [nll],
-                                               ["theta", "Y"], ["nll"])
+            self._nll_cache[key] = ca.Function(f"{self.name}_nll_{N}_s{s}", [theta, Y, W], [nll],
+                                               ["theta", "Y", "W"], ["nll"])
         return self._nll_cache[key]
 
     def _derivative(self, kind: str, num_samples: int, squarings: int) -> ca.Function:
@@ -410,14 +425,15 @@ class LinearGaussianModel:
             f = self.nll_function(num_samples, squarings)
             theta = ca.MX.sym("theta", self.num_parameters)
             Y = ca.MX.sym("Y", self.num_outputs, int(num_samples))
-            nll = f(theta, Y)
+            W = ca.MX.sym("W", self.num_outputs, int(num_samples))
+            nll = f(theta, Y, W)
             if kind == "gradient":
                 outs, onames = [nll, ca.gradient(nll, theta)], ["nll", "gradient"]
             else:
                 H, g = ca.hessian(nll, theta)
                 outs, onames = [nll, g, H], ["nll", "gradient", "hessian"]
-            self._deriv_cache[key] = ca.Function(f"{self.name}_{kind}_{num_samples}", [theta, Y], outs,
-                                                 ["theta", "Y"], onames)
+            self._deriv_cache[key] = ca.Function(f"{self.name}_{kind}_{num_samples}", [theta, Y, W], outs,
+                                                 ["theta", "Y", "W"], onames)
         return self._deriv_cache[key]
 
     def __repr__(self) -> str:
