@@ -199,6 +199,39 @@ def one_trial(path: Path, row: dict, half: float, estimator: str = "ML", models=
     return out
 
 
+def sampling_ceiling(rows: list, draws: int = 200_000, seed: int = 0) -> dict | None:
+    """The hit rate of a predictor that knows each trial's exact expected RMS and speed.
+
+    If the two halves of a trial are two windows of one stationary process, the log of
+    (second half ÷ first half) of each statistic is the difference of two independent window
+    fluctuations, so half its covariance over the trials is the covariance Σ of one window's
+    log fluctuation about its expectation.  A prediction equal to the expectation then hits
+    (both within 25 %) with the probability that a N(0, Σ) draw e has −e in [log 0.75,
+    log 1.25] for both statistics.  No prediction from the first half can do better on
+    average; non-stationarity within a trial only lowers it.
+    """
+    pairs = [(r["first_half"], r["observed"]) for r in rows if "first_half" in r]
+    if len(pairs) < 3:
+        return None
+    logs = np.array([[np.log(o[k] / f[k]) for k in ("rms_m", "speed_m_s")] for f, o in pairs])
+    rng = np.random.default_rng(seed)
+
+    def hits(sample, n):
+        e = rng.multivariate_normal(np.zeros(2), np.cov(sample, rowvar=False) / 2, size=n)
+        return (-e >= np.log(0.75)) & (-e <= np.log(1.25))
+
+    cov = np.cov(logs, rowvar=False) / 2
+    hit = hits(logs, draws)
+    # its uncertainty from the finite set of trials: the trials resampled (bootstrap, 5-95 %)
+    boot = [hits(logs[rng.integers(0, len(logs), len(logs))], draws // 100).all(axis=1).mean() for _ in range(400)]
+    return {"window_log_sd": {"rms_m": float(np.sqrt(cov[0, 0])), "speed_m_s": float(np.sqrt(cov[1, 1]))},
+            "correlation": float(cov[0, 1] / np.sqrt(cov[0, 0] * cov[1, 1])),
+            "hit_rate_rms": float(hit[:, 0].mean()), "hit_rate_speed": float(hit[:, 1].mean()),
+            "hit_rate_both": float(hit.all(axis=1).mean()),
+            "hit_rate_both_5_95": [float(np.percentile(boot, 5)), float(np.percentile(boot, 95))],
+            "trials": len(pairs)}
+
+
 def summarise(rows: list, half: float, seconds: float) -> dict:
     ok = [r for r in rows if r.get("within_25")]
     ratios = {k: [r["predicted"][k] / r["observed"][k] for r in rows if "predicted" in r]
@@ -219,6 +252,8 @@ def summarise(rows: list, half: float, seconds: float) -> dict:
          "first_half_within_25": sum(bool(r.get("first_half_within_25")) for r in rows),
          "mean_perfect_model_hit_rate": float(np.mean([r["perfect_model_hit_rate"] for r in rows
                                                        if "perfect_model_hit_rate" in r])) if rows else None,
+         # and the data's own: the exact expected statistics against 30 s windows (sampling_ceiling)
+         "sampling_ceiling": sampling_ceiling(rows),
          "total_seconds": seconds, "half_seconds": half}
     models = sorted({c for r in rows for c in r.get("models", {})})
     if models:
