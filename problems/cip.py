@@ -182,7 +182,7 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
     else:
         td = m.state("disturbance", unit="N·m", scale=10.0)
     gains = {k: m.parameter(k, unit=unit, bounds=rng[k], guess=_guess(k, rng[k]), scale=_SCALES[k],
-                            description=f"{term} gain of the ankle torque")
+                            description=f"{term} gain of the ankle torque", search_range=True)
              for k, unit, term in zip(GAINS, ("N·m/rad", "N·m/(rad·s)", "N·m·s/rad"),
                                       ("proportional", "integral", "derivative"))}
     tc = gains["KP"] * u + gains["KI"] * w + gains["KD"] * v
@@ -196,7 +196,7 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         x = m.free_input("noise", unit="1", scale=1.0, hold=True)
         if fit_disturbance:
             f = {k: m.parameter(k, unit=unit, bounds=FILTER_RANGES[k], guess=f[k], scale=scale,
-                                description=text)
+                                description=text, search_range=True)
                  for k, unit, scale, text in (("A", "N·m", 100.0, "amplitude of the disturbance filter"),
                                               ("B", "s", 10.0, "time constant of the disturbance filter"))}
         m.set_der(td, (f["A"] * x - td) / f["B"])

@@ -222,6 +222,7 @@ class Model:
         self._outputs: dict[str, tuple[ca.SX, str]] = {}
         self._der_pairs: list[tuple[str, ca.SX]] = []
         self._delays: list[Delay] = []
+        self._search_ranges: list[str] = []
 
     # ---- declarations -------------------------------------------------------------------
     def _declare(
@@ -406,6 +407,7 @@ class Model:
         scale=1.0,
         guess=0.0,
         description: str | Sequence | None = None,
+        search_range: bool = False,
     ) -> ca.SX:
         """Declare a constant unknown parameter shared by all trials.
 
@@ -428,8 +430,22 @@ class Model:
             Initial guess (clipped into the bounds).
         description : str or array of str, optional
             What the parameter (or each element) means, shown in reports.
+        search_range : bool, optional
+            The bounds say where to look, not what is physically possible (a controller's
+            gains, a time constant): an estimate that ends on one of them is a failure
+            (``status "parameter_at_bound"``), not a success with a warning.  Leave it
+            False for limits that are part of the model (an activation in [0, 1], a
+            stiffness ≥ 0), where an estimate on the bound is an answer.
         """
-        return self._declare("parameter", name, shape, unit, bounds, scale, guess, description=description)
+        symbol = self._declare("parameter", name, shape, unit, bounds, scale, guess, description=description)
+        if search_range:
+            self._search_ranges.extend(self._variables[name].element_names)
+        return symbol
+
+    @property
+    def search_ranges(self) -> tuple[str, ...]:
+        """Parameter elements whose bounds are search ranges (``parameter(search_range=True)``)."""
+        return tuple(self._search_ranges)
 
     def output(self, name: str, expr, *, unit: str = "") -> ca.SX:
         """Declare a measurable output ``y = h(x, r, u, p, t)`` and return ``expr``.

@@ -154,6 +154,7 @@ def solve(
     if verdict:
         _apply_verdict(problem, result)
     result.warnings = diagnose(result, problem.model)
+    _fail_on_search_bounds(problem, result)
     # ``total_s`` is the whole call: start, build, solve(s), covariance, simulation, verdict
     result.timings["start_s"] = start_s
     result.timings["total_s"] = time.perf_counter() - t_call
@@ -208,6 +209,20 @@ def _initial_estimate(problem: Problem, method: AbstractMethod, start: str,
 #: What to try when a converged fit is poor (shown in the message and by the CLI).
 POOR_FIT_HINT = ("try several starts (colloc identify --starts N, solve(starts=N)) or other guesses, "
                  "a model that captures the missing dynamics, or check the declared noise (fit weights 1/σ²)")
+
+
+def _fail_on_search_bounds(problem: Problem, result: Result) -> None:
+    """A converged fit with a parameter on a bound that is only a search range
+    (``Model.parameter(search_range=True)``) fails: the data push it beyond where it was
+    sought, so the estimate is not an optimum of the model, only of the box."""
+    searched = set(problem.model.search_ranges)
+    at = [n for w in result.warnings if w.get("code") == "parameter_at_bound"
+          for n in w.get("parameters", []) if n in searched]
+    if result.success and at:
+        result.success = False
+        result.status = "parameter_at_bound"
+        result.message = (f"{result.message} But {', '.join(at)} ended on the bound of {'its' if len(at) == 1 else 'their'} "
+                          "search range: widen the range (--bounds) or question the model.")
 
 
 def _apply_verdict(problem: Problem, result: Result) -> None:

@@ -111,9 +111,12 @@ def test_mean_cop_offset_is_identified_when_the_plate_origin_is_not_the_ankle():
     assert "cop_offset" not in cip.problem([plain]).model.element_names("parameter")
     prob = cip.problem([shifted])
     assert "cop_offset" in prob.model.element_names("parameter")
-    result = co.solve(prob)
-    assert result.success
+    result = co.solve(prob, throw=False)
     # the recovered offset is the shift plus the (small) mean of the unshifted model COP
     assert result.parameters["cop_offset"] == pytest.approx(-0.0734, abs=0.004)
+    # but over 10 s the offset and the integral action share the mean COP: the MAP-OM gains end on
+    # the bounds of the paper's search ranges (Table 1), which is a failure, not a success
+    assert not result.success and result.status == "parameter_at_bound", result.status
+    assert "KI" in result.message and "search range" in result.message
     with pytest.raises(co.ProblemError, match="cop_offset must be True, False or 'auto'"):
         cip.problem([shifted], cop_offset="yes")
