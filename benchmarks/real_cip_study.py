@@ -1,11 +1,15 @@
 """Held-out validation of the CIP on real quiet standing (Santos & Duarte 2016, BDS).
 
-    python benchmarks/real_cip_study.py [--data DIR] [--info BDSinfoCOP.txt] [--estimator ML|MAP-OM]
-        [--models PID,PD-delay,PID-delay] [--quick] [--trials N] [--half S] [--out JSON]
+    python benchmarks/real_cip_study.py [--data DIR] [--info BDSinfoCOP.txt] [--dataset bds|pds]
+        [--estimator ML|MAP-OM] [--models PID,PD-delay,PID-delay] [--quick] [--trials N] [--half S]
+        [--out JSON]
 
 For every trial ``BDS*.txt.gz`` in ``--data`` (default: the shipped four trials in data/bds):
 the subject's body from height and mass (``cip.body``, Winter 2009), the antero-posterior COP
 (``COPx``, cm -> m), a fit on the first half, prediction of the held-out second half.
+``--dataset pds``: the files ``PDS*grf.txt.gz`` of dos Santos et al. (2017, PeerJ 5:e3626; another
+lab, one plate per foot), the net COP ``COPNET_X`` (m, time column ``Time``), heights in m in
+``PDSinfo``-style tables (``--info``, default ``PDSinfoCOP.txt`` beside ``--data``).
 
 Gains are bounded by ``cip.WIDE_RANGES_PER_MGH`` (multiples of the subject's m g h), and the
 disturbance filter's amplitude A and time constant B are fitted, so that the predicted sway
@@ -146,9 +150,25 @@ def fit_ml(fit_part: co.Trial, full: np.ndarray, body: dict, controller: str, ha
     return out
 
 
-def one_trial(path: Path, row: dict, half: float, estimator: str = "ML", models=("PID",)) -> dict:
-    body = cip.body(height=float(row["Height"]) / 100, mass=float(row["Weight"]))
-    trial = cip.load_trial(path, columns={"cop": "COPx"})
+#: How each data set names its files, COP column and body measures (BDS: cm and "Weight"; PDS: m and "Mass").
+DATASETS = {
+    "bds": {"glob": "BDS*.txt.gz", "info": "BDSinfoCOP*.txt", "columns": {"cop": "COPx"},
+            "height_m": lambda row: float(row["Height"]) / 100, "mass": "Weight"},
+    "pds": {"glob": "PDS*grf.txt.gz", "info": "PDSinfoCOP*.txt", "columns": {"cop": "COPNET_X", "time": "Time"},
+            "height_m": lambda row: float(row["Height"]), "mass": "Mass"},
+}
+
+
+def trial_key(path: Path) -> str:
+    """The info table's key of a trial file: BDS00001.txt.gz -> BDS00001, PDS13OR1grf.txt.gz -> PDS13OR1."""
+    stem = path.name.split(".")[0]
+    return stem[:-3] if stem.endswith("grf") else stem
+
+
+def one_trial(path: Path, row: dict, half: float, estimator: str = "ML", models=("PID",), dataset: str = "bds") -> dict:
+    spec = DATASETS[dataset]
+    body = cip.body(height=spec["height_m"](row), mass=float(row[spec["mass"]]))
+    trial = cip.load_trial(path, columns=spec["columns"])
     rate = 1.0 / float(np.median(np.diff(trial.time)))
     n = int(round(half * rate))
     fit_part = co.Trial(trial.time[:n], {"cop": trial["cop"][:n]}, name=path.name)
@@ -293,16 +313,29 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="the first two trials, 20 s halves")
     ap.add_argument("--trials", type=int, default=None, metavar="N", help="only the first N trials")
     ap.add_argument("--half", type=float, default=None, metavar="S", help="length of each half (default 30 s)")
+    ap.add_argument("--dataset", choices=sorted(DATASETS), default="bds",
+                    help="file names, COP column and body units of the data set (default bds)")
     ap.add_argument("--estimator", choices=("ML", "MAP-OM"), default="ML")
     ap.add_argument("--models", default="PID,PD-delay,PID-delay",
                     help="ML only: comma-separated controllers (cip.CONTROLLERS)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_cip_study.json"))
     args = ap.parse_args(argv)
     data = Path(args.data)
-    info_path = Path(args.info) if args.info else next(data.glob("BDSinfoCOP*.txt"), None) or \
-        data.parent / "BDSinfoCOP.txt"
+    spec = DATASETS[args.dataset]
+    info_path = Path(args.info) if args.info else next(data.glob(spec["info"]), None) or \
+        next(data.parent.glob(spec["info"]), data.parent / spec["info"].replace("*", ""))
+    if not info_path.is_file():
+        print(f"--info {info_path}: no such file", file=sys.stderr)
+        return 2
     info = info_table(info_path)
-    files = sorted(data.glob("BDS*.txt.gz"))
+    files = sorted(data.glob(spec["glob"]))
+    if not files:
+        print(f"--data {data}: no {spec['glob']} files (--dataset {args.dataset})", file=sys.stderr)
+        return 2
+    unknown = [p.name for p in files if trial_key(p) not in info]
+    if unknown:
+        print(f"--info {info_path}: no row for {', '.join(unknown[:3])}", file=sys.stderr)
+        return 2
     half = 30.0
     if args.quick:
         files, half = files[:2], 20.0
@@ -315,7 +348,7 @@ def main(argv=None) -> int:
         return 2
     rows, t0 = [], time.perf_counter()
     for path in files:
-        row = one_trial(path, info[path.name.split(".")[0]], half, args.estimator, models)
+        row = one_trial(path, info[trial_key(path)], half, args.estimator, models, args.dataset)
         rows.append(row)
         print(f"{row['trial']}: {row['status'][:60]} {row.get('seconds', 0):.1f} s "
               f"{'pred ' + json.dumps(row.get('predicted')) + ' obs ' + json.dumps(row.get('observed')) if 'predicted' in row else ''}",
