@@ -660,13 +660,18 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
                                      missing=bool(np.isnan(y).any()))
 
 
+#: Largest COP excursion (m) accepted from a quiet-standing record: a foot is about 0.25 m long
+#: (Winter 2009: 0.152 × height), so a wider COP is in other units or not quiet standing.
+COP_SPAN_MAX = 0.3
+
+
 def _on_one_grid(trial: co.Trial) -> co.Trial:
     """The trial on one evenly spaced time grid, for the Kalman likelihood.
 
     Empty COP cells (``--missing allow``) stay missing.  With ``--missing allow`` a hole in
     time of a whole number of sample steps is rows lost: they come back as missing samples.
     Anything else not on the grid is refused, naming the step.  At least 100 measured
-    samples are needed."""
+    samples are needed, and a COP span under :data:`COP_SPAN_MAX` (else it is in cm or mm)."""
     time = np.asarray(trial.time, dtype=float)
     cop = np.asarray(trial["cop"], dtype=float)
     steps = np.diff(time)
@@ -682,6 +687,11 @@ def _on_one_grid(trial: co.Trial) -> co.Trial:
                               f"t = {time[i]:.6g} s to {time[i + 1]:.6g} s is not {dt:.6g} s){hint}; the "
                               "Kalman likelihood here needs one sample rate")
     measured = int(np.isfinite(cop).sum())
+    span = float(np.nanmax(cop) - np.nanmin(cop)) if measured else 0.0
+    if span > COP_SPAN_MAX:
+        raise co.OptionsError(f"--method kalman-ml: the COP of trial '{trial.name}' spans {span:.4g} m; a COP "
+                              f"under the feet spans less than {COP_SPAN_MAX:g} m in quiet standing: is it in cm "
+                              "or mm? (--unit cop=cm)")
     if measured < 100:
         raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' has {measured} measured COP samples; "
                               "at least 100 are needed")

@@ -144,3 +144,19 @@ def test_a_real_trial_with_gaps_gives_the_complete_trials_estimate(capsys, tmp_p
         se = full["standard_errors"][k]
         assert abs(holes["parameters"][k] - full["parameters"][k]) < 0.75 * se, k
         assert holes["standard_errors"][k] >= 0.95 * se, k  # less data: not sharper (up to the shift)
+
+
+def test_a_cop_in_centimetres_read_as_metres_is_refused(capsys, tmp_path):
+    """The real record's COPx is in cm; without --unit cop=cm (and with the unit dropped from
+    the header) it would be read as metres: a COP spanning metres is refused, not fitted."""
+    import pandas as pd
+
+    table = pd.read_csv(REAL, sep="\t").rename(columns={"Time[s]": "time", "COPx[cm]": "cop"})
+    path = tmp_path / "no_units.csv"
+    table[["time", "cop"]].iloc[:3000].to_csv(path, index=False)
+    code, out, err = run(capsys, "identify", "cip", "--data", path, "--height", "1.575", "--mass", "54.2")
+    assert code == 2 and "spans" in err and "is it in cm or mm? (--unit cop=cm)" in err, err
+    assert len(err.strip().splitlines()) == 1
+    code, out, err = run(capsys, "identify", "cip", "--data", path, "--height", "1.575", "--mass", "54.2",
+                         "--unit", "cop=cm", "--out", tmp_path / "r.json")
+    assert code == 0, err
