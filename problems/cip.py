@@ -166,6 +166,11 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         If given, the COP's mean position is a parameter ``cop_offset`` (m, guess this value)
         added to the model's COP: a force plate measures the COP about its own origin, not
         about the ankle.
+
+    Table 1's ranges are the physiological ranges of the paper's subject, part of its
+    formulation: a gain on one of them is reported with a warning.  For another body, or
+    with ``bounds="wide"``, the gain bounds are only where to look, and so are the filter's
+    (``search_range``): a gain or A, B ending on one is a failure, ``parameter_at_bound``.
     """
     if disturbance not in ("known", "rate", "filtered"):
         raise co.ModelError(f"cip model: disturbance must be 'known', 'rate' or 'filtered', got {disturbance!r}")
@@ -173,6 +178,7 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
         raise co.ModelError("cip model: fit_disturbance needs disturbance='filtered'")
     b, f = _body(body, filt)
     rng = gain_bounds(bounds, body)
+    searched = body is not None or (isinstance(bounds, str) and bounds == "wide")
     m = co.Model("cip")
     u = m.state("sway", unit="rad", scale=0.01)
     v = m.state("sway_rate", unit="rad/s", scale=0.01)
@@ -182,7 +188,7 @@ def model(disturbance: str = "known", *, body: Mapping[str, float] | None = None
     else:
         td = m.state("disturbance", unit="N·m", scale=10.0)
     gains = {k: m.parameter(k, unit=unit, bounds=rng[k], guess=_guess(k, rng[k]), scale=_SCALES[k],
-                            description=f"{term} gain of the ankle torque", search_range=True)
+                            description=f"{term} gain of the ankle torque", search_range=searched)
              for k, unit, term in zip(GAINS, ("N·m/rad", "N·m/(rad·s)", "N·m·s/rad"),
                                       ("proportional", "integral", "derivative"))}
     tc = gains["KP"] * u + gains["KI"] * w + gains["KD"] * v
