@@ -55,8 +55,9 @@ def _zoom_window(result, t: str, signals: list[str]) -> tuple[float, float]:
         cols = [s for s in signals if s in res]
         if cols:
             scaled = np.abs(res[cols].to_numpy(dtype=float)) / (np.nanstd(res[cols].to_numpy(dtype=float), axis=0) + 1e-300)
-            if np.isfinite(scaled).any():
-                centre = float(res.index[int(np.nanargmax(np.nanmax(scaled, axis=1)))])
+            if np.isfinite(scaled).any():  # rows not measured at all (gaps) are NaN: never the centre
+                rowmax = np.max(np.where(np.isfinite(scaled), scaled, -np.inf), axis=1)
+                centre = float(res.index[int(np.argmax(rowmax))])
     lo = min(max(centre - ZOOM_WINDOW_S / 2, t0), t1 - ZOOM_WINDOW_S)
     return lo, lo + ZOOM_WINDOW_S
 

@@ -131,7 +131,8 @@ def test_a_real_trial_with_gaps_gives_the_complete_trials_estimate(capsys, tmp_p
     gapped.to_csv(gapped_csv, sep="\t", index=False, na_rep="")
     lost = int(sum(len(r) for r in runs))
     docs = {}
-    for name, path, extra in (("complete", complete_csv, []), ("gapped", gapped_csv, ["--missing", "allow"])):
+    gapped_extra = ["--missing", "allow", "--plot", tmp_path / "gapped.png"]  # the plot too, through the gaps
+    for name, path, extra in (("complete", complete_csv, []), ("gapped", gapped_csv, gapped_extra)):
         out_json = tmp_path / f"{name}.json"
         code, out, err = run(capsys, "identify", "cip", "--data", path, *BODY, "--method", "kalman-ml",
                              *extra, "--out", out_json)
@@ -139,6 +140,7 @@ def test_a_real_trial_with_gaps_gives_the_complete_trials_estimate(capsys, tmp_p
         docs[name] = json.loads(out_json.read_text())
     full, holes = docs["complete"], docs["gapped"]
     assert holes["info"]["missing_samples"] == lost and full["info"]["missing_samples"] == 0
+    assert (tmp_path / "gapped.png").stat().st_size > 10_000
     assert holes["num_nodes"] == full["num_nodes"] == len(table)
     for k in ("KP", "KI", "KD", "A", "B", "sigma"):
         se = full["standard_errors"][k]
