@@ -165,6 +165,12 @@ def test_cluster_path_with_a_separate_scheduler_and_worker(tmp_path):
     ("fit_id,problem,data\nx,pendulum,a.csv\nx,two-link,b.csv\n", "line 3: fit 'x' has problem 'two-link'"),
     ("fit_id,problem,data\nx,pendulum,\n", "column 'data', line 2: empty cell"),
     ("fit_id,problem,data\n", "no fits"),
+    ("fit_id,problem,data,height\nx,cip,a.csv,1.7\n", "line 2: 'height' and 'mass' go together"),
+    ("fit_id,problem,data,height,mass\nx,cip,a.csv,1.7,heavy\n", "column 'mass', line 2: 'heavy' is not a number"),
+    ("fit_id,problem,data,height,mass\nx,pendulum,a.csv,1.7,70\n", "problem 'pendulum' has no body model"),
+    ("fit_id,problem,data,column\nx,cip,a.csv,COPx\n", "column 'column', line 2: 'COPx' is not SIGNAL=COLUMN"),
+    ("fit_id,problem,data,missing\nx,cip,a.csv,yes\n", "column 'missing', line 2: 'yes' is not 'allow'"),
+    ("fit_id,problem,data,height,mass\nx,cip,a.csv,1.7,70\nx,cip,b.csv,1.7,71\n", "line 3: fit 'x' has mass '71'"),
 ])
 def test_bad_manifest_is_one_line_exit_2(tmp_path, capsys, text, fragment):
     (tmp_path / "m.csv").write_text(text)
@@ -295,3 +301,36 @@ def test_two_link_cohort_equals_serial_identify(tmp_path):
         assert float(table[f"subject{s}"]["k_00"]) == serial.parameters["k_00"]
     for fid in ("broken", "missing"):
         assert table[fid]["success"] == "False" and table[fid]["message"]
+
+
+def test_a_cohort_of_real_subjects_with_their_bodies_and_lab_columns(tmp_path):
+    """Real 100 Hz force-plate trials as the lab wrote them (gzip, tab-separated, COPx in cm),
+    each fit with its subject's height and mass from the manifest: the batch's fits equal
+    `colloc identify cip ... --height --mass --column` run serially on the same files."""
+    bds = Path(__file__).resolve().parents[1] / "data" / "bds"
+    rows = ["fit_id,problem,data,height,mass,column,controller,group"]
+    for name, controller in (("BDS00001", "PID"), ("BDS00004", "PD-delay")):
+        rows.append(f"{name},cip,{bds / (name + '.txt.gz')},1.575,54.2,cop=COPx,{controller},subject1")
+    rows.append(f"no_column,cip,{bds / 'BDS00007.txt.gz'},1.575,54.2,cop=COPz;time=Time[s],PID,subject1")
+    (tmp_path / "manifest.csv").write_text("\n".join(rows) + "\n")
+    report = co.batch(tmp_path / "manifest.csv", tmp_path / "out", workers=2, progress=False)
+    table = _table(tmp_path / "out" / "results.csv")
+    assert list(table) == ["BDS00001", "BDS00004", "no_column"]
+    body = {"body": cip_body(1.575, 54.2)}
+    for name, controller in (("BDS00001", "PID"), ("BDS00004", "PD-delay")):
+        serial = identify_files("cip", [str(bds / (name + ".txt.gz"))], method=None, columns={"cop": "COPx"},
+                                problem_options={**body, "controller": controller})
+        doc = json.loads((tmp_path / "out" / "fits" / f"{name}.json").read_text())
+        assert doc["success"] and doc["method"] == "kalman-ml" and doc["info"]["controller"] == controller
+        assert table[name]["success"] == "True"
+        for k, v in serial.parameters.items():
+            assert doc["parameters"][k] == pytest.approx(v, rel=1e-9), (name, k)
+    assert "tau" in json.loads((tmp_path / "out" / "fits" / "BDS00004.json").read_text())["parameters"]
+    assert table["no_column"]["success"] == "False" and "COPz" in table["no_column"]["message"]
+    assert report.succeeded == 2
+
+
+def cip_body(height, mass):
+    from colloc_problems import cip
+
+    return cip.body(height=height, mass=mass)

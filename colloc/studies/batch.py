@@ -2,7 +2,9 @@
 
 A manifest is a CSV with the columns ``fit_id, problem, data`` (one row per trial file; rows
 with the same ``fit_id`` are trials that share the parameters) and optionally ``method`` and
-``group``.  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
+``group``, and the options of ``colloc identify`` that differ between subjects and labs:
+``height`` and ``mass`` (the subject's body, m and kg), ``column`` and ``unit`` (``cop=COPx``,
+several joined by ``;``), ``controller`` and ``missing`` (``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
 the same code path as ``colloc identify``, on a single-threaded worker.  As fits finish, the
 result document of each is written to ``OUT/fits/<fit_id>.json`` and the table
 ``OUT/results.csv`` (``fit_id, problem, success, status, iterations, objective, total_s``, then
@@ -32,7 +34,9 @@ from .identify import METHODS, BASELINES, DEFAULT_METHOD, identify_files, proble
 __all__ = ["BatchReport", "FitSpec", "batch", "read_manifest"]
 
 REQUIRED = ("fit_id", "problem", "data")
-OPTIONAL = ("method", "group")
+OPTIONAL = ("method", "group", "height", "mass", "column", "unit", "controller", "missing")
+#: Manifest columns that are options of one fit (every row of a fit must agree on them).
+FIT_OPTIONS = ("height", "mass", "column", "unit", "controller", "missing")
 #: The first columns of results.csv (CONTRACTS §3), then parameters and standard errors.
 RESULT_COLUMNS = ("fit_id", "problem", "success", "status", "iterations", "objective", "total_s")
 
@@ -47,6 +51,61 @@ class FitSpec:
     method: str | None = DEFAULT_METHOD  # None (a manifest row without one): the problem's own choice
     group: str = ""
     rows: tuple[int, ...] = ()
+    #: Keyword arguments of :func:`~colloc.studies.identify.identify_files` from the option
+    #: columns: ``columns``, ``units``, ``missing``, ``problem_options`` (``body``, ``controller``).
+    options: dict = field(default_factory=dict, compare=False)
+
+
+def _fit_options(path: Path, line: int, problem: str, row: dict) -> dict:
+    """The identify options of one manifest row's option columns; errors name the line and column."""
+    out: dict = {}
+    for col, key, what in (("column", "columns", "COLUMN"), ("unit", "units", "UNIT")):
+        pairs = {}
+        for item in filter(None, (p.strip() for p in row.get(col, "").split(";"))):
+            name, eq, value = item.partition("=")
+            if not eq or not name.strip() or not value.strip():
+                raise DataError(f"{path}: column '{col}', line {line}: {item!r} is not SIGNAL={what} "
+                                "(several are joined by ';')")
+            pairs[name.strip()] = value.strip()
+        if pairs:
+            out[key] = pairs
+    missing = row.get("missing", "")
+    if missing:
+        if missing not in ("allow", "error"):
+            raise DataError(f"{path}: column 'missing', line {line}: '{missing}' is not 'allow' or 'error'")
+        out["missing"] = missing
+    height, mass = row.get("height", ""), row.get("mass", "")
+    if bool(height) != bool(mass):
+        raise DataError(f"{path}: line {line}: 'height' and 'mass' go together (the body model needs both; m, kg)")
+    options: dict = {}
+    if height:
+        from .identify import load_problem_module
+
+        try:
+            h, m = float(height), float(mass)
+        except ValueError:
+            bad = "height" if not _is_number(height) else "mass"
+            raise DataError(f"{path}: column '{bad}', line {line}: '{row[bad]}' is not a number") from None
+        module = load_problem_module(problem)
+        if not hasattr(module, "body"):
+            raise DataError(f"{path}: column 'height', line {line}: problem '{problem}' has no body model")
+        try:
+            options["body"] = module.body(height=h, mass=m)
+        except ValueError as exc:
+            raise DataError(f"{path}: columns 'height'/'mass', line {line}: {exc}") from None
+    if row.get("controller"):
+        options["controller"] = row["controller"]
+    if options:
+        out["problem_options"] = options
+    return out
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
@@ -86,7 +145,7 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
-        raise DataError(f"{path}: empty manifest; expected a header 'fit_id,problem,data[,method,group]'") from None
+        raise DataError(f"{path}: empty manifest; expected a header 'fit_id,problem,data[,method,group,...]'") from None
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise DataError(f"{path}: missing column(s) {', '.join(missing)}; a manifest has the columns "
@@ -116,8 +175,12 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
         data = Path(row["data"])
         data = data if data.is_absolute() else (path.parent / data)
         entry = fits.setdefault(row["fit_id"], {"problem": row["problem"], "method": method,
-                                                "group": row.get("group", ""), "data": [], "rows": []})
-        for key, value in (("problem", row["problem"]), ("method", method), ("group", row.get("group", ""))):
+                                                "group": row.get("group", ""), "data": [], "rows": [],
+                                                "options": _fit_options(path, line, row["problem"], row),
+                                                **{c: row.get(c, "") for c in FIT_OPTIONS}})
+        agree = [("problem", row["problem"]), ("method", method), ("group", row.get("group", "")),
+                 *((c, row.get(c, "")) for c in FIT_OPTIONS)]
+        for key, value in agree:
             if entry[key] != value:
                 raise DataError(f"{path}: column '{key}', line {line}: fit '{row['fit_id']}' has {key} "
                                 f"'{value}' here but '{entry[key]}' on line {entry['rows'][0]}")
@@ -125,7 +188,7 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
         entry["rows"].append(line)
     if not fits:
         raise DataError(f"{path}: the manifest has a header but no fits")
-    return [FitSpec(fid, e["problem"], tuple(e["data"]), e["method"], e["group"], tuple(e["rows"]))
+    return [FitSpec(fid, e["problem"], tuple(e["data"]), e["method"], e["group"], tuple(e["rows"]), e["options"])
             for fid, e in fits.items()]
 
 
@@ -140,7 +203,7 @@ def _run_fit(spec: FitSpec) -> dict:
     single_threaded()
     t0 = time.perf_counter()
     try:
-        result = identify_files(spec.problem, list(spec.data), method=spec.method)
+        result = identify_files(spec.problem, list(spec.data), method=spec.method, **spec.options)
         doc = result.to_dict()
     except Exception as exc:  # a broken file or a failed build is a row, not the end of the batch
         message = " ".join(str(exc).split())[:500]
