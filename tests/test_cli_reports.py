@@ -162,6 +162,22 @@ def test_timings_are_the_whole_call(capsys, good_csv):
     assert t["total_s"] >= parts and t["total_s"] < 5 * parts + 1.0
 
 
+def test_the_command_adds_its_import_and_write_phases(capsys, good_csv, tmp_path):
+    """In process the libraries are already imported: the import phase is then short, yet
+    measured; the write phase is there when a document is written (--out)."""
+    import time
+
+    out_json = tmp_path / "r.json"
+    start = time.perf_counter()
+    code, out, _ = run(capsys, "identify", "pendulum", "--data", good_csv, "--out", out_json)
+    wall = time.perf_counter() - start
+    t = json.loads(out_json.read_text())["timings"]
+    assert code == 0 and 0 < t["import_s"] < wall and 0 < t["write_s"] < wall
+    assert t["import_s"] + t["total_s"] + t["write_s"] <= wall
+    code, out, _ = run(capsys, "identify", "pendulum", "--data", good_csv, "--json")
+    assert "import_s" in json.loads(out)["timings"] and "write_s" not in json.loads(out)["timings"]
+
+
 def test_matrix_gains_carry_their_own_units_and_meaning(capsys):
     code, out, err = run(capsys, "identify", "two-link", "--data", REPO / "data" / "two_link" / "two_link_seed.csv",
                          "--nodes", "400", "--json")
