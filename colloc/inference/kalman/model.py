@@ -305,7 +305,9 @@ class LinearGaussianModel:
         if bad.any():
             row, col = np.argwhere(bad)[0]
             what = "infinite values" if missing else "non-finite values (NaN or inf)"
-            raise DataError(f"{self.name}: y has {int(bad.sum())} {what}; the first is at sample {row}, output {col}")
+            hint = "" if missing or np.isinf(arr).any() else " (missing=True takes NaN as not measured)"
+            raise DataError(f"{self.name}: y has {int(bad.sum())} {what}; the first is at sample {row}, "
+                            f"output {col}{hint}")
         if missing and np.isnan(arr).all():
             raise DataError(f"{self.name}: y has no measured value (every sample is NaN)")
         return np.ascontiguousarray(arr.T)
