@@ -155,6 +155,7 @@ class _Local:
         jac = ca.jacobian(con, v)
         self.jac_sp = jac.sparsity()
         self.jac = ca.Function(f"{base}_jac", [v, d], [_nonzeros(jac)])
+        self.sx_eval, self.sx_jac = self.eval, self.jac  # kept SX (for fused constraints)
         jres = ca.jacobian(res, v)
         self.jres_sp = jres.sparsity()
         self.jres = ca.Function(f"{base}_jres", [v, d], [_nonzeros(jres)])
@@ -168,11 +169,16 @@ class _Local:
         if hess is not None:
             self.hess_sp = hess.sparsity()
             self.hess = ca.Function(f"{base}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
-        if block.compiled:  # the large ones: a few hundred operations gain nothing
-            attrs = [a for a in ("eval", "grad", "jac", "jres", "hess")
-                     if hasattr(self, a) and getattr(self, a).n_instructions() > _COMPILE_ABOVE]
-            for attr, f in zip(attrs, compiled_all([getattr(self, a) for a in attrs])):
-                setattr(self, attr, f)
+        self.compiled = block.compiled
+
+    def compile(self, skip: tuple[str, ...] = ()) -> None:
+        """Replace the local functions (but ``skip``) of a compiled block by machine code."""
+        if not self.compiled:
+            return
+        attrs = [a for a in ("eval", "grad", "jac", "jres", "hess")
+                 if a not in skip and hasattr(self, a) and getattr(self, a).n_instructions() > _COMPILE_ABOVE]
+        for attr, f in zip(attrs, compiled_all([getattr(self, a) for a in attrs])):
+            setattr(self, attr, f)
 
 
 class NLP:
@@ -245,8 +251,10 @@ class NLP:
         hess_vals, hess_rows, hess_cols = [], [], []
         mode = ("thread", parallel) if parallel > 1 else ("serial",)
 
-        for b, doff, roff, soff in zip(blocks, self.data_offsets, self.row_offsets, self.res_offsets):
-            loc = _Local(b, hessian)
+        locs = [_Local(b, hessian) for b in blocks]
+        fused, jac_pattern = self._fused(locs)
+        for loc, b, doff, roff, soff in zip(locs, blocks, self.data_offsets, self.row_offsets, self.res_offsets):
+            loc.compile(skip=("jac",) if fused is not None else ())
             n, L, m, nr = b.count, b.num_local, b.num_rows, b.num_res
             V = ca.reshape(x[b.index.ravel(order="F").tolist()], L, n)
             Dm = ca.reshape(p[doff : doff + b.data.size], b.data.shape[0], n)
@@ -262,7 +270,7 @@ class NLP:
 
             inst = np.arange(n, dtype=np.int64)
             # constraint Jacobian
-            if loc.jac_sp.nnz():
+            if fused is None and loc.jac_sp.nnz():
                 lr, lc = _triplets(loc.jac_sp)
                 jac_vals.append(ca.vec(loc.jac.map(n, *mode)(V, Dm)))
                 jac_rows.append((roff + inst[None, :] * m + lr[:, None]).ravel(order="F"))
@@ -298,7 +306,10 @@ class NLP:
             if grad_vals else ca.MX(nx, 1)
         grad = ca.densify(grad)
 
-        jac, jac_pattern = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
+        if fused is not None:  # the compiled blocks write g and the Jacobian in place
+            g, jac = fused(x, p)
+        else:
+            jac, jac_pattern = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
         # the patterns of the Jacobians, for :meth:`sparse_value` (no lists from CasADi)
         self._patterns = {("jac_g", 1): ((ng, nx), jac_pattern)}
         jres = None
@@ -312,7 +323,8 @@ class NLP:
             "f": ca.Function("nlp_f", [x, p], [f], ["x", "p"], ["f"]),
             "g": ca.Function("nlp_g", [x, p], [g], ["x", "p"], ["g"]),
             "grad_f": ca.Function("nlp_grad_f", [x, p], [f, grad], ["x", "p"], ["f", "grad_f_x"]),
-            "jac_g": ca.Function("nlp_jac_g", [x, p], [g, jac], ["x", "p"], ["g", "jac_g_x"]),
+            "jac_g": fused if fused is not None
+            else ca.Function("nlp_jac_g", [x, p], [g, jac], ["x", "p"], ["g", "jac_g_x"]),
             "res": ca.Function("nlp_res", [x, p], [res_all], ["x", "p"], ["res"]),
         }
         if residual_jacobian:
@@ -328,16 +340,52 @@ class NLP:
             )
         self.functions = fns
 
+    def _fused(self, locs: list[_Local]):
+        """The constraints and their Jacobian as one C function writing in place
+        (:mod:`colloc.transcription.fused`) when every block with constraint rows is compiled
+        and each Jacobian nonzero comes from one instance: ``(function, pattern)``, else
+        ``(None, None)``."""
+        from .fused import FusedPart, fused_constraints
+
+        owners = [(loc, b, roff, doff) for loc, b, roff, doff
+                  in zip(locs, self.blocks, self.row_offsets, self.data_offsets) if b.num_rows]
+        if not owners or not all(b.compiled for _, b, _, _ in owners):
+            return None, None
+        rows, cols = [], []
+        for loc, b, roff, _ in owners:
+            lr, lc = _triplets(loc.jac_sp)
+            inst = np.arange(b.count, dtype=np.int64)
+            rows.append((roff + inst[None, :] * b.num_rows + lr[:, None]).ravel(order="F"))
+            cols.append(b.index[lc, :].ravel(order="F"))
+        sp, position, pattern = self._pattern(self.num_rows, self.num_variables, rows, cols)
+        if sp.nnz() != position.size:  # a nonzero summed from several contributions
+            return None, None
+        parts, start = [], 0
+        for (loc, b, roff, doff), r in zip(owners, rows):
+            K = loc.jac_sp.nnz()
+            parts.append(FusedPart(b.index, position[start : start + r.size].reshape(b.count, K).T,
+                                   roff, doff, loc.sx_eval, loc.sx_jac, _triplets(loc.jac_sp)))
+            start += r.size
+        fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, sp.nnz(), parts)
+        return (fn, pattern) if fn is not None else (None, None)
+
     @staticmethod
-    def _sparse(nrow, ncol, rows, cols, vals) -> tuple[ca.MX, tuple]:
-        """The sparse matrix of the contributions (those at one position summed), and its
-        pattern as compressed-column arrays ``(colind, rows)``."""
-        if not vals:
-            return ca.MX(nrow, ncol), (np.zeros(ncol + 1, dtype=np.int64), np.zeros(0, dtype=np.int32))
+    def _pattern(nrow, ncol, rows, cols):
+        """``(sparsity, position, (colind, rows))`` of the contributions at ``rows``/``cols``:
+        ``position[i]`` the nonzero of contribution ``i``."""
         rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
         sp, position, unique = _ccs(nrow, ncol, rows_a, cols_a)
         pattern = (np.searchsorted(unique // nrow, np.arange(ncol + 1)).astype(np.int64),
                    (unique % nrow).astype(np.int32 if nrow < 2**31 else np.int64))
+        return sp, position, pattern
+
+    @classmethod
+    def _sparse(cls, nrow, ncol, rows, cols, vals) -> tuple[ca.MX, tuple]:
+        """The sparse matrix of the contributions (those at one position summed), and its
+        pattern as compressed-column arrays ``(colind, rows)``."""
+        if not vals:
+            return ca.MX(nrow, ncol), (np.zeros(ncol + 1, dtype=np.int64), np.zeros(0, dtype=np.int32))
+        sp, position, pattern = cls._pattern(nrow, ncol, rows, cols)
         values = ca.vertcat(*vals)
         # each nonzero gathered from its first contribution, the others (a variable shared by
         # instances, like a parameter in the Hessian, or listed twice in a block, like clamped
