@@ -41,7 +41,7 @@ class FusedPart:
     nonzero of each local Jacobian nonzero, ``row_offset`` and ``data_offset`` where the
     block's rows and data start (instance ``i``: rows ``row_offset + m·i …``, data
     ``data_offset + D·i …``), ``defects`` and ``jacobian`` the SX local functions
-    ``(v, d) → (obj, con, res)`` and ``(v, d) → jac nonzeros``, ``local_triplets`` the
+    ``(v, d) → (obj, con, res)`` and ``(v, d) → (jac nonzeros, con)``, ``local_triplets`` the
     local row and column of each of those nonzeros."""
 
     index: np.ndarray
@@ -140,6 +140,7 @@ static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real* g,
   casadi_real *v = w, *loc = w + {L};
   casadi_int i, k, r = 0;
   w += {L + K};
+  if (!g && !jv) return;
   for (i = 0; i < {n}; ++i) {{
     int irr = r < {irregular.size} && b{j}_irr[r] == i;
     if (!x) for (k = 0; k < {L}; ++k) v[k] = 0;
@@ -147,12 +148,11 @@ static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real* g,
     else for (k = 0; k < {L}; ++k) v[k] = x[b{j}_xa[k] + b{j}_xb[k] * i];
     arg[0] = v;
     arg[1] = p ? p + {part.data_offset} + {D} * i : 0;
-    if (g) {{
+    if (!jv) {{
       res[0] = 0; res[1] = g + {part.row_offset} + {m} * i; res[2] = 0;
       cf{key}_g(arg, res, iw, w, 0);
-    }}
-    if (jv) {{
-      res[0] = loc;
+    }} else {{
+      res[0] = loc; res[1] = g ? g + {part.row_offset} + {m} * i : 0;
       cf{key}_j(arg, res, iw, w, 0);
       if (irr) for (k = 0; k < {K}; ++k) jv[b{j}_pt[r * {K} + k]] = loc[k];
       else for (k = 0; k < {K}; ++k) jv[b{j}_pa[k] + b{j}_pb[k] * i] = loc[k];

@@ -134,8 +134,12 @@ def _assembly(nrow: int, targets: np.ndarray) -> ca.DM:
     return ca.DM(sp, 1.0)
 
 
-#: Local functions with fewer operations than this stay in CasADi's virtual machine.
-_COMPILE_ABOVE = 2000
+#: Local functions of compiled blocks with fewer operations than this stay in CasADi's
+#: virtual machine.  Measured mapped over 10,000 instances (benchmarks/README.md,
+#: "compiled local functions"): 100–500 operations run 3–6× faster compiled (the 10-link
+#: cart's 522-operation defects 18.4 → 3.0 ms a call, 0.24 s to compile once, cached), below
+#: ~70 the gain is under 2× and a fraction of a millisecond.
+_COMPILE_ABOVE = 100
 
 
 class _Local:
@@ -155,7 +159,9 @@ class _Local:
         jac = ca.jacobian(con, v)
         self.jac_sp = jac.sparsity()
         self.jac = ca.Function(f"{base}_jac", [v, d], [_nonzeros(jac)])
-        self.sx_eval, self.sx_jac = self.eval, self.jac  # kept SX (for fused constraints)
+        # kept SX for fused constraints: the rows, and the Jacobian with the rows (shared work)
+        self.sx_eval = self.eval
+        self.sx_jac = ca.Function(f"{base}_jac_con", [v, d], [_nonzeros(jac), con])
         jres = ca.jacobian(res, v)
         self.jres_sp = jres.sparsity()
         self.jres = ca.Function(f"{base}_jres", [v, d], [_nonzeros(jres)])
