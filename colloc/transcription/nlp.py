@@ -116,22 +116,37 @@ def _ccs(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray) -> tuple[ca.S
     Returns ``(sparsity, position, order)`` where ``position[i]`` is the nonzero holding pair
     ``i``; duplicates share a position.
     """
-    key = cols.astype(np.int64) * nrow + rows.astype(np.int64)
+    key = cols.astype(np.int64) * nrow + rows
     unique, position = np.unique(key, return_inverse=True)
+    del key
     ucols = unique // nrow
     urows = unique % nrow
     colind = np.zeros(ncol + 1, dtype=np.int64)
     np.add.at(colind, ucols + 1, 1)
     colind = np.cumsum(colind)
     sp = sparsity_from_ccs(nrow, ncol, colind, urows)
-    return sp, position.astype(np.int64), unique
+    return sp, position.astype(np.int64, copy=False), unique
 
 
 def _assembly(nrow: int, targets: np.ndarray) -> ca.DM:
     """Sparse 0/1 matrix A with ``A @ values`` summing ``values[i]`` into row ``targets[i]``."""
     n = targets.size
-    sp = ca.Sparsity(nrow, n, np.arange(n + 1, dtype=np.int64).tolist(), targets.tolist())
+    sp = sparsity_from_ccs(nrow, n, np.arange(n + 1, dtype=np.int64), targets, chunk=_CHUNK)
     return ca.DM(sp, 1.0)
+
+
+#: Index vectors pass from NumPy to CasADi as Python lists (~36 bytes an entry) in pieces of
+#: at most this many entries: the transient lists stay ~10 MB however large the NLP.
+_CHUNK = 250_000
+
+
+def _gather(values: ca.MX, index: np.ndarray) -> ca.MX:
+    """``values[index]`` (a column), built from pieces of :data:`_CHUNK` indices (CasADi writes
+    a concatenation of gathers straight into its destination: no extra copy when evaluated)."""
+    index = np.asarray(index, dtype=np.int64)
+    if index.size <= _CHUNK:
+        return values[index.tolist()]
+    return ca.vertcat(*(values[index[a : a + _CHUNK].tolist()] for a in range(0, index.size, _CHUNK)))
 
 
 #: Local functions of compiled blocks with fewer operations than this stay in CasADi's
@@ -257,12 +272,16 @@ class NLP:
         hess_vals, hess_rows, hess_cols = [], [], []
         mode = ("thread", parallel) if parallel > 1 else ("serial",)
 
+        # contributions' rows and columns in 4 bytes while every index fits (halves the
+        # assembly's transient memory; positions and keys are computed in 8 bytes)
+        itype = np.int32 if max(nx, ng, res) < 2**31 - 1 else np.int64
         locs = [_Local(b, hessian) for b in blocks]
         fused, jac_pattern = self._fused(locs)
         for loc, b, doff, roff, soff in zip(locs, blocks, self.data_offsets, self.row_offsets, self.res_offsets):
             loc.compile(skip=("jac",) if fused is not None else ())
             n, L, m, nr = b.count, b.num_local, b.num_rows, b.num_res
-            V = ca.reshape(x[b.index.ravel(order="F").tolist()], L, n)
+            index = b.index.astype(itype, copy=False)
+            V = ca.reshape(_gather(x, b.index.ravel(order="F")), L, n)
             Dm = ca.reshape(p[doff : doff + b.data.size], b.data.shape[0], n)
 
             floc, con, resv = loc.eval.map(n, *mode)(V, Dm)
@@ -274,26 +293,26 @@ class NLP:
             grad_vals.append(ca.vec(loc.grad.map(n, *mode)(V, Dm)))
             grad_targets.append(b.index.ravel(order="F"))
 
-            inst = np.arange(n, dtype=np.int64)
+            inst = np.arange(n, dtype=itype)
             # constraint Jacobian
             if fused is None and loc.jac_sp.nnz():
                 lr, lc = _triplets(loc.jac_sp)
                 jac_vals.append(ca.vec(loc.jac.map(n, *mode)(V, Dm)))
-                jac_rows.append((roff + inst[None, :] * m + lr[:, None]).ravel(order="F"))
-                jac_cols.append(b.index[lc, :].ravel(order="F"))
+                jac_rows.append((roff + inst[None, :] * m + lr[:, None].astype(itype)).ravel(order="F"))
+                jac_cols.append(index[lc, :].ravel(order="F"))
             # residual Jacobian (for covariance)
             if residual_jacobian and loc.jres_sp.nnz():
                 lr, lc = _triplets(loc.jres_sp)
                 jres_vals.append(ca.vec(loc.jres.map(n, *mode)(V, Dm)))
-                jres_rows.append((soff + inst[None, :] * nr + lr[:, None]).ravel(order="F"))
-                jres_cols.append(b.index[lc, :].ravel(order="F"))
+                jres_rows.append((soff + inst[None, :] * nr + lr[:, None].astype(itype)).ravel(order="F"))
+                jres_cols.append(index[lc, :].ravel(order="F"))
             # Hessian of the Lagrangian, upper triangle in global numbering
             if hessian != "limited-memory" and loc.hess_sp.nnz():
                 lr, lc = _triplets(loc.hess_sp)
                 lam_b = ca.reshape(lam_g[roff : roff + m * n], m, n) if m else ca.MX(0, n)
                 sigma = lam_f * self.objective_scale
                 hv = ca.vec(loc.hess.map(n, *mode)(V, Dm, sigma, lam_b))
-                gi, gj = b.index[lr, :], b.index[lc, :]
+                gi, gj = index[lr, :], index[lc, :]
                 # a block may list one global variable twice (clamped delay windows): an
                 # off-diagonal local entry then lands on the global diagonal twice over
                 twice = (lr[:, None] != lc[:, None]) & (gi == gj)
@@ -363,15 +382,16 @@ class NLP:
             inst = np.arange(b.count, dtype=np.int64)
             rows.append((roff + inst[None, :] * b.num_rows + lr[:, None]).ravel(order="F"))
             cols.append(b.index[lc, :].ravel(order="F"))
+        sizes = [r.size for r in rows]
         sp, position, pattern = self._pattern(self.num_rows, self.num_variables, rows, cols)
         if sp.nnz() != position.size:  # a nonzero summed from several contributions
             return None, None
         parts, start = [], 0
-        for (loc, b, roff, doff), r in zip(owners, rows):
+        for (loc, b, roff, doff), size in zip(owners, sizes):
             K = loc.jac_sp.nnz()
-            parts.append(FusedPart(b.index, position[start : start + r.size].reshape(b.count, K).T,
+            parts.append(FusedPart(b.index, position[start : start + size].reshape(b.count, K).T,
                                    roff, doff, loc.sx_eval, loc.sx_jac, _triplets(loc.jac_sp)))
-            start += r.size
+            start += size
         fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, sp.nnz(), parts)
         return (fn, pattern) if fn is not None else (None, None)
 
@@ -380,7 +400,10 @@ class NLP:
         """``(sparsity, position, (colind, rows))`` of the contributions at ``rows``/``cols``:
         ``position[i]`` the nonzero of contribution ``i``."""
         rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
+        rows.clear()  # the caller's pieces: freed now, not when the NLP is built
+        cols.clear()
         sp, position, unique = _ccs(nrow, ncol, rows_a, cols_a)
+        del rows_a, cols_a
         pattern = (np.searchsorted(unique // nrow, np.arange(ncol + 1)).astype(np.int64),
                    (unique % nrow).astype(np.int32 if nrow < 2**31 else np.int64))
         return sp, position, pattern
@@ -399,12 +422,12 @@ class NLP:
         # gather costs 8 bytes a contribution, the matrix 24
         first = np.full(sp.nnz(), -1, dtype=np.int64)
         first[position[::-1]] = np.arange(position.size)[::-1]
-        nz = values[first.tolist()]
+        nz = _gather(values, first)
         if sp.nnz() != position.size:
             extra = np.ones(position.size, dtype=bool)
             extra[first] = False
             idx = np.flatnonzero(extra)
-            nz = nz + ca.mtimes(_assembly(sp.nnz(), position[idx]), values[idx.tolist()])
+            nz = nz + ca.mtimes(_assembly(sp.nnz(), position[idx]), _gather(values, idx))
         return ca.MX(sp, nz), pattern
 
     def sparse_value(self, name: str, x: np.ndarray):
