@@ -214,14 +214,17 @@ class NLP:
     objective_scale : float
         The NLP minimises ``objective_scale · Σ (½‖res‖² + obj)``.
     parallel : int
-        Map local functions over instances with this many threads (1 = serial).
+        Map local functions over instances with this many threads (1 = serial).  The
+        constraints and their Jacobian of compiled blocks are evaluated by one serial C
+        function writing in place (:mod:`colloc.transcription.fused`) whatever this is.
     residual_jacobian : bool
         Also build ``jac_res`` (needed for standard errors only; costs memory).
 
     Attributes
     ----------
     functions : dict of casadi.Function
-        ``f``, ``g``, ``grad_f``, ``jac_g``, ``hess_lag`` (absent for limited-memory),
+        ``f``, ``g``, ``grad_f``, ``jac_g`` (for compiled models the external C function of
+        :mod:`colloc.transcription.fused`), ``hess_lag`` (absent for limited-memory),
         ``res`` (all least-squares residuals) and ``jac_res``, each with inputs ``(x, p)``
         (``hess_lag``: ``(x, p, lam_f, lam_g)``).
     data : ndarray
