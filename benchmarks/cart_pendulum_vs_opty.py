@@ -13,8 +13,9 @@ evaluated at the same seeded random point:
   ``nlp_jac_g`` (constraints and Jacobian, as IPOPT calls it) through CasADi's buffers into
   preallocated arrays: with the model interpreted by CasADi's virtual machine
   (``colloc``: ``Model(compiled=False)``, the default), with its local functions compiled
-  to C (``colloc-compiled``: ``Model(compiled=True)``, which compiles only local functions
-  of more than 2,000 instructions), and, as a diagnostic, with every local function
+  to C (``colloc-compiled``: ``Model(compiled=True)``: local functions of more than 100
+  instructions compiled, the constraints and their Jacobian written in place by one C
+  function, colloc.transcription.fused), and, as a diagnostic, with every local function
   compiled (``colloc-compiled-all``: that private threshold set to 0 for the build).
 * **opty** (optional, imported only here): the same system written with
   ``sympy.physics.mechanics.KanesMethod`` (massless links with end particles, as opty's and

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all"]
+__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "linked"]
 
 #: Optimisation flags: -O1 gives most of the speed of -O2 at a fraction of its compile
 #: time on these long straight-line functions (-O0 runs them 2× slower than -O1).
@@ -43,6 +43,68 @@ def cache_dir() -> Path:
 
 def _compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+
+
+def _cached(target: Path, partial: Path) -> None:
+    """Move a freshly built file into the cache atomically (a concurrent build sees all or nothing)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staged = target.with_suffix(f".{os.getpid()}.tmp")
+    shutil.copy(partial, staged)
+    os.replace(staged, target)
+
+
+def linked(name: str, source: str, units: Sequence[tuple[str, str]]) -> ca.Function | None:
+    """The function ``name`` of the C ``source`` (CasADi's external-function interface),
+    linked with the C ``units`` (``(unit name, C source)`` pairs, e.g. CasADi-generated
+    functions it calls).
+
+    Each unit is compiled once to an object file cached by the SHA-256 of its source, and the
+    library by that of ``source`` and the objects': a ``source`` that changes with the size
+    of the problem (and compiles in a fraction of a second) reuses the compiled units.
+    Returns ``None``, with a :class:`CompilerWarning`, when no compiler is found or compiling
+    fails (the caller then evaluates another way)."""
+    compiler = _compiler()
+    if compiler is None:
+        warnings.warn(f"no C compiler found (set CC): '{name}' is not compiled", CompilerWarning, stacklevel=2)
+        return None
+    flags = FLAGS[:-1]  # objects: no -shared
+    with tempfile.TemporaryDirectory() as tmp:
+        jobs, objects = [], []
+        for unit, text in units:
+            key = hashlib.sha256(text.encode() + " ".join((compiler, *flags, "-c")).encode()).hexdigest()[:32]
+            target = cache_dir() / f"colloc_{unit}_{key}.o"
+            objects.append(target)
+            if not target.exists():
+                src = Path(tmp, f"{unit}.c")
+                src.write_text(text)
+                partial = Path(tmp, target.name)
+                jobs.append((subprocess.Popen([compiler, *flags, "-c", str(src), "-o", str(partial)],
+                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
+                             partial, target))
+        failed = None
+        for process, partial, target in jobs:
+            _, err = process.communicate()
+            if process.returncode != 0:
+                failed = failed or err
+            else:
+                _cached(target, partial)
+        key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS]).encode())
+        target = cache_dir() / f"colloc_{name}_{key.hexdigest()[:32]}.so"
+        if failed is None and not target.exists():
+            src = Path(tmp, f"{name}.c")
+            src.write_text(source)
+            partial = Path(tmp, target.name)
+            process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), "-lm"],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            if process.returncode != 0:
+                failed = process.stderr
+            else:
+                _cached(target, partial)
+        if failed is not None:
+            warnings.warn(f"compiling '{name}' with {compiler} failed ({failed.strip()[:200]})",
+                          CompilerWarning, stacklevel=2)
+            return None
+    return ca.external(name, str(target))
 
 
 def compiled(function: ca.Function, *, jacobian: ca.Function | bool = False) -> ca.Function:
@@ -103,9 +165,6 @@ def compiled_all(functions: Sequence[ca.Function], *,
                 warnings.warn(f"compiling '{name}' with {compiler} failed ({err.strip()[:200]}); "
                               "it runs uncompiled", CompilerWarning, stacklevel=3)
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            staged = target.with_suffix(f".{os.getpid()}.tmp")
-            shutil.copy(partial, staged)
-            os.replace(staged, target)  # atomic: a concurrent build sees all or nothing
+            _cached(target, partial)
             out[i] = ca.external(name, str(target))
     return out

@@ -116,26 +116,45 @@ def _ccs(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray) -> tuple[ca.S
     Returns ``(sparsity, position, order)`` where ``position[i]`` is the nonzero holding pair
     ``i``; duplicates share a position.
     """
-    key = cols.astype(np.int64) * nrow + rows.astype(np.int64)
+    key = cols.astype(np.int64) * nrow + rows
     unique, position = np.unique(key, return_inverse=True)
+    del key
     ucols = unique // nrow
     urows = unique % nrow
     colind = np.zeros(ncol + 1, dtype=np.int64)
     np.add.at(colind, ucols + 1, 1)
     colind = np.cumsum(colind)
     sp = sparsity_from_ccs(nrow, ncol, colind, urows)
-    return sp, position.astype(np.int64), unique
+    return sp, position.astype(np.int64, copy=False), unique
 
 
 def _assembly(nrow: int, targets: np.ndarray) -> ca.DM:
     """Sparse 0/1 matrix A with ``A @ values`` summing ``values[i]`` into row ``targets[i]``."""
     n = targets.size
-    sp = ca.Sparsity(nrow, n, np.arange(n + 1, dtype=np.int64).tolist(), targets.tolist())
+    sp = sparsity_from_ccs(nrow, n, np.arange(n + 1, dtype=np.int64), targets, chunk=_CHUNK)
     return ca.DM(sp, 1.0)
 
 
-#: Local functions with fewer operations than this stay in CasADi's virtual machine.
-_COMPILE_ABOVE = 2000
+#: Index vectors pass from NumPy to CasADi as Python lists (~36 bytes an entry) in pieces of
+#: at most this many entries: the transient lists stay ~10 MB however large the NLP.
+_CHUNK = 250_000
+
+
+def _gather(values: ca.MX, index: np.ndarray) -> ca.MX:
+    """``values[index]`` (a column), built from pieces of :data:`_CHUNK` indices (CasADi writes
+    a concatenation of gathers straight into its destination: no extra copy when evaluated)."""
+    index = np.asarray(index, dtype=np.int64)
+    if index.size <= _CHUNK:
+        return values[index.tolist()]
+    return ca.vertcat(*(values[index[a : a + _CHUNK].tolist()] for a in range(0, index.size, _CHUNK)))
+
+
+#: Local functions of compiled blocks with fewer operations than this stay in CasADi's
+#: virtual machine.  Measured mapped over 10,000 instances (benchmarks/README.md,
+#: "compiled local functions"): 100–500 operations run 3–6× faster compiled (the 10-link
+#: cart's 522-operation defects 18.4 → 3.0 ms a call, 0.24 s to compile once, cached), below
+#: ~70 the gain is under 2× and a fraction of a millisecond.
+_COMPILE_ABOVE = 100
 
 
 class _Local:
@@ -155,6 +174,9 @@ class _Local:
         jac = ca.jacobian(con, v)
         self.jac_sp = jac.sparsity()
         self.jac = ca.Function(f"{base}_jac", [v, d], [_nonzeros(jac)])
+        # kept SX for fused constraints: the rows, and the Jacobian with the rows (shared work)
+        self.sx_eval = self.eval
+        self.sx_jac = ca.Function(f"{base}_jac_con", [v, d], [_nonzeros(jac), con])
         jres = ca.jacobian(res, v)
         self.jres_sp = jres.sparsity()
         self.jres = ca.Function(f"{base}_jres", [v, d], [_nonzeros(jres)])
@@ -168,11 +190,16 @@ class _Local:
         if hess is not None:
             self.hess_sp = hess.sparsity()
             self.hess = ca.Function(f"{base}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
-        if block.compiled:  # the large ones: a few hundred operations gain nothing
-            attrs = [a for a in ("eval", "grad", "jac", "jres", "hess")
-                     if hasattr(self, a) and getattr(self, a).n_instructions() > _COMPILE_ABOVE]
-            for attr, f in zip(attrs, compiled_all([getattr(self, a) for a in attrs])):
-                setattr(self, attr, f)
+        self.compiled = block.compiled
+
+    def compile(self, skip: tuple[str, ...] = ()) -> None:
+        """Replace the local functions (but ``skip``) of a compiled block by machine code."""
+        if not self.compiled:
+            return
+        attrs = [a for a in ("eval", "grad", "jac", "jres", "hess")
+                 if a not in skip and hasattr(self, a) and getattr(self, a).n_instructions() > _COMPILE_ABOVE]
+        for attr, f in zip(attrs, compiled_all([getattr(self, a) for a in attrs])):
+            setattr(self, attr, f)
 
 
 class NLP:
@@ -187,14 +214,17 @@ class NLP:
     objective_scale : float
         The NLP minimises ``objective_scale · Σ (½‖res‖² + obj)``.
     parallel : int
-        Map local functions over instances with this many threads (1 = serial).
+        Map local functions over instances with this many threads (1 = serial).  The
+        constraints and their Jacobian of compiled blocks are evaluated by one serial C
+        function writing in place (:mod:`colloc.transcription.fused`) whatever this is.
     residual_jacobian : bool
         Also build ``jac_res`` (needed for standard errors only; costs memory).
 
     Attributes
     ----------
     functions : dict of casadi.Function
-        ``f``, ``g``, ``grad_f``, ``jac_g``, ``hess_lag`` (absent for limited-memory),
+        ``f``, ``g``, ``grad_f``, ``jac_g`` (for compiled models the external C function of
+        :mod:`colloc.transcription.fused`), ``hess_lag`` (absent for limited-memory),
         ``res`` (all least-squares residuals) and ``jac_res``, each with inputs ``(x, p)``
         (``hess_lag``: ``(x, p, lam_f, lam_g)``).
     data : ndarray
@@ -245,10 +275,16 @@ class NLP:
         hess_vals, hess_rows, hess_cols = [], [], []
         mode = ("thread", parallel) if parallel > 1 else ("serial",)
 
-        for b, doff, roff, soff in zip(blocks, self.data_offsets, self.row_offsets, self.res_offsets):
-            loc = _Local(b, hessian)
+        # contributions' rows and columns in 4 bytes while every index fits (halves the
+        # assembly's transient memory; positions and keys are computed in 8 bytes)
+        itype = np.int32 if max(nx, ng, res) < 2**31 - 1 else np.int64
+        locs = [_Local(b, hessian) for b in blocks]
+        fused, jac_pattern = self._fused(locs)
+        for loc, b, doff, roff, soff in zip(locs, blocks, self.data_offsets, self.row_offsets, self.res_offsets):
+            loc.compile(skip=("jac",) if fused is not None else ())
             n, L, m, nr = b.count, b.num_local, b.num_rows, b.num_res
-            V = ca.reshape(x[b.index.ravel(order="F").tolist()], L, n)
+            index = b.index.astype(itype, copy=False)
+            V = ca.reshape(_gather(x, b.index.ravel(order="F")), L, n)
             Dm = ca.reshape(p[doff : doff + b.data.size], b.data.shape[0], n)
 
             floc, con, resv = loc.eval.map(n, *mode)(V, Dm)
@@ -260,26 +296,26 @@ class NLP:
             grad_vals.append(ca.vec(loc.grad.map(n, *mode)(V, Dm)))
             grad_targets.append(b.index.ravel(order="F"))
 
-            inst = np.arange(n, dtype=np.int64)
+            inst = np.arange(n, dtype=itype)
             # constraint Jacobian
-            if loc.jac_sp.nnz():
+            if fused is None and loc.jac_sp.nnz():
                 lr, lc = _triplets(loc.jac_sp)
                 jac_vals.append(ca.vec(loc.jac.map(n, *mode)(V, Dm)))
-                jac_rows.append((roff + inst[None, :] * m + lr[:, None]).ravel(order="F"))
-                jac_cols.append(b.index[lc, :].ravel(order="F"))
+                jac_rows.append((roff + inst[None, :] * m + lr[:, None].astype(itype)).ravel(order="F"))
+                jac_cols.append(index[lc, :].ravel(order="F"))
             # residual Jacobian (for covariance)
             if residual_jacobian and loc.jres_sp.nnz():
                 lr, lc = _triplets(loc.jres_sp)
                 jres_vals.append(ca.vec(loc.jres.map(n, *mode)(V, Dm)))
-                jres_rows.append((soff + inst[None, :] * nr + lr[:, None]).ravel(order="F"))
-                jres_cols.append(b.index[lc, :].ravel(order="F"))
+                jres_rows.append((soff + inst[None, :] * nr + lr[:, None].astype(itype)).ravel(order="F"))
+                jres_cols.append(index[lc, :].ravel(order="F"))
             # Hessian of the Lagrangian, upper triangle in global numbering
             if hessian != "limited-memory" and loc.hess_sp.nnz():
                 lr, lc = _triplets(loc.hess_sp)
                 lam_b = ca.reshape(lam_g[roff : roff + m * n], m, n) if m else ca.MX(0, n)
                 sigma = lam_f * self.objective_scale
                 hv = ca.vec(loc.hess.map(n, *mode)(V, Dm, sigma, lam_b))
-                gi, gj = b.index[lr, :], b.index[lc, :]
+                gi, gj = index[lr, :], index[lc, :]
                 # a block may list one global variable twice (clamped delay windows): an
                 # off-diagonal local entry then lands on the global diagonal twice over
                 twice = (lr[:, None] != lc[:, None]) & (gi == gj)
@@ -298,7 +334,10 @@ class NLP:
             if grad_vals else ca.MX(nx, 1)
         grad = ca.densify(grad)
 
-        jac, jac_pattern = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
+        if fused is not None:  # the compiled blocks write g and the Jacobian in place
+            g, jac = fused(x, p)
+        else:
+            jac, jac_pattern = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
         # the patterns of the Jacobians, for :meth:`sparse_value` (no lists from CasADi)
         self._patterns = {("jac_g", 1): ((ng, nx), jac_pattern)}
         jres = None
@@ -312,7 +351,8 @@ class NLP:
             "f": ca.Function("nlp_f", [x, p], [f], ["x", "p"], ["f"]),
             "g": ca.Function("nlp_g", [x, p], [g], ["x", "p"], ["g"]),
             "grad_f": ca.Function("nlp_grad_f", [x, p], [f, grad], ["x", "p"], ["f", "grad_f_x"]),
-            "jac_g": ca.Function("nlp_jac_g", [x, p], [g, jac], ["x", "p"], ["g", "jac_g_x"]),
+            "jac_g": fused if fused is not None
+            else ca.Function("nlp_jac_g", [x, p], [g, jac], ["x", "p"], ["g", "jac_g_x"]),
             "res": ca.Function("nlp_res", [x, p], [res_all], ["x", "p"], ["res"]),
         }
         if residual_jacobian:
@@ -328,16 +368,56 @@ class NLP:
             )
         self.functions = fns
 
+    def _fused(self, locs: list[_Local]):
+        """The constraints and their Jacobian as one C function writing in place
+        (:mod:`colloc.transcription.fused`) when every block with constraint rows is compiled
+        and each Jacobian nonzero comes from one instance: ``(function, pattern)``, else
+        ``(None, None)``."""
+        from .fused import FusedPart, fused_constraints
+
+        owners = [(loc, b, roff, doff) for loc, b, roff, doff
+                  in zip(locs, self.blocks, self.row_offsets, self.data_offsets) if b.num_rows]
+        if not owners or not all(b.compiled for _, b, _, _ in owners):
+            return None, None
+        rows, cols = [], []
+        for loc, b, roff, _ in owners:
+            lr, lc = _triplets(loc.jac_sp)
+            inst = np.arange(b.count, dtype=np.int64)
+            rows.append((roff + inst[None, :] * b.num_rows + lr[:, None]).ravel(order="F"))
+            cols.append(b.index[lc, :].ravel(order="F"))
+        sizes = [r.size for r in rows]
+        sp, position, pattern = self._pattern(self.num_rows, self.num_variables, rows, cols)
+        if sp.nnz() != position.size:  # a nonzero summed from several contributions
+            return None, None
+        parts, start = [], 0
+        for (loc, b, roff, doff), size in zip(owners, sizes):
+            K = loc.jac_sp.nnz()
+            parts.append(FusedPart(b.index, position[start : start + size].reshape(b.count, K).T,
+                                   roff, doff, loc.sx_eval, loc.sx_jac, _triplets(loc.jac_sp)))
+            start += size
+        fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, sp.nnz(), parts)
+        return (fn, pattern) if fn is not None else (None, None)
+
     @staticmethod
-    def _sparse(nrow, ncol, rows, cols, vals) -> tuple[ca.MX, tuple]:
+    def _pattern(nrow, ncol, rows, cols):
+        """``(sparsity, position, (colind, rows))`` of the contributions at ``rows``/``cols``:
+        ``position[i]`` the nonzero of contribution ``i``."""
+        rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
+        rows.clear()  # the caller's pieces: freed now, not when the NLP is built
+        cols.clear()
+        sp, position, unique = _ccs(nrow, ncol, rows_a, cols_a)
+        del rows_a, cols_a
+        pattern = (np.searchsorted(unique // nrow, np.arange(ncol + 1)).astype(np.int64),
+                   (unique % nrow).astype(np.int32 if nrow < 2**31 else np.int64))
+        return sp, position, pattern
+
+    @classmethod
+    def _sparse(cls, nrow, ncol, rows, cols, vals) -> tuple[ca.MX, tuple]:
         """The sparse matrix of the contributions (those at one position summed), and its
         pattern as compressed-column arrays ``(colind, rows)``."""
         if not vals:
             return ca.MX(nrow, ncol), (np.zeros(ncol + 1, dtype=np.int64), np.zeros(0, dtype=np.int32))
-        rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
-        sp, position, unique = _ccs(nrow, ncol, rows_a, cols_a)
-        pattern = (np.searchsorted(unique // nrow, np.arange(ncol + 1)).astype(np.int64),
-                   (unique % nrow).astype(np.int32 if nrow < 2**31 else np.int64))
+        sp, position, pattern = cls._pattern(nrow, ncol, rows, cols)
         values = ca.vertcat(*vals)
         # each nonzero gathered from its first contribution, the others (a variable shared by
         # instances, like a parameter in the Hessian, or listed twice in a block, like clamped
@@ -345,12 +425,12 @@ class NLP:
         # gather costs 8 bytes a contribution, the matrix 24
         first = np.full(sp.nnz(), -1, dtype=np.int64)
         first[position[::-1]] = np.arange(position.size)[::-1]
-        nz = values[first.tolist()]
+        nz = _gather(values, first)
         if sp.nnz() != position.size:
             extra = np.ones(position.size, dtype=bool)
             extra[first] = False
             idx = np.flatnonzero(extra)
-            nz = nz + ca.mtimes(_assembly(sp.nnz(), position[idx]), values[idx.tolist()])
+            nz = nz + ca.mtimes(_assembly(sp.nnz(), position[idx]), _gather(values, idx))
         return ca.MX(sp, nz), pattern
 
     def sparse_value(self, name: str, x: np.ndarray):
