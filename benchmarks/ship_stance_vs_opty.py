@@ -18,7 +18,8 @@ The 4-link spatial human on a 6-DoF deck (CONTRACTS §2 ``ship-stance``; Bourgeo
   Radau), the objective Σ w·(x − x_m)² / n_obs with w = 1/σ² (angles and rates), IPOPT with
   its L-BFGS Hessian (opty supplies none), tol 1e-8; start: the measured states, the default
   guesses.  Derivation (SymPy), build (the ``opty.Problem`` construction: symbolic
-  Jacobian, code generation, C compilation) and solve are timed separately.
+  Jacobian, code generation, C compilation; or, with ``--opty-backend numpy``, NumPy
+  functions instead of compiled C) and solve are timed separately.
 
 opty's build does not depend on the record length, its solve does; ``--opty-duration`` gives
 opty a shorter record than colloc's when the long one would not finish in reasonable time
@@ -34,6 +35,7 @@ the script says ``opty not installed`` and times colloc alone.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -112,14 +114,16 @@ def opty_equations():
     return eom, tuple(q) + tuple(u), known, gains
 
 
-def run_opty(duration: float, max_iter: int, timeout: float, noise: bool = True) -> dict:
-    """opty in a child process (its own memory, and stopped after ``timeout`` seconds: the
-    SymPy derivation and the ``opty.Problem`` construction are not interruptible otherwise)."""
+def run_opty(duration: float, max_iter: int, timeout: float, noise: bool = True, backend: str = "cython") -> dict:
+    """opty in a child process of its own process group (its own memory, and stopped with
+    the compilers it started after ``timeout`` seconds: the SymPy derivation and the
+    ``opty.Problem`` construction are not interruptible otherwise)."""
     import multiprocessing as mp
+    import signal
 
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    child = ctx.Process(target=_opty_child, args=(duration, max_iter, noise, queue), daemon=True)
+    child = ctx.Process(target=_opty_child, args=(duration, max_iter, noise, backend, queue), daemon=True)
     t0 = time.perf_counter()
     child.start()
     stages: dict = {}
@@ -136,9 +140,12 @@ def run_opty(duration: float, max_iter: int, timeout: float, noise: bool = True)
             break
     finished = "done" in stages
     if child.is_alive():
-        child.terminate()
+        try:
+            os.killpg(child.pid, signal.SIGTERM)   # the child and the compilers it runs
+        except ProcessLookupError:   # not yet in its own group
+            child.terminate()
         child.join()
-    row = {"tool": "opty (midpoint, L-BFGS)", "duration_s": duration, "timeout_s": timeout,
+    row = {"tool": f"opty (midpoint, L-BFGS, {backend})", "duration_s": duration, "timeout_s": timeout,
            "eom_s": stages.get("eom_s"), "build_s": stages.get("build_s"), "solve_s": None,
            "finished": finished}
     if finished:
@@ -152,15 +159,16 @@ def run_opty(duration: float, max_iter: int, timeout: float, noise: bool = True)
     return row
 
 
-def _opty_child(duration: float, max_iter: int, noise: bool, queue) -> None:
+def _opty_child(duration: float, max_iter: int, noise: bool, backend: str, queue) -> None:
+    os.setpgrp()
     try:
         trial = ss.simulate_trial(duration=duration, seed=0, noise=noise, deck=False)
-        queue.put(("done", _opty_solve(trial, max_iter, queue)))
+        queue.put(("done", _opty_solve(trial, max_iter, backend, queue)))
     except Exception as exc:  # reported, not raised: the parent writes the table
         queue.put(("error", f"{type(exc).__name__}: {exc}"[:300]))
 
 
-def _opty_solve(trial, max_iter: int, queue) -> dict:
+def _opty_solve(trial, max_iter: int, backend: str, queue) -> dict:
     import cyipopt
     import opty
     import sympy
@@ -188,7 +196,7 @@ def _opty_solve(trial, max_iter: int, queue) -> dict:
     prob = opty.Problem(obj, obj_grad, eom, states, N, h,
                         known_trajectory_map={sym: np.asarray(trial[c], dtype=float)
                                               for sym, c in zip(known, ss.SHIP_COLUMNS)},
-                        integration_method="midpoint")
+                        integration_method="midpoint", backend=backend)
     build_s = time.perf_counter() - t0
     queue.put(("build_s", build_s))
     order = [str(p)[2:] for p in prob.collocator.unknown_parameters]
@@ -218,6 +226,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--opty-max-iter", type=int, default=3000)
     parser.add_argument("--opty-timeout", type=float, default=1800.0,
                         help="stop opty after this many seconds (derivation, build and solve)")
+    parser.add_argument("--opty-backend", choices=("cython", "numpy"), default="cython",
+                        help="opty's evaluation: generated C compiled by Cython (its default) or NumPy")
     parser.add_argument("--no-opty", action="store_true", help="time colloc alone")
     parser.add_argument("--interpreted", action="store_true",
                         help="colloc's model in CasADi's virtual machine (no C compiler; the smoke test)")
@@ -236,7 +246,8 @@ def main(argv=None) -> dict:
         print("opty not installed")
     else:
         if not args.no_opty:
-            rows.append(run_opty(opty_duration, args.opty_max_iter, args.opty_timeout, noise=not args.quick))
+            rows.append(run_opty(opty_duration, args.opty_max_iter, args.opty_timeout, noise=not args.quick,
+                                 backend=args.opty_backend))
             print(rows[-1], flush=True)
     ratios = {}
     opty_row = rows[2] if len(rows) == 3 else None
