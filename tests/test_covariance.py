@@ -44,15 +44,28 @@ def midpoint_defects(z: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     return np.concatenate([th[1:] - th[:-1] - h * omm, om[1:] - om[:-1] - h * (-p * np.sin(thm) - c * omm)])
 
 
+@pytest.mark.parametrize("row_set", ["touching", "matched"])
 @pytest.mark.parametrize("route", ["casadi-ldl", "qdldl"])
 @pytest.mark.parametrize("nodes_per_sample", [1, 2])
-def test_standard_errors_equal_a_dense_reduced_gauss_newton_reference(nodes_per_sample, route, monkeypatch):
-    """Both LDLᵀ routes of the KKT solve (CasADi's ldl; qdldl when installed)."""
+def test_standard_errors_equal_a_dense_reduced_gauss_newton_reference(nodes_per_sample, route, row_set, monkeypatch):
+    """Both LDLᵀ routes of the KKT solve (CasADi's ldl; qdldl when installed), with every
+    constraint row that touches an unseen variable added as ρ·ÂᵀÂ (small problems) or one
+    matched row per unseen variable (what large problems try first)."""
     from colloc.inference import covariance
     if route == "qdldl":
         pytest.importorskip("qdldl")
     else:
         monkeypatch.setattr(covariance, "_qdldl_factor", lambda K: None)
+    if row_set == "matched":
+        monkeypatch.setattr(covariance, "_MATCH_ABOVE", 0.0)
+        chosen = []
+        choices = covariance._row_choices
+        monkeypatch.setattr(covariance, "_row_choices",
+                            lambda A, unseen, touch: chosen.append(choices(A, unseen, touch)) or chosen[-1])
+        outcomes = []
+        solve_reduced = covariance._solve_reduced
+        monkeypatch.setattr(covariance, "_solve_reduced",
+                            lambda *a: outcomes.append(solve_reduced(*a)) or outcomes[-1])
     trial = damped_trial()
     num_nodes = nodes_per_sample * (trial.num_samples - 1) + 1  # 2: a node between samples (unseen)
     problem = co.Problem(damped_model(), trial, fit={"theta": SIGMA**-2})
@@ -85,6 +98,11 @@ def test_standard_errors_equal_a_dense_reduced_gauss_newton_reference(nodes_per_
     assert result.standard_errors["p"] == pytest.approx(np.sqrt(cov[0, 0]), rel=tol)
     assert result.standard_errors["c"] == pytest.approx(np.sqrt(cov[1, 1]), rel=tol)
     assert result.info["covariance_message"] == ""
+    if row_set == "matched" and nodes_per_sample == 2:
+        # ω is never measured: one row per unseen variable, fewer than the rows touching them
+        first, touching = chosen[0][0], chosen[0][1]
+        assert first.size < touching.size
+        assert not isinstance(outcomes[0], str), outcomes[0]  # the matched rows were enough
 
 
 def test_non_identifiable_parameter_gives_nan_and_a_reason():

@@ -113,7 +113,9 @@ def parameter_covariance(
     whose ``JᵀJ`` row is not strictly diagonally dominant (unseen, or seen only in
     combination with others, like the states behind a centre-of-pressure output) is added
     as ``ρ âᵀâ`` to ``JᵀJ`` (``ρ`` the median non-zero diagonal entry of ``JᵀJ``); should
-    that still leave a zero pivot or an inaccurate solve, every row is.  On the null space of
+    that still leave a zero pivot or an inaccurate solve, every row is.  When those rows'
+    ``ÂᵀÂ`` would be large, a matched subset of them (one row per such variable, sparse
+    rows preferred) is tried first (:func:`_row_choices`).  On the null space of
     ``A`` this adds nothing, so the answer is unchanged, while those variables get pivots of
     the size of the data.  A small ``−δI`` in the constraint block (``δ = 10⁻⁹/ρ``) makes
     ``K_SS`` quasi-definite, so its factorisation exists for any ordering; iterative
@@ -156,11 +158,16 @@ def parameter_covariance(
     off = np.asarray(abs(H_rr).sum(axis=0)).ravel() - np.abs(diag)
     seen = np.zeros(nx, dtype=bool)
     seen[rest] = diag > off
-    touch = np.asarray(abs(A[:, np.flatnonzero(~seen & ~is_param)]).sum(axis=1)).ravel() > 0
+    unseen = np.flatnonzero(~seen & ~is_param)
+    touch = np.flatnonzero(np.asarray(abs(A[:, unseen]).sum(axis=1)).ravel() > 0)
     del J, H_rr  # (memory: the factorisation below is the peak)
-    outcome = _solve_reduced(H, A, rho, rest, param_index, np.flatnonzero(touch))
-    if isinstance(outcome, str) and not touch.all():  # the dominance test was not enough: all rows
-        outcome = _solve_reduced(H, A, rho, rest, param_index, np.arange(na))
+    # a few rows first (one per unseen variable, sparse ones preferred), then every row that
+    # touches an unseen variable, then every row, until the factorisation and solve succeed
+    outcome = "no rows tried"
+    for rows in _row_choices(A, unseen, touch):
+        outcome = _solve_reduced(H, A, rho, rest, param_index, rows)
+        if not isinstance(outcome, str):
+            break
     if isinstance(outcome, str):
         return Covariance(nan, s2, dof, outcome, tuple(range(npar)))
     K_pp, K_sp, sol = outcome
@@ -192,6 +199,55 @@ def parameter_covariance(
     return Covariance(S @ C @ S * s2_scale, s2, dof, message)
 
 
+#: Σ (non-zeros per row)² over the rows that touch unseen variables (a bound on the size of
+#: their ``AᵀA``) above which a matched subset of them is tried first; below it the fill
+#: costs little and every touching row is added.
+_MATCH_ABOVE = 2e6
+
+
+def _row_choices(A: sps.csr_matrix, unseen: np.ndarray, touch: np.ndarray):
+    """The sets of rows of ``A`` to add as ``ρ AᵀA``, fewest first.
+
+    1. When their ``AᵀA`` could be large (``_MATCH_ABOVE``; on a 60 s ship-stance record it
+       would hold 20 M non-zeros, more than the rest of the KKT matrix), a matching: each
+       variable in ``unseen`` paired with its own row (Hopcroft–Karp on
+       the rows' sparsity; the rows with at most the median number of non-zeros among
+       ``touch`` first, then any row for the variables left), so that the added term is
+       structurally definite on those variables while coupling few others: a kinematic
+       row q̇ = u has four non-zeros where a row of a multibody residual has dozens.
+    2. Every row in ``touch`` (those touching any variable in ``unseen``).
+    3. Every row.
+    A set equal to the one before it is skipped."""
+    from scipy.sparse.csgraph import maximum_bipartite_matching
+
+    na = A.shape[0]
+    choices = []
+    row_nnz = np.diff(A.indptr)
+    if unseen.size and touch.size and float(np.sum(row_nnz[touch].astype(float) ** 2)) > _MATCH_ABOVE:
+        B = A[:, unseen].tocsr()
+        B.eliminate_zeros()
+        match = np.full(unseen.size, -1)
+        sparse_rows = touch[row_nnz[touch] <= np.median(row_nnz[touch])]
+        for candidates in (sparse_rows, touch):
+            left = np.flatnonzero(match < 0)
+            if not left.size:
+                break
+            graph = B[candidates][:, left].tocsr()
+            graph.data[:] = 1.0
+            found = maximum_bipartite_matching(graph, perm_type="row")
+            match[left[found >= 0]] = candidates[found[found >= 0]]
+        if np.all(match >= 0):
+            choices.append(np.unique(match))
+    choices.append(touch)
+    choices.append(np.arange(na))
+    out, last = [], None
+    for rows in choices:
+        if last is None or rows.size != last.size:
+            out.append(rows)
+            last = rows
+    return out
+
+
 def _gram(M: sps.spmatrix) -> sps.spmatrix:
     """``MᵀM`` (its own function, so the transposed copy is freed on return)."""
     return M.T @ M
@@ -203,34 +259,32 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     na = A.shape[0]
     if rows.size:
         H = (H + rho * _gram(A[rows, :])).tocsc()
-    H_rr = H[rest, :][:, rest]
-    A_r = A[:, rest].tocsc()
+    H_rr = H[rest, :][:, rest].tocsc()
+    A_r = A[:, rest].tocsr()
+    A_r.sort_indices()
+    nr = rest.size
     delta = 1e-9 / rho
-    K = sps.bmat([[H_rr, A_r.T], [A_r, -delta * sps.eye(na) if na else None]], format="csc")
-    K.sort_indices()
-    shift = np.zeros(K.shape[0])
-    shift[rest.size:] = delta  # K + diag(shift) is the exact (δ = 0) matrix
 
-    def exact_times(v: np.ndarray) -> np.ndarray:
-        return K @ v + shift[:, None] * v
+    def exact_times(v: np.ndarray) -> np.ndarray:  # the exact (δ = 0) KKT matrix times v
+        return np.vstack([H_rr @ v[:nr] + A_r.T @ v[nr:], A_r @ v[:nr]])
 
     # K_SP: coupling of the other unknowns and the multipliers with the parameters
     K_sp = np.vstack([H[rest, :][:, param_index].toarray(), A[:, param_index].toarray()])
     K_pp = H[param_index, :][:, param_index].toarray()
-    del H, H_rr, A_r  # only K and the parameter columns are needed from here on (memory)
-    # the scale of a residual that rounding alone leaves: ‖K‖·‖x‖ + ‖b‖ (Frobenius norms),
-    # the denominator of the normwise backward error (a solution far larger than the
-    # right-hand side cannot have a residual far below ε‖K‖‖x‖)
-    k_norm = float(sparse_norm(K)) + float(np.linalg.norm(shift))
+    del H  # only the blocks of K and the parameter columns are needed from here on (memory)
+    # the scale of a residual that rounding alone leaves: ‖K‖·‖x‖ + ‖b‖ (Frobenius norms of
+    # the exact matrix), the denominator of the normwise backward error (a solution far
+    # larger than the right-hand side cannot have a residual far below ε‖K‖‖x‖)
+    k_norm = float(np.sqrt(sparse_norm(H_rr) ** 2 + 2.0 * sparse_norm(A_r) ** 2)) if nr else 0.0
     b_norm = float(np.linalg.norm(K_sp))
 
     def scale(v: np.ndarray) -> float:
         return k_norm * float(np.linalg.norm(v)) + b_norm
 
-    if K.shape[0] == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
+    if nr + na == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
         return K_pp, K_sp, np.zeros_like(K_sp)
     try:
-        solve = _KKTSolver(K, K_sp.shape[1])
+        solve = _KKTSolver(H_rr, A_r, delta, K_sp.shape[1])
         with capture_native_output():  # it prints "zeros in D" from C++ when not identifiable
             sol = solve(K_sp)
             # refinement towards the exact (δ = 0) system while it gains, to a backward error
@@ -270,9 +324,10 @@ class _KKTSolver:
 
     With the optional package ``qdldl`` installed (``pip install qdldl``; the LDLᵀ of
     quasi-definite matrices behind OSQP, Stellato et al. 2020) K is factorised once from its
-    NumPy arrays, with AMD ordering; on a 60 s ship-stance record (576k rows, 35M non-zeros)
-    that takes 9 s against 24 s for the CasADi route below, which spends 10 s building
-    CasADi's pattern and 9 s in its symbolic analysis.  Should qdldl refuse the matrix
+    NumPy arrays (its upper triangle assembled directly from the blocks' index arrays), with
+    AMD ordering; on a 60 s ship-stance record (576k rows, 35M non-zeros) that took 9 s
+    against 24 s for the CasADi route below, which spends 10 s building CasADi's pattern and
+    9 s in its symbolic analysis.  Should qdldl refuse the matrix
     (a zero pivot: not quasi-definite), the CasADi route is taken, as without qdldl.
 
     Otherwise CasADi's ``ldl``: the factorisation and the solve run inside one CasADi
@@ -281,12 +336,16 @@ class _KKTSolver:
     the factorisation).  Each call factorises the numbers anew (cheap next to the symbolic
     analysis, done once here); a zero pivot gives non-finite values, not an exception."""
 
-    def __init__(self, K: sps.csc_matrix, ncol: int) -> None:
-        n = K.shape[0]
+    def __init__(self, H: sps.csc_matrix, A: sps.csr_matrix, delta: float, ncol: int) -> None:
+        """``K = [[H, Aᵀ], [A, −δI]]`` (H symmetric, A with sorted indices)."""
+        nr, na = H.shape[0], A.shape[0]
+        n = nr + na
         self.shape = (n, ncol)
-        self._qdldl = _qdldl_factor(K)
+        self._qdldl = _qdldl_factor(_upper_kkt(H, A, delta))
         if self._qdldl is not None:
             return
+        K = sps.bmat([[H, A.T], [A, -delta * sps.eye(na) if na else None]], format="csc")
+        K.sort_indices()
         pattern = sparsity_from_ccs(n, n, K.indptr, K.indices)
         Ks, Bs = ca.MX.sym("K", pattern), ca.MX.sym("B", n, ncol)
         linsol = ca.Linsol("covariance", "ldl", pattern, {})
@@ -309,13 +368,32 @@ class _KKTSolver:
         return out.reshape(ncol, n).T
 
 
+def _upper_kkt(H: sps.csc_matrix, A: sps.csr_matrix, delta: float) -> sps.csc_matrix:
+    """The upper triangle of ``[[H, Aᵀ], [A, −δI]]`` in CSC, assembled from the index arrays:
+    column ``nr + j`` holds row ``j`` of ``A`` (its CSR arrays) and the diagonal ``−δ``."""
+    nr, na = H.shape[0], A.shape[0]
+    top = sps.triu(H, format="csc")
+    top.sort_indices()
+    ptr = A.indptr + np.arange(na + 1)          # one more entry per column: the diagonal
+    diag = ptr[1:] - 1
+    keep = np.ones(A.nnz + na, dtype=bool)
+    keep[diag] = False
+    indices = np.empty(A.nnz + na, dtype=np.int64)
+    data = np.empty(A.nnz + na)
+    indices[keep], data[keep] = A.indices, A.data
+    indices[diag], data[diag] = nr + np.arange(na), -delta
+    return sps.csc_matrix(
+        (np.concatenate([top.data, data]), np.concatenate([top.indices, indices]),
+         np.concatenate([top.indptr, top.nnz + ptr[1:]])), shape=(nr + na, nr + na))
+
+
 def _qdldl_factor(K: sps.csc_matrix):
-    """qdldl's factorisation of K (upper triangle), or None without qdldl or when it refuses."""
+    """qdldl's factorisation of K (an upper triangle), or None without qdldl or when it refuses."""
     try:
         import qdldl
     except ImportError:
         return None
     try:
-        return qdldl.Solver(K)  # its upper triangle
+        return qdldl.Solver(K, upper=True)
     except (RuntimeError, ValueError):
         return None

@@ -110,8 +110,15 @@ def test_locked_chain_is_one_rigid_body_on_the_deck():
     assert max(errors) <= 0.01, errors
 
 
-def _sympy_chain(n_links):
-    """The chain's equations by sympy.physics.mechanics.KanesMethod, written independently."""
+def sympy_kanes(n_links):
+    """The chain's equations by sympy.physics.mechanics.KanesMethod, written independently
+    (also the equations of ``benchmarks/ship_stance_vs_opty.py``).
+
+    Returns a dict: ``q``, ``u`` (the Bryant angles and their rates, dynamicsymbols),
+    ``ship`` (roll, pitch, yaw: dynamicsymbols whose time derivatives appear), ``vel`` (the
+    stance point's velocity in N components), ``mass_matrix`` and ``forcing`` (Kane's
+    M·u̇ = forcing, gravity included, no joint torques).
+    """
     import sympy.physics.mechanics as me
 
     t = me.dynamicsymbols._t
@@ -142,6 +149,17 @@ def _sympy_chain(n_links):
     kd = [qi.diff(t) - ui for qi, ui in zip(qs, us)]
     km = me.KanesMethod(N, q_ind=qs, u_ind=us, kd_eqs=kd)
     km.kanes_equations(bodies, loads)
+    return {"q": qs, "u": us, "ship": ship_q, "vel": vel, "mass_matrix": km.mass_matrix,
+            "forcing": km.forcing}
+
+
+def _sympy_chain(n_links):
+    """:func:`sympy_kanes` as a numpy function of plain symbols."""
+    import sympy.physics.mechanics as me
+
+    t = me.dynamicsymbols._t
+    kane = sympy_kanes(n_links)
+    qs, us, ship_q, vel = kane["q"], kane["u"], kane["ship"], kane["vel"]
     ship_d = [s.diff(t) for s in ship_q]
     ship_dd = [s.diff(t, 2) for s in ship_q]
     acc = [v.diff(t) for v in vel]
@@ -149,8 +167,8 @@ def _sympy_chain(n_links):
     sym = {}
     for i, f in enumerate(ship_dd + ship_d + acc + [u.diff(t) for u in us] + us + qs + ship_q + vel):
         sym[f] = sp.Symbol(f"s{i}")
-    Mm = km.mass_matrix.subs(sym)
-    forcing = km.forcing.subs(sym)
+    Mm = kane["mass_matrix"].subs(sym)
+    forcing = kane["forcing"].subs(sym)
     args = [sym[f] for f in qs + us + ship_q + ship_d + ship_dd + acc + vel]
     return sp.lambdify(args, [Mm, forcing], "numpy", cse=True)
 
