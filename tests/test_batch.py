@@ -307,11 +307,21 @@ def test_a_cohort_of_real_subjects_with_their_bodies_and_lab_columns(tmp_path):
     """Real 100 Hz force-plate trials as the lab wrote them (gzip, tab-separated, COPx in cm),
     each fit with its subject's height and mass from the manifest: the batch's fits equal
     `colloc identify cip ... --height --mass --column` run serially on the same files."""
-    bds = Path(__file__).resolve().parents[1] / "data" / "bds"
+    import gzip
+
+    import pandas as pd
+
+    shipped = Path(__file__).resolve().parents[1] / "data" / "bds"
+    bds = tmp_path / "bds"  # the first 20 s of two shipped trials, written as the lab writes them
+    bds.mkdir()
+    for name in ("BDS00001", "BDS00004"):
+        table = pd.read_csv(shipped / f"{name}.txt.gz", sep="\t")
+        with gzip.open(bds / f"{name}.txt.gz", "wt") as fh:
+            table[table["Time[s]"] <= 20.0].to_csv(fh, sep="\t", index=False)
     rows = ["fit_id,problem,data,height,mass,column,controller,group"]
     for name, controller in (("BDS00001", "PID"), ("BDS00004", "PD-delay")):
         rows.append(f"{name},cip,{bds / (name + '.txt.gz')},1.575,54.2,cop=COPx,{controller},subject1")
-    rows.append(f"no_column,cip,{bds / 'BDS00007.txt.gz'},1.575,54.2,cop=COPz;time=Time[s],PID,subject1")
+    rows.append(f"no_column,cip,{bds / 'BDS00004.txt.gz'},1.575,54.2,cop=COPz;time=Time[s],PID,subject1")
     (tmp_path / "manifest.csv").write_text("\n".join(rows) + "\n")
     report = co.batch(tmp_path / "manifest.csv", tmp_path / "out", workers=2, progress=False)
     table = _table(tmp_path / "out" / "results.csv")
