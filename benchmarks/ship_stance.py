@@ -1,13 +1,14 @@
 """ship-stance identification time: the 4-link spatial human on a 6-DoF deck at 100 Hz.
 
 The issue's performance case: a 60 s record at 100 Hz (24 states, 16 gains), identified by
-the default method (Radau, degree 2) from the default poor guesses; records the timings, the
-gains' errors and how many lie within 3 standard errors of the truth.
+the default method (Radau, degree 2) and the problem's IPOPT options (``ss.IPOPT_OPTIONS``:
+the Gauss–Newton Hessian) from the default poor guesses; records the timings, the gains'
+errors and how many lie within 3 standard errors of the truth.
 
     python benchmarks/ship_stance.py            # 60 s record (about ten minutes here)
     python benchmarks/ship_stance.py --quick    # 2 s record, for the smoke test
     python benchmarks/ship_stance.py --noise --ldl casadi   # standard errors by CasADi's ldl, not qdldl
-    python benchmarks/ship_stance.py --noise --hessian gauss-newton   # IPOPT with JᵀJ, not the exact Hessian
+    python benchmarks/ship_stance.py --noise --hessian exact   # IPOPT with the exact Hessian, not JᵀJ
 
 Writes benchmarks/results/ship_stance.json (or --out).
 """
@@ -39,8 +40,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--ldl", choices=("auto", "casadi"), default="auto",
                         help="KKT factorisation of the standard errors: qdldl when installed (auto) or "
                              "CasADi's ldl (casadi), to compare the two")
-    parser.add_argument("--hessian", choices=("exact", "gauss-newton"), default="exact",
-                        help="IPOPT's Hessian: colloc's default (exact) or the Gauss–Newton JᵀJ")
+    parser.add_argument("--hessian", choices=("exact", "gauss-newton"), default=ss.IPOPT_OPTIONS["hessian"],
+                        help="IPOPT's Hessian: the problem's default (the Gauss–Newton JᵀJ) or the exact one")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ship_stance.json")
     args = parser.parse_args(argv)
     duration = 2.0 if args.quick else args.duration

@@ -225,7 +225,9 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
         if unknown:
             raise OptionsError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; signals: {', '.join(signals)}")
         problem = problem.with_fit(fit_weights)
-    solver = Ipopt(print_level=print_level, max_iter=max_iter, absolute_sigma=absolute_sigma)
+    # a problem may set IPOPT defaults of its own (ship-stance: the Gauss–Newton Hessian)
+    solver = Ipopt(**{**getattr(module, "IPOPT_OPTIONS", {}), "print_level": print_level, "max_iter": max_iter,
+                      "absolute_sigma": absolute_sigma})
     result = solve(problem, solver_method, solver=solver, guess=guess or None, progress=progress, throw=False,
                    start=start, starts=starts, seed=seed, client=client)
     result.problem = problem_name
