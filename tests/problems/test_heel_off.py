@@ -28,10 +28,11 @@ def test_detect_modes_reads_the_sequence_from_theta_foot(one_heel_off):
     assert [m for m, _a, _b in modes] == ["flat", "toe", "flat"]
     events = sim.event_times()
     assert abs(modes[0][2] - events[0]) <= 0.01 and abs(modes[1][2] - events[1]) <= 0.01
-    # a noisy flat foot with one spike is still one flat phase
+    # a noisy flat foot with one spike is still one flat phase (θ_foot and ω_foot both flat)
+    rng = np.random.default_rng(0)
     spiky = heel_off.HeelOffTrial("s", trial.time, {**trial.signals, "theta_foot": np.where(
-        np.arange(trial.time.size) == 40, 0.01, 0.0) + np.random.default_rng(0).normal(0, 1e-3, trial.time.size)},
-        trial.platform_acc)
+        np.arange(trial.time.size) == 40, 0.01, 0.0) + rng.normal(0, 1e-3, trial.time.size),
+        "omega_foot": rng.normal(0, 0.02, trial.time.size)}, trial.platform_acc)
     assert [m for m, _a, _b in heel_off.detect_modes(spiky)] == ["flat"]
 
 
