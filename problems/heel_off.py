@@ -849,11 +849,11 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     clock = {"build_s": 0.0, "solve_s": 0.0}
     limit = TIME_LIMIT if time_limit is None else float(time_limit)
 
-    def attempt(taus, cur, data=trials, warm=None, intervals=None):
-        history, intervals = [], intervals or [None] * len(trials)
+    def attempt(taus, cur, data=trials, rounds=max_rounds):
+        history, warm, intervals = [], None, [None] * len(trials)
         sol = nlp = Vv = stats = None
         ok = settled = False
-        for rnd in range(max_rounds):
+        for rnd in range(rounds):
             t_build = _time.perf_counter()
             if rnd and t_build - start >= limit:
                 break
@@ -902,10 +902,11 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
 
     if any(sg[n] > 10 * NOISE_FLOOR[n] for sg in sigs for n in sg):
         # a noisy record: first fit the record smoothed inside its phases (nearly a model
-        # trajectory, so the fit converges as a clean record's does), then the record itself
-        # from there (the exact Hessian of a noisy fit is indefinite far from its minimum)
-        pre = attempt(taus, dict(cur), data=[_smoothed_trial(tr, seqs[k]) for k, tr in enumerate(trials)])
-        best = attempt(pre["taus"], pre["cur"], warm=pre["Vv"], intervals=[lay.intervals for lay in pre["nlp"].layouts])
+        # trajectory, so the fit converges as a clean record's does; one round), then the record
+        # itself from its samples with the gains and switching times found (not from the smoothed
+        # fit's states: IPOPT warm-started there wandered for hundreds of iterations)
+        pre = attempt(taus, dict(cur), data=[_smoothed_trial(tr, seqs[k]) for k, tr in enumerate(trials)], rounds=1)
+        best = attempt(pre["taus"], pre["cur"])
         best["history"] = pre["history"] + best["history"]
     else:
         best = attempt(taus, dict(cur))
