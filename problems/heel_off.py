@@ -848,6 +848,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     nq = 2 + sum(len(t) for t in taus)
     clock = {"build_s": 0.0, "solve_s": 0.0}
     limit = TIME_LIMIT if time_limit is None else float(time_limit)
+    noisy = any(sg[n] > 10 * NOISE_FLOOR[n] for sg in sigs for n in sg)
 
     def attempt(taus, cur, data=trials, rounds=max_rounds):
         history, warm, intervals = [], None, [None] * len(trials)
@@ -867,10 +868,11 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             opts = {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
                     "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5,
                     "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6, "ipopt.mumps_permuting_scaling": 0,
-                    # the objective is the mean of the squared weighted residuals (O(1)); IPOPT
-                    # works on their sum, χ²/2, whose scale against the constraints and the
-                    # barrier keeps a noisy fit from stopping early at a worse point
-                    "ipopt.obj_scaling_factor": float(nlp.samples),
+                    # the objective is the mean of the squared weighted residuals (O(1) for a
+                    # noisy record); IPOPT works on their sum, χ²/2, whose scale against the
+                    # constraints and the barrier keeps a noisy fit from stopping early at a
+                    # worse point (a clean record, weighted by the noise floor, is left as it is)
+                    "ipopt.obj_scaling_factor": float(nlp.samples) if noisy else 1.0,
                     "hess_lag": nlp.hess, "jac_g": nlp.jac,
                     **({"ipopt.mu_init": 1e-5} if warm is not None else {}),
                     **{f"ipopt.{k}": v for k, v in (ipopt_options or {}).items()}}
@@ -900,7 +902,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     def fit_ok(d):
         return d["ok"] and d["settled"] and _rms(d) <= POOR_FIT
 
-    if any(sg[n] > 10 * NOISE_FLOOR[n] for sg in sigs for n in sg):
+    if noisy:
         # a noisy record: first fit the record smoothed inside its phases (nearly a model
         # trajectory, so the fit converges as a clean record's does; one round), then the record
         # itself from its samples with the gains and switching times found (not from the smoothed
