@@ -18,7 +18,7 @@ simulated by :func:`colloc.simulate_contact`.  Between the samples of ``platform
 platform acceleration is the not-a-knot cubic spline through them.
 
 Identification (:func:`identify`): multi-phase Radau collocation (:func:`colloc.transcribe_phases`)
-with the mode sequence read from θ_foot, the switching times unknown, the contact forces
+with the mode sequence read from θ_foot and ω_foot, the switching times unknown, the contact forces
 variables with λ_n ≥ 0, the lifted point's gap φ ≥ 0 in the pivot phases, a landing closing
 each pivot phase (θ_foot = 0, then the inelastic impact: the foot stops, the body's angular
 momentum about the ankle is conserved).
@@ -814,7 +814,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     """Identify kp, kd from records sharing them, by multi-phase Radau collocation assembled
     from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over every
     interval; the mode a one-hot data flag; exact Hessian from per-interval blocks), with the
-    mode sequence of each record read from θ_foot (:func:`detect_modes`, or given in
+    mode sequence of each record read from θ_foot and ω_foot (:func:`detect_modes`, or given in
     ``sequences``: lists of mode names).  The switching times are unknowns; the contact forces
     (functions of the state in each mode) are ≥ 0, the lifted point's gap ≥ 0 in the pivot
     phases; a lift-off happens when the lifting contact's force reaches zero (Signorini's law:
@@ -1038,7 +1038,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
     cov = pd.DataFrame(out["covariance"], index=list(NAMES), columns=list(NAMES))
     info = {k: out[k] for k in ("modes", "switches", "rounds", "noise", "residual_scale", "samples", "variables")}
     info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "
-                           "sequence read from theta_foot; switching times unknown")
+                           "sequence read from theta_foot and omega_foot; switching times unknown")
     return co.Result(problem="heel-off", method="multiphase-radau3", success=out["success"], status=out["status"],
                      message="" if out["success"] else (
                          f"poor fit: the weighted residuals' rms is {out['residual_rms']:.2f} (> {POOR_FIT}; the "
