@@ -28,10 +28,11 @@ def test_detect_modes_reads_the_sequence_from_theta_foot(one_heel_off):
     assert [m for m, _a, _b in modes] == ["flat", "toe", "flat"]
     events = sim.event_times()
     assert abs(modes[0][2] - events[0]) <= 0.01 and abs(modes[1][2] - events[1]) <= 0.01
-    # a noisy flat foot with one spike is still one flat phase
+    # a noisy flat foot with one spike is still one flat phase (θ_foot and ω_foot both flat)
+    rng = np.random.default_rng(0)
     spiky = heel_off.HeelOffTrial("s", trial.time, {**trial.signals, "theta_foot": np.where(
-        np.arange(trial.time.size) == 40, 0.01, 0.0) + np.random.default_rng(0).normal(0, 1e-3, trial.time.size)},
-        trial.platform_acc)
+        np.arange(trial.time.size) == 40, 0.01, 0.0) + rng.normal(0, 1e-3, trial.time.size),
+        "omega_foot": rng.normal(0, 0.02, trial.time.size)}, trial.platform_acc)
     assert [m for m, _a, _b in heel_off.detect_modes(spiky)] == ["flat"]
 
 
@@ -126,3 +127,39 @@ def test_noisy_short_records_truth_within_three_se_or_reported_as_a_failure():
     out = heel_off.identify([bad])
     off = any(abs(out["parameters"][k] - heel_off.TRUE[k]) > 3 * out["standard_errors"][k] for k in ("kp", "kd"))
     assert not (off and out["success"])
+
+
+def test_shipped_noisy_record_modes_include_the_small_lift_seen_in_omega_foot():
+    # the third lift of heel_off.csv peaks at 3 mrad in θ_foot (noise 1.7 mrad) but at 0.22 rad/s
+    # in ω_foot (noise 0.017 rad/s); true events from the contact simulator (events.json)
+    from colloc_problems._data import data_path
+
+    trial = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))
+    events = json.loads(data_path("heel_off", "events.json").read_text())["heel_off.csv"]
+    modes = heel_off.detect_modes(trial)
+    assert [m for m, _a, _b in modes] == ["flat", "toe", "flat", "heel", "flat", "toe", "flat"]
+    for (_m, _a, end), e in zip(modes[:-1], events):
+        assert abs(end - e["time"]) < (0.005 if e["kind"] == "landing" else 0.03), (end, e)
+
+
+def test_shipped_noisy_record_first_heel_off_truth_within_three_se():
+    # the first 1.5 s of the shipped noisy record (100 Hz, σ_θ 0.1°, σ_ω 1°/s): one heel-off
+    from colloc_problems._data import data_path
+
+    full = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))
+    n = 151
+    trial = heel_off.HeelOffTrial("head.csv", full.time[:n], {k: v[:n] for k, v in full.signals.items()},
+                                  full.platform_acc[:n])
+    out = heel_off.identify([trial], time_limit=60)
+    assert out["success"], out["status"]
+    assert out["modes"] == [["flat", "toe", "flat"]]
+    for k in ("kp", "kd"):
+        assert abs(out["parameters"][k] - heel_off.TRUE[k]) < 3 * out["standard_errors"][k]
+
+
+def test_a_fit_out_of_time_is_reported_as_time_limit():
+    from colloc_problems._data import data_path
+
+    trial = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))  # 8 s: well over a second of IPOPT
+    out = heel_off.identify([trial], time_limit=0.5)
+    assert out["status"] == "time_limit" and not out["success"]
