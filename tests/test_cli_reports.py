@@ -321,3 +321,20 @@ def test_an_estimate_on_a_search_range_bound_fails_and_on_a_physical_bound_warns
     m.set_bounds("a", 0.1, 10.0)
     inside = co.solve(co.Problem(m, trial, fit={"x": 1e4}), throw=False)
     assert inside.success and inside.parameters["a"] == pytest.approx(3.0, rel=0.02)
+
+
+def test_a_problem_module_sets_its_own_ipopt_options(monkeypatch):
+    """``IPOPT_OPTIONS`` in a problem's module (ship-stance: the Gauss–Newton Hessian) reach
+    IPOPT through identify_files, the path of `colloc identify` and `colloc batch`; the
+    caller's own options (max_iter) still apply."""
+    from colloc.studies.identify import identify_files
+    from colloc_problems import pendulum, ship_stance
+
+    assert ship_stance.IPOPT_OPTIONS == {"hessian": "gauss-newton"}
+    data = [str(REPO / "data" / "pendulum" / "pendulum.csv")]
+    plain = identify_files("pendulum", data)
+    assert plain.info["hessian"] == "exact"
+    monkeypatch.setattr(pendulum, "IPOPT_OPTIONS", {"hessian": "gauss-newton", "max_iter": 1}, raising=False)
+    gn = identify_files("pendulum", data, max_iter=200)
+    assert gn.info["hessian"] == "gauss-newton" and gn.success
+    assert gn.parameters["p"] == pytest.approx(plain.parameters["p"], rel=1e-6)

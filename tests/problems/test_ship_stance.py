@@ -124,6 +124,7 @@ def test_clean_sea_state_gains_within_half_a_percent():
         assert result.parameters[name] == pytest.approx(true, rel=0.005), name
 
 
+@pytest.mark.slow
 def test_the_command_uses_the_gauss_newton_hessian_and_reaches_the_exact_hessians_optimum(tmp_path):
     """`colloc identify ship-stance` runs IPOPT with JᵀJ (ss.IPOPT_OPTIONS); on a noisy 2 s
     record from the poor default guesses it lands on the estimate and standard errors that
