@@ -66,3 +66,18 @@ def test_wheel_holds_only_the_library_and_the_problems(tmp_path):
     assert top == {"colloc", "colloc_problems"}, top
     assert "colloc_problems/cip.py" in names and "colloc/cli.py" in names
     assert not any(n.startswith("problems/") for n in names)
+
+
+def test_every_file_the_problems_read_from_data_is_installed():
+    """`pip install .` (CI, users) finds shipped data only through [tool.setuptools.data-files]:
+    every file in data/<problem>/ must match one of its patterns (events.json of heel-off once
+    did not, and only the non-editable install in CI showed it)."""
+    import fnmatch
+
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["data-files"]
+    patterns = [p for pats in cfg.values() for p in pats]
+    files = [p.relative_to(ROOT).as_posix() for p in (ROOT / "data").rglob("*") if p.is_file()
+             and "__pycache__" not in p.parts]
+    assert files
+    missing = [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)]
+    assert not missing, f"add patterns for these to [tool.setuptools.data-files] in pyproject.toml: {missing}"
