@@ -344,3 +344,13 @@ def cip_body(height, mass):
     from colloc_problems import cip
 
     return cip.body(height=height, mass=mass)
+
+
+def test_a_manifest_column_batch_does_not_read_is_named_in_a_warning(tmp_path, capsys):
+    """A misspelt option column ('heigth') would otherwise be ignored without a word."""
+    (tmp_path / "m.csv").write_text("fit_id,problem,data,heigth,notes\nx,pendulum,a.csv,1.7,first\n")
+    from colloc.studies.batch import read_manifest
+
+    with pytest.warns(co.ExtraColumnsWarning, match="'heigth', 'notes' are not used by colloc batch"):
+        specs = read_manifest(tmp_path / "m.csv")
+    assert [s.fit_id for s in specs] == ["x"] and specs[0].options == {}

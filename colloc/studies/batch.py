@@ -21,12 +21,13 @@ import json
 import math
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..base.engine import local_client, single_threaded
-from ..base.errors import DataError, OptionsError
+from ..base.errors import DataError, ExtraColumnsWarning, OptionsError
 from ..base.files import write_atomic
 from ..base.versions import versions
 from .identify import METHODS, BASELINES, DEFAULT_METHOD, identify_files, problem_registry
@@ -153,6 +154,10 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
     dupes = sorted({h for h in header if header.count(h) > 1})
     if dupes:
         raise DataError(f"{path}: column {dupes[0]!r} appears twice in the header")
+    unused = [h for h in header if h not in REQUIRED + OPTIONAL]
+    if unused:  # kept for the user's own notes, but a misspelt option would silently do nothing
+        warnings.warn(f"{path}: column(s) {', '.join(map(repr, unused))} are not used by colloc batch (it reads "
+                      f"{', '.join(REQUIRED + OPTIONAL)})", ExtraColumnsWarning, stacklevel=2)
     known = problem_registry()
     methods = set(METHODS) | set(BASELINES)
     fits: dict[str, dict] = {}
