@@ -30,6 +30,8 @@ from .studies.identify import (  # the names the command line maps to objects
     make_method,
     method_names,
     problem_registry,
+    signal_pairs,
+    subject_body,
     trial_names,
 )
 from .studies.identify import load_trials as _load_trials
@@ -305,23 +307,19 @@ def _lab_options(args) -> dict:
     """``--column/--unit`` (lab files as they come) and ``--height/--mass`` (the subject's body,
     SI units) as keyword arguments of :func:`colloc.studies.identify.identify_files`."""
     out: dict = {}
-    for option, key, given in (("--column", "columns", args.column), ("--unit", "units", args.unit)):
-        pairs = {}
-        for item in given or []:
-            name, eq, value = item.partition("=")
-            if not eq or not name.strip() or not value.strip():
-                raise UsageError(f"{option} {item!r}: expected SIGNAL={'COLUMN' if key == 'columns' else 'UNIT'}")
-            pairs[name.strip()] = value.strip()
+    for option, key, what, given in (("--column", "columns", "COLUMN", args.column),
+                                     ("--unit", "units", "UNIT", args.unit)):
+        try:
+            pairs = signal_pairs(given or [], what)
+        except ValueError as exc:
+            raise UsageError(f"{option} {exc}") from None
         if pairs:
             out[key] = pairs
     if (args.height is None) != (args.mass is None):
         raise UsageError("--height and --mass go together (the body model needs both; SI units: m, kg)")
     if args.height is not None:
-        module = load_problem_module(args.problem)
-        if not hasattr(module, "body"):
-            raise UsageError(f"--height/--mass: problem '{args.problem}' has no body model")
         try:
-            out["problem_options"] = {"body": module.body(height=args.height, mass=args.mass)}
+            out["problem_options"] = {"body": subject_body(args.problem, args.height, args.mass)}
         except ValueError as exc:
             raise UsageError(f"--height/--mass: {exc}") from None
     if getattr(args, "controller", None) is not None:

@@ -30,7 +30,8 @@ from ..base.engine import local_client, single_threaded
 from ..base.errors import DataError, ExtraColumnsWarning, OptionsError
 from ..base.files import write_atomic
 from ..base.versions import versions
-from .identify import METHODS, BASELINES, DEFAULT_METHOD, identify_files, problem_registry
+from .identify import (METHODS, BASELINES, DEFAULT_METHOD, identify_files, problem_registry, signal_pairs,
+                       subject_body)
 
 __all__ = ["BatchReport", "FitSpec", "batch", "read_manifest"]
 
@@ -61,13 +62,10 @@ def _fit_options(path: Path, line: int, problem: str, row: dict) -> dict:
     """The identify options of one manifest row's option columns; errors name the line and column."""
     out: dict = {}
     for col, key, what in (("column", "columns", "COLUMN"), ("unit", "units", "UNIT")):
-        pairs = {}
-        for item in filter(None, (p.strip() for p in row.get(col, "").split(";"))):
-            name, eq, value = item.partition("=")
-            if not eq or not name.strip() or not value.strip():
-                raise DataError(f"{path}: column '{col}', line {line}: {item!r} is not SIGNAL={what} "
-                                "(several are joined by ';')")
-            pairs[name.strip()] = value.strip()
+        try:
+            pairs = signal_pairs(filter(None, (p.strip() for p in row.get(col, "").split(";"))), what)
+        except ValueError as exc:
+            raise DataError(f"{path}: column '{col}', line {line}: {exc} (several are joined by ';')") from None
         if pairs:
             out[key] = pairs
     missing = row.get("missing", "")
@@ -80,18 +78,11 @@ def _fit_options(path: Path, line: int, problem: str, row: dict) -> dict:
         raise DataError(f"{path}: line {line}: 'height' and 'mass' go together (the body model needs both; m, kg)")
     options: dict = {}
     if height:
-        from .identify import load_problem_module
-
+        for col in ("height", "mass"):
+            if not _is_number(row[col]):
+                raise DataError(f"{path}: column '{col}', line {line}: '{row[col]}' is not a number")
         try:
-            h, m = float(height), float(mass)
-        except ValueError:
-            bad = "height" if not _is_number(height) else "mass"
-            raise DataError(f"{path}: column '{bad}', line {line}: '{row[bad]}' is not a number") from None
-        module = load_problem_module(problem)
-        if not hasattr(module, "body"):
-            raise DataError(f"{path}: column 'height', line {line}: problem '{problem}' has no body model")
-        try:
-            options["body"] = module.body(height=h, mass=m)
+            options["body"] = subject_body(problem, float(height), float(mass))
         except ValueError as exc:
             raise DataError(f"{path}: columns 'height'/'mass', line {line}: {exc}") from None
     if row.get("controller"):

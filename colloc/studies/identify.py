@@ -18,7 +18,7 @@ from types import ModuleType
 from ..base.errors import OptionsError
 
 __all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_problem_module", "load_trials",
-           "make_method", "method_names", "problem_registry", "trial_names"]
+           "make_method", "method_names", "problem_registry", "signal_pairs", "subject_body", "trial_names"]
 
 
 def _transcription(name: str, **fixed):
@@ -79,6 +79,28 @@ def load_problem_module(name: str) -> ModuleType:
     if name not in registry:
         raise OptionsError(f"unknown problem '{name}'; available: {', '.join(sorted(registry)) or '(none installed)'}")
     return registry[name].load()
+
+
+def signal_pairs(items, what: str = "COLUMN") -> dict[str, str]:
+    """``SIGNAL=NAME`` items (``--column cop=COPx``, a manifest's ``cop=COPx;time=Time``) as a
+    mapping; a malformed item raises ``ValueError`` naming it, for the caller to place."""
+    pairs = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise ValueError(f"{item!r} is not SIGNAL={what}")
+        pairs[name.strip()] = value.strip()
+    return pairs
+
+
+def subject_body(problem_name: str, height: float, mass: float) -> dict:
+    """The problem's body for a subject of ``height`` (m) and ``mass`` (kg) (``--height/--mass``,
+    a manifest's ``height, mass``); ``ValueError`` when the problem has no body model or the
+    values are not a body's."""
+    module = load_problem_module(problem_name)
+    if not hasattr(module, "body"):
+        raise ValueError(f"problem '{problem_name}' has no body model")
+    return module.body(height=height, mass=mass)
 
 
 def make_method(name: str, nodes: int | None = None, refine: int = 1):

@@ -61,7 +61,7 @@ def test_cli_reads_lab_file_with_body(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--column", "copCOPx"], "--column 'copCOPx': expected SIGNAL=COLUMN"),
+    (["--column", "copCOPx"], "--column 'copCOPx' is not SIGNAL=COLUMN"),
     (["--height", "1.7"], "--height and --mass go together"),
     (["--column", "cop=COPz"], "no column 'COPz' for signal 'cop'"),
     (["--column", "cop=COPx", "--unit", "cop=mm"], "unit 'mm' given, but the header says 'cm'"),
