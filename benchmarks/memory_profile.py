@@ -67,7 +67,21 @@ def main(argv=None) -> int:
     ap.add_argument("--method", default=None, help="collocation method name (default: the command's)")
     ap.add_argument("--quick", action="store_true", help="1,201 nodes")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "memory_profile.json"))
+    ap.add_argument("--ipopt", action="append", default=[], metavar="KEY=VALUE",
+                    help="a further IPOPT option (repeatable), e.g. mumps_mem_percent=5")
     args = ap.parse_args(argv)
+    extra = {}
+    for item in args.ipopt:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            ap.error(f"--ipopt: expected KEY=VALUE, got {item!r}")
+        for cast in (int, float):
+            try:
+                value = cast(value)
+                break
+            except ValueError:
+                pass
+        extra[key.strip()] = value
     nodes = 1201 if args.quick else args.nodes
     if nodes < 101:
         ap.error("--nodes: at least 101")
@@ -90,7 +104,7 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     layout, blocks, x0, lbx, ubx = transcribe(problem, make_method(method_name))
     meter.mark("transcription", time.perf_counter() - t)
-    solver = co.Ipopt()
+    solver = co.Ipopt(extra=extra or None)
     t = time.perf_counter()
     nlp = NLP(layout.size, blocks, hessian=solver.hessian, objective_scale=1.0 / max(problem.num_observations, 1),
               residual_jacobian=solver.standard_errors)
@@ -117,7 +131,7 @@ def main(argv=None) -> int:
     for k, v in functions.items():
         print(f"{k:14s}{v.get('held_mb', float('nan')):9.1f}{v['work_mb']:9.1f}  {v['outputs_nnz']}")
     write_report(args.out, {"nodes": nodes, "method": method_name, "variables": int(layout.size),
-                            "constraints": int(nlp.num_rows), "iterations": iterations,
+                            "constraints": int(nlp.num_rows), "iterations": iterations, "ipopt": extra,
                             "steps": meter.rows, "functions": functions,
                             "blocks": [{"name": b.name, "count": int(b.count), "local": int(b.num_local),
                                         "rows": int(b.num_rows), "residuals": int(b.num_res)} for b in blocks]})
