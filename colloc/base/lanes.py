@@ -109,8 +109,11 @@ def lane_source(f: ca.Function, name: str, width: int) -> str | None:
     params = [f"const {LANE_TYPE}* restrict in{i}" for i in range(f.n_in())]
     params += [f"{LANE_TYPE}* restrict out{o}" for o in range(f.n_out())]
     # one variable per instruction (CasADi reuses its work slots; the compiler allocates
-    # registers itself), so that equal inputs have equal names
+    # registers itself), so that equal values have equal names: an operation repeated on
+    # the same operands (AD writes cos(x) again for the derivative of sin(x)) is computed
+    # once, which changes no value
     name_of: dict[int, str] = {}
+    known: dict[tuple, str] = {}
     code = []  # (op, output variable or output position, input variables, constant)
     for k in range(f.n_instructions()):
         op = f.instruction_id(k)
@@ -120,7 +123,11 @@ def lane_source(f: ca.Function, name: str, width: int) -> str | None:
             continue
         ins = tuple(args) if op == ca.OP_INPUT else tuple(name_of[i] for i in args)
         const = f.instruction_constant(k) if op == ca.OP_CONST else None
-        name_of[out[0]] = f"t{k}"
+        key = (op, ins, None if const is None else float(const).hex())
+        if key in known:
+            name_of[out[0]] = known[key]
+            continue
+        name_of[out[0]] = known[key] = f"t{k}"
         code.append((op, f"t{k}", ins, const))
     # sin and cos of one value in one lane loop: the compiler computes them together
     partner = {}

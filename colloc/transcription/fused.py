@@ -32,6 +32,11 @@ __all__ = ["FusedPart", "fused_constraints"]
 
 #: More irregular instances than this in a block: the tables would be large, do not fuse.
 MAX_IRREGULAR = 64
+#: Local functions larger than this (instructions) are evaluated one instance at a time:
+#: the lanes' C takes the compiler about 1 ms an instruction at -O2 (3 s for the 10-link
+#: cart's midpoint Jacobian of 5,369, 15 s for its Radau-3 one of 17,335, 150 s and 2 GB
+#: for ship-stance's of 93,231), once per model.
+MAX_LANE_INSTRUCTIONS = 20000
 
 
 @dataclass
@@ -84,7 +89,10 @@ def _renamed(f: ca.Function, name: str) -> ca.Function:
 def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int) -> str | None:
     """C of ``lk<key>_g`` (the rows) and ``lk<key>_j`` (Jacobian nonzeros and rows) on
     ``width`` instances at once (:mod:`colloc.base.lanes`), their arrays in lane layout and
-    aligned to a vector; ``None`` when a function has an operation without a lane form."""
+    aligned to a vector; ``None`` when a function has an operation without a lane form or
+    more than :data:`MAX_LANE_INSTRUCTIONS` instructions."""
+    if max(ev.n_instructions(), jac.n_instructions()) > MAX_LANE_INSTRUCTIONS:
+        return None
     rows = ca.Function(f"lr{key}", ev.sx_in(), [ev.call(ev.sx_in())[1]])
     kernels = [lane_source(rows, f"lane_g{key}", width), lane_source(jac, f"lane_j{key}", width)]
     if None in kernels:

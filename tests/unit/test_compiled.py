@@ -176,11 +176,17 @@ def test_fused_lanes_of_every_operation_match_the_virtual_machine(cache):
 
 
 @needs_compiler
-def test_lanes_that_do_not_compile_fall_back_silently(cache, monkeypatch):
-    """A compiler that refuses the lanes' flags: the fused function evaluates one instance
-    at a time, without a warning (warnings are errors here), with the same values."""
+@pytest.mark.parametrize("cause", ["flags", "size"])
+def test_lanes_fall_back_silently(cache, monkeypatch, cause):
+    """A compiler that refuses the lanes' flags, or local functions above the lanes' size
+    limit: the fused function evaluates one instance at a time, without a warning
+    (warnings are errors here), with the same values."""
     from colloc.transcription import fused
 
-    monkeypatch.setattr(fused, "lane_config", lambda: (4, ("-fno-such-option-colloc",)))
+    if cause == "flags":
+        monkeypatch.setattr(fused, "lane_config", lambda: (4, ("-fno-such-option-colloc",)))
+    else:
+        monkeypatch.setattr(fused, "lane_config", lambda: (4, ()))
+        monkeypatch.setattr(fused, "MAX_LANE_INSTRUCTIONS", 100)
     _fused_against_the_virtual_machine(_cart, _cart_trials(), co.Midpoint(), hessian="limited-memory")
     assert not list(cache.glob("colloc_lk*.o")) and list(cache.glob("colloc_cf*.o"))
