@@ -16,8 +16,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "lane_config", "linked"]
+__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "lane_config", "linked", "vector_math"]
 
 #: Optimisation flags: -O1 gives most of the speed of -O2 at a fraction of its compile
 #: time on these long straight-line functions (-O0 runs them 2× slower than -O1).
@@ -69,6 +71,22 @@ def lane_config() -> tuple[int, tuple[str, ...]]:
     return width, (*LANE_FLAGS, *arch)
 
 
+def vector_math(width: int, flags: Sequence[str]) -> bool:
+    """Whether lanes of ``width`` compiled with ``flags`` may call glibc's vector maths
+    library (libmvec: sin, cos, exp and log of a whole vector, at most 4 ulp from the
+    correctly rounded value, the glibc manual's bound, where the scalar functions are within
+    1 ulp): on x86-64 Linux with the instruction set of the library's variant for that
+    width (SSE2 for 2, ``-mavx2`` for 4, ``-mavx512f`` for 8), unless
+    ``$COLLOC_VECTOR_MATH`` is ``0``.  Linking fails where the library is missing; the
+    caller then evaluates lane by lane."""
+    if os.environ.get("COLLOC_VECTOR_MATH", "1") == "0":
+        return False
+    isa = {2: None, 4: "-mavx2", 8: "-mavx512f"}
+    if width not in isa or (isa[width] is not None and isa[width] not in flags):
+        return False
+    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+
 def _compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
 
@@ -82,10 +100,11 @@ def _cached(target: Path, partial: Path) -> None:
 
 
 def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, str, tuple[str, ...]]],
-           *, quiet: bool = False) -> ca.Function | None:
+           *, libraries: Sequence[str] = (), quiet: bool = False) -> ca.Function | None:
     """The function ``name`` of the C ``source`` (CasADi's external-function interface),
     linked with the C ``units`` (``(unit name, C source)`` pairs, e.g. CasADi-generated
-    functions it calls, or ``(unit name, C source, extra flags)``).
+    functions it calls, or ``(unit name, C source, extra flags)``), and with the system
+    ``libraries`` (``-l`` names) besides the maths library.
 
     Each unit is compiled once to an object file cached by the SHA-256 of its source, and the
     library by that of ``source`` and the objects': a ``source`` that changes with the size
@@ -119,13 +138,14 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
                 failed = failed or err
             else:
                 _cached(target, partial)
-        key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS]).encode())
+        libs = [*(f"-l{lib}" for lib in libraries), "-lm"]
+        key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS, *libs]).encode())
         target = cache_dir() / f"colloc_{name}_{key.hexdigest()[:32]}.so"
         if failed is None and not target.exists():
             src = Path(tmp, f"{name}.c")
             src.write_text(source)
             partial = Path(tmp, target.name)
-            process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), "-lm"],
+            process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if process.returncode != 0:
                 failed = process.stderr

@@ -80,6 +80,9 @@ _SCALAR = {
     ca.OP_IF_ELSE_ZERO: "({0}?{1}:0)",
 }
 _STRUCTURAL = {ca.OP_INPUT, ca.OP_OUTPUT, ca.OP_CONST}
+# glibc's vector maths library (libmvec), x86-64 vector function ABI names by width
+_MVEC = {ca.OP_SIN: "sin", ca.OP_COS: "cos", ca.OP_EXP: "exp", ca.OP_LOG: "log"}
+_MVEC_PREFIX = {2: "_ZGVbN2v_", 4: "_ZGVdN4v_", 8: "_ZGVeN8v_"}
 
 
 def lane_supported(f: ca.Function) -> bool:
@@ -98,10 +101,12 @@ def _constant(value: float) -> str:
     return repr(float(value))
 
 
-def lane_source(f: ca.Function, name: str, width: int) -> str | None:
+def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False) -> str | None:
     """``static void name(const colloc_lanes* in0, …, colloc_lanes* out0, …)``: ``f`` on
     ``width`` instances, one a lane (each output a dense vector of its nonzeros).  ``None``
-    when ``f`` has an operation without a lane form here.
+    when ``f`` has an operation without a lane form here.  ``vector_math``: sin, cos, exp
+    and log by libmvec (:func:`colloc.base.compiler.vector_math`; values within a few ulp
+    of the scalar functions', no longer identical).
 
     The source needs the definitions of :func:`lane_prelude` for the same ``width``."""
     if not lane_supported(f):
@@ -133,7 +138,7 @@ def lane_source(f: ca.Function, name: str, width: int) -> str | None:
     partner = {}
     first: dict[tuple[str, int], int] = {}
     for k, (op, _, ins, _) in enumerate(code):
-        if op in (ca.OP_SIN, ca.OP_COS):
+        if op in (ca.OP_SIN, ca.OP_COS) and not vector_math:
             other = (ins[0], ca.OP_COS if op == ca.OP_SIN else ca.OP_SIN)
             if other in first and first[other] not in partner:
                 partner[first[other]] = k
@@ -150,6 +155,8 @@ def lane_source(f: ca.Function, name: str, width: int) -> str | None:
             body.append(f"{out}=({LANE_TYPE}){{{','.join([_constant(const)] * width)}}};")
         elif op in _VECTOR:
             body.append(f"{out}=" + _VECTOR[op].format(*ins) + ";")
+        elif vector_math and op in _MVEC:
+            body.append(f"{out}={_MVEC_PREFIX[width]}{_MVEC[op]}({ins[0]});")
         elif k in partner and partner[k] is None:
             continue  # written with its partner
         else:
@@ -164,9 +171,11 @@ def lane_source(f: ca.Function, name: str, width: int) -> str | None:
             + "\n  ".join(body) + "\n}\n")
 
 
-def lane_prelude(width: int) -> str:
+def lane_prelude(width: int, vector_math: bool = False) -> str:
     """The definitions :func:`lane_source`'s kernels need, for ``width`` lanes."""
+    mvec = "".join(f"{LANE_TYPE} {_MVEC_PREFIX[width]}{fn}({LANE_TYPE});\n" for fn in _MVEC.values()) \
+        if vector_math else ""
     return (f"#include <math.h>\n#define LANE_WIDTH {width}\n"
-            f"typedef double {LANE_TYPE} __attribute__((vector_size({8 * width})));\n"
+            f"typedef double {LANE_TYPE} __attribute__((vector_size({8 * width})));\n" + mvec +
             f"static const {LANE_TYPE} LANE_ONE = {{{','.join(['1.'] * width)}}};\n"
             f"static const {LANE_TYPE} LANE_TWO = {{{','.join(['2.'] * width)}}};\n")

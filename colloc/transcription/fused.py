@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from ..base.compiler import lane_config, linked
+from ..base.compiler import lane_config, linked, vector_math
 from ..base.lanes import lane_prelude, lane_source
 
 __all__ = ["FusedPart", "fused_constraints"]
@@ -86,7 +86,7 @@ def _renamed(f: ca.Function, name: str) -> ca.Function:
     return ca.Function(name, args, f.call(args))
 
 
-def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int) -> str | None:
+def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bool = False) -> str | None:
     """C of ``lk<key>_g`` (the rows) and ``lk<key>_j`` (Jacobian nonzeros and rows) on
     ``width`` instances at once (:mod:`colloc.base.lanes`), their arrays in lane layout and
     aligned to a vector; ``None`` when a function has an operation without a lane form or
@@ -94,11 +94,11 @@ def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int) -> str |
     if max(ev.n_instructions(), jac.n_instructions()) > MAX_LANE_INSTRUCTIONS:
         return None
     rows = ca.Function(f"lr{key}", ev.sx_in(), [ev.call(ev.sx_in())[1]])
-    kernels = [lane_source(rows, f"lane_g{key}", width), lane_source(jac, f"lane_j{key}", width)]
+    kernels = [lane_source(rows, f"lane_g{key}", width, mvec), lane_source(jac, f"lane_j{key}", width, mvec)]
     if None in kernels:
         return None
     cast = "(const colloc_lanes*)"
-    return (lane_prelude(width) + "".join(kernels)
+    return (lane_prelude(width, mvec) + "".join(kernels)
             + f"void lk{key}_g(const double* v, const double* d, double* g) {{\n"
               f"  lane_g{key}({cast}v, {cast}d, (colloc_lanes*)g);\n}}\n"
             + f"void lk{key}_j(const double* v, const double* d, double* jv, double* g) {{\n"
@@ -133,7 +133,11 @@ def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: 
         lk{key}_g(V, P, G);
       }} else {{
         lk{key}_j(V, P, J, G);
-        for (k = 0; k < {K}; ++k) for (l = 0; l < {W}; ++l) jv[b{j}_pa[k] + b{j}_pb[k] * (i + l)] = J[{W} * k + l];
+        for (k = 0; k < {K}; ++k) {{
+          casadi_real *to = jv + b{j}_pa[k] + b{j}_pb[k] * i, *from = J + {W} * k;
+          casadi_int step = b{j}_pb[k];
+          {" ".join(f"to[{l} * step] = from[{l}];" for l in range(W))}
+        }}
       }}
       if (g) for (l = 0; l < {W}; ++l) for (k = 0; k < {m}; ++k) g[{row_offset} + {m} * (i + l) + k] = G[{W} * k + l];
     }}
@@ -143,22 +147,34 @@ def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: 
 
 def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int,
                       parts: list[FusedPart]) -> ca.Function | None:
-    """:func:`_fused_source` with instances evaluated several at a time (vectors of
-    :func:`colloc.base.compiler.lane_config`'s width) where the compiler takes it, else one
-    at a time; ``None`` as :func:`_fused_source`."""
+    """``(x[nx], p[np]) → (g[ng], jac_g_x[ng × nx])`` in C: the constraints and their sparse
+    Jacobian (its nonzeros written in the global compressed-column order; the pattern is
+    built by the library when CasADi loads it), for blocks that together own every
+    constraint row and every Jacobian nonzero (each nonzero from exactly one instance).
+    IPOPT gets this function as its ``jac_g``: the nonzeros land in its array directly.
+
+    Regular instances are evaluated several at a time (:mod:`colloc.base.lanes`, vectors of
+    :func:`colloc.base.compiler.lane_config`'s width; sin, cos, exp and log by libmvec
+    where :func:`colloc.base.compiler.vector_math` allows) where the compiler and linker
+    take it, else (silently) one at a time.
+
+    Returns ``None`` when a block has more than :data:`MAX_IRREGULAR` instances off the
+    affine pattern, or when compiling is not possible (then with a
+    :class:`colloc.base.compiler.CompilerWarning`)."""
     width, flags = lane_config()
-    if width > 1:
-        fn = _fused(num_variables, num_data, num_rows, num_nonzeros, parts, width, flags, quiet=True)
+    attempts = [(width, flags, True), (width, flags, False)] if vector_math(width, flags) else [(width, flags, False)]
+    for w, f, mvec in attempts if width > 1 else ():
+        fn = _fused(num_variables, num_data, num_rows, num_nonzeros, parts, w, f, mvec, quiet=True)
         if fn is not None:
             return fn
-    return _fused(num_variables, num_data, num_rows, num_nonzeros, parts, 1, (), quiet=False)
+    return _fused(num_variables, num_data, num_rows, num_nonzeros, parts, 1, (), False, quiet=False)
 
 
 def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, parts: list[FusedPart],
-           width: int, lane_flags: tuple[str, ...], *, quiet: bool) -> ca.Function | None:
+           width: int, lane_flags: tuple[str, ...], mvec: bool, *, quiet: bool) -> ca.Function | None:
     """The C function of :func:`fused_constraints`, with lanes of ``width`` instances
-    (compiled with ``lane_flags``) or none (``width`` 1); ``None`` as there (warnings only
-    if not ``quiet``)."""
+    (compiled with ``lane_flags``, calling libmvec if ``mvec``) or none (``width`` 1);
+    ``None`` as there (warnings only if not ``quiet``)."""
     units, unit_of, blocks_c, decls, pattern_c = [], {}, [], [], []
     sz_arg = sz_res = sz_iw = sz_w = 0
     for j, part in enumerate(parts):
@@ -179,7 +195,7 @@ def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, 
             decls.append(f"int cf{key}_g(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);\n"
                          f"int cf{key}_j(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);\n")
             if width > 1:
-                lanes = _lane_unit(key, part.defects, part.jacobian, width)
+                lanes = _lane_unit(key, part.defects, part.jacobian, width, mvec)
                 if lanes is None:
                     return None
                 units.append((f"lk{key}w{width}", lanes, lane_flags))
@@ -284,4 +300,4 @@ EXPORT int NAME(const casadi_real** arg, casadi_real** res, casadi_int* iw, casa
 """
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     name = f"colloc_fused_{digest}"
-    return linked(name, source.replace("NAME", name), units, quiet=quiet)
+    return linked(name, source.replace("NAME", name), units, libraries=("mvec",) if mvec else (), quiet=quiet)

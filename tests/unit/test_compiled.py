@@ -93,9 +93,10 @@ def test_no_compiler_runs_uncompiled_with_a_warning(cache, monkeypatch):
     assert g is f and float(g([3.0, 4.0])) == 25.0
 
 
-def _fused_against_the_virtual_machine(problem_of, trials, method, hessian="exact"):
+def _fused_against_the_virtual_machine(problem_of, trials, method, hessian="exact", exact=True):
     """Constraints and Jacobian of the compiled problem's fused C function and of CasADi's
-    virtual machine (the same model uncompiled): must be bit-identical."""
+    virtual machine (the same model uncompiled): bit-identical if ``exact``, else to 1e-12
+    of the largest value (libmvec's sin, cos, exp and log are within a few ulp)."""
     out = {}
     for compiled in (False, True):
         problem = problem_of(trials, compiled)
@@ -108,10 +109,13 @@ def _fused_against_the_virtual_machine(problem_of, trials, method, hessian="exac
     (ref, g0, j0, _, s0), (nlp, g1, j1, g1b, s1) = out[False], out[True]
     assert "fused" in nlp.functions["jac_g"].name()  # the in-place path, not a fallback
     assert j1.sparsity() == j0.sparsity()
-    np.testing.assert_array_equal(g1, g0)
-    np.testing.assert_array_equal(g1b, g0)
-    np.testing.assert_array_equal(np.asarray(j1.nonzeros()), np.asarray(j0.nonzeros()))
-    assert (s1 != s0).nnz == 0 and s1.nnz == j0.nnz()
+    pairs = [(g1, g0), (g1b, g0), (np.asarray(j1.nonzeros()), np.asarray(j0.nonzeros())), (s1.data, s0.data)]
+    for got, want in pairs:
+        if exact:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    assert s1.nnz == j0.nnz() and (s1.indices == s0.indices).all() and (s1.indptr == s0.indptr).all()
 
 
 def _cart(trials, compiled):
@@ -128,7 +132,7 @@ def _cart_trials():
 
 
 @needs_compiler
-@pytest.mark.parametrize("lanes", ["default", "1"])
+@pytest.mark.parametrize("lanes", ["default", "exact", "single"])
 @pytest.mark.parametrize("method", [co.Midpoint(), co.HermiteSimpson(), co.Radau(degree=3)])
 def test_fused_constraints_match_the_virtual_machine(cache, monkeypatch, method, lanes):
     """The compiled blocks' constraints and Jacobian written in place by one C function
@@ -136,21 +140,29 @@ def test_fused_constraints_match_the_virtual_machine(cache, monkeypatch, method,
     (two blocks of each kind; 28 and 39 intervals: groups of lanes, then single intervals),
     all six parameters unknown, end intervals off the affine pattern, the same pattern;
     with the instances evaluated several at a time (colloc.base.lanes, the machine's
-    width) and one at a time (``COLLOC_LANES=1``)."""
-    if lanes != "default":
-        monkeypatch.setenv("COLLOC_LANES", lanes)
-    _fused_against_the_virtual_machine(_cart, _cart_trials(), method, hessian="limited-memory")
+    width; libmvec's sin and cos where available: to 1e-12), lanes without libmvec
+    (``COLLOC_VECTOR_MATH=0``: bit-identical) and one at a time (``COLLOC_LANES=1``)."""
+    if lanes == "exact":
+        monkeypatch.setenv("COLLOC_VECTOR_MATH", "0")
+    if lanes == "single":
+        monkeypatch.setenv("COLLOC_LANES", "1")
+    width, flags = compiler.lane_config()
+    _fused_against_the_virtual_machine(_cart, _cart_trials(), method, hessian="limited-memory",
+                                       exact=not compiler.vector_math(width, flags) or width == 1)
     lane_objects = list(cache.glob("colloc_lk*.o"))
-    assert bool(lane_objects) == (compiler.lane_config()[0] > 1)
+    assert bool(lane_objects) == (width > 1)
 
 
 @needs_compiler
-def test_fused_lanes_of_every_operation_match_the_virtual_machine(cache):
+def test_fused_lanes_of_every_operation_match_the_virtual_machine(cache, monkeypatch):
     """A model whose residual uses the operations colloc.base.lanes writes lane by lane
     (sin and cos of one value, tan, exp, log, sqrt, pow, fabs, sign, fmin, fmax, atan2,
     tanh, comparisons, if_else) and constants (negative, fractions): bit-identical to the
-    virtual machine, Radau (three interior points) and midpoint."""
+    virtual machine without libmvec, Radau (three interior points) and midpoint; with
+    libmvec (where available) to 1e-12."""
     import casadi as ca
+
+    monkeypatch.setenv("COLLOC_VECTOR_MATH", "0")
 
     def problem_of(trials, compiled):
         mdl = co.Model("all_operations", compiled=compiled)
@@ -171,6 +183,9 @@ def test_fused_lanes_of_every_operation_match_the_virtual_machine(cache):
               for k in range(2)]
     for method in (co.Radau(degree=3), co.Midpoint()):
         _fused_against_the_virtual_machine(problem_of, trials, method)
+    monkeypatch.delenv("COLLOC_VECTOR_MATH")  # libmvec where available (exp, log, sin, cos)
+    _fused_against_the_virtual_machine(problem_of, trials, co.Midpoint(),
+                                       exact=not compiler.vector_math(*compiler.lane_config()))
     if compiler.lane_config()[0] > 1:
         assert list(cache.glob("colloc_lk*.o"))
 
