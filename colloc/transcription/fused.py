@@ -26,7 +26,7 @@ import casadi as ca
 import numpy as np
 
 from ..base.compiler import lane_config, linked, vector_math
-from ..base.lanes import lane_prelude, lane_source
+from ..base.lanes import lane_prelude, lane_source, lane_supported
 
 __all__ = ["FusedPart", "fused_constraints"]
 
@@ -86,12 +86,17 @@ def _renamed(f: ca.Function, name: str) -> ca.Function:
     return ca.Function(name, args, f.call(args))
 
 
+def _lanes_possible(ev: ca.Function, jac: ca.Function) -> bool:
+    return (max(ev.n_instructions(), jac.n_instructions()) <= MAX_LANE_INSTRUCTIONS
+            and lane_supported(ev) and lane_supported(jac))
+
+
 def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bool = False) -> str | None:
     """C of ``lk<key>_g`` (the rows) and ``lk<key>_j`` (Jacobian nonzeros and rows) on
     ``width`` instances at once (:mod:`colloc.base.lanes`), their arrays in lane layout and
     aligned to a vector; ``None`` when a function has an operation without a lane form or
     more than :data:`MAX_LANE_INSTRUCTIONS` instructions."""
-    if max(ev.n_instructions(), jac.n_instructions()) > MAX_LANE_INSTRUCTIONS:
+    if not _lanes_possible(ev, jac):
         return None
     rows = ca.Function(f"lr{key}", ev.sx_in(), [ev.call(ev.sx_in())[1]])
     kernels = [lane_source(rows, f"lane_g{key}", width, mvec), lane_source(jac, f"lane_j{key}", width, mvec)]
@@ -162,6 +167,8 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
     affine pattern, or when compiling is not possible (then with a
     :class:`colloc.base.compiler.CompilerWarning`)."""
     width, flags = lane_config()
+    if width > 1 and not all(_lanes_possible(part.defects, part.jacobian) for part in parts):
+        width = 1  # decided here: no C generated in vain for a large model
     attempts = [(width, flags, True), (width, flags, False)] if vector_math(width, flags) else [(width, flags, False)]
     for w, f, mvec in attempts if width > 1 else ():
         fn = _fused(num_variables, num_data, num_rows, num_nonzeros, parts, w, f, mvec, quiet=True)
