@@ -101,18 +101,24 @@ def _constant(value: float) -> str:
     return repr(float(value))
 
 
-def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False) -> str | None:
+def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False,
+                scatter: int | None = None) -> str | None:
     """``static void name(const colloc_lanes* in0, …, colloc_lanes* out0, …)``: ``f`` on
     ``width`` instances, one a lane (each output a dense vector of its nonzeros).  ``None``
     when ``f`` has an operation without a lane form here.  ``vector_math``: sin, cos, exp
     and log by libmvec (:func:`colloc.base.compiler.vector_math`; values within a few ulp
-    of the scalar functions', no longer identical).
+    of the scalar functions', no longer identical).  ``scatter``: that output is written
+    straight to its places instead, ``dst[a[k] + b[k]·(i + l)]`` for nonzero ``k`` of lane
+    ``l`` (parameters ``double* dst, const long long* a, const long long* b, long long i``
+    in its place).
 
     The source needs the definitions of :func:`lane_prelude` for the same ``width``."""
     if not lane_supported(f):
         return None
     params = [f"const {LANE_TYPE}* restrict in{i}" for i in range(f.n_in())]
-    params += [f"{LANE_TYPE}* restrict out{o}" for o in range(f.n_out())]
+    params += [f"{LANE_TYPE}* restrict out{o}" if o != scatter else
+               "double* restrict dst, const long long* restrict sa, const long long* restrict sb, long long si"
+               for o in range(f.n_out())]
     # one variable per instruction (CasADi reuses its work slots; the compiler allocates
     # registers itself), so that equal values have equal names: an operation repeated on
     # the same operands (AD writes cos(x) again for the derivative of sin(x)) is computed
@@ -149,6 +155,9 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
     for k, (op, out, ins, const) in enumerate(code):
         if op == ca.OP_INPUT:
             body.append(f"{out}=in{ins[0]}[{ins[1]}];")
+        elif op == ca.OP_OUTPUT and out[0] == scatter:
+            body.append(f"{{double* to=dst+sa[{out[1]}]+sb[{out[1]}]*si; long long s=sb[{out[1]}]; "
+                        + " ".join(f"to[{l}*s]={ins[0]}[{l}];" for l in range(width)) + "}")
         elif op == ca.OP_OUTPUT:
             body.append(f"out{out[0]}[{out[1]}]={ins[0]};")
         elif op == ca.OP_CONST:

@@ -93,21 +93,25 @@ def _lanes_possible(ev: ca.Function, jac: ca.Function) -> bool:
 
 def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bool = False) -> str | None:
     """C of ``lk<key>_g`` (the rows) and ``lk<key>_j`` (Jacobian nonzeros and rows) on
-    ``width`` instances at once (:mod:`colloc.base.lanes`), their arrays in lane layout and
-    aligned to a vector; ``None`` when a function has an operation without a lane form or
-    more than :data:`MAX_LANE_INSTRUCTIONS` instructions."""
+    ``width`` instances at once (:mod:`colloc.base.lanes`): inputs and rows in lane layout,
+    aligned to a vector; the Jacobian nonzeros written by the kernel straight to their
+    global places ``a[k] + b[k]·(i + lane)`` (a buffer and a copy loop were slower).
+    ``None`` when a function has an operation without a lane form or more than
+    :data:`MAX_LANE_INSTRUCTIONS` instructions."""
     if not _lanes_possible(ev, jac):
         return None
     rows = ca.Function(f"lr{key}", ev.sx_in(), [ev.call(ev.sx_in())[1]])
-    kernels = [lane_source(rows, f"lane_g{key}", width, mvec), lane_source(jac, f"lane_j{key}", width, mvec)]
+    kernels = [lane_source(rows, f"lane_g{key}", width, mvec),
+               lane_source(jac, f"lane_j{key}", width, mvec, scatter=0)]
     if None in kernels:
         return None
     cast = "(const colloc_lanes*)"
     return (lane_prelude(width, mvec) + "".join(kernels)
             + f"void lk{key}_g(const double* v, const double* d, double* g) {{\n"
               f"  lane_g{key}({cast}v, {cast}d, (colloc_lanes*)g);\n}}\n"
-            + f"void lk{key}_j(const double* v, const double* d, double* jv, double* g) {{\n"
-              f"  lane_j{key}({cast}v, {cast}d, (colloc_lanes*)jv, (colloc_lanes*)g);\n}}\n")
+            + f"void lk{key}_j(const double* v, const double* d, double* jv, const long long* a,\n"
+              f"               const long long* b, long long i, double* g) {{\n"
+              f"  lane_j{key}({cast}v, {cast}d, jv, a, b, i, (colloc_lanes*)g);\n}}\n")
 
 
 def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: int, num_irregular: int,
@@ -122,7 +126,7 @@ def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: 
     return f"""  casadi_int lane_start = 0, lane_end = 0;
   {{
     casadi_real *V = (casadi_real*)(((size_t)w + {8 * W - 1}) & ~(size_t){8 * W - 1});
-    casadi_real *P = V + {W * L}, *J = P + {W * D}, *G = J + {W * K};
+    casadi_real *P = V + {W * L}, *G = P + {W * D};
     casadi_int l, i0;
     w = G + {W * m};
     /* groups of {W} consecutive regular instances, up to the first irregular one after the
@@ -137,12 +141,7 @@ def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: 
       if (!jv) {{
         lk{key}_g(V, P, G);
       }} else {{
-        lk{key}_j(V, P, J, G);
-        for (k = 0; k < {K}; ++k) {{
-          casadi_real *to = jv + b{j}_pa[k] + b{j}_pb[k] * i, *from = J + {W} * k;
-          casadi_int step = b{j}_pb[k];
-          {" ".join(f"to[{l} * step] = from[{l}];" for l in range(W))}
-        }}
+        lk{key}_j(V, P, jv, b{j}_pa, b{j}_pb, i, G);
       }}
       if (g) for (l = 0; l < {W}; ++l) for (k = 0; k < {m}; ++k) g[{row_offset} + {m} * (i + l) + k] = G[{W} * k + l];
     }}
@@ -207,11 +206,12 @@ def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, 
                     return None
                 units.append((f"lk{key}w{width}", lanes, lane_flags))
                 decls.append(f"void lk{key}_g(const double*, const double*, double*);\n"
-                             f"void lk{key}_j(const double*, const double*, double*, double*);\n")
+                             f"void lk{key}_j(const double*, const double*, double*, const casadi_int*, "
+                             "const casadi_int*, casadi_int, double*);\n")
             unit_of[key] = (ev, jac)
         ev, jac = unit_of[key]
         D, m = part.defects.size1_in(1), part.defects.size1_out(1)
-        lane_w = width * (L + D + K + m + 1) if width > 1 else 0
+        lane_w = width * (L + D + m + 1) if width > 1 else 0
         sz_arg = max(sz_arg, ev.sz_arg(), jac.sz_arg())
         sz_res = max(sz_res, ev.sz_res(), jac.sz_res())
         sz_iw = max(sz_iw, ev.sz_iw(), jac.sz_iw())
