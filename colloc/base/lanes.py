@@ -11,8 +11,11 @@ IEEE arithmetic is the same in a vector register, and the caller compiles withou
 ``-ffast-math`` and with ``-ffp-contract=off`` (no fused multiply–adds).
 
 The generated kernel reads its inputs and writes its outputs in lane layout: element ``k``
-of input ``j`` of the ``width`` instances is the vector ``in_j[k]``.  Functions with an
-operation not listed here give ``None`` (the caller evaluates them one instance at a time).
+of input ``j`` of the ``width`` instances is the vector ``in_j[k]`` (one output may instead
+be written straight to its places in a global array).  On request sin, cos, exp and log are
+glibc's vector functions (libmvec): a few ulp from the scalar ones, so values then agree to
+rounding, not bit for bit.  Functions with an operation not listed here give ``None`` (the
+caller evaluates them one instance at a time).
 """
 
 from __future__ import annotations
