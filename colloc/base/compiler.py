@@ -13,10 +13,13 @@ lives in ``$COLLOC_CACHE_DIR`` (default ``~/.cache/colloc/compiled``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
+import sys
 import tempfile
 import warnings
 from collections.abc import Sequence
@@ -24,7 +27,7 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "linked"]
+__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "lane_config", "linked", "vector_math"]
 
 #: Optimisation flags: -O1 gives most of the speed of -O2 at a fraction of its compile
 #: time on these long straight-line functions (-O0 runs them 2× slower than -O1).
@@ -41,6 +44,49 @@ def cache_dir() -> Path:
     return Path(root) if root else Path.home() / ".cache" / "colloc" / "compiled"
 
 
+#: Flags of code evaluating several instances per vector instruction (colloc.base.lanes):
+#: no fused multiply–adds (a lane then computes exactly what the scalar code computes).
+LANE_FLAGS = ("-O2", "-ffp-contract=off")
+
+
+@functools.lru_cache(maxsize=1)
+def _cpu_flags() -> frozenset[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return frozenset()
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    return frozenset(line.partition(":")[2].split())
+
+
+def lane_config() -> tuple[int, tuple[str, ...]]:
+    """``(width, flags)`` for code over several instances at once: 8 doubles a vector with
+    AVX-512 (``-mavx512f``), 4 with AVX2 (``-mavx2``), else 2 (SSE2 / NEON, the baseline
+    of x86-64 and AArch64; the widest was the fastest, benchmarks/README.md).
+    ``$COLLOC_LANES`` sets the width (1: no lanes)."""
+    cpu = _cpu_flags()
+    wanted = os.environ.get("COLLOC_LANES")
+    width = int(wanted) if wanted else 8 if "avx512f" in cpu else 4 if "avx2" in cpu else 2
+    arch = ("-mavx512f",) if width >= 8 and "avx512f" in cpu else ("-mavx2",) if width >= 4 and "avx2" in cpu else ()
+    return width, (*LANE_FLAGS, *arch)
+
+
+def vector_math(width: int, flags: Sequence[str]) -> bool:
+    """Whether lanes of ``width`` compiled with ``flags`` may call glibc's vector maths
+    library (libmvec: sin, cos, exp and log of a whole vector, at most 4 ulp from the
+    correctly rounded value, the glibc manual's bound, where the scalar functions are within
+    1 ulp): on x86-64 Linux with the instruction set of the library's variant for that
+    width (SSE2 for 2, ``-mavx2`` for 4, ``-mavx512f`` for 8), unless
+    ``$COLLOC_VECTOR_MATH`` is ``0``.  Linking fails where the library is missing; the
+    caller then evaluates lane by lane."""
+    if os.environ.get("COLLOC_VECTOR_MATH", "1") == "0":
+        return False
+    isa = {2: None, 4: "-mavx2", 8: "-mavx512f"}
+    if width not in isa or (isa[width] is not None and isa[width] not in flags):
+        return False
+    return sys.platform.startswith("linux") and platform.machine() in ("x86_64", "AMD64")
+
+
 def _compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
 
@@ -53,32 +99,36 @@ def _cached(target: Path, partial: Path) -> None:
     os.replace(staged, target)
 
 
-def linked(name: str, source: str, units: Sequence[tuple[str, str]]) -> ca.Function | None:
+def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, str, tuple[str, ...]]],
+           *, libraries: Sequence[str] = (), quiet: bool = False) -> ca.Function | None:
     """The function ``name`` of the C ``source`` (CasADi's external-function interface),
     linked with the C ``units`` (``(unit name, C source)`` pairs, e.g. CasADi-generated
-    functions it calls).
+    functions it calls, or ``(unit name, C source, extra flags)``), and with the system
+    ``libraries`` (``-l`` names) besides the maths library.
 
     Each unit is compiled once to an object file cached by the SHA-256 of its source, and the
     library by that of ``source`` and the objects': a ``source`` that changes with the size
     of the problem (and compiles in a fraction of a second) reuses the compiled units.
-    Returns ``None``, with a :class:`CompilerWarning`, when no compiler is found or compiling
-    fails (the caller then evaluates another way)."""
+    Returns ``None``, with a :class:`CompilerWarning` (none if ``quiet``), when no compiler
+    is found or compiling fails (the caller then evaluates another way)."""
     compiler = _compiler()
     if compiler is None:
-        warnings.warn(f"no C compiler found (set CC): '{name}' is not compiled", CompilerWarning, stacklevel=2)
+        if not quiet:
+            warnings.warn(f"no C compiler found (set CC): '{name}' is not compiled", CompilerWarning, stacklevel=2)
         return None
     flags = FLAGS[:-1]  # objects: no -shared
     with tempfile.TemporaryDirectory() as tmp:
         jobs, objects = [], []
-        for unit, text in units:
-            key = hashlib.sha256(text.encode() + " ".join((compiler, *flags, "-c")).encode()).hexdigest()[:32]
+        for unit, text, *extra in units:
+            unit_flags = (*flags, *(extra[0] if extra else ()))
+            key = hashlib.sha256(text.encode() + " ".join((compiler, *unit_flags, "-c")).encode()).hexdigest()[:32]
             target = cache_dir() / f"colloc_{unit}_{key}.o"
             objects.append(target)
             if not target.exists():
                 src = Path(tmp, f"{unit}.c")
                 src.write_text(text)
                 partial = Path(tmp, target.name)
-                jobs.append((subprocess.Popen([compiler, *flags, "-c", str(src), "-o", str(partial)],
+                jobs.append((subprocess.Popen([compiler, *unit_flags, "-c", str(src), "-o", str(partial)],
                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
                              partial, target))
         failed = None
@@ -88,21 +138,23 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str]]) -> ca.Funct
                 failed = failed or err
             else:
                 _cached(target, partial)
-        key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS]).encode())
+        libs = [*(f"-l{lib}" for lib in libraries), "-lm"]
+        key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS, *libs]).encode())
         target = cache_dir() / f"colloc_{name}_{key.hexdigest()[:32]}.so"
         if failed is None and not target.exists():
             src = Path(tmp, f"{name}.c")
             src.write_text(source)
             partial = Path(tmp, target.name)
-            process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), "-lm"],
+            process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             if process.returncode != 0:
                 failed = process.stderr
             else:
                 _cached(target, partial)
         if failed is not None:
-            warnings.warn(f"compiling '{name}' with {compiler} failed ({failed.strip()[:200]})",
-                          CompilerWarning, stacklevel=2)
+            if not quiet:
+                warnings.warn(f"compiling '{name}' with {compiler} failed ({failed.strip()[:200]})",
+                              CompilerWarning, stacklevel=2)
             return None
     return ca.external(name, str(target))
 

@@ -25,12 +25,18 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from ..base.compiler import linked
+from ..base.compiler import lane_config, linked, vector_math
+from ..base.lanes import lane_prelude, lane_source, lane_supported
 
 __all__ = ["FusedPart", "fused_constraints"]
 
 #: More irregular instances than this in a block: the tables would be large, do not fuse.
 MAX_IRREGULAR = 64
+#: Local functions larger than this (instructions) are evaluated one instance at a time:
+#: the lanes' C takes the compiler about 1 ms an instruction at -O2 (3 s for the 10-link
+#: cart's midpoint Jacobian of 5,369, 15 s for its Radau-3 one of 17,335, 150 s and 2 GB
+#: for ship-stance's of 93,231), once per model.
+MAX_LANE_INSTRUCTIONS = 20000
 
 
 @dataclass
@@ -80,6 +86,69 @@ def _renamed(f: ca.Function, name: str) -> ca.Function:
     return ca.Function(name, args, f.call(args))
 
 
+def _lanes_possible(ev: ca.Function, jac: ca.Function) -> bool:
+    return (max(ev.n_instructions(), jac.n_instructions()) <= MAX_LANE_INSTRUCTIONS
+            and lane_supported(ev) and lane_supported(jac))
+
+
+def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bool = False) -> str | None:
+    """C of ``lk<key>_g`` (the rows) and ``lk<key>_j`` (Jacobian nonzeros and rows) on
+    ``width`` instances at once (:mod:`colloc.base.lanes`): inputs and rows in lane layout,
+    aligned to a vector; the Jacobian nonzeros written by the kernel straight to their
+    global places ``a[k] + b[k]·(i + lane)`` (a buffer and a copy loop were slower).
+    ``None`` when a function has an operation without a lane form or more than
+    :data:`MAX_LANE_INSTRUCTIONS` instructions."""
+    if not _lanes_possible(ev, jac):
+        return None
+    rows = ca.Function(f"lr{key}", ev.sx_in(), [ev.call(ev.sx_in())[1]])
+    kernels = [lane_source(rows, f"lane_g{key}", width, mvec),
+               lane_source(jac, f"lane_j{key}", width, mvec, scatter=0)]
+    if None in kernels:
+        return None
+    cast = "(const colloc_lanes*)"
+    return (lane_prelude(width, mvec) + "".join(kernels)
+            + f"void lk{key}_g(const double* v, const double* d, double* g) {{\n"
+              f"  lane_g{key}({cast}v, {cast}d, (colloc_lanes*)g);\n}}\n"
+            + f"void lk{key}_j(const double* v, const double* d, double* jv, const long long* a,\n"
+              f"               const long long* b, long long i, double* g) {{\n"
+              f"  lane_j{key}({cast}v, {cast}d, jv, a, b, i, (colloc_lanes*)g);\n}}\n")
+
+
+def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: int, num_irregular: int,
+               row_offset: int, data_offset: int) -> str:
+    """C of block ``j``'s instances ``width`` at a time (``lk<key>_*``), at the head of the
+    block function: whole groups of regular instances from the first regular one up to the
+    next irregular one (``[lane_start, lane_end)``); the one-at-a-time loop after it skips
+    those and does the rest."""
+    if width <= 1:
+        return "  casadi_int lane_start = 0, lane_end = 0;"
+    W = width
+    return f"""  casadi_int lane_start = 0, lane_end = 0;
+  {{
+    casadi_real *V = (casadi_real*)(((size_t)w + {8 * W - 1}) & ~(size_t){8 * W - 1});
+    casadi_real *P = V + {W * L}, *G = P + {W * D};
+    casadi_int l, i0;
+    w = G + {W * m};
+    /* groups of {W} consecutive regular instances, up to the first irregular one after the
+       leading irregular instances; the loop below does the rest one at a time */
+    for (i0 = 0; r < {num_irregular} && b{j}_irr[r] == i0; ++r) ++i0;
+    lane_end = r < {num_irregular} ? b{j}_irr[r] : {n};
+    lane_end = i0 + (lane_end - i0) / {W} * {W};
+    r = 0;
+    for (i = i0; i < lane_end; i += {W}) {{
+      for (k = 0; k < {L}; ++k) for (l = 0; l < {W}; ++l) V[{W} * k + l] = x ? x[b{j}_xa[k] + b{j}_xb[k] * (i + l)] : 0;
+      for (l = 0; l < {W}; ++l) for (k = 0; k < {D}; ++k) P[{W} * k + l] = p ? p[{data_offset} + {D} * (i + l) + k] : 0;
+      if (!jv) {{
+        lk{key}_g(V, P, G);
+      }} else {{
+        lk{key}_j(V, P, jv, b{j}_pa, b{j}_pb, i, G);
+      }}
+      if (g) for (l = 0; l < {W}; ++l) for (k = 0; k < {m}; ++k) g[{row_offset} + {m} * (i + l) + k] = G[{W} * k + l];
+    }}
+    lane_start = i0;
+  }}"""
+
+
 def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int,
                       parts: list[FusedPart]) -> ca.Function | None:
     """``(x[nx], p[np]) → (g[ng], jac_g_x[ng × nx])`` in C: the constraints and their sparse
@@ -88,9 +157,30 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
     constraint row and every Jacobian nonzero (each nonzero from exactly one instance).
     IPOPT gets this function as its ``jac_g``: the nonzeros land in its array directly.
 
+    Regular instances are evaluated several at a time (:mod:`colloc.base.lanes`, vectors of
+    :func:`colloc.base.compiler.lane_config`'s width; sin, cos, exp and log by libmvec
+    where :func:`colloc.base.compiler.vector_math` allows) where the compiler and linker
+    take it, else (silently) one at a time.
+
     Returns ``None`` when a block has more than :data:`MAX_IRREGULAR` instances off the
     affine pattern, or when compiling is not possible (then with a
     :class:`colloc.base.compiler.CompilerWarning`)."""
+    width, flags = lane_config()
+    if width > 1 and not all(_lanes_possible(part.defects, part.jacobian) for part in parts):
+        width = 1  # decided here: no C generated in vain for a large model
+    attempts = [(width, flags, True), (width, flags, False)] if vector_math(width, flags) else [(width, flags, False)]
+    for w, f, mvec in attempts if width > 1 else ():
+        fn = _fused(num_variables, num_data, num_rows, num_nonzeros, parts, w, f, mvec, quiet=True)
+        if fn is not None:
+            return fn
+    return _fused(num_variables, num_data, num_rows, num_nonzeros, parts, 1, (), False, quiet=False)
+
+
+def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, parts: list[FusedPart],
+           width: int, lane_flags: tuple[str, ...], mvec: bool, *, quiet: bool) -> ca.Function | None:
+    """The C function of :func:`fused_constraints`, with lanes of ``width`` instances
+    (compiled with ``lane_flags``, calling libmvec if ``mvec``) or none (``width`` 1);
+    ``None`` as there (warnings only if not ``quiet``)."""
     units, unit_of, blocks_c, decls, pattern_c = [], {}, [], [], []
     sz_arg = sz_res = sz_iw = sz_w = 0
     for j, part in enumerate(parts):
@@ -110,13 +200,22 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
             units.append((f"cf{key}", gen.dump()))
             decls.append(f"int cf{key}_g(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);\n"
                          f"int cf{key}_j(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);\n")
+            if width > 1:
+                lanes = _lane_unit(key, part.defects, part.jacobian, width, mvec)
+                if lanes is None:
+                    return None
+                units.append((f"lk{key}w{width}", lanes, lane_flags))
+                decls.append(f"void lk{key}_g(const double*, const double*, double*);\n"
+                             f"void lk{key}_j(const double*, const double*, double*, const casadi_int*, "
+                             "const casadi_int*, casadi_int, double*);\n")
             unit_of[key] = (ev, jac)
         ev, jac = unit_of[key]
+        D, m = part.defects.size1_in(1), part.defects.size1_out(1)
+        lane_w = width * (L + D + m + 1) if width > 1 else 0
         sz_arg = max(sz_arg, ev.sz_arg(), jac.sz_arg())
         sz_res = max(sz_res, ev.sz_res(), jac.sz_res())
         sz_iw = max(sz_iw, ev.sz_iw(), jac.sz_iw())
-        sz_w = max(sz_w, L + K + max(ev.sz_w(), jac.sz_w()))
-        D, m = part.defects.size1_in(1), part.defects.size1_out(1)
+        sz_w = max(sz_w, L + K + lane_w + max(ev.sz_w(), jac.sz_w()))
         lr, lc = part.local_triplets
         pattern_c.append(f"""  for (i = 0; i < {n}; ++i) {{
     int irr = r < {irregular.size} && b{j}_irr[r] == i;
@@ -141,8 +240,10 @@ static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real* g,
   casadi_int i, k, r = 0;
   w += {L + K};
   if (!g && !jv) return;
+{_lane_loop(j, key, width, L, D, K, m, n, irregular.size, part.row_offset, part.data_offset)}
   for (i = 0; i < {n}; ++i) {{
     int irr = r < {irregular.size} && b{j}_irr[r] == i;
+    if (i >= lane_start && i < lane_end) continue;
     if (!x) for (k = 0; k < {L}; ++k) v[k] = 0;
     else if (irr) for (k = 0; k < {L}; ++k) v[k] = x[b{j}_xt[r * {L} + k]];
     else for (k = 0; k < {L}; ++k) v[k] = x[b{j}_xa[k] + b{j}_xb[k] * i];
@@ -206,4 +307,4 @@ EXPORT int NAME(const casadi_real** arg, casadi_real** res, casadi_int* iw, casa
 """
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
     name = f"colloc_fused_{digest}"
-    return linked(name, source.replace("NAME", name), units)
+    return linked(name, source.replace("NAME", name), units, libraries=("mvec",) if mvec else (), quiet=quiet)

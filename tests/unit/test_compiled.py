@@ -93,21 +93,15 @@ def test_no_compiler_runs_uncompiled_with_a_warning(cache, monkeypatch):
     assert g is f and float(g([3.0, 4.0])) == 25.0
 
 
-@needs_compiler
-@pytest.mark.parametrize("method", [co.Midpoint(), co.HermiteSimpson()])
-def test_fused_constraints_match_the_virtual_machine(cache, method):
-    """The compiled blocks' constraints and Jacobian written in place by one C function
-    (colloc.transcription.fused) against CasADi's mapped, gathered evaluation: two trials
-    (two blocks of each kind), end intervals off the affine pattern, the same pattern."""
-    from colloc_problems import cart_pendulum as cp
-
-    trials = [cp.simulate_trial(2, num_samples=n, rate=100.0, seed=s, noise_std=0.01, name=f"t{s}")
-              for n, s in ((30, 1), (41, 2))]
+def _fused_against_the_virtual_machine(problem_of, trials, method, hessian="exact", exact=True):
+    """Constraints and Jacobian of the compiled problem's fused C function and of CasADi's
+    virtual machine (the same model uncompiled): bit-identical if ``exact``, else to 1e-12
+    of the largest value (libmvec's sin, cos, exp and log are within a few ulp)."""
     out = {}
     for compiled in (False, True):
-        problem = cp.problem(trials, 2, compiled=compiled)
+        problem = problem_of(trials, compiled)
         layout, blocks, x0, _, _ = transcribe(problem, method)
-        nlp = NLP(layout.size, blocks)
+        nlp = NLP(layout.size, blocks, hessian=hessian)
         x = x0 * (1 + 0.1 * np.random.default_rng(0).standard_normal(x0.size))
         g, jac = nlp.functions["jac_g"](x, nlp.data)
         out[compiled] = (nlp, np.asarray(g).ravel(), jac, np.asarray(nlp.functions["g"](x, nlp.data)).ravel(),
@@ -115,7 +109,99 @@ def test_fused_constraints_match_the_virtual_machine(cache, method):
     (ref, g0, j0, _, s0), (nlp, g1, j1, g1b, s1) = out[False], out[True]
     assert "fused" in nlp.functions["jac_g"].name()  # the in-place path, not a fallback
     assert j1.sparsity() == j0.sparsity()
-    np.testing.assert_array_equal(g1, g0)
-    np.testing.assert_array_equal(g1b, g0)
-    np.testing.assert_array_equal(np.asarray(j1.nonzeros()), np.asarray(j0.nonzeros()))
-    assert (s1 != s0).nnz == 0 and s1.nnz == j0.nnz()
+    pairs = [(g1, g0), (g1b, g0), (np.asarray(j1.nonzeros()), np.asarray(j0.nonzeros())), (s1.data, s0.data)]
+    for got, want in pairs:
+        if exact:
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    assert s1.nnz == j0.nnz() and (s1.indices == s0.indices).all() and (s1.indptr == s0.indptr).all()
+
+
+def _cart(trials, compiled):
+    from colloc_problems import cart_pendulum as cp
+
+    return cp.problem(trials, 2, compiled=compiled)
+
+
+def _cart_trials():
+    from colloc_problems import cart_pendulum as cp
+
+    return [cp.simulate_trial(2, num_samples=n, rate=100.0, seed=s, noise_std=0.01, name=f"t{s}")
+            for n, s in ((30, 1), (41, 2))]
+
+
+@needs_compiler
+@pytest.mark.parametrize("lanes", ["default", "exact", "single"])
+@pytest.mark.parametrize("method", [co.Midpoint(), co.HermiteSimpson(), co.Radau(degree=3)])
+def test_fused_constraints_match_the_virtual_machine(cache, monkeypatch, method, lanes):
+    """The compiled blocks' constraints and Jacobian written in place by one C function
+    (colloc.transcription.fused) against CasADi's mapped, gathered evaluation: two trials
+    (two blocks of each kind; 28 and 39 intervals: groups of lanes, then single intervals),
+    all six parameters unknown, end intervals off the affine pattern, the same pattern;
+    with the instances evaluated several at a time (colloc.base.lanes, the machine's
+    width; libmvec's sin and cos where available: to 1e-12), lanes without libmvec
+    (``COLLOC_VECTOR_MATH=0``: bit-identical) and one at a time (``COLLOC_LANES=1``)."""
+    if lanes == "exact":
+        monkeypatch.setenv("COLLOC_VECTOR_MATH", "0")
+    if lanes == "single":
+        monkeypatch.setenv("COLLOC_LANES", "1")
+    width, flags = compiler.lane_config()
+    _fused_against_the_virtual_machine(_cart, _cart_trials(), method, hessian="limited-memory",
+                                       exact=not compiler.vector_math(width, flags) or width == 1)
+    lane_objects = list(cache.glob("colloc_lk*.o"))
+    assert bool(lane_objects) == (width > 1)
+
+
+@needs_compiler
+def test_fused_lanes_of_every_operation_match_the_virtual_machine(cache, monkeypatch):
+    """A model whose residual uses the operations colloc.base.lanes writes lane by lane
+    (sin and cos of one value, tan, exp, log, sqrt, pow, fabs, sign, fmin, fmax, atan2,
+    tanh, comparisons, if_else) and constants (negative, fractions): bit-identical to the
+    virtual machine without libmvec, Radau (three interior points) and midpoint; with
+    libmvec (where available) to 1e-12."""
+    import casadi as ca
+
+    monkeypatch.setenv("COLLOC_VECTOR_MATH", "0")
+
+    def problem_of(trials, compiled):
+        mdl = co.Model("all_operations", compiled=compiled)
+        x, v = mdl.state("x"), mdl.state("v")
+        a, b = mdl.parameter("a", guess=1.3), mdl.parameter("b", guess=0.4)
+        mdl.set_der(x, v)
+        force = (-a * ca.sin(x) * ca.cos(x) + b * ca.tanh(v) + 0.1 * ca.fmin(x, v) - 0.05 * ca.fmax(x, -v)
+                 + 0.01 * ca.exp(-x**2) * ca.sqrt(1 + v**2) + 0.02 * ca.atan2(x, 1 + v**2)
+                 + 0.03 * ca.fabs(v) * ca.sign(x) + ca.if_else(x > 0.1, 0.01 * x, -0.02 * x)
+                 + 0.01 * (1 + x**2) ** b + 0.004 * ca.log(2 + ca.cos(v)) + 0.001 * ca.tan(0.3 * x) + x**3 / 7)
+        mdl.add_residual(mdl.der(v) - force, name="eom")
+        return co.Problem(mdl, trials, fit={"x": 1e4, "v": 1e4}, name="all_operations")
+
+    t = np.arange(37) / 100.0
+    rng = np.random.default_rng(5)
+    trials = [co.Trial(t, {"x": 0.5 * np.sin(12 * t) + 0.01 * rng.standard_normal(t.size),
+                           "v": 6.0 * np.cos(12 * t) + 0.01 * rng.standard_normal(t.size)}, name=f"t{k}")
+              for k in range(2)]
+    for method in (co.Radau(degree=3), co.Midpoint()):
+        _fused_against_the_virtual_machine(problem_of, trials, method)
+    monkeypatch.delenv("COLLOC_VECTOR_MATH")  # libmvec where available (exp, log, sin, cos)
+    _fused_against_the_virtual_machine(problem_of, trials, co.Midpoint(),
+                                       exact=not compiler.vector_math(*compiler.lane_config()))
+    if compiler.lane_config()[0] > 1:
+        assert list(cache.glob("colloc_lk*.o"))
+
+
+@needs_compiler
+@pytest.mark.parametrize("cause", ["flags", "size"])
+def test_lanes_fall_back_silently(cache, monkeypatch, cause):
+    """A compiler that refuses the lanes' flags, or local functions above the lanes' size
+    limit: the fused function evaluates one instance at a time, without a warning
+    (warnings are errors here), with the same values."""
+    from colloc.transcription import fused
+
+    if cause == "flags":
+        monkeypatch.setattr(fused, "lane_config", lambda: (4, ("-fno-such-option-colloc",)))
+    else:
+        monkeypatch.setattr(fused, "lane_config", lambda: (4, ()))
+        monkeypatch.setattr(fused, "MAX_LANE_INSTRUCTIONS", 100)
+    _fused_against_the_virtual_machine(_cart, _cart_trials(), co.Midpoint(), hessian="limited-memory")
+    assert not list(cache.glob("colloc_lk*.o")) and list(cache.glob("colloc_cf*.o"))
