@@ -66,11 +66,13 @@ def _rot(theta, r):
     return ca.vertcat(r[0] * c + r[1] * s, -r[0] * s + r[1] * c)
 
 
-def _mechanics():
+def _mechanics(delayed: bool = False):
     """CasADi functions of the full-coordinate mechanics: mass(q), forces(q, q̇, a, kp, kd),
-    and per contact point its position, Jacobian and J̇·q̇."""
+    and per contact point its position, Jacobian and J̇·q̇.  ``delayed``: one more input, the
+    fed-back (θ_body, ω_body) at t − τ, and T = −kp·θ_body(t − τ) − kd·ω_body(t − τ)."""
     q, qd = ca.SX.sym("q", 4), ca.SX.sym("qd", 4)
     a, kp, kd = ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd")
+    fed = ca.SX.sym("fed", 2) if delayed else ca.vertcat(q[3], qd[3])
     A, th_f, th_b = q[0:2], q[2], q[3]
     b = BODY
     G_f = A + _rot(th_f, b["foot_com"])
@@ -82,7 +84,7 @@ def _mechanics():
         M += m * (J.T @ J)
         M[k, k] += I
         f += J.T @ (m * ca.vertcat(-a, -b["g"]) - m * (ca.jacobian(J @ qd, q) @ qd))
-    T = -kp * th_b - kd * qd[3]
+    T = -kp * fed[0] - kd * fed[1]
     f[3] += T
     f[2] -= T
     outs = [M, f]
@@ -90,18 +92,18 @@ def _mechanics():
         P = A + _rot(th_f, b[name])
         J = ca.jacobian(P, q)
         outs += [P, J, ca.jacobian(J @ qd, q) @ qd]
-    return ca.Function("heel_off_mechanics", [q, qd, a, kp, kd], outs)
+    return ca.Function("heel_off_mechanics" + ("_delayed" if delayed else ""),
+                       [q, qd, a, kp, kd, *([fed] if delayed else [])], outs)
 
 
-_MECH = None
+_MECH: dict = {}
 
 
-def mechanics() -> dict:
-    """The (cached) CasADi functions of :func:`_mechanics`."""
-    global _MECH
-    if _MECH is None:
-        _MECH = _mechanics()
-    return _MECH
+def mechanics(delayed: bool = False) -> ca.Function:
+    """The (cached) CasADi function of :func:`_mechanics`."""
+    if delayed not in _MECH:
+        _MECH[delayed] = _mechanics(delayed)
+    return _MECH[delayed]
 
 
 def flat_configuration() -> np.ndarray:
@@ -111,12 +113,13 @@ def flat_configuration() -> np.ndarray:
 
 class _Evaluator:
     """Every piece of the mechanics at (t, q, q̇) by one CasADi call, kept for the next
-    request at the same point (the simulator asks for M, f and each contact in turn)."""
+    request at the same point (the simulator asks for M, f and each contact in turn).  With
+    ``history`` (t → the fed-back (θ_body, ω_body) at t − τ) the torque is the delayed one."""
 
-    def __init__(self, acc, kp: float, kd: float):
-        self.acc, self.kp, self.kd = acc, kp, kd
+    def __init__(self, acc, kp: float, kd: float, history=None):
+        self.acc, self.kp, self.kd, self.history = acc, kp, kd, history
         self.q = self.qd = self.t = None
-        self.value, self.f = None, mechanics()
+        self.value, self.f = None, mechanics(history is not None)
 
     def __call__(self, q, qd=None, t=None):
         q = np.asarray(q, dtype=float)
@@ -130,14 +133,16 @@ class _Evaluator:
             self.qd = np.zeros(4) if qd is None else np.array(qd, dtype=float)
             self.t = t
             a = 0.0 if t is None else self.acc(t)
-            self.value = [np.asarray(v) for v in self.f(self.q, self.qd, a, self.kp, self.kd)]
+            fed = () if self.history is None else (np.zeros(2) if t is None else self.history(t),)
+            self.value = [np.asarray(v) for v in self.f(self.q, self.qd, a, self.kp, self.kd, *fed)]
         return self.value
 
 
-def contact_system(acc, params: Mapping[str, float]) -> co.ContactSystem:
+def contact_system(acc, params: Mapping[str, float], history=None) -> co.ContactSystem:
     """The foot and body as a :class:`colloc.ContactSystem`; ``acc(t)`` the platform
-    acceleration; ``params`` kp, kd."""
-    ev = _Evaluator(acc, float(params["kp"]), float(params["kd"]))
+    acceleration; ``params`` kp, kd; ``history(t)`` the fed-back (θ_body, ω_body) at t − τ
+    for a delayed feedback (None: T = −kp·θ_body − kd·ω_body at t)."""
+    ev = _Evaluator(acc, float(params["kp"]), float(params["kd"]), history)
     contacts = [co.ContactPoint(name, (lambda q, k=k: ev(q)[k].ravel()), (lambda q, k=k: ev(q)[k + 1]),
                                 (lambda q, qd, k=k: ev(q, qd)[k + 2].ravel()))
                 for name, k in (("heel", 2), ("toe", 5))]
@@ -182,15 +187,73 @@ def simulate(params: Mapping[str, float], time, platform_acc, state0=(0.0, 0.0, 
              rtol: float = 1e-12, atol: float = 1e-12):
     """Simulate a trial by :func:`colloc.simulate_contact`: returns ``(states at time, sim)``
     (states in :data:`STATE_NAMES` order).  ``acc`` (a function of t) overrides the cubic
-    spline through ``platform_acc``.  A lost contact raises :class:`colloc.SolveFailed`."""
+    spline through ``platform_acc``.  A lost contact raises :class:`colloc.SolveFailed`.
+
+    ``params`` with ``tau`` > 0: the delayed feedback T = −kp·θ_body(t − τ) − kd·ω_body(t − τ),
+    the history before the first time the initial state, integrated by the method of steps
+    (:func:`_simulate_delayed`)."""
     time = np.asarray(time, dtype=float)
     acc = acc or spline(time, platform_acc)
-    system = contact_system(acc, params)
-    sim = co.simulate_contact(system, full_state(state0), (time[0], time[-1]), params, t_eval=time,
-                              rtol=rtol, atol=atol)
+    tau = float(params.get("tau", 0.0))
+    if not (np.isfinite(tau) and tau >= 0.0):
+        raise co.ModelError(f"heel-off: the feedback delay tau must be finite and >= 0 s, got {tau!r}")
+    if tau > 0.0:
+        sim = _simulate_delayed(params, acc, tau, full_state(state0), time, rtol, atol)
+    else:
+        system = contact_system(acc, params)
+        sim = co.simulate_contact(system, full_state(state0), (time[0], time[-1]), params, t_eval=time,
+                                  rtol=rtol, atol=atol)
     if sim.status != "ok":
-        raise co.SolveFailed(f"heel-off: {sim.message} (losing both contacts is an error, contract `heel-off`)")
+        raise co.SolveFailed(f"heel-off: {sim.message} (losing both contacts is an error, contract `heel-off`)", sim)
     return contract_state(sim.x), sim
+
+
+def _simulate_delayed(params, acc, tau: float, x0: np.ndarray, time: np.ndarray, rtol: float, atol: float):
+    """The delayed closed loop by the method of steps: :func:`colloc.simulate_contact` over
+    pieces no longer than τ, in each of which the fed-back (θ_body, ω_body)(t − τ) is read from
+    the dense output of the pieces already done (the initial state before the first time).
+    A piece also ends at τ after every contact event, where the fed-back ω_body jumps (a
+    landing) or bends, so that the integrator never steps over a discontinuity of the torque.
+    Returns one :class:`colloc.ContactSimulation` of the whole span."""
+    t0, tf = float(time[0]), float(time[-1])
+    done: list = []  # (start, end, sim) of the pieces integrated
+    starts: list = []
+    hist0 = np.array([x0[3], x0[7]])
+
+    def history(t):
+        s = t - tau
+        if s <= t0:
+            return hist0
+        i = int(np.searchsorted(starts, s, side="right")) - 1
+        x = done[i][2].state(min(s, done[i][1]))[0]
+        return np.array([x[3], x[7]])
+
+    breaks: list = []
+    t, x, active = t0, np.array(x0, dtype=float), None
+    events, segments, anchors = [], [], []
+    status, message = "ok", ""
+    while tf - t > 1e-12 * max(1.0, abs(tf)):
+        end = min([t + tau, tf, *[b for b in breaks if b > t + 1e-12]])
+        system = contact_system(acc, params, history)
+        sim = co.simulate_contact(system, x, (t, end), params, active=active, rtol=rtol, atol=atol)
+        done.append((t, end, sim))
+        starts.append(t)
+        events += sim.events
+        segments += sim.segments
+        anchors += sim.anchors
+        breaks += [e.time + tau for e in sim.events]
+        if sim.status != "ok":
+            status, message = sim.status, sim.message
+            break
+        last = sim.segments[-1]
+        x = sim.state(last[1])[0]
+        active = tuple(last[2].split("+"))
+        t = end
+    out = co.ContactSimulation(np.zeros(0), np.zeros((0, len(x0))), events, segments, [s[2] for s in segments],
+                               status=status, message=message, anchors=anchors)
+    te = time if status == "ok" else time[time <= t + 1e-12]
+    out.t, out.x = te, out.state(te)
+    return out
 
 
 def mode_of(sim_mode: str) -> str:
@@ -242,13 +305,16 @@ def excitation(pulses=PULSES):
 
 
 def make_trial(duration: float = 8.0, *, pulses=PULSES, rate: float = 100.0, noise: bool = True, seed: int = 0,
-               params: Mapping[str, float] = TRUE, name: str = "heel_off.csv", omegas: bool = True):
+               params: Mapping[str, float] = TRUE, name: str = "heel_off.csv", omegas: bool = True,
+               tau: float | None = None):
     """A synthetic record from rest (foot flat, body upright) by :func:`simulate` with the
-    smooth :func:`excitation`; seeded Gaussian noise σ_θ = 0.1°, σ_ω = 1°/s when ``noise``.
+    smooth :func:`excitation`; seeded Gaussian noise σ_θ = 0.1°, σ_ω = 1°/s when ``noise``;
+    ``tau`` (s) a feedback delay (default: ``params``' ``tau``, else none).
     Returns ``(trial, sim)`` (the simulation holds the true events)."""
     n = int(round(duration * rate))
     time = np.arange(n + 1) / rate
     acc = excitation([p for p in pulses if p[0] < duration])
+    params = dict(params) if tau is None else {**params, "tau": float(tau)}
     states, sim = simulate(params, time, None, acc=acc)
     signals = dict(zip(STATE_NAMES, states.T.copy()))
     if noise:
