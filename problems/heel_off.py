@@ -36,7 +36,7 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["BODY", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "PULSES",
+__all__ = ["BODY", "CONTROLLERS", "DELAY_PULSES", "TAU_BOUNDS", "TAU_GUESS", "TAU_TRUE", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "PULSES",
            "STATE_NAMES", "TRUE", "HeelOffTrial", "contact_system", "detect_modes", "excitation", "identify",
            "identify_result", "load_trial", "make_trial", "chain_functions", "problem", "simulate", "write_trial"]
 
@@ -47,9 +47,19 @@ BODY = {"heel": (-0.05, -0.08), "toe": (0.15, -0.08), "foot_com": (0.05, -0.04),
 #: Seed-case gains.
 TRUE = {"kp": 900.0, "kd": 250.0}
 NAMES = ("kp", "kd")
-UNITS = {"kp": "N·m/rad", "kd": "N·m·s/rad"}
+UNITS = {"kp": "N·m/rad", "kd": "N·m·s/rad", "tau": "s"}
 #: A poor default start.
 GUESS = {"kp": 600.0, "kd": 120.0}
+#: The delayed feedback (``identify(delay=True)``, ``--controller PD-delay``): the delay of the
+#: shipped delayed record (s), the default start of τ, its bounds, and how far (in sample steps)
+#: τ may move in one round of the fit (its delayed reads are placed in intervals at the start of
+#: the round; the rounds go on until τ stops inside its step and every read stays in its interval).
+TAU_TRUE = 0.1
+TAU_GUESS = 0.05
+TAU_BOUNDS = (0.0, 0.3)
+TAU_STEP = 3.0
+#: Controllers of ``colloc identify heel-off --controller``: whether the feedback is delayed.
+CONTROLLERS = {"PD": False, "PD-delay": True}
 STATE_NAMES = ("theta_body", "theta_foot", "omega_body", "omega_foot")
 COLUMNS = ("time", "theta_body", "theta_foot", "platform_acc")
 OPTIONAL_COLUMNS = ("omega_body", "omega_foot")
@@ -284,6 +294,11 @@ class HeelOffTrial:
 #: backwards (negative) pulses tip the body onto the toes, forwards ones onto the heels.
 PULSES = ((0.5, -6.0, 0.5), (3.0, 3.0, 0.6), (5.5, -7.0, 0.4), (8.0, 2.5, 0.5), (10.5, -5.0, 0.6),
           (13.0, 3.5, 0.5), (15.5, -6.5, 0.45), (18.0, 2.0, 0.6))
+#: Platform pulses of the delayed record (τ = :data:`TAU_TRUE`): the seed pulses, backwards ones at
+#: 0.8 and forwards ones at 0.3 of their amplitude.  With τ = 0.1 s the pivot phases are far less
+#: stable than without delay: the full seed pulses make the foot lose both contacts (at 0.99 s), and
+#: so does a forwards pulse of more than ~1 m/s² (the foot tips back onto the heel and falls over).
+DELAY_PULSES = tuple((t0, amp * (0.8 if amp < 0 else 0.3), dur) for t0, amp, dur in PULSES)
 #: Measurement noise of the seed's noisy records (rad, rad/s); platform_acc is exact.
 SIGMA_THETA = float(np.deg2rad(0.1))
 SIGMA_OMEGA = float(np.deg2rad(1.0))
@@ -492,13 +507,15 @@ LIFT_ROW = {"toe": 0, "heel": 1}
 SCALE = np.array([1000.0, 100.0])  # the unknowns kp, kd are solved as kp/1000, kd/100
 
 
-def _mode_pieces(x, a, kp, kd):
+def _mode_pieces(x, a, kp, kd, xd=None):
     """Per mode: (ẋ, path values) at the state x = [θ_b, θ_f, ω_b, ω_f] with the platform
     acceleration a: the mode's degrees of freedom (θ_b; θ_f and θ_b on a pivot) accelerate by
     the reduced equations of motion Jᵀ(M q̈ − f) = 0 (J = ∂q/∂(dofs)), and the contact forces
     λ of :data:`FORCE_ROWS` solve Cᵀλ = M q̈ − f (Eq. 4 of Wieber & Billet 2006, the
-    contacts' rows C of the mode; no slip)."""
-    F = mechanics()
+    contacts' rows C of the mode; no slip).  ``xd``: the state at t − τ (the torque fed back
+    from its θ_body, ω_body)."""
+    F = mechanics(xd is not None)
+    fed = [] if xd is None else [ca.vertcat(xd[0], xd[2])]
     out = {}
     for mode in MODES:
         q = _mode_q(mode, x[1], x[0])
@@ -509,7 +526,7 @@ def _mode_pieces(x, a, kp, kd):
         J = ca.jacobian(q, s)
         qd = J @ w
         bias = ca.jacobian(qd, s) @ w
-        M, f, Ph, Jh, _bh, Pt, Jt, _bt = F(q, qd, a, kp, kd)
+        M, f, Ph, Jh, _bh, Pt, Jt, _bt = F(q, qd, a, kp, kd, *fed)
         alpha = ca.solve(J.T @ M @ J, J.T @ (f - M @ bias))
         r = M @ (J @ alpha + bias) - f
         Jc = {"heel": Jh, "toe": Jt}
@@ -540,28 +557,35 @@ def _impacts() -> dict:
 _CHAIN: dict = {}
 
 
-def chain_functions(degree: int = 3) -> dict:
+def chain_functions(degree: int = 3, delay: bool = False) -> dict:
     """The collocation pieces (built once per process): ``chain`` a :class:`colloc.IntervalChain`
     of the rates ``(x, t, data, p) → ẋ`` and path constraints in every mode (``data`` = the
     mode's one-hot :data:`FLAGS`, then the knot t_k and the coefficients c0..c3 of the piece
     a(t) = ((c0·d + c1)·d + c2)·d + c3, d = t − t_k, of the cubic spline through
     ``platform_acc``; ``p`` = (kp/1000, kd/100)), each interval's times affine in the two
     switching times that bound its phase; ``landing`` per pivot mode a
-    :class:`colloc.PointFunction` of [x⁻, x⁺]: θ_f(x⁻) = 0 and x⁺ = impact(x⁻)."""
-    if degree not in _CHAIN:
-        x, t, data, p = ca.SX.sym("x", 4), ca.SX.sym("t"), ca.SX.sym("data", 8), ca.SX.sym("p", 2)
+    :class:`colloc.PointFunction` of [x⁻, x⁺]: θ_f(x⁻) = 0 and x⁺ = impact(x⁻).  ``delay``:
+    the feedback reads the state at t − τ, ``p`` = (kp/1000, kd/100, τ) and the rates take it
+    as a fifth input (the chain's delayed reads)."""
+    key = (degree, bool(delay))
+    if key not in _CHAIN:
+        x, t, data = ca.SX.sym("x", 4), ca.SX.sym("t"), ca.SX.sym("data", 8)
+        p = ca.SX.sym("p", 3 if delay else 2)
+        xd = ca.SX.sym("xd", 4) if delay else None
         dt = t - data[3]
         a = ((data[4] * dt + data[5]) * dt + data[6]) * dt + data[7]
-        pieces = _mode_pieces(x, a, p[0] * SCALE[0], p[1] * SCALE[1])
+        pieces = _mode_pieces(x, a, p[0] * SCALE[0], p[1] * SCALE[1], xd)
         xdot = sum(data[i] * pieces[m][0] for i, m in enumerate(MODES))
         path = sum(data[i] * pieces[m][1] for i, m in enumerate(MODES))
-        chain = co.IntervalChain(ca.Function("heel_off_rates", [x, t, data, p], [xdot]), degree,
-                                 path=ca.Function("heel_off_path", [x, t, data, p], [path]), n_times=2)
+        ins = [x, t, data, p, *([xd] if delay else [])]
+        chain = co.IntervalChain(ca.Function("heel_off_rates", ins, [xdot]), degree,
+                                 path=ca.Function("heel_off_path", ins, [path]), n_times=2,
+                                 delay=2 if delay else None)
         z = ca.SX.sym("z", 8)
         landing = {m: co.PointFunction(ca.Function(f"landing_{m}", [z], [ca.vertcat(z[1], z[4:] - f(z[:4]))]))
                    for m, f in _impacts().items()}
-        _CHAIN[degree] = {"chain": chain, "landing": landing}
-    return _CHAIN[degree]
+        _CHAIN[key] = {"chain": chain, "landing": landing}
+    return _CHAIN[key]
 
 
 #: The least noise assumed (rad, rad/s): clean records are weighted as if this noisy.
@@ -596,13 +620,16 @@ class _Layout:
     t_num: np.ndarray  # interval starts and lengths at the switching times of the layout (s)
     h_num: np.ndarray
     time: np.ndarray  # the record's sample times
+    delayed: tuple | None = None  # (D, hist): the interval of each collocation point's t − τ (N × d)
+    tau: float = 0.0  # the delay they were placed at (s)
 
 
 def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, intervals=None,
-            glued: bool = False) -> _Layout:
+            glued: bool = False, delay: float | None = None) -> _Layout:
     """The layout of a record with the phase ``sequence`` (mode names), switching times
     ``taus`` (numbers; unknowns ``tpos``, ``tpos + 1``, ...) and ``intervals`` per phase
-    (default: phases cut into intervals no longer than the sampling step)."""
+    (default: phases cut into intervals no longer than the sampling step).  ``delay`` (s): the
+    feedback delay τ; each collocation point's t − τ is given to the interval holding it."""
     from scipy.interpolate import CubicSpline
 
     tt = trial.time
@@ -656,8 +683,19 @@ def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, i
     x_guess = np.vstack(cols)
     flat = np.repeat(np.array([m == "flat" for m in modes_i]), d)
     x_guess[1:4:2, flat] = 0.0
+    delayed = None if delay is None else _delayed_reads(t_num, h_num, chain.tau, float(delay))
     return _Layout(list(sequence), list(intervals), (a, b), (ha, hb), tidx, data, entries, landings, interval,
-                   lb, ub, x_guess, t_num, h_num, tt)
+                   lb, ub, x_guess, t_num, h_num, tt, delayed, 0.0 if delay is None else float(delay))
+
+
+def _delayed_reads(t_num, h_num, points, tau: float):
+    """(D, hist): the interval holding t − τ for each collocation point t (N × d; a time on a
+    boundary belongs to the later interval), and whether t − τ is before the record (the
+    history: the initial state)."""
+    td = t_num[:, None] + points[None, :] * h_num[:, None] - tau
+    D = np.clip(np.searchsorted(t_num - 1e-9, td, side="right") - 1, 0, len(t_num) - 1)
+    hist = td < t_num[0]
+    return np.where(hist, 0, D), hist.astype(float)
 
 
 #: How far (in interval lengths, and in sample steps for the spline pieces) a sample may lie
@@ -704,7 +742,27 @@ def _same_layout(old: _Layout, new: _Layout, tol: float = SETTLE_TOLERANCE) -> b
     dt = float(old.time[1] - old.time[0])
     mid = new.t_num + 0.5 * new.h_num
     knot = old.data[3]
-    return bool(np.all(mid >= knot - tol * dt) and np.all(mid <= knot + (1 + tol) * dt))
+    if not (np.all(mid >= knot - tol * dt) and np.all(mid <= knot + (1 + tol) * dt)):
+        return False
+    if old.delayed is None:
+        return True
+    # every delayed read in the phase where the new estimate puts it, and near its interval
+    (D, hist), (D_new, hist_new) = old.delayed, new.delayed
+    td = new.t_num[:, None] + _points_of(old)[None, :] * new.h_num[:, None] - new.tau
+    near_start = np.abs(td - new.t_num[0]) <= tol * new.h_num[0]
+    if np.any((hist != hist_new) & ~near_start):
+        return False
+    live = hist == 0
+    if not np.array_equal(phase[D[live]], phase[D_new[live]]):
+        return False
+    pos = (td - new.t_num[D]) / new.h_num[D]
+    return bool(np.all((pos[live] >= -tol) & (pos[live] <= 1 + tol)))
+
+
+def _points_of(layout: _Layout) -> np.ndarray:
+    """The collocation points (fractions of an interval) of a layout's delayed reads."""
+    N, d = layout.delayed[0].shape
+    return np.array(ca.collocation_points(d, "radau"))
 
 
 class _NLP:
@@ -721,7 +779,9 @@ class _NLP:
         n_var = nq + sum(n_x)
         V = ca.MX.sym("V", n_var)
         Vz = ca.vertcat(V, 0.0)  # index n_var: the constant 0 (a record's fixed ends)
-        p = V[:2]
+        npar = chain.np
+        pidx = list(range(npar))
+        p = V[:npar]
         lam_f = ca.MX.sym("lam_f")
         n_samples = sum(len(tr.time) * len(fitted[i]) for i, tr in enumerate(trials))
         g_def, g_land, g_path, resid = [], [], [], []
@@ -741,12 +801,14 @@ class _NLP:
             S = ca.reshape(Vz[np.where(tix >= 0, tix, n_var).ravel().tolist()], 2, N)
             kw = dict(s=S, entry=(lay.entries, X))
             ix = dict(time_index=tix, entry_index=(lay.entries, eidx))
+            if chain.delay is not None:
+                kw["delayed"] = lay.delayed
             parts.append((xc, kw, ix, xoff))
             self.entry_index.append(eidx)
             self.xc_offset.append(xoff)
             g_def.append(ca.vec(chain.defects(None, xc, lay.t, lay.h, lay.data, p, **kw)))
             g_path.append(ca.vec(chain.paths(None, xc, lay.t, lay.h, lay.data, p, **kw)))
-            states = chain.values(None, xc, lay.interval, tr.time, lay.t, lay.h, p, **kw)
+            states = chain.values(None, xc, lay.interval, tr.time, lay.t, lay.h, p, s=S, entry=kw["entry"])
             self.reads.append(states)
             for nme in fitted[k]:
                 i = STATE_NAMES.index(nme)
@@ -793,16 +855,17 @@ class _NLP:
             size, psize = nx * N * d, chain.n_path * N * d
             lam = ca.reshape(lam_g[r_def:r_def + size], nx, N * d)
             mu = ca.reshape(lam_g[r_path:r_path + psize], chain.n_path, N * d)
-            hess_blocks.append(chain.defect_block(*args, lam, xoff, [0, 1], **kw, **ix))
-            hess_blocks.append(chain.path_block(*args, mu, xoff, [0, 1], **kw, **ix))
-            jac_blocks.append(chain.jacobian_block(*args, xoff, [0, 1], r_def, **kw, **ix))
-            jac_blocks.append(chain.path_jacobian_block(*args, xoff, [0, 1], r_path, **kw, **ix))
+            hess_blocks.append(chain.defect_block(*args, lam, xoff, pidx, **kw, **ix))
+            hess_blocks.append(chain.path_block(*args, mu, xoff, pidx, **kw, **ix))
+            jac_blocks.append(chain.jacobian_block(*args, xoff, pidx, r_def, **kw, **ix))
+            jac_blocks.append(chain.path_jacobian_block(*args, xoff, pidx, r_path, **kw, **ix))
             for nme in fitted[k]:
                 c = np.zeros(nx)
                 c[STATE_NAMES.index(nme)] = 1.0 / sigs[k][nme]
                 hess_blocks.append(chain.fit_block(None, xc, lay.interval, tr.time, lay.t, lay.h, p, c,
-                                                   tr.signals[nme] / sigs[k][nme], lam_f / n_samples, xoff, [0, 1],
-                                                   s=kw["s"], entry=kw["entry"], **ix))
+                                                   tr.signals[nme] / sigs[k][nme], lam_f / n_samples, xoff, pidx,
+                                                   s=kw["s"], entry=kw["entry"], time_index=tix,
+                                                   entry_index=(lay.entries, eidx)))
             r_def += size
             r_path += psize
         r_land = n_def
@@ -830,6 +893,8 @@ class _NLP:
         self.lbx = np.full(n_var, -np.inf)
         self.ubx = np.full(n_var, np.inf)
         self.lbx[:2] = 1e-3
+        if npar > 2:  # τ: bounds set per round
+            self.lbx[2], self.ubx[2] = TAU_BOUNDS
         for k, lay in enumerate(layouts):
             if lay.modes[0] == "flat":
                 self.lbx[self.entry_index[k][0][[1, 3]]] = 0.0
@@ -874,9 +939,10 @@ POOR_FIT = 1.5
 
 
 def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
-             sequences: Sequence | None = None, degree: int = 3, max_rounds: int = 4, print_level: int = 0,
+             sequences: Sequence | None = None, degree: int = 3, max_rounds: int | None = None,
+             print_level: int = 0,
              max_iter: int = 500, glued: bool = False, time_limit: float = None,
-             ipopt_options: Mapping | None = None) -> dict:
+             ipopt_options: Mapping | None = None, delay: bool = False) -> dict:
     """Identify kp, kd from records sharing them, by multi-phase Radau collocation assembled
     from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over every
     interval; the mode a one-hot data flag; exact Hessian from per-interval blocks), with the
@@ -902,19 +968,29 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     trials = list(trials)
     if not trials:
         raise co.OptionsError("heel-off: no trial")
-    cur = {**GUESS, **(guess or {})}
-    pieces = chain_functions(degree)
+    if not delay and "tau" in (guess or {}):
+        raise co.OptionsError("heel-off: a guess of tau needs the delayed feedback (delay=True, --controller PD-delay)")
+    cur = {**GUESS, **({"tau": TAU_GUESS} if delay else {}), **(guess or {})}
+    names = NAMES + (("tau",) if delay else ())
+    npar = len(names)
+    scale = np.append(SCALE, 1.0) if delay else SCALE
+    if delay and not TAU_BOUNDS[0] <= cur["tau"] <= TAU_BOUNDS[1]:
+        raise co.OptionsError(f"heel-off: the guess of tau must lie in {list(TAU_BOUNDS)} s, got {cur['tau']!r}")
+    pieces = chain_functions(degree, delay)
     chain = pieces["chain"]
     seqs = _sequences(trials, sequences, glued)
     modes = [[m for m, _a, _b in s] for s in seqs]
     sigs = [{n: max(_noise(tr.signals[n]), NOISE_FLOOR[n]) for n in STATE_NAMES if n in tr.signals} for tr in trials]
     fitted = [[n for n in STATE_NAMES if n in tr.signals and not (glued and n.endswith("_foot"))] for tr in trials]
     taus = [[b for (_m, _a, b) in s[:-1]] for s in seqs]
-    tpos = list(2 + np.cumsum([0] + [len(t) for t in taus])[:-1])
-    nq = 2 + sum(len(t) for t in taus)
+    tpos = list(npar + np.cumsum([0] + [len(t) for t in taus])[:-1])
+    nq = npar + sum(len(t) for t in taus)
     clock = {"build_s": 0.0, "solve_s": 0.0}
     limit = TIME_LIMIT if time_limit is None else float(time_limit)
     noisy = any(sg[n] > 10 * NOISE_FLOOR[n] for sg in sigs for n in sg)
+
+    if max_rounds is None:  # with a delay, rounds also walk τ towards its estimate (TAU_STEP per round)
+        max_rounds = 12 if delay else 4
 
     def attempt(taus, cur, data=trials, rounds=max_rounds):
         history, warm, intervals = [], None, [None] * len(trials)
@@ -924,7 +1000,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             t_build = _time.perf_counter()
             if rnd and t_build - start >= limit:
                 break
-            layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued)
+            layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
                        for k, tr in enumerate(data)]
             intervals = [lay.intervals for lay in layouts]
             nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos)
@@ -942,7 +1018,12 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
                     "hess_lag": nlp.hess, "jac_g": nlp.jac,
                     **({"ipopt.mu_init": 1e-5} if warm is not None else {}),
                     **{f"ipopt.{k}": v for k, v in (ipopt_options or {}).items()}}
-            p_num = np.concatenate([[cur["kp"] / SCALE[0], cur["kd"] / SCALE[1]], *[np.asarray(t, float) for t in taus]])
+            p_num = np.concatenate([[cur[n] / scale[i] for i, n in enumerate(names)],
+                                    *[np.asarray(t, float) for t in taus]])
+            if delay:  # τ moves at most TAU_STEP per round: its reads stay near the intervals given them
+                dt = float(data[0].time[1] - data[0].time[0])
+                nlp.lbx[2] = max(TAU_BOUNDS[0], cur["tau"] - TAU_STEP * dt)
+                nlp.ubx[2] = min(TAU_BOUNDS[1], cur["tau"] + TAU_STEP * dt)
             x0 = nlp.guess(p_num) if warm is None else warm
             t_solve = _time.perf_counter()
             clock["build_s"] += t_solve - t_build
@@ -953,12 +1034,16 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             stats = solver.stats()
             ok = stats["return_status"] in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
             Vv = np.array(sol["x"]).ravel()
-            cur = {"kp": float(Vv[0] * SCALE[0]), "kd": float(Vv[1] * SCALE[1])}
+            cur = {n: float(Vv[i] * scale[i]) for i, n in enumerate(names)}
             taus = [list(Vv[tpos[k]:tpos[k] + len(taus[k])]) for k in range(len(trials))]
             history.append({"round": rnd + 1, "record": "smoothed" if data is not trials else "measured", "iterations": int(stats["iter_count"]), "success": ok,
                             "status": stats["return_status"], "time_s": _time.perf_counter() - start, **cur})
-            new = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued) for k, tr in enumerate(data)]
+            new = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
+                   for k, tr in enumerate(data)]
             settled = all(map(_same_layout, layouts, new))
+            if delay and (nlp.lbx[2] > TAU_BOUNDS[0] and Vv[2] <= nlp.lbx[2] + 1e-9
+                          or nlp.ubx[2] < TAU_BOUNDS[1] and Vv[2] >= nlp.ubx[2] - 1e-9):
+                settled = False  # τ stopped at the bound of this round, not at its estimate
             warm = Vv
             if (settled and ok) or stats["return_status"] == "Maximum_WallTime_Exceeded":
                 break
@@ -1001,9 +1086,9 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
                 best = other
     sol, nlp, stats = best["sol"], best["nlp"], best["stats"]
     cov, s2, rv = _covariance(nlp, sol, nq)
-    unit = np.concatenate([SCALE, np.ones(nq - 2)])
+    unit = np.concatenate([scale, np.ones(nq - npar)])
     se_all = np.sqrt(np.maximum(np.diag(cov)[:nq], 0.0)) * unit
-    cov_p = cov[:2, :2] * np.outer(SCALE, SCALE)
+    cov_p = cov[:npar, :npar] * np.outer(scale, scale)
     switches = []
     for k in range(len(trials)):
         m = modes[k]
@@ -1019,7 +1104,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
         status = "phases_not_settled"
     if not success and (status == "Maximum_WallTime_Exceeded" or _time.perf_counter() - start >= limit):
         status = "time_limit"
-    return {"problem": "heel-off", "parameters": best["cur"], "standard_errors": dict(zip(NAMES, se_all[:2].tolist())),
+    return {"problem": "heel-off", "parameters": best["cur"], "standard_errors": dict(zip(names, se_all[:npar].tolist())),
             "covariance": cov_p.tolist(), "success": bool(success), "status": status,
             "iterations": int(sum(h["iterations"] for h in best["history"])), "rounds": best["history"],
             "objective": float(sol["f"]), "residual_scale": float(np.sqrt(s2)), "residual_rms": scale_r,
