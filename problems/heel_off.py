@@ -1170,11 +1170,17 @@ def problem(trials):
 
 def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None,
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
-                    max_iter: int = 500, print_level: int = 0) -> co.Result:
+                    max_iter: int = 500, print_level: int = 0, controller: str = "PD") -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (what ``colloc identify heel-off`` prints
     and writes); ``info`` holds the modes, the switching times with their standard errors,
     the rounds and the noise assumed per signal.  ``method`` (the command line's default
-    passes through) and ``bounds`` are not options of this multi-phase transcription."""
+    passes through) and ``bounds`` are not options of this multi-phase transcription.
+    ``controller`` (:data:`CONTROLLERS`): ``PD`` (the contract's T = −kp·θ_body − kd·ω_body) or
+    ``PD-delay`` (T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), τ identified as ``tau``)."""
+    if controller not in CONTROLLERS:
+        raise co.OptionsError(f"--controller {controller}: problem 'heel-off' has the controllers "
+                              f"{', '.join(CONTROLLERS)}")
+    delay = CONTROLLERS[controller]
     if method not in (None, "radau2"):  # "radau2": the command line's default, passed through
         raise co.OptionsError(f"--method does not apply to problem 'heel-off' (got {method}; it is identified by "
                               "its own multi-phase Radau collocation)")
@@ -1182,14 +1188,19 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
         raise co.OptionsError("--bounds does not apply to problem 'heel-off' (its bounds are fixed by the contract)")
     import pandas as pd
 
-    unknown = [k for k in (guess or {}) if k not in NAMES]
+    names = NAMES + (("tau",) if delay else ())
+    unknown = [k for k in (guess or {}) if k not in names]
     if unknown:
-        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(NAMES)}")
-    out = identify(trials, guess, max_iter=max_iter, print_level=print_level)
-    cov = pd.DataFrame(out["covariance"], index=list(NAMES), columns=list(NAMES))
+        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(names)}"
+                              + ("" if delay else " (tau with --controller PD-delay)"))
+    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, delay=delay)
+    cov = pd.DataFrame(out["covariance"], index=list(names), columns=list(names))
     info = {k: out[k] for k in ("modes", "switches", "rounds", "noise", "residual_scale", "samples", "variables")}
     info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "
-                           "sequence read from theta_foot and omega_foot; switching times unknown")
+                           "sequence read from theta_foot and omega_foot; switching times unknown"
+                           + ("; feedback delayed by tau (the state at t - tau read in the interval holding it)"
+                              if delay else ""))
+    info["controller"] = controller
     return co.Result(problem="heel-off", method="multiphase-radau3", success=out["success"], status=out["status"],
                      message="" if out["success"] else (
                          f"poor fit: the weighted residuals' rms is {out['residual_rms']:.2f} (> {POOR_FIT}; the "
@@ -1200,5 +1211,8 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                      residuals={},
                      timings={"build_s": out["build_s"], "solve_s": out["solve_s"], "total_s": out["time_s"]},
                      num_nodes=int(out["variables"]), trials=[t.name for t in trials], versions=co.versions(),
-                     units=dict(UNITS), info=info, initial_parameters={**GUESS, **(guess or {})},
-                     descriptions={"kp": "ankle stiffness (T = -kp·θ_body - kd·ω_body)", "kd": "ankle damping"})
+                     units={k: UNITS[k] for k in names}, info=info,
+                     initial_parameters={**GUESS, **({"tau": TAU_GUESS} if delay else {}), **(guess or {})},
+                     descriptions={"kp": "ankle stiffness (T = -kp·θ_body - kd·ω_body)", "kd": "ankle damping",
+                                   **({"tau": "feedback delay (T = -kp·θ_body(t-tau) - kd·ω_body(t-tau))"}
+                                      if delay else {})})
