@@ -22,6 +22,16 @@ with the mode sequence read from θ_foot and ω_foot, the switching times unknow
 variables with λ_n ≥ 0, the lifted point's gap φ ≥ 0 in the pivot phases, a landing closing
 each pivot phase (θ_foot = 0, then the inelastic impact: the foot stops, the body's angular
 momentum about the ankle is conserved).
+
+Delayed feedback (optional; ``identify(delay=True)``, ``--controller PD-delay``): T =
+−kp·θ_body(t − τ) − kd·ω_body(t − τ), the history before the record the initial state, τ
+identified as ``tau`` (s).  The simulator integrates it by the method of steps
+(:func:`_simulate_delayed`); the collocation reads the state at t − τ of each collocation point
+by the polynomial of the interval that holds it (:class:`colloc.IntervalChain` ``delay``), in
+whichever earlier phase that is, so that ω_body's jump at a landing is fed back τ later as a
+jump.  With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's
+delay margin is 0.24 s, ``colloc.delay_margin`` of the linearised loop): the shipped delayed
+record uses milder pulses (:data:`DELAY_PULSES`).
 """
 
 from __future__ import annotations
@@ -580,7 +590,7 @@ def chain_functions(degree: int = 3, delay: bool = False) -> dict:
         ins = [x, t, data, p, *([xd] if delay else [])]
         chain = co.IntervalChain(ca.Function("heel_off_rates", ins, [xdot]), degree,
                                  path=ca.Function("heel_off_path", ins, [path]), n_times=2,
-                                 delay=2 if delay else None)
+                                 delay=2 if delay else None, compiled=True)
         z = ca.SX.sym("z", 8)
         landing = {m: co.PointFunction(ca.Function(f"landing_{m}", [z], [ca.vertcat(z[1], z[4:] - f(z[:4]))]))
                    for m, f in _impacts().items()}
@@ -1005,10 +1015,13 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             intervals = [lay.intervals for lay in layouts]
             nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos)
             problem = {"x": nlp.V, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples, "g": nlp.g}
+            # acceptable_iter 2: a clean fit's primal infeasibility stalls at ~2e-9 (round-off), just
+            # above tol, and the last iterates only creep along (the 20 s clean record: 5 wasted
+            # iterations of 40, the same estimates to 12 digits when it stops after 2)
             # MUMPS: QAMD ordering, and no maximum-transversal permutation/scaling (with it, the
             # first factorisation of a noisy record's KKT matrix asked for gigabytes and minutes)
             opts = {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
-                    "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5,
+                    "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 2,
                     "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6, "ipopt.mumps_permuting_scaling": 0,
                     # the objective is the mean of the squared weighted residuals (O(1) for a
                     # noisy record); IPOPT works on their sum, χ²/2, whose scale against the

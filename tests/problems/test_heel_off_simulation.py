@@ -142,7 +142,7 @@ def test_delayed_feedback_heel_off_and_landing_times_match_a_stiff_penalty_refer
     # a pulse that the undelayed loop rides out with the foot flat lifts the heel with τ = 0.1 s
     # (at -3 m/s² the reference and the simulator both lose both contacts at 0.569 s)
     acc = pulse(0.1, -2.8, 0.4)
-    ts, gaps = penalty_reference(acc, 900.0, 250.0, 0.75, tau=0.1)
+    ts, gaps = penalty_reference(acc, 900.0, 250.0, 0.75, dt=5e-5, tau=0.1)
     lift_ref, land_ref = first_lift_and_landing(ts, gaps[:, 0])
     assert np.all(gaps[ts < land_ref, 1] <= 0)
     _, sim = heel_off.simulate({**heel_off.TRUE, "tau": 0.1}, np.arange(0, 0.7501, 0.01), None, acc=acc)
