@@ -647,7 +647,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "COP-only trial of a subject given by --height/--mass); fes-muscle's default is radau3")
     p.add_argument("--controller", default=None, metavar="NAME",
                    help="cip with --method kalman-ml: PID (default), PD-delay or PID-delay (a feedback delay "
-                        "tau, Pade (2,2))")
+                        "tau, Pade (2,2)); heel-off: PD (default) or PD-delay (the delay tau identified too)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",

@@ -22,6 +22,16 @@ with the mode sequence read from θ_foot and ω_foot, the switching times unknow
 variables with λ_n ≥ 0, the lifted point's gap φ ≥ 0 in the pivot phases, a landing closing
 each pivot phase (θ_foot = 0, then the inelastic impact: the foot stops, the body's angular
 momentum about the ankle is conserved).
+
+Delayed feedback (optional; ``identify(delay=True)``, ``--controller PD-delay``): T =
+−kp·θ_body(t − τ) − kd·ω_body(t − τ), the history before the record the initial state, τ
+identified as ``tau`` (s).  The simulator integrates it by the method of steps
+(:func:`_simulate_delayed`); the collocation reads the state at t − τ of each collocation point
+by the polynomial of the interval that holds it (:class:`colloc.IntervalChain` ``delay``), in
+whichever earlier phase that is, so that ω_body's jump at a landing is fed back τ later as a
+jump.  With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's
+delay margin is 0.24 s, ``colloc.delay_margin`` of the linearised loop): the shipped delayed
+record uses milder pulses (:data:`DELAY_PULSES`).
 """
 
 from __future__ import annotations
@@ -36,7 +46,7 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["BODY", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "PULSES",
+__all__ = ["BODY", "CONTROLLERS", "DELAY_PULSES", "TAU_BOUNDS", "TAU_GUESS", "TAU_TRUE", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "PULSES",
            "STATE_NAMES", "TRUE", "HeelOffTrial", "contact_system", "detect_modes", "excitation", "identify",
            "identify_result", "load_trial", "make_trial", "chain_functions", "problem", "simulate", "write_trial"]
 
@@ -47,9 +57,19 @@ BODY = {"heel": (-0.05, -0.08), "toe": (0.15, -0.08), "foot_com": (0.05, -0.04),
 #: Seed-case gains.
 TRUE = {"kp": 900.0, "kd": 250.0}
 NAMES = ("kp", "kd")
-UNITS = {"kp": "N·m/rad", "kd": "N·m·s/rad"}
+UNITS = {"kp": "N·m/rad", "kd": "N·m·s/rad", "tau": "s"}
 #: A poor default start.
 GUESS = {"kp": 600.0, "kd": 120.0}
+#: The delayed feedback (``identify(delay=True)``, ``--controller PD-delay``): the delay of the
+#: shipped delayed record (s), the default start of τ, its bounds, and how far (in sample steps)
+#: τ may move in one round of the fit (its delayed reads are placed in intervals at the start of
+#: the round; the rounds go on until τ stops inside its step and every read stays in its interval).
+TAU_TRUE = 0.1
+TAU_GUESS = 0.05
+TAU_BOUNDS = (0.0, 0.3)
+TAU_STEP = 3.0
+#: Controllers of ``colloc identify heel-off --controller``: whether the feedback is delayed.
+CONTROLLERS = {"PD": False, "PD-delay": True}
 STATE_NAMES = ("theta_body", "theta_foot", "omega_body", "omega_foot")
 COLUMNS = ("time", "theta_body", "theta_foot", "platform_acc")
 OPTIONAL_COLUMNS = ("omega_body", "omega_foot")
@@ -66,11 +86,13 @@ def _rot(theta, r):
     return ca.vertcat(r[0] * c + r[1] * s, -r[0] * s + r[1] * c)
 
 
-def _mechanics():
+def _mechanics(delayed: bool = False):
     """CasADi functions of the full-coordinate mechanics: mass(q), forces(q, q̇, a, kp, kd),
-    and per contact point its position, Jacobian and J̇·q̇."""
+    and per contact point its position, Jacobian and J̇·q̇.  ``delayed``: one more input, the
+    fed-back (θ_body, ω_body) at t − τ, and T = −kp·θ_body(t − τ) − kd·ω_body(t − τ)."""
     q, qd = ca.SX.sym("q", 4), ca.SX.sym("qd", 4)
     a, kp, kd = ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd")
+    fed = ca.SX.sym("fed", 2) if delayed else ca.vertcat(q[3], qd[3])
     A, th_f, th_b = q[0:2], q[2], q[3]
     b = BODY
     G_f = A + _rot(th_f, b["foot_com"])
@@ -82,7 +104,7 @@ def _mechanics():
         M += m * (J.T @ J)
         M[k, k] += I
         f += J.T @ (m * ca.vertcat(-a, -b["g"]) - m * (ca.jacobian(J @ qd, q) @ qd))
-    T = -kp * th_b - kd * qd[3]
+    T = -kp * fed[0] - kd * fed[1]
     f[3] += T
     f[2] -= T
     outs = [M, f]
@@ -90,18 +112,18 @@ def _mechanics():
         P = A + _rot(th_f, b[name])
         J = ca.jacobian(P, q)
         outs += [P, J, ca.jacobian(J @ qd, q) @ qd]
-    return ca.Function("heel_off_mechanics", [q, qd, a, kp, kd], outs)
+    return ca.Function("heel_off_mechanics" + ("_delayed" if delayed else ""),
+                       [q, qd, a, kp, kd, *([fed] if delayed else [])], outs)
 
 
-_MECH = None
+_MECH: dict = {}
 
 
-def mechanics() -> dict:
-    """The (cached) CasADi functions of :func:`_mechanics`."""
-    global _MECH
-    if _MECH is None:
-        _MECH = _mechanics()
-    return _MECH
+def mechanics(delayed: bool = False) -> ca.Function:
+    """The (cached) CasADi function of :func:`_mechanics`."""
+    if delayed not in _MECH:
+        _MECH[delayed] = _mechanics(delayed)
+    return _MECH[delayed]
 
 
 def flat_configuration() -> np.ndarray:
@@ -111,12 +133,13 @@ def flat_configuration() -> np.ndarray:
 
 class _Evaluator:
     """Every piece of the mechanics at (t, q, q̇) by one CasADi call, kept for the next
-    request at the same point (the simulator asks for M, f and each contact in turn)."""
+    request at the same point (the simulator asks for M, f and each contact in turn).  With
+    ``history`` (t → the fed-back (θ_body, ω_body) at t − τ) the torque is the delayed one."""
 
-    def __init__(self, acc, kp: float, kd: float):
-        self.acc, self.kp, self.kd = acc, kp, kd
+    def __init__(self, acc, kp: float, kd: float, history=None):
+        self.acc, self.kp, self.kd, self.history = acc, kp, kd, history
         self.q = self.qd = self.t = None
-        self.value, self.f = None, mechanics()
+        self.value, self.f = None, mechanics(history is not None)
 
     def __call__(self, q, qd=None, t=None):
         q = np.asarray(q, dtype=float)
@@ -130,14 +153,16 @@ class _Evaluator:
             self.qd = np.zeros(4) if qd is None else np.array(qd, dtype=float)
             self.t = t
             a = 0.0 if t is None else self.acc(t)
-            self.value = [np.asarray(v) for v in self.f(self.q, self.qd, a, self.kp, self.kd)]
+            fed = () if self.history is None else (np.zeros(2) if t is None else self.history(t),)
+            self.value = [np.asarray(v) for v in self.f(self.q, self.qd, a, self.kp, self.kd, *fed)]
         return self.value
 
 
-def contact_system(acc, params: Mapping[str, float]) -> co.ContactSystem:
+def contact_system(acc, params: Mapping[str, float], history=None) -> co.ContactSystem:
     """The foot and body as a :class:`colloc.ContactSystem`; ``acc(t)`` the platform
-    acceleration; ``params`` kp, kd."""
-    ev = _Evaluator(acc, float(params["kp"]), float(params["kd"]))
+    acceleration; ``params`` kp, kd; ``history(t)`` the fed-back (θ_body, ω_body) at t − τ
+    for a delayed feedback (None: T = −kp·θ_body − kd·ω_body at t)."""
+    ev = _Evaluator(acc, float(params["kp"]), float(params["kd"]), history)
     contacts = [co.ContactPoint(name, (lambda q, k=k: ev(q)[k].ravel()), (lambda q, k=k: ev(q)[k + 1]),
                                 (lambda q, qd, k=k: ev(q, qd)[k + 2].ravel()))
                 for name, k in (("heel", 2), ("toe", 5))]
@@ -182,15 +207,73 @@ def simulate(params: Mapping[str, float], time, platform_acc, state0=(0.0, 0.0, 
              rtol: float = 1e-12, atol: float = 1e-12):
     """Simulate a trial by :func:`colloc.simulate_contact`: returns ``(states at time, sim)``
     (states in :data:`STATE_NAMES` order).  ``acc`` (a function of t) overrides the cubic
-    spline through ``platform_acc``.  A lost contact raises :class:`colloc.SolveFailed`."""
+    spline through ``platform_acc``.  A lost contact raises :class:`colloc.SolveFailed`.
+
+    ``params`` with ``tau`` > 0: the delayed feedback T = −kp·θ_body(t − τ) − kd·ω_body(t − τ),
+    the history before the first time the initial state, integrated by the method of steps
+    (:func:`_simulate_delayed`)."""
     time = np.asarray(time, dtype=float)
     acc = acc or spline(time, platform_acc)
-    system = contact_system(acc, params)
-    sim = co.simulate_contact(system, full_state(state0), (time[0], time[-1]), params, t_eval=time,
-                              rtol=rtol, atol=atol)
+    tau = float(params.get("tau", 0.0))
+    if not (np.isfinite(tau) and tau >= 0.0):
+        raise co.ModelError(f"heel-off: the feedback delay tau must be finite and >= 0 s, got {tau!r}")
+    if tau > 0.0:
+        sim = _simulate_delayed(params, acc, tau, full_state(state0), time, rtol, atol)
+    else:
+        system = contact_system(acc, params)
+        sim = co.simulate_contact(system, full_state(state0), (time[0], time[-1]), params, t_eval=time,
+                                  rtol=rtol, atol=atol)
     if sim.status != "ok":
-        raise co.SolveFailed(f"heel-off: {sim.message} (losing both contacts is an error, contract `heel-off`)")
+        raise co.SolveFailed(f"heel-off: {sim.message} (losing both contacts is an error, contract `heel-off`)", sim)
     return contract_state(sim.x), sim
+
+
+def _simulate_delayed(params, acc, tau: float, x0: np.ndarray, time: np.ndarray, rtol: float, atol: float):
+    """The delayed closed loop by the method of steps: :func:`colloc.simulate_contact` over
+    pieces no longer than τ, in each of which the fed-back (θ_body, ω_body)(t − τ) is read from
+    the dense output of the pieces already done (the initial state before the first time).
+    A piece also ends at τ after every contact event, where the fed-back ω_body jumps (a
+    landing) or bends, so that the integrator never steps over a discontinuity of the torque.
+    Returns one :class:`colloc.ContactSimulation` of the whole span."""
+    t0, tf = float(time[0]), float(time[-1])
+    done: list = []  # (start, end, sim) of the pieces integrated
+    starts: list = []
+    hist0 = np.array([x0[3], x0[7]])
+
+    def history(t):
+        s = t - tau
+        if s <= t0:
+            return hist0
+        i = int(np.searchsorted(starts, s, side="right")) - 1
+        x = done[i][2].state(min(s, done[i][1]))[0]
+        return np.array([x[3], x[7]])
+
+    breaks: list = []
+    t, x, active = t0, np.array(x0, dtype=float), None
+    events, segments, anchors = [], [], []
+    status, message = "ok", ""
+    while tf - t > 1e-12 * max(1.0, abs(tf)):
+        end = min([t + tau, tf, *[b for b in breaks if b > t + 1e-12]])
+        system = contact_system(acc, params, history)
+        sim = co.simulate_contact(system, x, (t, end), params, active=active, rtol=rtol, atol=atol)
+        done.append((t, end, sim))
+        starts.append(t)
+        events += sim.events
+        segments += sim.segments
+        anchors += sim.anchors
+        breaks += [e.time + tau for e in sim.events]
+        if sim.status != "ok":
+            status, message = sim.status, sim.message
+            break
+        last = sim.segments[-1]
+        x = sim.state(last[1])[0]
+        active = tuple(last[2].split("+"))
+        t = end
+    out = co.ContactSimulation(np.zeros(0), np.zeros((0, len(x0))), events, segments, [s[2] for s in segments],
+                               status=status, message=message, anchors=anchors)
+    te = time if status == "ok" else time[time <= t + 1e-12]
+    out.t, out.x = te, out.state(te)
+    return out
 
 
 def mode_of(sim_mode: str) -> str:
@@ -221,6 +304,11 @@ class HeelOffTrial:
 #: backwards (negative) pulses tip the body onto the toes, forwards ones onto the heels.
 PULSES = ((0.5, -6.0, 0.5), (3.0, 3.0, 0.6), (5.5, -7.0, 0.4), (8.0, 2.5, 0.5), (10.5, -5.0, 0.6),
           (13.0, 3.5, 0.5), (15.5, -6.5, 0.45), (18.0, 2.0, 0.6))
+#: Platform pulses of the delayed record (τ = :data:`TAU_TRUE`): the seed pulses, backwards ones at
+#: 0.8 and forwards ones at 0.3 of their amplitude.  With τ = 0.1 s the pivot phases are far less
+#: stable than without delay: the full seed pulses make the foot lose both contacts (at 0.99 s), and
+#: so does a forwards pulse of more than ~1 m/s² (the foot tips back onto the heel and falls over).
+DELAY_PULSES = tuple((t0, amp * (0.8 if amp < 0 else 0.3), dur) for t0, amp, dur in PULSES)
 #: Measurement noise of the seed's noisy records (rad, rad/s); platform_acc is exact.
 SIGMA_THETA = float(np.deg2rad(0.1))
 SIGMA_OMEGA = float(np.deg2rad(1.0))
@@ -242,13 +330,16 @@ def excitation(pulses=PULSES):
 
 
 def make_trial(duration: float = 8.0, *, pulses=PULSES, rate: float = 100.0, noise: bool = True, seed: int = 0,
-               params: Mapping[str, float] = TRUE, name: str = "heel_off.csv", omegas: bool = True):
+               params: Mapping[str, float] = TRUE, name: str = "heel_off.csv", omegas: bool = True,
+               tau: float | None = None):
     """A synthetic record from rest (foot flat, body upright) by :func:`simulate` with the
-    smooth :func:`excitation`; seeded Gaussian noise σ_θ = 0.1°, σ_ω = 1°/s when ``noise``.
+    smooth :func:`excitation`; seeded Gaussian noise σ_θ = 0.1°, σ_ω = 1°/s when ``noise``;
+    ``tau`` (s) a feedback delay (default: ``params``' ``tau``, else none).
     Returns ``(trial, sim)`` (the simulation holds the true events)."""
     n = int(round(duration * rate))
     time = np.arange(n + 1) / rate
     acc = excitation([p for p in pulses if p[0] < duration])
+    params = dict(params) if tau is None else {**params, "tau": float(tau)}
     states, sim = simulate(params, time, None, acc=acc)
     signals = dict(zip(STATE_NAMES, states.T.copy()))
     if noise:
@@ -426,13 +517,15 @@ LIFT_ROW = {"toe": 0, "heel": 1}
 SCALE = np.array([1000.0, 100.0])  # the unknowns kp, kd are solved as kp/1000, kd/100
 
 
-def _mode_pieces(x, a, kp, kd):
+def _mode_pieces(x, a, kp, kd, xd=None):
     """Per mode: (ẋ, path values) at the state x = [θ_b, θ_f, ω_b, ω_f] with the platform
     acceleration a: the mode's degrees of freedom (θ_b; θ_f and θ_b on a pivot) accelerate by
     the reduced equations of motion Jᵀ(M q̈ − f) = 0 (J = ∂q/∂(dofs)), and the contact forces
     λ of :data:`FORCE_ROWS` solve Cᵀλ = M q̈ − f (Eq. 4 of Wieber & Billet 2006, the
-    contacts' rows C of the mode; no slip)."""
-    F = mechanics()
+    contacts' rows C of the mode; no slip).  ``xd``: the state at t − τ (the torque fed back
+    from its θ_body, ω_body)."""
+    F = mechanics(xd is not None)
+    fed = [] if xd is None else [ca.vertcat(xd[0], xd[2])]
     out = {}
     for mode in MODES:
         q = _mode_q(mode, x[1], x[0])
@@ -443,7 +536,7 @@ def _mode_pieces(x, a, kp, kd):
         J = ca.jacobian(q, s)
         qd = J @ w
         bias = ca.jacobian(qd, s) @ w
-        M, f, Ph, Jh, _bh, Pt, Jt, _bt = F(q, qd, a, kp, kd)
+        M, f, Ph, Jh, _bh, Pt, Jt, _bt = F(q, qd, a, kp, kd, *fed)
         alpha = ca.solve(J.T @ M @ J, J.T @ (f - M @ bias))
         r = M @ (J @ alpha + bias) - f
         Jc = {"heel": Jh, "toe": Jt}
@@ -474,28 +567,35 @@ def _impacts() -> dict:
 _CHAIN: dict = {}
 
 
-def chain_functions(degree: int = 3) -> dict:
+def chain_functions(degree: int = 3, delay: bool = False) -> dict:
     """The collocation pieces (built once per process): ``chain`` a :class:`colloc.IntervalChain`
     of the rates ``(x, t, data, p) → ẋ`` and path constraints in every mode (``data`` = the
     mode's one-hot :data:`FLAGS`, then the knot t_k and the coefficients c0..c3 of the piece
     a(t) = ((c0·d + c1)·d + c2)·d + c3, d = t − t_k, of the cubic spline through
     ``platform_acc``; ``p`` = (kp/1000, kd/100)), each interval's times affine in the two
     switching times that bound its phase; ``landing`` per pivot mode a
-    :class:`colloc.PointFunction` of [x⁻, x⁺]: θ_f(x⁻) = 0 and x⁺ = impact(x⁻)."""
-    if degree not in _CHAIN:
-        x, t, data, p = ca.SX.sym("x", 4), ca.SX.sym("t"), ca.SX.sym("data", 8), ca.SX.sym("p", 2)
+    :class:`colloc.PointFunction` of [x⁻, x⁺]: θ_f(x⁻) = 0 and x⁺ = impact(x⁻).  ``delay``:
+    the feedback reads the state at t − τ, ``p`` = (kp/1000, kd/100, τ) and the rates take it
+    as a fifth input (the chain's delayed reads)."""
+    key = (degree, bool(delay))
+    if key not in _CHAIN:
+        x, t, data = ca.SX.sym("x", 4), ca.SX.sym("t"), ca.SX.sym("data", 8)
+        p = ca.SX.sym("p", 3 if delay else 2)
+        xd = ca.SX.sym("xd", 4) if delay else None
         dt = t - data[3]
         a = ((data[4] * dt + data[5]) * dt + data[6]) * dt + data[7]
-        pieces = _mode_pieces(x, a, p[0] * SCALE[0], p[1] * SCALE[1])
+        pieces = _mode_pieces(x, a, p[0] * SCALE[0], p[1] * SCALE[1], xd)
         xdot = sum(data[i] * pieces[m][0] for i, m in enumerate(MODES))
         path = sum(data[i] * pieces[m][1] for i, m in enumerate(MODES))
-        chain = co.IntervalChain(ca.Function("heel_off_rates", [x, t, data, p], [xdot]), degree,
-                                 path=ca.Function("heel_off_path", [x, t, data, p], [path]), n_times=2)
+        ins = [x, t, data, p, *([xd] if delay else [])]
+        chain = co.IntervalChain(ca.Function("heel_off_rates", ins, [xdot]), degree,
+                                 path=ca.Function("heel_off_path", ins, [path]), n_times=2,
+                                 delay=2 if delay else None, compiled=True)
         z = ca.SX.sym("z", 8)
         landing = {m: co.PointFunction(ca.Function(f"landing_{m}", [z], [ca.vertcat(z[1], z[4:] - f(z[:4]))]))
                    for m, f in _impacts().items()}
-        _CHAIN[degree] = {"chain": chain, "landing": landing}
-    return _CHAIN[degree]
+        _CHAIN[key] = {"chain": chain, "landing": landing}
+    return _CHAIN[key]
 
 
 #: The least noise assumed (rad, rad/s): clean records are weighted as if this noisy.
@@ -530,13 +630,16 @@ class _Layout:
     t_num: np.ndarray  # interval starts and lengths at the switching times of the layout (s)
     h_num: np.ndarray
     time: np.ndarray  # the record's sample times
+    delayed: tuple | None = None  # (D, hist): the interval of each collocation point's t − τ (N × d)
+    tau: float = 0.0  # the delay they were placed at (s)
 
 
 def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, intervals=None,
-            glued: bool = False) -> _Layout:
+            glued: bool = False, delay: float | None = None) -> _Layout:
     """The layout of a record with the phase ``sequence`` (mode names), switching times
     ``taus`` (numbers; unknowns ``tpos``, ``tpos + 1``, ...) and ``intervals`` per phase
-    (default: phases cut into intervals no longer than the sampling step)."""
+    (default: phases cut into intervals no longer than the sampling step).  ``delay`` (s): the
+    feedback delay τ; each collocation point's t − τ is given to the interval holding it."""
     from scipy.interpolate import CubicSpline
 
     tt = trial.time
@@ -590,8 +693,19 @@ def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, i
     x_guess = np.vstack(cols)
     flat = np.repeat(np.array([m == "flat" for m in modes_i]), d)
     x_guess[1:4:2, flat] = 0.0
+    delayed = None if delay is None else _delayed_reads(t_num, h_num, chain.tau, float(delay))
     return _Layout(list(sequence), list(intervals), (a, b), (ha, hb), tidx, data, entries, landings, interval,
-                   lb, ub, x_guess, t_num, h_num, tt)
+                   lb, ub, x_guess, t_num, h_num, tt, delayed, 0.0 if delay is None else float(delay))
+
+
+def _delayed_reads(t_num, h_num, points, tau: float):
+    """(D, hist): the interval holding t − τ for each collocation point t (N × d; a time on a
+    boundary belongs to the later interval), and whether t − τ is before the record (the
+    history: the initial state)."""
+    td = t_num[:, None] + points[None, :] * h_num[:, None] - tau
+    D = np.clip(np.searchsorted(t_num - 1e-9, td, side="right") - 1, 0, len(t_num) - 1)
+    hist = td < t_num[0]
+    return np.where(hist, 0, D), hist.astype(float)
 
 
 #: How far (in interval lengths, and in sample steps for the spline pieces) a sample may lie
@@ -638,7 +752,27 @@ def _same_layout(old: _Layout, new: _Layout, tol: float = SETTLE_TOLERANCE) -> b
     dt = float(old.time[1] - old.time[0])
     mid = new.t_num + 0.5 * new.h_num
     knot = old.data[3]
-    return bool(np.all(mid >= knot - tol * dt) and np.all(mid <= knot + (1 + tol) * dt))
+    if not (np.all(mid >= knot - tol * dt) and np.all(mid <= knot + (1 + tol) * dt)):
+        return False
+    if old.delayed is None:
+        return True
+    # every delayed read in the phase where the new estimate puts it, and near its interval
+    (D, hist), (D_new, hist_new) = old.delayed, new.delayed
+    td = new.t_num[:, None] + _points_of(old)[None, :] * new.h_num[:, None] - new.tau
+    near_start = np.abs(td - new.t_num[0]) <= tol * new.h_num[0]
+    if np.any((hist != hist_new) & ~near_start):
+        return False
+    live = hist == 0
+    if not np.array_equal(phase[D[live]], phase[D_new[live]]):
+        return False
+    pos = (td - new.t_num[D]) / new.h_num[D]
+    return bool(np.all((pos[live] >= -tol) & (pos[live] <= 1 + tol)))
+
+
+def _points_of(layout: _Layout) -> np.ndarray:
+    """The collocation points (fractions of an interval) of a layout's delayed reads."""
+    N, d = layout.delayed[0].shape
+    return np.array(ca.collocation_points(d, "radau"))
 
 
 class _NLP:
@@ -655,7 +789,9 @@ class _NLP:
         n_var = nq + sum(n_x)
         V = ca.MX.sym("V", n_var)
         Vz = ca.vertcat(V, 0.0)  # index n_var: the constant 0 (a record's fixed ends)
-        p = V[:2]
+        npar = chain.np
+        pidx = list(range(npar))
+        p = V[:npar]
         lam_f = ca.MX.sym("lam_f")
         n_samples = sum(len(tr.time) * len(fitted[i]) for i, tr in enumerate(trials))
         g_def, g_land, g_path, resid = [], [], [], []
@@ -675,12 +811,14 @@ class _NLP:
             S = ca.reshape(Vz[np.where(tix >= 0, tix, n_var).ravel().tolist()], 2, N)
             kw = dict(s=S, entry=(lay.entries, X))
             ix = dict(time_index=tix, entry_index=(lay.entries, eidx))
+            if chain.delay is not None:
+                kw["delayed"] = lay.delayed
             parts.append((xc, kw, ix, xoff))
             self.entry_index.append(eidx)
             self.xc_offset.append(xoff)
             g_def.append(ca.vec(chain.defects(None, xc, lay.t, lay.h, lay.data, p, **kw)))
             g_path.append(ca.vec(chain.paths(None, xc, lay.t, lay.h, lay.data, p, **kw)))
-            states = chain.values(None, xc, lay.interval, tr.time, lay.t, lay.h, p, **kw)
+            states = chain.values(None, xc, lay.interval, tr.time, lay.t, lay.h, p, s=S, entry=kw["entry"])
             self.reads.append(states)
             for nme in fitted[k]:
                 i = STATE_NAMES.index(nme)
@@ -727,16 +865,17 @@ class _NLP:
             size, psize = nx * N * d, chain.n_path * N * d
             lam = ca.reshape(lam_g[r_def:r_def + size], nx, N * d)
             mu = ca.reshape(lam_g[r_path:r_path + psize], chain.n_path, N * d)
-            hess_blocks.append(chain.defect_block(*args, lam, xoff, [0, 1], **kw, **ix))
-            hess_blocks.append(chain.path_block(*args, mu, xoff, [0, 1], **kw, **ix))
-            jac_blocks.append(chain.jacobian_block(*args, xoff, [0, 1], r_def, **kw, **ix))
-            jac_blocks.append(chain.path_jacobian_block(*args, xoff, [0, 1], r_path, **kw, **ix))
+            hess_blocks.append(chain.defect_block(*args, lam, xoff, pidx, **kw, **ix))
+            hess_blocks.append(chain.path_block(*args, mu, xoff, pidx, **kw, **ix))
+            jac_blocks.append(chain.jacobian_block(*args, xoff, pidx, r_def, **kw, **ix))
+            jac_blocks.append(chain.path_jacobian_block(*args, xoff, pidx, r_path, **kw, **ix))
             for nme in fitted[k]:
                 c = np.zeros(nx)
                 c[STATE_NAMES.index(nme)] = 1.0 / sigs[k][nme]
                 hess_blocks.append(chain.fit_block(None, xc, lay.interval, tr.time, lay.t, lay.h, p, c,
-                                                   tr.signals[nme] / sigs[k][nme], lam_f / n_samples, xoff, [0, 1],
-                                                   s=kw["s"], entry=kw["entry"], **ix))
+                                                   tr.signals[nme] / sigs[k][nme], lam_f / n_samples, xoff, pidx,
+                                                   s=kw["s"], entry=kw["entry"], time_index=tix,
+                                                   entry_index=(lay.entries, eidx)))
             r_def += size
             r_path += psize
         r_land = n_def
@@ -764,6 +903,8 @@ class _NLP:
         self.lbx = np.full(n_var, -np.inf)
         self.ubx = np.full(n_var, np.inf)
         self.lbx[:2] = 1e-3
+        if npar > 2:  # τ: bounds set per round
+            self.lbx[2], self.ubx[2] = TAU_BOUNDS
         for k, lay in enumerate(layouts):
             if lay.modes[0] == "flat":
                 self.lbx[self.entry_index[k][0][[1, 3]]] = 0.0
@@ -808,9 +949,10 @@ POOR_FIT = 1.5
 
 
 def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
-             sequences: Sequence | None = None, degree: int = 3, max_rounds: int = 4, print_level: int = 0,
+             sequences: Sequence | None = None, degree: int = 3, max_rounds: int | None = None,
+             print_level: int = 0,
              max_iter: int = 500, glued: bool = False, time_limit: float = None,
-             ipopt_options: Mapping | None = None) -> dict:
+             ipopt_options: Mapping | None = None, delay: bool = False) -> dict:
     """Identify kp, kd from records sharing them, by multi-phase Radau collocation assembled
     from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over every
     interval; the mode a one-hot data flag; exact Hessian from per-interval blocks), with the
@@ -836,19 +978,29 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     trials = list(trials)
     if not trials:
         raise co.OptionsError("heel-off: no trial")
-    cur = {**GUESS, **(guess or {})}
-    pieces = chain_functions(degree)
+    if not delay and "tau" in (guess or {}):
+        raise co.OptionsError("heel-off: a guess of tau needs the delayed feedback (delay=True, --controller PD-delay)")
+    cur = {**GUESS, **({"tau": TAU_GUESS} if delay else {}), **(guess or {})}
+    names = NAMES + (("tau",) if delay else ())
+    npar = len(names)
+    scale = np.append(SCALE, 1.0) if delay else SCALE
+    if delay and not TAU_BOUNDS[0] <= cur["tau"] <= TAU_BOUNDS[1]:
+        raise co.OptionsError(f"heel-off: the guess of tau must lie in {list(TAU_BOUNDS)} s, got {cur['tau']!r}")
+    pieces = chain_functions(degree, delay)
     chain = pieces["chain"]
     seqs = _sequences(trials, sequences, glued)
     modes = [[m for m, _a, _b in s] for s in seqs]
     sigs = [{n: max(_noise(tr.signals[n]), NOISE_FLOOR[n]) for n in STATE_NAMES if n in tr.signals} for tr in trials]
     fitted = [[n for n in STATE_NAMES if n in tr.signals and not (glued and n.endswith("_foot"))] for tr in trials]
     taus = [[b for (_m, _a, b) in s[:-1]] for s in seqs]
-    tpos = list(2 + np.cumsum([0] + [len(t) for t in taus])[:-1])
-    nq = 2 + sum(len(t) for t in taus)
+    tpos = list(npar + np.cumsum([0] + [len(t) for t in taus])[:-1])
+    nq = npar + sum(len(t) for t in taus)
     clock = {"build_s": 0.0, "solve_s": 0.0}
     limit = TIME_LIMIT if time_limit is None else float(time_limit)
     noisy = any(sg[n] > 10 * NOISE_FLOOR[n] for sg in sigs for n in sg)
+
+    if max_rounds is None:  # with a delay, rounds also walk τ towards its estimate (TAU_STEP per round)
+        max_rounds = 12 if delay else 4
 
     def attempt(taus, cur, data=trials, rounds=max_rounds):
         history, warm, intervals = [], None, [None] * len(trials)
@@ -858,15 +1010,18 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             t_build = _time.perf_counter()
             if rnd and t_build - start >= limit:
                 break
-            layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued)
+            layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
                        for k, tr in enumerate(data)]
             intervals = [lay.intervals for lay in layouts]
             nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos)
             problem = {"x": nlp.V, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples, "g": nlp.g}
+            # acceptable_iter 2: a clean fit's primal infeasibility stalls at ~2e-9 (round-off), just
+            # above tol, and the last iterates only creep along (the 20 s clean record: 5 wasted
+            # iterations of 40, the same estimates to 12 digits when it stops after 2)
             # MUMPS: QAMD ordering, and no maximum-transversal permutation/scaling (with it, the
             # first factorisation of a noisy record's KKT matrix asked for gigabytes and minutes)
             opts = {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
-                    "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5,
+                    "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 2,
                     "ipopt.sb": "yes", "ipopt.mumps_pivot_order": 6, "ipopt.mumps_permuting_scaling": 0,
                     # the objective is the mean of the squared weighted residuals (O(1) for a
                     # noisy record); IPOPT works on their sum, χ²/2, whose scale against the
@@ -876,7 +1031,12 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
                     "hess_lag": nlp.hess, "jac_g": nlp.jac,
                     **({"ipopt.mu_init": 1e-5} if warm is not None else {}),
                     **{f"ipopt.{k}": v for k, v in (ipopt_options or {}).items()}}
-            p_num = np.concatenate([[cur["kp"] / SCALE[0], cur["kd"] / SCALE[1]], *[np.asarray(t, float) for t in taus]])
+            p_num = np.concatenate([[cur[n] / scale[i] for i, n in enumerate(names)],
+                                    *[np.asarray(t, float) for t in taus]])
+            if delay:  # τ moves at most TAU_STEP per round: its reads stay near the intervals given them
+                dt = float(data[0].time[1] - data[0].time[0])
+                nlp.lbx[2] = max(TAU_BOUNDS[0], cur["tau"] - TAU_STEP * dt)
+                nlp.ubx[2] = min(TAU_BOUNDS[1], cur["tau"] + TAU_STEP * dt)
             x0 = nlp.guess(p_num) if warm is None else warm
             t_solve = _time.perf_counter()
             clock["build_s"] += t_solve - t_build
@@ -887,12 +1047,16 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             stats = solver.stats()
             ok = stats["return_status"] in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
             Vv = np.array(sol["x"]).ravel()
-            cur = {"kp": float(Vv[0] * SCALE[0]), "kd": float(Vv[1] * SCALE[1])}
+            cur = {n: float(Vv[i] * scale[i]) for i, n in enumerate(names)}
             taus = [list(Vv[tpos[k]:tpos[k] + len(taus[k])]) for k in range(len(trials))]
             history.append({"round": rnd + 1, "record": "smoothed" if data is not trials else "measured", "iterations": int(stats["iter_count"]), "success": ok,
                             "status": stats["return_status"], "time_s": _time.perf_counter() - start, **cur})
-            new = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued) for k, tr in enumerate(data)]
+            new = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
+                   for k, tr in enumerate(data)]
             settled = all(map(_same_layout, layouts, new))
+            if delay and (nlp.lbx[2] > TAU_BOUNDS[0] and Vv[2] <= nlp.lbx[2] + 1e-9
+                          or nlp.ubx[2] < TAU_BOUNDS[1] and Vv[2] >= nlp.ubx[2] - 1e-9):
+                settled = False  # τ stopped at the bound of this round, not at its estimate
             warm = Vv
             if (settled and ok) or stats["return_status"] == "Maximum_WallTime_Exceeded":
                 break
@@ -935,9 +1099,9 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
                 best = other
     sol, nlp, stats = best["sol"], best["nlp"], best["stats"]
     cov, s2, rv = _covariance(nlp, sol, nq)
-    unit = np.concatenate([SCALE, np.ones(nq - 2)])
+    unit = np.concatenate([scale, np.ones(nq - npar)])
     se_all = np.sqrt(np.maximum(np.diag(cov)[:nq], 0.0)) * unit
-    cov_p = cov[:2, :2] * np.outer(SCALE, SCALE)
+    cov_p = cov[:npar, :npar] * np.outer(scale, scale)
     switches = []
     for k in range(len(trials)):
         m = modes[k]
@@ -953,7 +1117,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
         status = "phases_not_settled"
     if not success and (status == "Maximum_WallTime_Exceeded" or _time.perf_counter() - start >= limit):
         status = "time_limit"
-    return {"problem": "heel-off", "parameters": best["cur"], "standard_errors": dict(zip(NAMES, se_all[:2].tolist())),
+    return {"problem": "heel-off", "parameters": best["cur"], "standard_errors": dict(zip(names, se_all[:npar].tolist())),
             "covariance": cov_p.tolist(), "success": bool(success), "status": status,
             "iterations": int(sum(h["iterations"] for h in best["history"])), "rounds": best["history"],
             "objective": float(sol["f"]), "residual_scale": float(np.sqrt(s2)), "residual_rms": scale_r,
@@ -1019,11 +1183,17 @@ def problem(trials):
 
 def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None,
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
-                    max_iter: int = 500, print_level: int = 0) -> co.Result:
+                    max_iter: int = 500, print_level: int = 0, controller: str = "PD") -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (what ``colloc identify heel-off`` prints
     and writes); ``info`` holds the modes, the switching times with their standard errors,
     the rounds and the noise assumed per signal.  ``method`` (the command line's default
-    passes through) and ``bounds`` are not options of this multi-phase transcription."""
+    passes through) and ``bounds`` are not options of this multi-phase transcription.
+    ``controller`` (:data:`CONTROLLERS`): ``PD`` (the contract's T = −kp·θ_body − kd·ω_body) or
+    ``PD-delay`` (T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), τ identified as ``tau``)."""
+    if controller not in CONTROLLERS:
+        raise co.OptionsError(f"--controller {controller}: problem 'heel-off' has the controllers "
+                              f"{', '.join(CONTROLLERS)}")
+    delay = CONTROLLERS[controller]
     if method not in (None, "radau2"):  # "radau2": the command line's default, passed through
         raise co.OptionsError(f"--method does not apply to problem 'heel-off' (got {method}; it is identified by "
                               "its own multi-phase Radau collocation)")
@@ -1031,14 +1201,19 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
         raise co.OptionsError("--bounds does not apply to problem 'heel-off' (its bounds are fixed by the contract)")
     import pandas as pd
 
-    unknown = [k for k in (guess or {}) if k not in NAMES]
+    names = NAMES + (("tau",) if delay else ())
+    unknown = [k for k in (guess or {}) if k not in names]
     if unknown:
-        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(NAMES)}")
-    out = identify(trials, guess, max_iter=max_iter, print_level=print_level)
-    cov = pd.DataFrame(out["covariance"], index=list(NAMES), columns=list(NAMES))
+        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(names)}"
+                              + ("" if delay else " (tau with --controller PD-delay)"))
+    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, delay=delay)
+    cov = pd.DataFrame(out["covariance"], index=list(names), columns=list(names))
     info = {k: out[k] for k in ("modes", "switches", "rounds", "noise", "residual_scale", "samples", "variables")}
     info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "
-                           "sequence read from theta_foot and omega_foot; switching times unknown")
+                           "sequence read from theta_foot and omega_foot; switching times unknown"
+                           + ("; feedback delayed by tau (the state at t - tau read in the interval holding it)"
+                              if delay else ""))
+    info["controller"] = controller
     return co.Result(problem="heel-off", method="multiphase-radau3", success=out["success"], status=out["status"],
                      message="" if out["success"] else (
                          f"poor fit: the weighted residuals' rms is {out['residual_rms']:.2f} (> {POOR_FIT}; the "
@@ -1049,5 +1224,8 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                      residuals={},
                      timings={"build_s": out["build_s"], "solve_s": out["solve_s"], "total_s": out["time_s"]},
                      num_nodes=int(out["variables"]), trials=[t.name for t in trials], versions=co.versions(),
-                     units=dict(UNITS), info=info, initial_parameters={**GUESS, **(guess or {})},
-                     descriptions={"kp": "ankle stiffness (T = -kp·θ_body - kd·ω_body)", "kd": "ankle damping"})
+                     units={k: UNITS[k] for k in names}, info=info,
+                     initial_parameters={**GUESS, **({"tau": TAU_GUESS} if delay else {}), **(guess or {})},
+                     descriptions={"kp": "ankle stiffness (T = -kp·θ_body - kd·ω_body)", "kd": "ankle damping",
+                                   **({"tau": "feedback delay (T = -kp·θ_body(t-tau) - kd·ω_body(t-tau))"}
+                                      if delay else {})})

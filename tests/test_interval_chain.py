@@ -98,3 +98,72 @@ def test_path_entry_states_and_point_functions_assemble_the_exact_hessian_and_ja
     assert np.abs(h1).max() > 0.1 and np.abs(j1[:, 1:3]).max() > 0.01  # the time unknowns enter
     assert np.allclose(h1, h2, rtol=1e-12, atol=1e-12)
     assert np.allclose(j1, j2, rtol=1e-12, atol=1e-12)
+
+
+def _delayed_chain(degree=3):
+    # ẋ(t) = −x(t − τ), τ = p[1] (and p[0] unused by the rates but a parameter all the same);
+    # times affine in two per-interval unknowns s (a phase's ends)
+    x, t, data, p, xd = ca.SX.sym("x"), ca.SX.sym("t"), ca.SX.sym("d"), ca.SX.sym("p", 2), ca.SX.sym("xd")
+    rates = ca.Function("f", [x, t, data, p, xd], [-xd + 0 * p[0] * data])
+    path = ca.Function("c", [x, t, data, p, xd], [x * xd])
+    return co.IntervalChain(rates, degree=degree, path=path, n_times=2, delay=1)
+
+
+def test_delayed_state_read_in_the_interval_holding_t_minus_tau_solves_the_method_of_steps():
+    # x = 1 before 0, ẋ = −x(t − 1): x = 1 − t on [0, 1], 1 − t + (t − 1)²/2 on [1, 2] (by hand,
+    # the method of steps); the chain covers [0, 2] in 20 intervals of a phase [s0, s1] = [0, 2]
+    chain = _delayed_chain()
+    n, d = 20, 3
+    k = np.arange(n)
+    t = (np.zeros(n), np.column_stack([1 - k / n, k / n]))
+    h = (np.zeros(n), np.column_stack([np.full(n, -1.0 / n), np.full(n, 1.0 / n)]))
+    s = ca.DM(np.tile([[0.0], [2.0]], (1, n)))
+    tau = 1.0
+    tn, hn = 2.0 * k / n, np.full(n, 2.0 / n)
+    td = tn[:, None] + chain.tau[None, :] * hn[:, None] - tau
+    D = np.clip(np.searchsorted(tn - 1e-9, td, side="right") - 1, 0, n - 1)
+    hist = (td < 0).astype(float)
+    D = np.where(hist > 0, 0, D)
+    tc = (tn[:, None] + chain.tau[None, :] * hn[:, None]).ravel()
+    exact = np.where(tc <= 1, 1 - tc, 1 - tc + (tc - 1) ** 2 / 2)
+    g = chain.defects([1.0], ca.DM(exact).T, t, h, np.zeros((1, n)), ca.DM([0.3, tau]), s=s, delayed=(D, hist))
+    assert np.abs(np.asarray(g)).max() < 1e-12  # the quadratic is exact in every interval
+    wrong = chain.defects([1.0], ca.DM(exact).T, t, h, np.zeros((1, n)), ca.DM([0.3, 0.9]), s=s, delayed=(D, hist))
+    assert np.abs(np.asarray(wrong)).max() > 1e-3  # and τ does enter
+
+
+def test_delayed_chain_blocks_equal_the_symbolic_hessian_and_jacobian():
+    # the delayed reads share the time unknowns of their own interval: variables held twice in a block
+    chain = _delayed_chain(degree=2)
+    n, d = 6, 2
+    rng = np.random.default_rng(7)
+    nv = 2 + 2 + n * d  # p (2), s0, s1, xc
+    V = ca.MX.sym("V", nv)
+    k = np.arange(n)
+    t = (np.zeros(n), np.column_stack([1 - k / n, k / n]))
+    h = (np.zeros(n), np.column_stack([np.full(n, -1.0 / n), np.full(n, 1.0 / n)]))
+    tix = np.tile([2, 3], (n, 1))
+    S = ca.reshape(V[tix.ravel().tolist()], 2, n)
+    xc = ca.reshape(V[4:], 1, n * d)
+    D = np.array([[0, 0], [0, 0], [0, 1], [1, 1], [1, 2], [2, 3]])
+    hist = np.array([[1, 1], [1, 0], [0, 0], [0, 0], [0, 0], [0, 0]], dtype=float)
+    kw = dict(s=S, delayed=(D, hist))
+
+    data = rng.uniform(size=(1, n))
+    p = V[:2]
+    lam, mu = ca.MX.sym("lam", 1, n * d), ca.MX.sym("mu", 1, n * d)
+    g = ca.vertcat(ca.vec(chain.defects([0.5], xc, t, h, data, p, **kw)), ca.vec(chain.paths([0.5], xc, t, h, data, p, **kw)))
+    L = ca.dot(lam, chain.defects([0.5], xc, t, h, data, p, **kw)) + ca.dot(mu, chain.paths([0.5], xc, t, h, data, p, **kw))
+    off = 4
+    hb = [chain.defect_block([0.5], xc, t, h, data, p, lam, off, [0, 1], **kw, **{"time_index": tix}),
+          chain.path_block([0.5], xc, t, h, data, p, mu, off, [0, 1], **kw, **{"time_index": tix})]
+    jb = [chain.jacobian_block([0.5], xc, t, h, data, p, off, [0, 1], 0, **kw, **{"time_index": tix}),
+          chain.path_jacobian_block([0.5], xc, t, h, data, p, off, [0, 1], n * d, **kw, **{"time_index": tix})]
+    f = ca.Function("f", [V, lam, mu], [ca.triu(ca.hessian(L, V)[0]), chain.hessian(nv, hb),
+                                       ca.jacobian(g, V), chain.jacobian(2 * n * d, nv, jb)])
+    v = np.concatenate([[0.7, 0.25], [0.0, 1.0], rng.normal(size=n * d)])
+    a, b, c, e = f(v, rng.normal(size=n * d), rng.normal(size=n * d))
+    assert np.abs(np.asarray(a.full())).max() > 0.1
+    np.testing.assert_allclose(np.asarray(a.full()), np.asarray(b.full()), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(c.full()), np.asarray(e.full()), rtol=1e-10, atol=1e-12)
+

@@ -165,7 +165,7 @@ def simulate_contact(system: ContactSystem, x0, t_span, p, *, active=None, t_eva
         seg_anchors.append({})
     while status == "ok" and t < tf and tf - t > 1e-14 * max(1.0, abs(tf)):
         if len(events) > max_events:
-            raise SolveFailed(f"simulate_contact: more than {max_events} events before t = {t}")
+            raise SolveFailed(f"simulate_contact: more than {max_events} events before t = {t}", None)
         A, anc = current, dict(anchors)
 
         def rhs(tt, y, A=A, anc=anc):
@@ -195,14 +195,15 @@ def simulate_contact(system: ContactSystem, x0, t_span, p, *, active=None, t_eva
         sol = solve_ivp(rhs, (t, tf), x, method="DOP853", rtol=rtol, atol=atol, events=funcs, dense_output=True)
         if sol.status == -1:
             raise SolveFailed(f"simulate_contact: integration failed in mode {_mode_name(system, A)} at t = {t}: "
-                              f"{sol.message}")
+                              f"{sol.message}", None)
         t_e, x_e = float(sol.t[-1]), sol.y[:, -1].copy()
         segments.append((t, t_e, _mode_name(system, A), sol.sol, x.copy()))
         seg_anchors.append(anc)
         steps_t.append(sol.t[1:]), steps_x.append(sol.y[:, 1:].T)
         same_time = same_time + 1 if t_e - t <= 1e-12 * max(1.0, abs(t)) else 0
         if same_time > 20:
-            raise SolveFailed(f"simulate_contact: the contact mode keeps changing at t = {t_e} (no consistent mode)")
+            raise SolveFailed(f"simulate_contact: the contact mode keeps changing at t = {t_e} (no consistent mode)",
+                              None)
         t, x = t_e, x_e
         if sol.status != 1:
             break
@@ -222,7 +223,7 @@ def simulate_contact(system: ContactSystem, x0, t_span, p, *, active=None, t_eva
                 anchors[j] = float(np.asarray(system.contacts[j].point(q)).ravel()[0])
         new = complementary_mode(system, t, q, x[n:], p, candidates, anchors, exclude=lifted)
         if new is None:
-            raise SolveFailed(f"simulate_contact: no consistent contact mode at t = {t}")
+            raise SolveFailed(f"simulate_contact: no consistent contact mode at t = {t}", None)
         for kind, j in fired:
             if kind != "arm":
                 events.append(Event(t, kind, system.contacts[j].name, _mode_name(system, A), _mode_name(system, new)))

@@ -151,7 +151,7 @@ def simulate_hybrid(model: HybridModel, x0, t_span, p, *, t_eval=None, mode: str
         handle(t0, x, [])
     while t < tf and not _close(t, tf):
         if len(events) > max_events:
-            raise SolveFailed(f"simulate_hybrid: more than {max_events} events before t = {t}")
+            raise SolveFailed(f"simulate_hybrid: more than {max_events} events before t = {t}", None)
         t_stop = tf
         if qi < len(pending):
             t_stop = min(t_stop, pending[qi][0])
@@ -183,7 +183,7 @@ def simulate_hybrid(model: HybridModel, x0, t_span, p, *, t_eval=None, mode: str
             sol = solve_ivp(lambda tt, y: mode_obj.rhs(tt, y, p, t_in), (t, t_stop), x, method=method,
                             rtol=rtol, atol=atol, events=funcs or None, dense_output=True)
             if sol.status == -1:
-                raise SolveFailed(f"simulate_hybrid: integration failed in mode {current} at t = {t}: {sol.message}")
+                raise SolveFailed(f"simulate_hybrid: integration failed in mode {current} at t = {t}: {sol.message}", None)
             t_e, x_e = float(sol.t[-1]), sol.y[:, -1].copy()
             segments.append((t, t_e, current, sol.sol, x.copy()))
             steps_t.append(sol.t[1:])

