@@ -41,7 +41,7 @@ from . import heel_off as ho
 __all__ = ["EPS_END", "EPS_START", "KAPPA", "identify", "identify_result"]
 
 #: Relaxation of the complementarity (m·(100 N) for gap × force): the homotopy's first and last ε.
-EPS_START, EPS_END, EPS_FACTOR = 1e-4, 1e-6, 0.1
+EPS_START, EPS_END, EPS_FACTOR = 1e-2, 1e-6, 0.1
 #: "Unlimited" friction: |μ| ≤ κ·λ (a fit where this binds is reported, ``friction_bound``).
 KAPPA = 20.0
 FORCE = ho.FORCE_SCALE  # N per unit of λ, μ
@@ -53,6 +53,11 @@ P_LOWER, P_UPPER = np.array([1e-3, 1e-3]), np.array([100.0, 100.0])
 #: The flat places of the contact points (x, gap 0) with the ankle above the origin.
 _REST = {c: ho.flat_configuration()[0] + ho.BODY[c][0] for c in ("heel", "toe")}
 
+
+#: Weight of the mean square of the tangential forces and impulses in the objective: it picks
+#: the split of the tangential force between heel and toe while both are in touch (only the sum
+#: acts then), which the dynamics leave free.
+SPLIT = 1e-6
 
 #: IPOPT options of the homotopy's warm-started solves.
 WARM_OPTIONS = {"ipopt.mu_init": 1e-4}
@@ -246,6 +251,9 @@ class _NLP:
                     resid.append((Xm[row, idx.tolist()].T - rec.trial.signals[name]) * w)
         G_eq, G_le, G_ge = ca.vertcat(*eq), ca.vertcat(*ineq_le), ca.vertcat(*ineq_ge)
         self.V, self.P, self.r = V, P, ca.vertcat(*resid)
+        tang = np.concatenate([np.concatenate([rec.ix_force[:, :, [1, 3]].ravel(), rec.ix_imp[:, [1, 3]].ravel()])
+                               for rec in recs])
+        self.split = ca.sumsqr(V[tang.tolist()]) / len(tang)
         self.g = ca.vertcat(G_eq, G_le, G_ge)
         ne, nl, ng = G_eq.shape[0], G_le.shape[0], G_ge.shape[0]
         self.lbg = np.concatenate([np.zeros(ne), -np.inf * np.ones(nl), np.zeros(ng)])
@@ -305,7 +313,7 @@ def _noise(trials):
             for tr in trials]
 
 
-def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | None = None, *, degree: int = 1,
+def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | None = None, *, degree: int = 2,
              per_sample: int = 1, eps_start: float = EPS_START, eps_end: float = EPS_END,
              eps_factor: float = EPS_FACTOR, max_iter: int = 500, print_level: int = 0,
              time_limit: float | None = None, ipopt_options: Mapping | None = None) -> dict:
@@ -333,7 +341,7 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     sigs = _noise(trials)
     nlp = _NLP(trials, degree, per_sample)
     noisy = any(sg[n] > 10 * ho.NOISE_FLOOR[n] for sg in sigs for n in sg)
-    problem = {"x": nlp.V, "p": nlp.P, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples, "g": nlp.g}
+    problem = {"x": nlp.V, "p": nlp.P, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples + SPLIT * nlp.split, "g": nlp.g}
     opts = {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
             "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5, "ipopt.sb": "yes",
             "ipopt.mumps_pivot_order": 6, "ipopt.mumps_permuting_scaling": 0, "expand": True,
@@ -525,3 +533,48 @@ def _covariance(nlp: _NLP, x: np.ndarray, touch, sigs):
     s2 = float(rv @ rv) / dof
     cov = s2 * Nb @ np.linalg.inv(Nb.T @ J.T @ J @ Nb) @ Nb.T
     return cov[:2, :2], s2
+
+
+#: Messages of the failure statuses (the Result's ``message``).
+_FAILURES = {
+    "homotopy_failed": "a step of the relaxation homotopy did not converge (IPOPT: {ipopt})",
+    "poor_fit": "poor fit: the weighted residuals' rms is {rms:.2f} (> {limit}; the noise's is 1): a local minimum, "
+                "a model that does not explain the record, or the fixed grid's error at the contact events",
+    "parameter_on_bound": "kp or kd ended on its bound",
+    "friction_bound": "the stand-in for unlimited friction (|tangential force| <= {kappa}·normal force) binds",
+    "lost_contact": "both contacts open at some point of the fit (an error of the contract, not a mode)",
+    "time_limit": "the time limit ran out"}
+
+
+def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = "complementarity",
+                    guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
+                    max_iter: int = 500, print_level: int = 0, **options) -> co.Result:
+    """:func:`identify` as a :class:`colloc.Result` (``colloc identify heel-off --method
+    complementarity``); ``info`` holds the modes and switching times found, the homotopy and
+    the noise assumed per signal.  ``options`` are keyword arguments of :func:`identify`."""
+    if method != "complementarity":
+        raise co.OptionsError(f"--method {method}: heel-off runs {', '.join(ho.OWN_METHODS)} itself")
+    if bounds:
+        raise co.OptionsError("--bounds does not apply to --method complementarity of problem 'heel-off'")
+    unknown = [k for k in (guess or {}) if k not in ho.NAMES]
+    if unknown:
+        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(ho.NAMES)}")
+    import pandas as pd
+
+    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, **options)
+    last = out["homotopy"][-1]["status"] if out["homotopy"] else ""
+    message = "" if out["success"] else _FAILURES.get(out["status"], "IPOPT: {ipopt}").format(
+        ipopt=last, rms=out["residual_rms"], limit=ho.POOR_FIT, kappa=KAPPA)
+    info = {k: out[k] for k in ("modes", "phases", "switches", "homotopy", "noise", "residual_rms", "residual_scale",
+                                "eps", "degree", "per_sample", "samples", "variables")}
+    info["method_note"] = (f"relaxed complementarity (Scholtes) on a fixed Radau grid of degree {out['degree']}, "
+                           f"{out['per_sample']} interval(s) per sample, impulses at mesh points; modes and switching "
+                           "times read from the fit")
+    return co.Result(problem="heel-off", method="complementarity", success=out["success"], status=out["status"],
+                     message=message, iterations=out["iterations"], objective=out["objective"],
+                     parameters=out["parameters"], standard_errors=out["standard_errors"],
+                     covariance=pd.DataFrame(out["covariance"], index=list(ho.NAMES), columns=list(ho.NAMES)),
+                     trajectories={}, measurements={}, residuals={},
+                     timings={"build_s": out["build_s"], "solve_s": out["solve_s"], "total_s": out["time_s"]},
+                     num_nodes=int(out["variables"]), trials=[t.name for t in trials], versions=co.versions(),
+                     units=dict(ho.UNITS), info=info, initial_parameters={**ho.GUESS, **(guess or {})})
