@@ -5,20 +5,27 @@ The alternative of issue 13 to the multi-phase method of :mod:`colloc_problems.h
 one Radau collocation on a FIXED grid over the whole record (no phases, no switching-time
 unknowns), the foot free to rock.  Full coordinates q = (x_A, y_A, θ_foot, θ_body) of
 :func:`heel_off.mechanics`; at every collocation point each contact c ∈ {heel, toe} has a
-normal force λ_c ≥ 0 and a tangential force μ_c, and Signorini's law (Wieber & Billet 2006,
-§3, Eqs. 1–3) with no slip is relaxed (Scholtes):
+normal force λ_c ≥ 0 and a tangential force μ_c, with φ_c(q) ≥ 0 (Signorini's law, Wieber &
+Billet 2006, §3, Eqs. 1–3) and no slip:
 
-    φ_c(q) ≥ 0,   λ_c ≥ 0,   φ_c·λ_c ≤ ε,   |u_c(q)|·λ_c ≤ ε,   |μ_c| ≤ κ·λ_c,
+    λ_c·φ_c → 0,   |u_c(q)|·λ_c ≤ ε,   |μ_c| ≤ κ·λ_c,
 
 u_c the horizontal displacement of the point from its place with the foot flat (a point in
 touch does not slide; κ = :data:`KAPPA` stands for unlimited friction and is checked not to
-bind).  Impacts: a landing is a velocity jump at a mesh point, M(q)(v⁺ − v⁻) = Σ J_cᵀ Π_c with
-impulses Π_c (normal ≥ 0) complementary to the gap and to the post-impact velocity of the
-point (perfectly inelastic: the point stops; Stewart & Trinkle's impulse form).  ε is driven
-from :data:`EPS_START` to :data:`EPS_END` by a homotopy, each solve warm-started from the last.
-The modes and switching times are read from the fit: where the forces vanish and the gaps
-open (a lift-off by extrapolating the force to zero; a landing at the mesh point of its
-impulse, so to one mesh step).
+bind).  λ_c·φ_c enters either penalised, ρ·Σ λ_c·φ_c in the objective with ρ = PENALTY/ε
+(``formulation="penalty"``, the default), or relaxed, λ_c·φ_c ≤ ε (Scholtes,
+``"relaxation"``).  Measured on a 1.3 s record with one heel-off, from kp 500, kd 100: the
+relaxation's IPOPT solves hit their iteration limit at every ε on the noisy record (and the
+clean one needed ~500 iterations per ε), the penalty converged at every ε after the first.
+Impacts: a landing is a velocity jump at a mesh point, M(q)(v⁺ − v⁻) = Σ J_cᵀ Π_c with impulses
+Π_c (normal ≥ 0) complementary to the gap and to the post-impact velocity of the point
+(perfectly inelastic: the point stops; the impulse form of time-stepping schemes).  ε goes from
+:data:`EPS_START` to :data:`EPS_END` by a homotopy, each solve warm-started from the last; the
+fit weights start soft (:data:`SOFT_NOISE`) and tighten to the record's noise at ε_end.  The
+modes and switching times are read from the fit: where the forces vanish and the gaps open (a
+lift-off where the force, extrapolated, reaches zero; a landing at the mesh point of its
+impulse, so to one mesh step).  Radau degree 2 by default: degree 1 (implicit Euler) biased kp,
+kd by −2 %/−4 % on a clean record in which the foot stays flat, degree 2 by < 0.01 %.
 
 Standard errors: Gauss–Newton with the collocation, continuity and jump equations and the
 contact equations of the contacts *in touch* (a force clearly positive: φ_c = 0, u_c = 0; an
@@ -41,13 +48,15 @@ from . import heel_off as ho
 __all__ = ["EPS_END", "EPS_START", "KAPPA", "identify", "identify_result"]
 
 #: Relaxation of the complementarity (m·(100 N) for gap × force): the homotopy's first and last ε.
-EPS_START, EPS_END, EPS_FACTOR = 1e-2, 1e-6, 0.1
+EPS_START, EPS_END, EPS_FACTOR = 1e-4, 1e-6, 0.1
 #: "Unlimited" friction: |μ| ≤ κ·λ (a fit where this binds is reported, ``friction_bound``).
 KAPPA = 20.0
 FORCE = ho.FORCE_SCALE  # N per unit of λ, μ
 IMPULSE = 1.0  # N·s per unit of impulse
-#: A contact is in touch where its force exceeds FORCE_TOL (N), or its gap is below GAP_TOL (m).
-FORCE_TOL, GAP_TOL, IMPULSE_TOL = 1.0, 1e-6, 1e-3
+#: The modes: a contact is in touch where its gap is below GAP_TOL (m; a penalised or relaxed
+#: fit may keep a force of a few N on a point just lifted).  The covariance: a contact is held
+#: where its force exceeds FORCE_TOL (N), an impulse acts where it exceeds IMPULSE_TOL (N·s).
+FORCE_TOL, GAP_TOL, IMPULSE_TOL = 1.0, 1e-5, 1e-3
 #: Bounds of the gains (scaled kp/1000, kd/100): a fit on them is ``parameter_on_bound``.
 P_LOWER, P_UPPER = np.array([1e-3, 1e-3]), np.array([100.0, 100.0])
 #: The flat places of the contact points (x, gap 0) with the ankle above the origin.
@@ -58,6 +67,16 @@ _REST = {c: ho.flat_configuration()[0] + ho.BODY[c][0] for c in ("heel", "toe")}
 #: the split of the tangential force between heel and toe while both are in touch (only the sum
 #: acts then), which the dynamics leave free.
 SPLIT = 1e-6
+
+#: How Signorini's law λ·φ = 0 enters: ``relaxation`` (λ·φ ≤ ε, Scholtes) or ``penalty``
+#: (ρ·Σ λ·φ added to the objective, ρ = PENALTY/ε, per sample); the no-slip and inelastic
+#: rows (sign-indefinite products) stay relaxed by ε in both.
+FORMULATIONS = ("relaxation", "penalty")
+PENALTY = 1.0
+
+#: IPOPT outcomes of an intermediate homotopy step that still start the next one (only the
+#: last step, at ε_end and the record's own noise, must converge).
+STEPPING_STONES = ("Maximum_Iterations_Exceeded",)
 
 #: IPOPT options of the homotopy's warm-started solves.
 WARM_OPTIONS = {"ipopt.mu_init": 1e-4}
@@ -88,25 +107,28 @@ def _functions(degree: int) -> dict:
         return {"heel": (Ph, Jh), "toe": (Pt, Jt)}
 
     def comp(x, lam_n, lam_t, terms, velocity: bool):
-        """Relaxed complementarity rows (≤ 0) and cone rows (≥ 0) for one point."""
-        le, ge = [], []
+        """For one point: the products normal force × gap (≥ 0 by the bounds; ≤ ε relaxed, or
+        penalised), the relaxed no-slip (and, after an impulse, inelastic) rows (≤ 0) and the
+        cone rows (≥ 0)."""
+        pen, le, ge = [], [], []
         v = x[4:]
         for i, c in enumerate(("heel", "toe")):
             P, J = terms[c]
+            pen.append(lam_n[i] * P[1])
             if velocity:  # the point's velocity after an impulse (or at the start)
                 vel = J @ v
-                le += [lam_n[i] * P[1] - eps, lam_n[i] * vel[1] - eps, -lam_n[i] * vel[1] - eps,
-                       lam_n[i] * vel[0] - eps, -lam_n[i] * vel[0] - eps]
+                le += [lam_n[i] * vel[1] - eps, -lam_n[i] * vel[1] - eps, lam_n[i] * vel[0] - eps,
+                       -lam_n[i] * vel[0] - eps]
             else:
                 u = P[0] - _REST[c]
-                le += [lam_n[i] * P[1] - eps, lam_n[i] * u - eps, -lam_n[i] * u - eps]
+                le += [lam_n[i] * u - eps, -lam_n[i] * u - eps]
             ge += [KAPPA * lam_n[i] - lam_t[i], KAPPA * lam_n[i] + lam_t[i]]
-        return le, ge
+        return pen, le, ge
 
     # one interval: start state xs, collocation states xc (8 × d), forces L (4 × d: λ_h, μ_h, λ_t, μ_t)
     xs, xc, L, a, h = ca.SX.sym("xs", nx), ca.SX.sym("xc", nx, degree), ca.SX.sym("L", 4, degree), \
         ca.SX.sym("a", degree), ca.SX.sym("h")
-    dyn, gap, le, ge = [], [], [], []
+    dyn, gap, pen, le, ge = [], [], [], [], []
     allx = ca.horzcat(xs, xc)
     for j in range(degree):
         x = xc[:, j]
@@ -116,27 +138,29 @@ def _functions(degree: int) -> dict:
         force = FORCE * (Jh.T @ ca.vertcat(L[1, j], L[0, j]) + Jt.T @ ca.vertcat(L[3, j], L[2, j]))
         dyn += [xdot[:4] - v, (M @ xdot[4:] - f - force) / FORCE]
         gap += [Ph[1], Pt[1]]
-        lj, gj = comp(x, L[[0, 2], j], L[[1, 3], j], {"heel": (Ph, Jh), "toe": (Pt, Jt)}, False)
+        pj, lj, gj = comp(x, L[[0, 2], j], L[[1, 3], j], {"heel": (Ph, Jh), "toe": (Pt, Jt)}, False)
+        pen += pj
         le += lj
         ge += gj
     interval = ca.Function("mpcc_interval", [xs, xc, L, a, h, p, eps],
-                           [ca.vertcat(*dyn), ca.vertcat(*gap), ca.vertcat(*le), ca.vertcat(*ge)])
+                           [ca.vertcat(*dyn), ca.vertcat(*gap), ca.vertcat(*pen), ca.vertcat(*le), ca.vertcat(*ge)])
     # a mesh point: the end of the last interval xe, the state after it xk, impulses Pi (4)
     xe, xk, Pi = ca.SX.sym("xe", nx), ca.SX.sym("xk", nx), ca.SX.sym("Pi", 4)
     terms = contact_terms(xk[:4], xk[4:])
     M = F(xk[:4], xk[4:], 0, 0, 0)[0]
     jump = M @ (xk[4:] - xe[4:]) - IMPULSE * (terms["heel"][1].T @ ca.vertcat(Pi[1], Pi[0])
                                                + terms["toe"][1].T @ ca.vertcat(Pi[3], Pi[2]))
-    lj, gj = comp(xk, Pi[[0, 2]], Pi[[1, 3]], terms, True)
+    pj, lj, gj = comp(xk, Pi[[0, 2]], Pi[[1, 3]], terms, True)
     mesh = ca.Function("mpcc_mesh", [xe, xk, Pi, eps],
-                       [ca.vertcat(xk[:4] - xe[:4], jump), ca.vertcat(*lj), ca.vertcat(*gj)])
+                       [ca.vertcat(xk[:4] - xe[:4], jump), ca.vertcat(*pj), ca.vertcat(*lj), ca.vertcat(*gj)])
     # the initial state: consistent with the contacts in touch at the first collocation point
     x0, l0 = ca.SX.sym("x0", nx), ca.SX.sym("l0", 4)
     terms0 = contact_terms(x0[:4], x0[4:])
-    lj0, _ = comp(x0, l0[[0, 2]], l0[[1, 3]], terms0, True)
-    lj1, _ = comp(x0, l0[[0, 2]], l0[[1, 3]], terms0, False)
+    pj0, lj0, _ = comp(x0, l0[[0, 2]], l0[[1, 3]], terms0, True)
+    _p, lj1, _ = comp(x0, l0[[0, 2]], l0[[1, 3]], terms0, False)
     init = ca.Function("mpcc_init", [x0, l0, eps],
-                       [ca.vertcat(terms0["heel"][0][1], terms0["toe"][0][1]), ca.vertcat(*lj0, *lj1[1:3], *lj1[4:6])])
+                       [ca.vertcat(terms0["heel"][0][1], terms0["toe"][0][1]),
+                        ca.vertcat(*[pp - eps for pp in pj0], *lj0, *lj1)])
     # the contact equations of the covariance (gap, slide; and velocities at a mesh point)
     xq = ca.SX.sym("xq", nx)
     tq = contact_terms(xq[:4], xq[4:])
@@ -183,10 +207,12 @@ class _Record:
 
 
 def _guess_states(trial: ho.HeelOffTrial, times: np.ndarray, sig: Mapping[str, float]) -> np.ndarray:
-    """Full states at ``times`` from the record (the measured angles and rates placed by
-    :func:`heel_off.full_state`, the foot flat where |θ_foot| is within 3σ of zero): a guess
-    only; which contact holds is left to the fit."""
+    """Full states at ``times`` from the record smoothed (a cubic Savitzky–Golay filter over nine
+    samples, :func:`heel_off._smoothed_trial` with the record as one stretch), the measured
+    angles and rates placed by :func:`heel_off.full_state`, the foot flat where |θ_foot| is
+    within 3σ of zero: a guess only; which contact holds is left to the fit."""
     t = trial.time
+    trial = ho._smoothed_trial(trial, [("whole record", float(t[0]), float(t[-1]))])
     cols = []
     for i, name in enumerate(ho.STATE_NAMES):
         y = trial.signals[name] if name in trial.signals else np.gradient(trial.signals[ho.STATE_NAMES[i - 2]], t)
@@ -210,7 +236,7 @@ def _guess_forces(x: np.ndarray) -> np.ndarray:
 class _NLP:
     """The relaxed MPCC of all records (shared p = (kp/1000, kd/100)) with ε a parameter."""
 
-    def __init__(self, trials, degree: int, per_sample: int):
+    def __init__(self, trials, degree: int, per_sample: int, penalty: bool = False):
         fn = functions(degree)
         self.fn, self.degree = fn, degree
         recs, off = [], 2
@@ -222,7 +248,7 @@ class _NLP:
         self.weights = [(k, n) for k, tr in enumerate(trials) for n in ho.STATE_NAMES if n in tr.signals]
         V, P = ca.MX.sym("V", off), ca.MX.sym("P", 1 + len(self.weights))
         eps, p = P[0], V[:2]
-        eq, ineq_le, ineq_ge, resid = [], [], [], []
+        eq, ineq_le, ineq_ge, resid, pens = [], [], [], [], []
         self.parts = []
         for k, rec in enumerate(recs):
             N, d = rec.N, degree
@@ -234,15 +260,19 @@ class _NLP:
             Xc = ca.reshape(take(rec.ix_coll), 8 * d, N)
             Lc = ca.reshape(take(rec.ix_force), 4 * d, N)
             fint = fn["interval"].map(N, "serial")
-            dyn, gap, le, ge = fint(Xm[:, :N], ca.reshape(Xc, 8, d * N), ca.reshape(Lc, 4, d * N),
+            dyn, gap, pen, le, ge = fint(Xm[:, :N], ca.reshape(Xc, 8, d * N), ca.reshape(Lc, 4, d * N),
                                     ca.DM(rec.acc.T), ca.DM(rec.h).T, p, eps)
             fmesh = fn["mesh"].map(N, "serial")
             last = Xc[8 * (d - 1):, :]  # the end of each interval (τ_d = 1)
-            cont, mle, mge = fmesh(last, Xm[:, 1:], Pi[:, 1:], eps)
+            cont, mpen, mle, mge = fmesh(last, Xm[:, 1:], Pi[:, 1:], eps)
             g0, l0 = fn["init"](Xm[:, 0], Lc[:4, 0], eps)
             eq += [ca.vec(dyn), ca.vec(cont)]
             ineq_ge += [ca.vec(gap), ca.vec(ge), ca.vec(mge), g0]
             ineq_le += [ca.vec(le), ca.vec(mle), l0]
+            if penalty:
+                pens += [ca.vec(pen), ca.vec(mpen)]
+            else:
+                ineq_le += [ca.vec(pen) - eps, ca.vec(mpen) - eps]
             idx = np.arange(0, N + 1, per_sample)
             for i, name in enumerate(ho.STATE_NAMES):
                 if name in rec.trial.signals:
@@ -254,6 +284,8 @@ class _NLP:
         tang = np.concatenate([np.concatenate([rec.ix_force[:, :, [1, 3]].ravel(), rec.ix_imp[:, [1, 3]].ravel()])
                                for rec in recs])
         self.split = ca.sumsqr(V[tang.tolist()]) / len(tang)
+        # the penalty ρ·Σ λ·φ with ρ = PENALTY/ε (per sample of the fit)
+        self.penalty = (PENALTY / eps) * ca.sum1(ca.vertcat(*pens)) / self.r.shape[0] if pens else 0
         self.g = ca.vertcat(G_eq, G_le, G_ge)
         ne, nl, ng = G_eq.shape[0], G_le.shape[0], G_ge.shape[0]
         self.lbg = np.concatenate([np.zeros(ne), -np.inf * np.ones(nl), np.zeros(ng)])
@@ -315,7 +347,7 @@ def _noise(trials):
 
 def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | None = None, *, degree: int = 2,
              per_sample: int = 1, eps_start: float = EPS_START, eps_end: float = EPS_END,
-             eps_factor: float = EPS_FACTOR, max_iter: int = 500, print_level: int = 0,
+             eps_factor: float = EPS_FACTOR, formulation: str = "penalty", max_iter: int = 500, print_level: int = 0,
              time_limit: float | None = None, ipopt_options: Mapping | None = None) -> dict:
     """Identify kp, kd from records sharing them by the relaxed complementarity formulation
     (module docstring): Radau collocation of ``degree`` on a fixed grid of ``per_sample``
@@ -339,9 +371,12 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     cur = {**ho.GUESS, **(guess or {})}
     limit = ho.TIME_LIMIT if time_limit is None else float(time_limit)
     sigs = _noise(trials)
-    nlp = _NLP(trials, degree, per_sample)
+    if formulation not in FORMULATIONS:
+        raise co.OptionsError(f"heel-off complementarity: formulation {formulation!r}; one of {', '.join(FORMULATIONS)}")
+    nlp = _NLP(trials, degree, per_sample, formulation == "penalty")
     noisy = any(sg[n] > 10 * ho.NOISE_FLOOR[n] for sg in sigs for n in sg)
-    problem = {"x": nlp.V, "p": nlp.P, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples + SPLIT * nlp.split, "g": nlp.g}
+    problem = {"x": nlp.V, "p": nlp.P, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples + SPLIT * nlp.split + nlp.penalty,
+               "g": nlp.g}
     opts = {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
             "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5, "ipopt.sb": "yes",
             "ipopt.mumps_pivot_order": 6, "ipopt.mumps_permuting_scaling": 0, "expand": True,
@@ -375,7 +410,8 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
         history.append({"eps": eps, "noise_floor": weights != sigs, "iterations": int(st["iter_count"]),
                         "status": st["return_status"], "objective": float(sol["f"]), "kp": float(x[0] * ho.SCALE[0]),
                         "kd": float(x[1] * ho.SCALE[1]), "time_s": _time.perf_counter() - start})
-        if not conv:
+        final = (eps, weights) == steps[-1]
+        if not conv and (final or st["return_status"] not in STEPPING_STONES):
             ok, status = False, "homotopy_failed"
             break
     params = {"kp": float(x[0] * ho.SCALE[0]), "kd": float(x[1] * ho.SCALE[1])}
@@ -421,14 +457,15 @@ def _points(nlp: _NLP, x: np.ndarray, rec: _Record):
 
 def _read_modes(nlp: _NLP, x: np.ndarray):
     """The phases ``[(mode, start, end), ...]`` per record read from the fit (a contact is in
-    touch at a collocation point where its normal force exceeds FORCE_TOL; mode None: both
-    open), the switching times, and the touch pattern (points × 2, mesh points × 2)."""
+    touch at a collocation point where its gap is below GAP_TOL; mode None: both open), the
+    switching times, and the touch pattern of the covariance (points × 2, mesh points × 2; there a contact counts only where its force is
+    clearly positive: a force and a gap both about zero are weakly active, not an equation)."""
     phases, switches, touch = [], [], []
     for rec in nlp.recs:
-        tc, L, _rc, Pi, _rm = _points(nlp, x, rec)
-        on = L[:, [0, 2]] * FORCE > FORCE_TOL
+        tc, L, rc, Pi, _rm = _points(nlp, x, rec)
+        on = rc[:, [0, 4]] < GAP_TOL
         hit = Pi[:, [0, 2]] * IMPULSE > IMPULSE_TOL
-        touch.append((on, hit))
+        touch.append((L[:, [0, 2]] * FORCE > FORCE_TOL, hit))
         mode = [{(True, True): "flat", (False, True): "toe", (True, False): "heel"}.get(tuple(o)) for o in on]
         cuts = [i for i in range(1, len(mode)) if mode[i] != mode[i - 1]]
         seq, sw, t_start = [], [], float(rec.mesh[0])
@@ -436,10 +473,8 @@ def _read_modes(nlp: _NLP, x: np.ndarray):
             before, after = mode[i - 1], mode[i]
             if before == "flat" and after in ("toe", "heel"):  # lift-off: the force of the lifting contact reaches 0
                 c = 0 if after == "toe" else 2
-                t_sw = float(tc[i])
-                if i >= 2 and L[i - 2, c] > L[i - 1, c]:
-                    t_sw = tc[i - 1] + L[i - 1, c] * (tc[i - 1] - tc[i - 2]) / (L[i - 2, c] - L[i - 1, c])
-                t_sw = float(np.clip(t_sw, tc[i - 1], tc[i]))
+                first = int(np.searchsorted(tc, t_start, side="right"))
+                t_sw = _force_zero(tc[first:i], L[first:i, c], float(tc[i]))
                 kind = "lift-off"
             else:  # a landing: at the mesh point of the impulse between the two points
                 k = np.flatnonzero((rec.mesh > tc[i - 1] - 1e-12) & (rec.mesh <= tc[i] + 1e-12))
@@ -455,14 +490,32 @@ def _read_modes(nlp: _NLP, x: np.ndarray):
     return phases, switches, touch
 
 
+#: A lift-off is where the lifting contact's force, extrapolated linearly from its last two
+#: values above this (N, clearly positive: not the relaxation's tail), reaches zero.
+LIFT_FIT_N = 20.0
+
+
+def _force_zero(t: np.ndarray, force: np.ndarray, t_next: float) -> float:
+    """Where ``force`` (units of FORCE, at times ``t``, decreasing to a lift-off before
+    ``t_next``) reaches zero by the line through its last two points above LIFT_FIT_N."""
+    big = np.flatnonzero(force * FORCE > LIFT_FIT_N)
+    if len(big) < 2 or force[big[-2]] <= force[big[-1]]:
+        return float(t[-1]) if len(t) else t_next
+    j0, j1 = big[-2], big[-1]
+    t_zero = t[j1] + force[j1] * (t[j1] - t[j0]) / (force[j0] - force[j1])
+    return float(np.clip(t_zero, t[j1], t_next))
+
+
 def _friction_binds(nlp: _NLP, x: np.ndarray) -> bool:
-    """Whether |μ| ≥ 0.99·κ·λ anywhere a contact is in touch (the stand-in for unlimited
-    friction is then a real limit of the fit)."""
+    """Whether |μ| ≥ 0.99·κ·λ anywhere a contact holds the foot alone (the stand-in for
+    unlimited friction is then a real limit of the fit)."""
     for rec in nlp.recs:
         L = x[rec.ix_force].reshape(-1, 4)
-        for n, t in ((0, 1), (2, 3)):
-            on = L[:, n] * FORCE > FORCE_TOL
-            if np.any(np.abs(L[on, t]) >= 0.99 * KAPPA * L[on, n]):
+        on = L[:, [0, 2]] * FORCE > FORCE_TOL
+        for c, (n, t) in enumerate(((0, 1), (2, 3))):
+            # binding matters where this contact holds alone (with both in touch only the sum acts)
+            alone = on[:, c] & ~on[:, 1 - c]
+            if np.any(np.abs(L[alone, t]) >= 0.99 * KAPPA * L[alone, n]):
                 return True
     return False
 
