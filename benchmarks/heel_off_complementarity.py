@@ -11,7 +11,7 @@ Methods: ``multiphase`` (heel_off.identify) and ``complementarity``
 (heel_off_complementarity.identify).  Per fit: status, kp/kd error (% and in standard
 errors), the switching times found against the simulator's events (each true event matched to
 the nearest switch of the same kind; the largest error, and the numbers of events found and
-true), wall time, IPOPT iterations, homotopy steps.  ``--quick``: a 3 s clean record, the
+true), wall time, IPOPT iterations, homotopy steps.  ``--quick``: a 1.5 s clean record (one heel-off), the
 complementarity method only.  Writes benchmarks/results/heel_off_complementarity.json (or
 --out) atomically.
 """
@@ -38,7 +38,7 @@ def record(name: str):
     if name.endswith(".csv"):
         events = json.loads(data_path("heel_off", "events.json").read_text())[name]
         return heel_off.load_trial(data_path("heel_off", name)), [(e["time"], e["kind"]) for e in events]
-    duration = 3.0 if name == "quick" else 20.0
+    duration = 1.5 if name == "quick" else 20.0
     trial, sim = heel_off.make_trial(duration, noise=name.startswith("noisy"), seed=1, name=name)
     return trial, [(e.time, e.kind) for e in sim.events]
 
