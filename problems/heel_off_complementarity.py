@@ -351,8 +351,8 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
              per_sample: int = 1, eps_start: float = EPS_START, eps_end: float = EPS_END,
              eps_factor: float = EPS_FACTOR, formulation: str = "penalty", max_iter: int = 500, print_level: int = 0,
              time_limit: float | None = None, ipopt_options: Mapping | None = None) -> dict:
-    """Identify kp, kd from records sharing them by the relaxed complementarity formulation
-    (module docstring): Radau collocation of ``degree`` on a fixed grid of ``per_sample``
+    """Identify kp, kd from records sharing them by the complementarity formulation (module
+    docstring; ``formulation`` "penalty" or "relaxation"): Radau collocation of ``degree`` on a fixed grid of ``per_sample``
     intervals per sample step, ε from ``eps_start`` to ``eps_end`` (× ``eps_factor`` per step),
     each solve warm-started from the last.  Returns a dict like :func:`heel_off.identify`
     (``parameters``, ``standard_errors``, ``success``, ``status``, ``modes``, ``switches``, …)
@@ -374,7 +374,8 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     limit = ho.TIME_LIMIT if time_limit is None else float(time_limit)
     sigs = _noise(trials)
     if formulation not in FORMULATIONS:
-        raise co.OptionsError(f"heel-off complementarity: formulation {formulation!r}; one of {', '.join(FORMULATIONS)}")
+        raise co.OptionsError(f"heel-off complementarity: formulation {formulation!r}; one of "
+                              f"{', '.join(FORMULATIONS)}")
     nlp = _NLP(trials, degree, per_sample, formulation == "penalty")
     noisy = any(sg[n] > 10 * ho.NOISE_FLOOR[n] for sg in sigs for n in sg)
     problem = {"x": nlp.V, "p": nlp.P, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples + SPLIT * nlp.split + nlp.penalty,
@@ -441,7 +442,8 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
             "status": status, "iterations": int(sum(h["iterations"] for h in history)), "homotopy": history,
             "objective": float(history[-1]["objective"]) if history else float("nan"), "residual_rms": rms,
             "residual_scale": float(np.sqrt(s2)), "noise": sigs, "modes": [[m for m, _a, _b in seq] for seq in modes],
-            "phases": modes, "switches": switches, "eps": history[-1]["eps"] if history else None, "degree": degree, "per_sample": per_sample,
+            "phases": modes, "switches": switches, "eps": history[-1]["eps"] if history else None,
+            "degree": degree, "per_sample": per_sample,
             "time_s": _time.perf_counter() - start, "build_s": build_s, "solve_s": solve_s,
             "samples": nlp.samples, "variables": int(nlp.n)}
 
@@ -460,8 +462,9 @@ def _points(nlp: _NLP, x: np.ndarray, rec: _Record):
 def _read_modes(nlp: _NLP, x: np.ndarray):
     """The phases ``[(mode, start, end), ...]`` per record read from the fit (a contact is in
     touch at a collocation point where its gap is below GAP_TOL; mode None: both open), the
-    switching times, and the touch pattern of the covariance (points × 2, mesh points × 2; there a contact counts only where its force is
-    clearly positive: a force and a gap both about zero are weakly active, not an equation)."""
+    switching times, and the touch pattern of the covariance (points × 2, mesh points × 2;
+    there a contact counts only where its force is clearly positive: a force and a gap both
+    about zero are weakly active, not an equation)."""
     phases, switches, touch = [], [], []
     for rec in nlp.recs:
         tc, L, rc, Pi, _rm = _points(nlp, x, rec)
