@@ -352,7 +352,8 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
              eps_factor: float = EPS_FACTOR, formulation: str = "penalty", max_iter: int = 500, print_level: int = 0,
              time_limit: float | None = None, ipopt_options: Mapping | None = None) -> dict:
     """Identify kp, kd from records sharing them by the complementarity formulation (module
-    docstring; ``formulation`` "penalty" or "relaxation"): Radau collocation of ``degree`` on a fixed grid of ``per_sample``
+    docstring; ``formulation`` "penalty" or "relaxation"): Radau collocation of ``degree`` on
+    a fixed grid of ``per_sample``
     intervals per sample step, ε from ``eps_start`` to ``eps_end`` (× ``eps_factor`` per step),
     each solve warm-started from the last.  Returns a dict like :func:`heel_off.identify`
     (``parameters``, ``standard_errors``, ``success``, ``status``, ``modes``, ``switches``, …)
