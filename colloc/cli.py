@@ -644,7 +644,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", default=None,
                    help=f"one of {', '.join(method_names())} (default {DEFAULT_METHOD}); cip also runs "
                         "kalman-ml (exact Kalman maximum likelihood of one COP trial; its default for one "
-                        "COP-only trial of a subject given by --height/--mass); fes-muscle's default is radau3")
+                        "COP-only trial of a subject given by --height/--mass); fes-muscle's default is radau3; "
+                        "heel-off also runs complementarity (modes out of the fit)")
     p.add_argument("--controller", default=None, metavar="NAME",
                    help="cip with --method kalman-ml: PID (default), PD-delay or PID-delay (a feedback delay "
                         "tau, Pade (2,2)); heel-off: PD (default) or PD-delay (the delay tau identified too)")

@@ -1181,6 +1181,18 @@ def problem(trials):
     raise co.ProblemError("heel-off is a hybrid problem: use colloc_problems.heel_off.identify(trials)")
 
 
+#: Methods run by this problem besides its multi-phase default (``colloc identify heel-off --method``).
+OWN_METHODS = ("complementarity",)
+
+
+def identify_method(trials: Sequence[HeelOffTrial], *, method: str = "complementarity", **options) -> co.Result:
+    """``--method complementarity``: the fixed-grid complementarity formulation, the mode
+    sequence out of the fit (:func:`colloc_problems.heel_off_complementarity.identify_result`)."""
+    from . import heel_off_complementarity
+
+    return heel_off_complementarity.identify_result(trials, method=method, **options)
+
+
 def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None,
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                     max_iter: int = 500, print_level: int = 0, controller: str = "PD") -> co.Result:
@@ -1196,7 +1208,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
     delay = CONTROLLERS[controller]
     if method not in (None, "radau2"):  # "radau2": the command line's default, passed through
         raise co.OptionsError(f"--method does not apply to problem 'heel-off' (got {method}; it is identified by "
-                              "its own multi-phase Radau collocation)")
+                              "its own multi-phase Radau collocation, or by --method complementarity)")
     if bounds:
         raise co.OptionsError("--bounds does not apply to problem 'heel-off' (its bounds are fixed by the contract)")
     import pandas as pd

@@ -1,0 +1,640 @@
+"""`heel-off` by a complementarity formulation: the mode sequence comes out of the fit.
+
+The alternative of issue 13 to the multi-phase method of :mod:`colloc_problems.heel_off`
+(which reads the sequence of modes from the data and makes the switching times unknowns):
+one Radau collocation on a FIXED grid over the whole record (no phases, no switching-time
+unknowns), the foot free to rock.  Full coordinates q = (x_A, y_A, θ_foot, θ_body) of
+:func:`heel_off.mechanics`; at every collocation point each contact c ∈ {heel, toe} has a
+normal force λ_c ≥ 0 and a tangential force μ_c, with φ_c(q) ≥ 0 (Signorini's law, Wieber &
+Billet 2006, §3, Eqs. 1–3) and no slip:
+
+    λ_c·φ_c → 0,   |u_c(q)|·λ_c ≤ ε,   |μ_c| ≤ κ·λ_c,
+
+u_c the horizontal displacement of the point from its place with the foot flat (a point in
+touch does not slide; κ = :data:`KAPPA` stands for unlimited friction and is checked not to
+bind).  λ_c·φ_c enters either penalised, ρ·Σ λ_c·φ_c in the objective with ρ = PENALTY/ε
+(``formulation="penalty"``, the default), or relaxed, λ_c·φ_c ≤ ε (Scholtes,
+``"relaxation"``).  Measured on a 1.3 s record with one heel-off, from kp 500, kd 100: the
+relaxation's IPOPT solves hit their iteration limit at every ε on the noisy record (and the
+clean one needed ~500 iterations per ε), the penalty converged at every ε after the first.
+Impacts: a landing is a velocity jump at a mesh point, M(q)(v⁺ − v⁻) = Σ J_cᵀ Π_c with impulses
+Π_c (normal ≥ 0) complementary to the gap and to the post-impact velocity of the point
+(perfectly inelastic: the point stops; the impulse form of time-stepping schemes).  ε goes from
+:data:`EPS_START` to :data:`EPS_END` by a homotopy, each solve warm-started from the last; the
+fit weights start soft (:data:`SOFT_NOISE`) and tighten to the record's noise at ε_end.  The
+modes and switching times are read from the fit: where the forces vanish and the gaps open (a
+lift-off where the force, extrapolated, reaches zero; a landing at the mesh point of its
+impulse, so to one mesh step).  Radau degree 2 by default: degree 1 (implicit Euler) biased kp,
+kd by −2 %/−4 % on a clean record in which the foot stays flat, degree 2 by < 0.01 %.
+
+Standard errors: Gauss–Newton with the collocation, continuity and jump equations and the
+contact equations of the contacts *in touch* (a force clearly positive: φ_c = 0, u_c = 0; an
+impulse clearly positive: the point stops) eliminated; forces of contacts out of touch fixed
+at zero; weakly active inequalities (a force and a gap both about zero) are not equations.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Mapping, Sequence
+
+import casadi as ca
+import numpy as np
+
+import colloc as co
+
+from . import heel_off as ho
+
+__all__ = ["EPS_END", "EPS_START", "KAPPA", "identify", "identify_result"]
+
+#: Relaxation of the complementarity (m·(100 N) for gap × force): the homotopy's first and last ε.
+EPS_START, EPS_END, EPS_FACTOR = 1e-4, 1e-6, 0.1
+#: "Unlimited" friction: |μ| ≤ κ·λ (a fit where this binds is reported, ``friction_bound``).
+KAPPA = 20.0
+FORCE = ho.FORCE_SCALE  # N per unit of λ, μ
+IMPULSE = 1.0  # N·s per unit of impulse
+#: The modes: a contact is in touch where its gap is below GAP_TOL (m; a penalised or relaxed
+#: fit may keep a force of a few N on a point just lifted).  The covariance: a contact is held
+#: where its force exceeds FORCE_TOL (N), an impulse acts where it exceeds IMPULSE_TOL (N·s).
+FORCE_TOL, GAP_TOL, IMPULSE_TOL = 1.0, 1e-4, 1e-3
+#: Bounds of the gains (scaled kp/1000, kd/100): a fit on them is ``parameter_on_bound``.
+P_LOWER, P_UPPER = np.array([1e-3, 1e-3]), np.array([100.0, 100.0])
+#: The flat places of the contact points (x, gap 0) with the ankle above the origin.
+_REST = {c: ho.flat_configuration()[0] + ho.BODY[c][0] for c in ("heel", "toe")}
+
+
+#: Weight of the mean square of the tangential forces and impulses in the objective: it picks
+#: the split of the tangential force between heel and toe while both are in touch (only the sum
+#: acts then), which the dynamics leave free.
+SPLIT = 1e-6
+
+#: How Signorini's law λ·φ = 0 enters: ``relaxation`` (λ·φ ≤ ε, Scholtes) or ``penalty``
+#: (ρ·Σ λ·φ added to the objective, ρ = PENALTY/ε, per sample); the no-slip and inelastic
+#: rows (sign-indefinite products) stay relaxed by ε in both.
+FORMULATIONS = ("relaxation", "penalty")
+PENALTY = 1.0
+
+#: IPOPT outcomes of an intermediate homotopy step that still start the next one (only the
+#: last step, at ε_end and the record's own noise, must converge).
+STEPPING_STONES = ("Maximum_Iterations_Exceeded",)
+
+#: IPOPT options of the homotopy's warm-started solves.
+WARM_OPTIONS = {"ipopt.mu_init": 1e-4}
+
+
+def _radau(degree: int):
+    """Radau IIA points τ_1..τ_d (τ_d = 1) and the derivative matrix D (d × (d+1)) of the
+    Lagrange basis on (0, τ_1..τ_d): ẋ(τ_j)·h = Σ_l D[j, l]·x_l."""
+    tau = np.array([0.0, *ca.collocation_points(degree, "radau")])
+    D = np.zeros((degree, degree + 1))
+    for l in range(degree + 1):
+        others = np.delete(tau, l)
+        poly = np.poly1d(others, r=True) / np.prod(tau[l] - others)
+        D[:, l] = poly.deriv()(tau[1:])
+    return tau, D
+
+
+def _functions(degree: int) -> dict:
+    """The per-interval, per-mesh-point and initial-point CasADi Functions."""
+    F = ho.mechanics()
+    tau, D = _radau(degree)
+    nx = 8
+    eps, p = ca.SX.sym("eps"), ca.SX.sym("p", 2)
+    kp, kd = p[0] * ho.SCALE[0], p[1] * ho.SCALE[1]
+
+    def contact_terms(q, v):
+        _M, _f, Ph, Jh, _bh, Pt, Jt, _bt = F(q, v, 0, 0, 0)
+        return {"heel": (Ph, Jh), "toe": (Pt, Jt)}
+
+    def comp(x, lam_n, lam_t, terms, velocity: bool):
+        """For one point: the products normal force × gap (≥ 0 by the bounds; ≤ ε relaxed, or
+        penalised), the relaxed no-slip (and, after an impulse, inelastic) rows (≤ 0) and the
+        cone rows (≥ 0)."""
+        pen, le, ge = [], [], []
+        v = x[4:]
+        for i, c in enumerate(("heel", "toe")):
+            P, J = terms[c]
+            pen.append(lam_n[i] * P[1])
+            if velocity:  # the point's velocity after an impulse (or at the start)
+                vel = J @ v
+                le += [lam_n[i] * vel[1] - eps, -lam_n[i] * vel[1] - eps, lam_n[i] * vel[0] - eps,
+                       -lam_n[i] * vel[0] - eps]
+            else:
+                u = P[0] - _REST[c]
+                le += [lam_n[i] * u - eps, -lam_n[i] * u - eps]
+            ge += [KAPPA * lam_n[i] - lam_t[i], KAPPA * lam_n[i] + lam_t[i]]
+        return pen, le, ge
+
+    # one interval: start state xs, collocation states xc (8 × d), forces L (4 × d: λ_h, μ_h, λ_t, μ_t)
+    xs, xc, L, a, h = ca.SX.sym("xs", nx), ca.SX.sym("xc", nx, degree), ca.SX.sym("L", 4, degree), \
+        ca.SX.sym("a", degree), ca.SX.sym("h")
+    dyn, gap, pen, le, ge = [], [], [], [], []
+    allx = ca.horzcat(xs, xc)
+    for j in range(degree):
+        x = xc[:, j]
+        q, v = x[:4], x[4:]
+        xdot = (allx @ ca.DM(D[j])) / h
+        M, f, Ph, Jh, _bh, Pt, Jt, _bt = F(q, v, a[j], kp, kd)
+        force = FORCE * (Jh.T @ ca.vertcat(L[1, j], L[0, j]) + Jt.T @ ca.vertcat(L[3, j], L[2, j]))
+        dyn += [xdot[:4] - v, (M @ xdot[4:] - f - force) / FORCE]
+        gap += [Ph[1], Pt[1]]
+        pj, lj, gj = comp(x, L[[0, 2], j], L[[1, 3], j], {"heel": (Ph, Jh), "toe": (Pt, Jt)}, False)
+        pen += pj
+        le += lj
+        ge += gj
+    interval = ca.Function("mpcc_interval", [xs, xc, L, a, h, p, eps],
+                           [ca.vertcat(*dyn), ca.vertcat(*gap), ca.vertcat(*pen), ca.vertcat(*le), ca.vertcat(*ge)])
+    # a mesh point: the end of the last interval xe, the state after it xk, impulses Pi (4)
+    xe, xk, Pi = ca.SX.sym("xe", nx), ca.SX.sym("xk", nx), ca.SX.sym("Pi", 4)
+    terms = contact_terms(xk[:4], xk[4:])
+    M = F(xk[:4], xk[4:], 0, 0, 0)[0]
+    jump = M @ (xk[4:] - xe[4:]) - IMPULSE * (terms["heel"][1].T @ ca.vertcat(Pi[1], Pi[0])
+                                               + terms["toe"][1].T @ ca.vertcat(Pi[3], Pi[2]))
+    pj, lj, gj = comp(xk, Pi[[0, 2]], Pi[[1, 3]], terms, True)
+    mesh = ca.Function("mpcc_mesh", [xe, xk, Pi, eps],
+                       [ca.vertcat(xk[:4] - xe[:4], jump), ca.vertcat(*pj), ca.vertcat(*lj), ca.vertcat(*gj)])
+    # the initial state: consistent with the contacts in touch at the first collocation point
+    x0, l0 = ca.SX.sym("x0", nx), ca.SX.sym("l0", 4)
+    terms0 = contact_terms(x0[:4], x0[4:])
+    pj0, lj0, _ = comp(x0, l0[[0, 2]], l0[[1, 3]], terms0, True)
+    _p, lj1, _ = comp(x0, l0[[0, 2]], l0[[1, 3]], terms0, False)
+    init = ca.Function("mpcc_init", [x0, l0, eps],
+                       [ca.vertcat(terms0["heel"][0][1], terms0["toe"][0][1]),
+                        ca.vertcat(*[pp - eps for pp in pj0], *lj0, *lj1)])
+    # the contact equations of the covariance (gap, slide; and velocities at a mesh point)
+    xq = ca.SX.sym("xq", nx)
+    tq = contact_terms(xq[:4], xq[4:])
+    rows = []
+    for c in ("heel", "toe"):
+        P, J = tq[c]
+        vel = J @ xq[4:]
+        rows += [P[1], P[0] - _REST[c], vel[1], vel[0]]
+    contact_eq = ca.Function("mpcc_contact_eq", [xq], [ca.vertcat(*rows)])
+    return {"interval": interval, "mesh": mesh, "init": init, "contact_eq": contact_eq, "tau": tau, "D": D}
+
+
+_FUNCS: dict = {}
+
+
+def functions(degree: int) -> dict:
+    if degree not in _FUNCS:
+        _FUNCS[degree] = _functions(degree)
+    return _FUNCS[degree]
+
+
+class _Record:
+    """Index bookkeeping of one record on its fixed grid: ``m`` intervals per sample step."""
+
+    def __init__(self, trial: ho.HeelOffTrial, offset: int, degree: int, per_sample: int, tau):
+        from scipy.interpolate import CubicSpline
+
+        t = np.asarray(trial.time, dtype=float)
+        self.trial, self.d, self.m = trial, degree, per_sample
+        self.N = per_sample * (len(t) - 1)
+        self.mesh = np.interp(np.arange(self.N + 1) / per_sample, np.arange(len(t)), t)
+        self.h = np.diff(self.mesh)
+        self.tc = (self.mesh[:-1, None] + tau[None, 1:] * self.h[:, None])  # N × d
+        self.acc = CubicSpline(t, trial.platform_acc)(self.tc)
+        N, d = self.N, degree
+        self.ix_mesh = offset + np.arange(8 * (N + 1)).reshape(N + 1, 8)
+        o = offset + 8 * (N + 1)
+        self.ix_imp = o + np.arange(4 * (N + 1)).reshape(N + 1, 4)
+        o += 4 * (N + 1)
+        self.ix_coll = o + np.arange(8 * d * N).reshape(N, d, 8)
+        o += 8 * d * N
+        self.ix_force = o + np.arange(4 * d * N).reshape(N, d, 4)
+        self.end = o + 4 * d * N
+
+
+def _guess_states(trial: ho.HeelOffTrial, times: np.ndarray, sig: Mapping[str, float]) -> np.ndarray:
+    """Full states at ``times`` from the record smoothed (a cubic Savitzky–Golay filter over nine
+    samples, :func:`heel_off._smoothed_trial` with the record as one stretch), the measured
+    angles and rates placed by :func:`heel_off.full_state`, the foot flat where |θ_foot| is
+    within 3σ of zero: a guess only; which contact holds is left to the fit."""
+    t = trial.time
+    trial = ho._smoothed_trial(trial, [("whole record", float(t[0]), float(t[-1]))])
+    cols = []
+    for i, name in enumerate(ho.STATE_NAMES):
+        y = trial.signals[name] if name in trial.signals else np.gradient(trial.signals[ho.STATE_NAMES[i - 2]], t)
+        cols.append(np.interp(times, t, y))
+    th_b, th_f, w_b, w_f = cols
+    lifted = np.abs(th_f) > 3 * sig["theta_foot"]
+    return np.array([ho.full_state((b, f if up else 0.0, wb, wf if up else 0.0))
+                     for b, f, wb, wf, up in zip(th_b, th_f, w_b, w_f, lifted)])
+
+
+def _guess_forces(x: np.ndarray) -> np.ndarray:
+    """Normal forces (units of FORCE) for full states (rows): the weight on the contacts in touch."""
+    weight = (ho.BODY["m_f"] + ho.BODY["m_b"]) * ho.BODY["g"] / FORCE
+    f = np.zeros((len(x), 4))
+    th = x[:, 2]
+    f[:, 0] = np.where(th > 0, 0.0, np.where(th < 0, weight, weight / 2))
+    f[:, 2] = np.where(th < 0, 0.0, np.where(th > 0, weight, weight / 2))
+    return f
+
+
+class _NLP:
+    """The relaxed MPCC of all records (shared p = (kp/1000, kd/100)) with ε a parameter."""
+
+    def __init__(self, trials, degree: int, per_sample: int, penalty: bool = False):
+        fn = functions(degree)
+        self.fn, self.degree = fn, degree
+        recs, off = [], 2
+        for tr in trials:
+            rec = _Record(tr, off, degree, per_sample, fn["tau"])
+            recs.append(rec)
+            off = rec.end
+        self.recs, self.n = recs, off
+        self.weights = [(k, n) for k, tr in enumerate(trials) for n in ho.STATE_NAMES if n in tr.signals]
+        V, P = ca.MX.sym("V", off), ca.MX.sym("P", 2 + len(self.weights))
+        eps, p = P[0], V[:2]
+        eq, ineq_le, ineq_ge, resid, pens = [], [], [], [], []
+        self.parts = []
+        for k, rec in enumerate(recs):
+            N, d = rec.N, degree
+
+            def take(ix):
+                return V[ix.ravel().tolist()]
+            Xm = ca.reshape(take(rec.ix_mesh), 8, N + 1)
+            Pi = ca.reshape(take(rec.ix_imp), 4, N + 1)
+            Xc = ca.reshape(take(rec.ix_coll), 8 * d, N)
+            Lc = ca.reshape(take(rec.ix_force), 4 * d, N)
+            fint = fn["interval"].map(N, "serial")
+            dyn, gap, pen, le, ge = fint(Xm[:, :N], ca.reshape(Xc, 8, d * N), ca.reshape(Lc, 4, d * N),
+                                    ca.DM(rec.acc.T), ca.DM(rec.h).T, p, eps)
+            fmesh = fn["mesh"].map(N, "serial")
+            last = Xc[8 * (d - 1):, :]  # the end of each interval (τ_d = 1)
+            cont, mpen, mle, mge = fmesh(last, Xm[:, 1:], Pi[:, 1:], eps)
+            g0, l0 = fn["init"](Xm[:, 0], Lc[:4, 0], eps)
+            eq += [ca.vec(dyn), ca.vec(cont)]
+            ineq_ge += [ca.vec(gap), ca.vec(ge), ca.vec(mge), g0]
+            ineq_le += [ca.vec(le), ca.vec(mle), l0]
+            if penalty:
+                pens += [ca.vec(pen), ca.vec(mpen)]
+            else:
+                ineq_le += [ca.vec(pen) - eps, ca.vec(mpen) - eps]
+            idx = np.arange(0, N + 1, per_sample)
+            for i, name in enumerate(ho.STATE_NAMES):
+                if name in rec.trial.signals:
+                    row = {"theta_body": 3, "theta_foot": 2, "omega_body": 7, "omega_foot": 6}[name]
+                    w = P[2 + self.weights.index((k, name))]
+                    resid.append((Xm[row, idx.tolist()].T - rec.trial.signals[name]) * w)
+        G_eq, G_le, G_ge = ca.vertcat(*eq), ca.vertcat(*ineq_le), ca.vertcat(*ineq_ge)
+        self.V, self.P, self.r = V, P, ca.vertcat(*resid)
+        tang = np.concatenate([np.concatenate([rec.ix_force[:, :, [1, 3]].ravel(), rec.ix_imp[:, [1, 3]].ravel()])
+                               for rec in recs])
+        self.split = ca.sumsqr(V[tang.tolist()]) / len(tang)
+        # the penalty ρ·Σ λ·φ (per sample of the fit), ρ = P[1] (:meth:`parameters`)
+        self.penalty = P[1] * ca.sum1(ca.vertcat(*pens)) / self.r.shape[0] if pens else 0
+        self.g = ca.vertcat(G_eq, G_le, G_ge)
+        ne, nl, ng = G_eq.shape[0], G_le.shape[0], G_ge.shape[0]
+        self.lbg = np.concatenate([np.zeros(ne), -np.inf * np.ones(nl), np.zeros(ng)])
+        self.ubg = np.concatenate([np.zeros(ne), np.zeros(nl), np.inf * np.ones(ng)])
+        self.samples = int(self.r.shape[0])
+        self.n_eq = ne
+        lbx, ubx = np.full(off, -np.inf), np.full(off, np.inf)
+        lbx[:2], ubx[:2] = P_LOWER, P_UPPER
+        for rec in recs:
+            lbx[rec.ix_force[:, :, [0, 2]].ravel()] = 0.0
+            lbx[rec.ix_imp[:, [0, 2]].ravel()] = 0.0
+            lbx[rec.ix_imp[0]] = ubx[rec.ix_imp[0]] = 0.0  # no impulse at the start
+        self.lbx, self.ubx = lbx, ubx
+
+    def parameters(self, eps: float, sigs) -> np.ndarray:
+        """The NLP's parameter vector: ε, the penalty weight ρ = PENALTY/ε, then 1/σ of each
+        fitted signal of each record.  (ρ scaled up with the weights as they tighten to a clean
+        record's noise floor sent a 0.8 s clean fit to a local minimum, kp −25 %.)"""
+        return np.array([eps, PENALTY / eps if eps > 0 else 0.0, *[1.0 / sigs[k][n] for k, n in self.weights]])
+
+    def guess(self, p0, sigs) -> np.ndarray:
+        x = np.zeros(self.n)
+        x[:2] = p0
+        for rec, sig in zip(self.recs, sigs):
+            x[rec.ix_mesh] = _guess_states(rec.trial, rec.mesh, sig)
+            xc = _guess_states(rec.trial, rec.tc.ravel(), sig)
+            x[rec.ix_coll] = xc.reshape(rec.N, self.degree, 8)
+            x[rec.ix_force] = _guess_forces(xc).reshape(rec.N, self.degree, 4)
+        return x
+
+
+#: The homotopy starts with every signal weighted as if at least this noisy (rad, rad/s), then
+#: tightens the weights tenfold per step to the record's own noise: a clean record (weighted
+#: by :data:`heel_off.NOISE_FLOOR`) from a poor start is otherwise a very stiff least-squares problem.
+SOFT_NOISE = {"theta_body": 1e-3, "theta_foot": 1e-3, "omega_body": 1e-2, "omega_foot": 1e-2}
+
+
+def _steps(sigs, eps_start: float, eps_end: float, eps_factor: float) -> list:
+    """The homotopy: (ε, noise per record and signal) per solve."""
+    out, eps = [], eps_start
+    soft = [{n: max(v, SOFT_NOISE[n]) for n, v in sg.items()} for sg in sigs]
+    while True:
+        out.append((eps, soft))
+        if eps <= eps_end * (1 + 1e-9):
+            break
+        eps = max(eps * eps_factor, eps_end)
+    scale = 0.1
+    while soft != sigs:
+        soft = [{n: v if v >= SOFT_NOISE[n] * scale * (1 - 1e-9) else SOFT_NOISE[n] * scale for n, v in sg.items()}
+                for sg in sigs]
+        soft = sigs if all(a[n] == b[n] for a, b in zip(soft, sigs) for n in a) else soft
+        out.append((eps_end, soft))
+        scale *= 0.1
+    return out
+
+
+def _noise(trials):
+    return [{n: max(ho._noise(tr.signals[n]), ho.NOISE_FLOOR[n]) for n in ho.STATE_NAMES if n in tr.signals}
+            for tr in trials]
+
+
+def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | None = None, *, degree: int = 2,
+             per_sample: int = 1, eps_start: float = EPS_START, eps_end: float = EPS_END,
+             eps_factor: float = EPS_FACTOR, formulation: str = "penalty", max_iter: int = 500, print_level: int = 0,
+             time_limit: float | None = None, ipopt_options: Mapping | None = None) -> dict:
+    """Identify kp, kd from records sharing them by the complementarity formulation (module
+    docstring; ``formulation`` "penalty" or "relaxation"): Radau collocation of ``degree`` on
+    a fixed grid of ``per_sample``
+    intervals per sample step, ε from ``eps_start`` to ``eps_end`` (× ``eps_factor`` per step),
+    each solve warm-started from the last.  Returns a dict like :func:`heel_off.identify`
+    (``parameters``, ``standard_errors``, ``success``, ``status``, ``modes``, ``switches``, …)
+    plus ``homotopy`` (one row per ε).  Failure statuses: ``homotopy_failed`` (a step did not
+    converge), ``poor_fit`` (weighted residuals' rms above :data:`heel_off.POOR_FIT`),
+    ``parameter_on_bound``, ``friction_bound`` (the stand-in for unlimited friction binds),
+    ``lost_contact`` (both contacts open), ``time_limit``."""
+    start = _time.perf_counter()
+    trials = list(trials)
+    if not trials:
+        raise co.OptionsError("heel-off: no trial")
+    if degree < 1 or per_sample < 1:
+        raise co.OptionsError(f"heel-off complementarity: degree and per_sample must be >= 1 (got {degree}, "
+                              f"{per_sample})")
+    if not 0 < eps_end <= eps_start or not 0 < eps_factor < 1:
+        raise co.OptionsError(f"heel-off complementarity: need 0 < eps_end <= eps_start and 0 < eps_factor < 1 "
+                              f"(got {eps_end}, {eps_start}, {eps_factor})")
+    cur = {**ho.GUESS, **(guess or {})}
+    limit = ho.TIME_LIMIT if time_limit is None else float(time_limit)
+    sigs = _noise(trials)
+    if formulation not in FORMULATIONS:
+        raise co.OptionsError(f"heel-off complementarity: formulation {formulation!r}; one of "
+                              f"{', '.join(FORMULATIONS)}")
+    nlp = _NLP(trials, degree, per_sample, formulation == "penalty")
+    noisy = any(sg[n] > 10 * ho.NOISE_FLOOR[n] for sg in sigs for n in sg)
+    problem = {"x": nlp.V, "p": nlp.P, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples + SPLIT * nlp.split + nlp.penalty,
+               "g": nlp.g}
+    opts = {"ipopt.print_level": print_level, "print_time": False, "ipopt.max_iter": max_iter,
+            "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5, "ipopt.sb": "yes",
+            "ipopt.mumps_pivot_order": 6, "ipopt.mumps_permuting_scaling": 0, "expand": True,
+            "ipopt.obj_scaling_factor": float(nlp.samples) if noisy else 1.0,
+            "ipopt.max_wall_time": max(1.0, limit),
+            **{f"ipopt.{k}": v for k, v in (ipopt_options or {}).items()}}
+    solver = ca.nlpsol("heel_off_mpcc", "ipopt", problem, opts)
+    warm_opts = {**opts, **WARM_OPTIONS}
+    warm_solver = ca.nlpsol("heel_off_mpcc_warm", "ipopt", problem, warm_opts)
+    build_s = _time.perf_counter() - start
+    x = nlp.guess(np.array([cur["kp"], cur["kd"]]) / ho.SCALE, sigs)
+    lam_x = lam_g = None
+    history, ok, status = [], True, "Solve_Succeeded"
+    steps = _steps(sigs, eps_start, eps_end, eps_factor)
+    solve_s = 0.0
+    for eps, weights in steps:
+        left = limit - (_time.perf_counter() - start)
+        if left <= 0:
+            ok, status = False, "time_limit"
+            break
+        t0 = _time.perf_counter()
+        s = solver if lam_x is None else warm_solver
+        kw = {} if lam_x is None or "ipopt.warm_start_init_point" not in WARM_OPTIONS else {
+            "lam_x0": lam_x, "lam_g0": lam_g}
+        sol = s(x0=x, p=nlp.parameters(eps, weights), lbx=nlp.lbx, ubx=nlp.ubx, lbg=nlp.lbg, ubg=nlp.ubg, **kw)
+        solve_s += _time.perf_counter() - t0
+        st = s.stats()
+        conv = st["return_status"] in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+        x = np.array(sol["x"]).ravel()
+        lam_x, lam_g = sol["lam_x"], sol["lam_g"]
+        history.append({"eps": eps, "noise_floor": weights != sigs, "iterations": int(st["iter_count"]),
+                        "status": st["return_status"], "objective": float(sol["f"]), "kp": float(x[0] * ho.SCALE[0]),
+                        "kd": float(x[1] * ho.SCALE[1]), "time_s": _time.perf_counter() - start})
+        final = (eps, weights) == steps[-1]
+        if not conv and (final or st["return_status"] not in STEPPING_STONES):
+            ok, status = False, "homotopy_failed"
+            break
+    params = {"kp": float(x[0] * ho.SCALE[0]), "kd": float(x[1] * ho.SCALE[1])}
+    modes, switches, touch = _read_modes(nlp, x)
+    rms = float(np.sqrt(np.mean(np.asarray(ca.Function("r", [nlp.V, nlp.P], [nlp.r])(
+        x, nlp.parameters(0.0, sigs))).ravel() ** 2)))
+    cov, s2 = _covariance(nlp, x, touch, sigs)
+    se = np.sqrt(np.maximum(np.diag(cov), 0.0)) * ho.SCALE
+    success = ok
+    if ok:
+        if any(m is None for seq in modes for m in seq):
+            status = "lost_contact"
+        elif np.any(np.isclose(x[:2], P_LOWER, rtol=1e-3)) or np.any(np.isclose(x[:2], P_UPPER, rtol=1e-3)):
+            status = "parameter_on_bound"
+        elif _friction_binds(nlp, x):
+            status = "friction_bound"
+        elif rms > ho.POOR_FIT:
+            status = "poor_fit"
+        success = status in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+    if not success and _time.perf_counter() - start >= limit:
+        status = "time_limit"
+    return {"problem": "heel-off", "method": "complementarity", "parameters": params,
+            "standard_errors": dict(zip(ho.NAMES, se.tolist())),
+            "covariance": (cov * np.outer(ho.SCALE, ho.SCALE)).tolist(), "success": bool(success),
+            "status": status, "iterations": int(sum(h["iterations"] for h in history)), "homotopy": history,
+            "objective": float(history[-1]["objective"]) if history else float("nan"), "residual_rms": rms,
+            "residual_scale": float(np.sqrt(s2)), "noise": sigs, "modes": [[m for m, _a, _b in seq] for seq in modes],
+            "phases": modes, "switches": switches, "eps": history[-1]["eps"] if history else None,
+            "degree": degree, "per_sample": per_sample,
+            "time_s": _time.perf_counter() - start, "build_s": build_s, "solve_s": solve_s,
+            "samples": nlp.samples, "variables": int(nlp.n)}
+
+
+def _points(nlp: _NLP, x: np.ndarray, rec: _Record):
+    """Per collocation point (rows in time order) of one record: times, forces (4), contact
+    rows (gap, slide, v_n, v_t per contact); per mesh point the impulses and contact rows."""
+    ceq = nlp.fn["contact_eq"]
+    xc = x[rec.ix_coll].reshape(-1, 8)
+    xm = x[rec.ix_mesh]
+    rows_c = np.asarray(ceq.map(len(xc))(xc.T)).T
+    rows_m = np.asarray(ceq.map(len(xm))(xm.T)).T
+    return rec.tc.ravel(), x[rec.ix_force].reshape(-1, 4), rows_c, x[rec.ix_imp], rows_m
+
+
+def _read_modes(nlp: _NLP, x: np.ndarray):
+    """The phases ``[(mode, start, end), ...]`` per record read from the fit (a contact is in
+    touch at a collocation point where its gap is below GAP_TOL; mode None: both open), the
+    switching times, and the touch pattern of the covariance (points × 2, mesh points × 2;
+    there a contact counts only where its force is clearly positive: a force and a gap both
+    about zero are weakly active, not an equation)."""
+    phases, switches, touch = [], [], []
+    for rec in nlp.recs:
+        tc, L, rc, Pi, _rm = _points(nlp, x, rec)
+        on = rc[:, [0, 4]] < GAP_TOL
+        hit = Pi[:, [0, 2]] * IMPULSE > IMPULSE_TOL
+        touch.append((L[:, [0, 2]] * FORCE > FORCE_TOL, hit))
+        mode = [{(True, True): "flat", (False, True): "toe", (True, False): "heel"}.get(tuple(o)) for o in on]
+        cuts = [i for i in range(1, len(mode)) if mode[i] != mode[i - 1]]
+        seq, sw, t_start = [], [], float(rec.mesh[0])
+        for i in cuts:
+            before, after = mode[i - 1], mode[i]
+            if before == "flat" and after in ("toe", "heel"):  # lift-off: the force of the lifting contact reaches 0
+                c = 0 if after == "toe" else 2
+                first = int(np.searchsorted(tc, t_start, side="right"))
+                t_sw = _force_zero(tc[first:i], L[first:i, c], float(tc[i]))
+                kind = "lift-off"
+            else:  # a landing: at the mesh point of the impulse between the two points
+                # the first impulse from the last point with the gap open on (the gap closes
+                # below GAP_TOL a little before the foot lands)
+                k = [j for j in np.flatnonzero(rec.mesh > tc[i - 1] - 1e-12) if hit[j].any()]
+                t_sw = float(rec.mesh[k[0]]) if k else float(0.5 * (tc[i - 1] + tc[i]))
+                kind = "landing" if after == "flat" else "switch"
+            seq.append((before, t_start, t_sw))
+            sw.append({"time": t_sw, "from": before, "to": after, "kind": kind})
+            t_start = t_sw
+        seq.append((mode[-1], t_start, float(rec.mesh[-1])))
+        phases.append(seq)
+        switches.append(sw)
+    return phases, switches, touch
+
+
+#: A lift-off is where the lifting contact's force, extrapolated linearly from its last two
+#: values above this (N, clearly positive: not the relaxation's tail), reaches zero.
+LIFT_FIT_N = 20.0
+
+
+def _force_zero(t: np.ndarray, force: np.ndarray, t_next: float) -> float:
+    """Where ``force`` (units of FORCE, at times ``t``, decreasing to a lift-off before
+    ``t_next``) reaches zero by the line through its last two points above LIFT_FIT_N."""
+    big = np.flatnonzero(force * FORCE > LIFT_FIT_N)
+    if len(big) < 2 or force[big[-2]] <= force[big[-1]]:
+        return float(t[-1]) if len(t) else t_next
+    j0, j1 = big[-2], big[-1]
+    t_zero = t[j1] + force[j1] * (t[j1] - t[j0]) / (force[j0] - force[j1])
+    return float(np.clip(t_zero, t[j1], t_next))
+
+
+def _friction_binds(nlp: _NLP, x: np.ndarray) -> bool:
+    """Whether |μ| ≥ 0.99·κ·λ anywhere a contact holds the foot alone (the stand-in for
+    unlimited friction is then a real limit of the fit)."""
+    for rec in nlp.recs:
+        L = x[rec.ix_force].reshape(-1, 4)
+        on = L[:, [0, 2]] * FORCE > FORCE_TOL
+        for c, (n, t) in enumerate(((0, 1), (2, 3))):
+            # binding matters where this contact holds alone (with both in touch only the sum acts)
+            alone = on[:, c] & ~on[:, 1 - c]
+            if np.any(np.abs(L[alone, t]) >= 0.99 * KAPPA * L[alone, n]):
+                return True
+    return False
+
+
+def _covariance(nlp: _NLP, x: np.ndarray, touch, sigs):
+    """Gauss–Newton covariance of p = (kp/1000, kd/100) (module docstring): z = (p, each
+    record's initial state); w = the other free unknowns, solved from the collocation,
+    continuity and jump equations and the contact equations of the contacts in touch
+    (implicit function theorem); the landing conditions (gap 0 at an impulse) and the initial
+    state's consistency with the first contacts are constraints on z (null-space projection).
+    Returns (cov of p, s²)."""
+    from scipy.linalg import null_space
+    from scipy.sparse import csc_matrix
+    from scipy.sparse.linalg import splu
+
+    V = nlp.V
+    ceq = nlp.fn["contact_eq"]
+    fixed = set(np.flatnonzero(nlp.lbx == nlp.ubx).tolist())
+    eq_rows, con_rows = [], []  # (expression) lists
+    z = [0, 1]
+    for rec, (on, hit) in zip(nlp.recs, touch):
+        z += rec.ix_mesh[0].tolist()
+        Xc = ca.reshape(V[rec.ix_coll.ravel().tolist()], 8, -1)
+        Xm = ca.reshape(V[rec.ix_mesh.ravel().tolist()], 8, -1)
+        Fc, Fm = ceq.map(Xc.shape[1])(Xc), ceq.map(Xm.shape[1])(Xm)
+        Lix, Pix = rec.ix_force.reshape(-1, 4), rec.ix_imp
+        for i in range(len(on)):
+            for c in (0, 1):
+                if not on[i, c]:
+                    fixed.update(Lix[i, [2 * c, 2 * c + 1]].tolist())
+                elif c == 1 and on[i, 0]:  # flat: one tangential force (the other's place is the same line)
+                    fixed.add(int(Lix[i, 3]))
+                    eq_rows.append(Fc[4, i])
+                else:
+                    eq_rows += [Fc[4 * c, i], Fc[4 * c + 1, i]]
+        for k in range(1, rec.N + 1):
+            for c in (0, 1):
+                if not hit[k, c]:
+                    fixed.update(Pix[k, [2 * c, 2 * c + 1]].tolist())
+                else:
+                    con_rows.append(Fm[4 * c, k])  # the landing: the gap is 0 at the impulse
+                    if c == 1 and hit[k, 0]:
+                        fixed.add(int(Pix[k, 3]))
+                        eq_rows.append(Fm[4 * c + 2, k])
+                    else:
+                        eq_rows += [Fm[4 * c + 2, k], Fm[4 * c + 3, k]]
+        for c in (0, 1):  # the initial state: consistent with the contacts in touch at the first point
+            if on[0, c]:
+                rows = [0, 2] if (c == 1 and on[0, 0]) else [0, 1, 2, 3]
+                con_rows += [Fm[4 * c + r, 0] for r in rows]
+    E = ca.vertcat(nlp.g[:nlp.n_eq], *eq_rows)
+    C = ca.vertcat(*con_rows) if con_rows else ca.MX(0, 1)
+    f = ca.Function("cov", [V, nlp.P], [ca.jacobian(E, V), ca.jacobian(C, V), ca.jacobian(nlp.r, V), nlp.r])
+    GE, GC, R, rv = f(x, nlp.parameters(0.0, sigs))
+    GE, GC, R = csc_matrix(GE.sparse()), csc_matrix(GC.sparse()), csc_matrix(R.sparse())
+    rv = np.asarray(rv).ravel()
+    z = np.array(z)
+    w = np.setdiff1d(np.arange(nlp.n), np.concatenate([z, np.array(sorted(fixed), dtype=int)]))
+    w = np.setdiff1d(w, z)
+    if GE.shape[0] != len(w):
+        raise co.SolveFailed(f"heel-off complementarity: covariance: {GE.shape[0]} equations for {len(w)} unknowns")
+    lu = splu(csc_matrix(GE[:, w]))
+    dwdz = -lu.solve(GE[:, z].toarray())
+    J = R[:, z].toarray() + R[:, w] @ dwdz
+    Cz = (GC[:, z].toarray() + GC[:, w] @ dwdz) if GC.shape[0] else np.zeros((0, len(z)))
+    Nb = null_space(Cz) if Cz.shape[0] else np.eye(len(z))
+    dof = max(len(rv) - Nb.shape[1], 1)
+    s2 = float(rv @ rv) / dof
+    cov = s2 * Nb @ np.linalg.inv(Nb.T @ J.T @ J @ Nb) @ Nb.T
+    return cov[:2, :2], s2
+
+
+#: Messages of the failure statuses (the Result's ``message``).
+_FAILURES = {
+    "homotopy_failed": "a step of the relaxation homotopy did not converge (IPOPT: {ipopt})",
+    "poor_fit": "poor fit: the weighted residuals' rms is {rms:.2f} (> {limit}; the noise's is 1): a local minimum, "
+                "a model that does not explain the record, or the fixed grid's error at the contact events",
+    "parameter_on_bound": "kp or kd ended on its bound",
+    "friction_bound": "the stand-in for unlimited friction (|tangential force| <= {kappa}·normal force) binds",
+    "lost_contact": "both contacts open at some point of the fit (an error of the contract, not a mode)",
+    "time_limit": "the time limit ran out"}
+
+
+def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = "complementarity",
+                    guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
+                    max_iter: int = 500, print_level: int = 0, **options) -> co.Result:
+    """:func:`identify` as a :class:`colloc.Result` (``colloc identify heel-off --method
+    complementarity``); ``info`` holds the modes and switching times found, the homotopy and
+    the noise assumed per signal.  ``options`` are keyword arguments of :func:`identify`."""
+    if method != "complementarity":
+        raise co.OptionsError(f"--method {method}: heel-off runs {', '.join(ho.OWN_METHODS)} itself")
+    if bounds:
+        raise co.OptionsError("--bounds does not apply to --method complementarity of problem 'heel-off'")
+    unknown = [k for k in (guess or {}) if k not in ho.NAMES]
+    if unknown:
+        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(ho.NAMES)}")
+    import pandas as pd
+
+    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, **options)
+    last = out["homotopy"][-1]["status"] if out["homotopy"] else ""
+    message = "" if out["success"] else _FAILURES.get(out["status"], "IPOPT: {ipopt}").format(
+        ipopt=last, rms=out["residual_rms"], limit=ho.POOR_FIT, kappa=KAPPA)
+    info = {k: out[k] for k in ("modes", "phases", "switches", "homotopy", "noise", "residual_rms", "residual_scale",
+                                "eps", "degree", "per_sample", "samples", "variables")}
+    info["method_note"] = (f"relaxed complementarity (Scholtes) on a fixed Radau grid of degree {out['degree']}, "
+                           f"{out['per_sample']} interval(s) per sample, impulses at mesh points; modes and switching "
+                           "times read from the fit")
+    return co.Result(problem="heel-off", method="complementarity", success=out["success"], status=out["status"],
+                     message=message, iterations=out["iterations"], objective=out["objective"],
+                     parameters=out["parameters"], standard_errors=out["standard_errors"],
+                     covariance=pd.DataFrame(out["covariance"], index=list(ho.NAMES), columns=list(ho.NAMES)),
+                     trajectories={}, measurements={}, residuals={},
+                     timings={"build_s": out["build_s"], "solve_s": out["solve_s"], "total_s": out["time_s"]},
+                     num_nodes=int(out["variables"]), trials=[t.name for t in trials], versions=co.versions(),
+                     units=dict(ho.UNITS), info=info, initial_parameters={**ho.GUESS, **(guess or {})})

@@ -1,0 +1,125 @@
+"""`heel-off` by the complementarity formulation (modes out of the fit, fixed grid).
+
+The records come from the event-driven contact simulator (heel_off.make_trial →
+colloc.simulate_contact, checked against a stiff-penalty reference in
+test_heel_off_simulation.py), a different computation from the collocation that fits them; the
+expected gains are the simulator's (heel_off.TRUE) and its event times.  Every fit takes
+longer than the default lane allows (40–90 s for a 0.6–1.3 s record on the 2-core machine,
+loaded), so the fits are in the slow lane; the default lane checks the options and the CLI's
+refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import colloc as co
+from colloc_problems import heel_off, heel_off_complementarity as hc
+
+POOR = {"kp": 500.0, "kd": 100.0}
+
+
+@pytest.fixture(scope="module")
+def short_heel_off():
+    # 1.3 s at 100 Hz: one backwards pulse lifts the heel once (flat, toe, flat)
+    return heel_off.make_trial(1.3, pulses=((0.3, -6.0, 0.5),), noise=False, name="short.csv")
+
+
+@pytest.mark.slow
+def test_clean_record_modes_and_switching_times_come_out_of_the_fit(short_heel_off):
+    trial, sim = short_heel_off
+    assert [e.kind for e in sim.events] == ["lift-off", "landing"]
+    out = hc.identify([trial], POOR)  # from kp 500, kd 100; no mode sequence given
+    assert out["modes"] == [["flat", "toe", "flat"]]
+    assert [s["kind"] for s in out["switches"][0]] == ["lift-off", "landing"]
+    np.testing.assert_allclose([s["time"] for s in out["switches"][0]], sim.event_times(), atol=0.01)  # one sample
+    for k in heel_off.NAMES:
+        err = abs(out["parameters"][k] / heel_off.TRUE[k] - 1)
+        assert err < 0.02, (k, out["parameters"])
+        # a clean record is weighted at the noise floor (1e-5 rad): the fixed grid's error at the
+        # contact events shows there, and a fit outside the acceptance (0.5 %) is never a success
+        assert err < 0.005 or not out["success"]
+
+
+@pytest.mark.slow
+def test_a_record_the_model_cannot_fit_is_a_failure():
+    # the body angle of a flat record played at a third of its speed: no gains make the
+    # platform's pulse move the body like that
+    trial, _sim = heel_off.make_trial(0.6, pulses=((0.05, -2.0, 0.5),), noise=False, name="slow.csv")
+    t = trial.time
+    slow = {k: np.interp(t / 3, t, v) for k, v in trial.signals.items()}
+    bad = heel_off.HeelOffTrial("slow.csv", t, slow, trial.platform_acc)
+    out = hc.identify([bad], POOR)
+    assert not out["success"] and out["status"] in ("poor_fit", "homotopy_failed", "parameter_on_bound")
+
+
+def test_bad_options_are_refused():
+    trial, _sim = heel_off.make_trial(0.1, pulses=(), noise=False)
+    with pytest.raises(co.OptionsError, match="eps_end"):
+        hc.identify([trial], eps_start=1e-6, eps_end=1e-4)
+    with pytest.raises(co.OptionsError, match="formulation 'smooth'"):
+        hc.identify([trial], formulation="smooth")
+    with pytest.raises(co.OptionsError, match="unknown parameter"):
+        hc.identify_result([trial], guess={"kq": 1.0})
+
+
+def test_lift_off_time_is_where_the_force_line_reaches_zero():
+    # a force falling linearly (hand-made: 300 N at t = 0, zero at t = 0.0537 s) with the
+    # relaxation's tail of a few N after it: the tail is not extrapolated
+    t = np.arange(0.0, 0.06, 0.005)
+    force = np.where(t < 0.045, 300.0 * (1 - t / 0.0537), 3.0) / hc.FORCE
+    assert abs(hc._force_zero(t, force, 0.06) - 0.0537) < 1e-9
+    assert hc._force_zero(t, force, 0.05) == 0.05  # never past the first point the contact is open
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "colloc.cli", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_cli_bad_option_of_the_complementarity_method_exits_2_in_one_line():
+    from colloc_problems._data import data_path
+
+    path = str(data_path("heel_off", "flat.csv"))
+    for extra in (("--bounds", "kp=1:2000"), ("--nodes", "50")):
+        r = _cli("identify", "heel-off", "--data", path, "--method", "complementarity", *extra)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+        assert extra[0] in r.stderr and "complementarity" in r.stderr
+    r = _cli("identify", "heel-off", "--data", path, "--method", "midpoint")
+    assert r.returncode == 2 and "--method complementarity" in r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="measured: kd 244.85 ± 1.24 (−4.2 SE, −2.1 %), kp 904.0 ± 5.2 (+0.8 SE); "
+                   "the fixed grid puts the landing 16 ms late on this record and the standard errors do not "
+                   "cover the bias (issue 13: not met by the complementarity method)")
+def test_noisy_record_truth_within_three_standard_errors():
+    trial, sim = heel_off.make_trial(1.3, pulses=((0.3, -6.0, 0.5),), noise=True, seed=0, name="noisy.csv")
+    out = hc.identify([trial], POOR)
+    assert out["success"], out["status"]
+    assert out["modes"] == [["flat", "toe", "flat"]]
+    for k in heel_off.NAMES:
+        assert abs(out["parameters"][k] - heel_off.TRUE[k]) < 3 * out["standard_errors"][k]
+
+
+@pytest.mark.slow
+def test_cli_complementarity_on_the_shipped_flat_record(tmp_path):
+    from colloc_problems._data import data_path
+
+    out = tmp_path / "flat.json"
+    r = _cli("identify", "heel-off", "--data", str(data_path("heel_off", "flat.csv")), "--method", "complementarity",
+             "--out", str(out), "--json")
+    assert r.returncode in (0, 1), r.stderr
+    doc = json.loads(r.stdout)
+    keys = {"problem", "method", "success", "status", "iterations", "objective", "parameters", "standard_errors",
+            "timings", "num_nodes", "trials", "versions"}
+    assert keys <= set(doc) and json.loads(out.read_text())["status"] == doc["status"]
+    assert doc["method"] == "complementarity" and doc["problem"] == "heel-off"
+    assert doc["success"] == (r.returncode == 0)
+    if r.returncode == 0:
+        assert doc["info"]["modes"] == [["flat"]]  # the foot never leaves the ground (events.json: none)
+        for k in heel_off.NAMES:
+            assert abs(doc["parameters"][k] - heel_off.TRUE[k]) < 3 * doc["standard_errors"][k]
