@@ -1190,6 +1190,10 @@ def identify_method(trials: Sequence[HeelOffTrial], *, method: str = "complement
     sequence out of the fit (:func:`colloc_problems.heel_off_complementarity.identify_result`)."""
     from . import heel_off_complementarity
 
+    controller = options.pop("controller", "PD")
+    if controller != "PD":
+        raise co.OptionsError(f"--controller {controller} does not apply to --method {method} of problem 'heel-off' "
+                              "(it fits the undelayed PD feedback only)")
     return heel_off_complementarity.identify_result(trials, method=method, **options)
 
 

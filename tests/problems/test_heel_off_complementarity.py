@@ -11,6 +11,7 @@ refusals."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import subprocess
 import sys
 
@@ -123,3 +124,13 @@ def test_cli_complementarity_on_the_shipped_flat_record(tmp_path):
         assert doc["info"]["modes"] == [["flat"]]  # the foot never leaves the ground (events.json: none)
         for k in heel_off.NAMES:
             assert abs(doc["parameters"][k] - heel_off.TRUE[k]) < 3 * doc["standard_errors"][k]
+
+
+def test_the_delayed_controller_is_refused_by_the_complementarity_method(tmp_path):
+    """--controller PD-delay belongs to the multi-phase method; the complementarity method
+    fits the undelayed feedback only and says so in one line (exit 2)."""
+    data = Path(__file__).resolve().parents[2] / "data" / "heel_off" / "heel_off_delay.csv"
+    run = _cli("identify", "heel-off", "--data", str(data), "--method", "complementarity", "--controller", "PD-delay",
+               "--out", str(tmp_path / "o"))
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.count("\n") == 1 and "--controller PD-delay" in run.stderr and "complementarity" in run.stderr
