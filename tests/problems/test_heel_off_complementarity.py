@@ -94,19 +94,6 @@ def test_cli_bad_option_of_the_complementarity_method_exits_2_in_one_line():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="measured: kd 244.85 ± 1.24 (−4.2 SE, −2.1 %), kp 904.0 ± 5.2 (+0.8 SE); "
-                   "the fixed grid puts the landing 16 ms late on this record and the standard errors do not "
-                   "cover the bias (issue 13: not met by the complementarity method)")
-def test_noisy_record_truth_within_three_standard_errors():
-    trial, sim = heel_off.make_trial(1.3, pulses=((0.3, -6.0, 0.5),), noise=True, seed=0, name="noisy.csv")
-    out = hc.identify([trial], POOR)
-    assert out["success"], out["status"]
-    assert out["modes"] == [["flat", "toe", "flat"]]
-    for k in heel_off.NAMES:
-        assert abs(out["parameters"][k] - heel_off.TRUE[k]) < 3 * out["standard_errors"][k]
-
-
-@pytest.mark.slow
 def test_cli_complementarity_on_the_shipped_flat_record(tmp_path):
     from colloc_problems._data import data_path
 
