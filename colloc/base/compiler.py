@@ -128,9 +128,12 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
                 src = Path(tmp, f"{unit}.c")
                 src.write_text(text)
                 partial = Path(tmp, target.name)
-                jobs.append((subprocess.Popen([compiler, *unit_flags, "-c", str(src), "-o", str(partial)],
-                                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
-                             partial, target))
+                try:
+                    jobs.append((subprocess.Popen([compiler, *unit_flags, "-c", str(src), "-o", str(partial)],
+                                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
+                                 partial, target))
+                except OSError as exc:  # CC names no program
+                    return _not_linked(name, compiler, str(exc), quiet)
         failed = None
         for process, partial, target in jobs:
             _, err = process.communicate()
@@ -145,18 +148,24 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
             src = Path(tmp, f"{name}.c")
             src.write_text(source)
             partial = Path(tmp, target.name)
-            process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            except OSError as exc:
+                return _not_linked(name, compiler, str(exc), quiet)
             if process.returncode != 0:
                 failed = process.stderr
             else:
                 _cached(target, partial)
         if failed is not None:
-            if not quiet:
-                warnings.warn(f"compiling '{name}' with {compiler} failed ({failed.strip()[:200]})",
-                              CompilerWarning, stacklevel=2)
-            return None
+            return _not_linked(name, compiler, failed, quiet)
     return ca.external(name, str(target))
+
+
+def _not_linked(name: str, compiler: str, why: str, quiet: bool) -> None:
+    if not quiet:
+        warnings.warn(f"compiling '{name}' with {compiler} failed ({why.strip()[:200]})", CompilerWarning, stacklevel=3)
+    return None
 
 
 def compiled(function: ca.Function, *, jacobian: ca.Function | bool = False) -> ca.Function:

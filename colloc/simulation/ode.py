@@ -19,6 +19,7 @@ from ..base.errors import ModelError
 from ..definition.explicit import explicit_rhs
 from ..definition.model import Model
 from .integrators import Cvodes, RungeKutta
+from .rk4 import compiled_rk4
 
 __all__ = ["simulate", "Simulation", "solved_rhs"]
 
@@ -191,7 +192,8 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
     """States from fixed-step RK4 when its error, estimated by step doubling, is within tolerance.
 
     The whole trajectory is integrated with ``m`` and ``2m`` steps per output interval (one
-    CasADi ``mapaccum`` each, no per-interval integrator set-up); RK4's global error is
+    compiled C loop each, :func:`colloc.simulation.rk4.compiled_rk4`, when a compiler is found
+    and the run is long enough, else one CasADi ``mapaccum`` each; the two agree to rounding); RK4's global error is
     ``O(h⁴)``, so ``|x₂ₘ − xₘ| / 15`` estimates the error of ``x₂ₘ`` at every output time.
     It is accepted where that is at most ``rtol·|x| + atol`` for every state and time, a
     stricter test than CVODES' local error control.  ``None`` (the caller integrates with
@@ -201,10 +203,14 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
     """
     N = cols.shape[1] + 1
     prev, prev_est = None, np.inf
+    fast = compiled_rk4(rhs, n, num_params, s, q, N - 1)
     with np.errstate(over="ignore", invalid="ignore"):
         for m in _RK4_LADDER:
-            run = RungeKutta(m).step(rhs, n, num_params, s, q).mapaccum(N - 1)
-            X = np.vstack([x0, np.array(run(x0, cols)).T])
+            if fast is not None:
+                steps = fast(x0, cols, m)
+            else:
+                steps = np.array(RungeKutta(m).step(rhs, n, num_params, s, q).mapaccum(N - 1)(x0, cols))
+            X = np.vstack([x0, steps.T])
             if not np.all(np.isfinite(X)) or np.abs(X).max() > bound:
                 return None
             if prev is not None:
