@@ -260,6 +260,10 @@ def _replay(native, result=None) -> None:
 _T_MAIN: float | None = None
 
 
+#: Stands for ``write_s`` while the result document is serialised (no time is this number).
+_WRITE_PLACEHOLDER = 1.2345678901234567e-300
+
+
 def cmd_identify(args) -> int:
     load_problem_module(args.problem)  # an unknown or broken problem is refused first
     import casadi  # noqa: F401  (the heavy libraries: part of the import phase, not of the build)
@@ -281,10 +285,15 @@ def cmd_identify(args) -> int:
     if _T_MAIN is not None:  # from main() to the problem and its libraries imported (not the interpreter's start)
         result.timings["import_s"] = imported - _T_MAIN
     if args.out:
+        # the document carries the time of its own serialisation: serialised once with a
+        # placeholder number in its place, which is then replaced by the time it took
+        from .base.files import write_atomic
+
         t_write = time.perf_counter()
-        result.to_json()  # a first serialisation times the write; the document then carries it
+        result.timings["write_s"] = _WRITE_PLACEHOLDER
+        text = result.to_json()
         result.timings["write_s"] = time.perf_counter() - t_write
-        result.to_json(args.out)
+        write_atomic(args.out, text.replace(repr(_WRITE_PLACEHOLDER), repr(result.timings["write_s"]), 1) + "\n")
     _report_poor_fit(result)
     note = sys.stderr if args.json else sys.stdout
     if args.json:

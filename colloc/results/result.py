@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..base.files import json_safe, write_atomic
+from ..base.files import dumps_compact_arrays, json_safe, write_atomic
 
 __all__ = ["Result"]
 
@@ -275,8 +275,11 @@ class Result:
         return json_safe(doc)
 
     def to_json(self, path: str | os.PathLike | None = None, *, indent: int | None = 1) -> str:
-        """The result document as JSON text; written atomically to ``path`` when given."""
-        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        """The result document as JSON text; written atomically to ``path`` when given.
+
+        With ``indent``, long arrays of numbers (the trajectories, measurements and residuals)
+        are written on one line each (:func:`dumps_compact_arrays`)."""
+        text = dumps_compact_arrays(self.to_dict(), indent)
         if path is not None:
             write_atomic(path, text + "\n")
         return text
