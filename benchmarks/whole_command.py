@@ -11,6 +11,16 @@ process alone, from ``os.wait4``), peak resident memory, and the phases from the
 ``timings``.  Targets (issue 15): 60,001 nodes at most 11x the CPU time of 6,001 and under
 600 MB; 600,001 nodes under 4 GB.  It reports, it never asserts: PASS/FAIL is printed and
 the script exits 0.
+
+``--vs-opty`` times instead the whole command against opty's whole run on the same file (the
+shipped seed case by default), as a user experiences both: ``colloc identify two-link --data
+FILE --out RESULT.json`` in one process, and in another a script that reads FILE, writes
+opty's problem in SymPy, builds it (opty's code generation and C compilation) and solves it
+(``benchmarks/two_link_vs_opty.py``'s opty worker, midpoint, gains ×100, L-BFGS), the two in
+turn ``--repeats`` times; medians of wall and CPU time and the ratio colloc/opty (target of
+issue 15: at most 0.05).  opty may live in another environment (``--opty-python``)::
+
+    python benchmarks/whole_command.py --vs-opty --opty-python /path/to/venv/bin/python [--repeats 5]
 """
 
 from __future__ import annotations
@@ -25,12 +35,37 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 try:  # run as a script (benchmarks/ on the path) or imported as benchmarks.NAME
     from _report import write_report
 except ImportError:
     from benchmarks._report import write_report
 
 ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = str(ROOT / "benchmarks" / "results" / "whole_command.json")
+
+
+def colloc_command() -> list[str]:
+    """The ``colloc`` command of this interpreter's environment (not whichever is first on PATH)."""
+    beside = Path(sys.executable).with_name("colloc")
+    if beside.exists():
+        return [str(beside)]
+    found = shutil.which("colloc")
+    return [found] if found else [sys.executable, "-m", "colloc.cli"]
+
+
+def timed(cmd: list[str], cwd: Path | None = None) -> dict:
+    """Run ``cmd`` as a process of its own: exit code, wall time, CPU time (user + system of
+    that process and its children, ``os.wait4``), peak resident memory, the tail of stderr."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    proc.stderr.close()
+    return {"exit_code": os.waitstatus_to_exitcode(status), "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mb": usage.ru_maxrss / 1024.0, "stderr_tail": stderr.strip().splitlines()[-3:]}
 
 
 def run_size(nodes: int, folder: Path) -> dict:
@@ -39,33 +74,75 @@ def run_size(nodes: int, folder: Path) -> dict:
     csv = folder / f"two_link_{nodes}.csv"
     out = folder / f"two_link_{nodes}.json"
     tl.simulate_trial(duration=(nodes - 1) / 100.0, seed=0).to_csv(csv)
-    colloc = shutil.which("colloc")
-    cmd = [colloc] if colloc else [sys.executable, "-m", "colloc.cli"]
-    cmd += ["identify", "two-link", "--data", str(csv), "--out", str(out)]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    proc.stderr.close()
-    code = os.waitstatus_to_exitcode(status)
-    row = {"nodes": nodes, "exit_code": code, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-           "peak_rss_mb": usage.ru_maxrss / 1024.0}
+    row = {"nodes": nodes, **timed([*colloc_command(), "identify", "two-link", "--data", str(csv), "--out", str(out)])}
     if out.exists():
+        row.pop("stderr_tail")
         doc = json.loads(out.read_text())
         row["timings"] = doc.get("timings", {})
         row["success"] = doc.get("success")
-    else:
-        row["stderr_tail"] = stderr.strip().splitlines()[-3:]
     return row
+
+
+def vs_opty(data: Path, repeats: int, opty_python: str, folder: Path) -> dict:
+    """colloc's whole command and opty's whole run on ``data``, in turn, ``repeats`` times."""
+    from colloc_problems import two_link as tl
+
+    job = {"tool": "opty", "data": [str(data)], "scale": 100.0, "body": dict(tl.BODY),
+           "weights": {s: 1.0 for s in tl.STATE_NAMES}, "print_level": 0, "result": str(folder / "opty.json")}
+    (folder / "opty.job.json").write_text(json.dumps(job))
+    opty_cmd = [opty_python, str(ROOT / "benchmarks" / "two_link_vs_opty.py"), "--worker", str(folder / "opty.job.json")]
+    colloc_cmd = [*colloc_command(), "identify", "two-link", "--data", str(data), "--out", str(folder / "colloc.json")]
+    runs: dict[str, list[dict]] = {"opty": [], "colloc": []}
+    for r in range(repeats):
+        for tool, cmd in (("opty", opty_cmd), ("colloc", colloc_cmd)):
+            row = {"load_average_1min": os.getloadavg()[0], **timed(cmd, cwd=ROOT)}
+            runs[tool].append(row)
+            print(f"  run {r + 1}/{repeats} {tool:>6}: exit {row['exit_code']}  wall {row['wall_s']:6.2f} s  "
+                  f"cpu {row['cpu_s']:6.2f} s  peak {row['peak_rss_mb']:5.0f} MB  (load {row['load_average_1min']:.1f})")
+            if row["exit_code"] != 0:
+                print("    " + "\n    ".join(row["stderr_tail"]))
+            sys.stdout.flush()
+    out: dict = {"data": str(data), "repeats": repeats, "runs": runs}
+    if all(row["exit_code"] == 0 for rows in runs.values() for row in rows):
+        opty_doc = json.loads((folder / "opty.json").read_text())
+        colloc_doc = json.loads((folder / "colloc.json").read_text())
+        out["opty_gains"] = opty_doc["runs"][0]["k"]
+        out["colloc_gains"] = colloc_doc["parameters"]
+        out["colloc_timings"] = colloc_doc["timings"]
+        for key in ("wall_s", "cpu_s"):
+            o = float(np.median([row[key] for row in runs["opty"]]))
+            c = float(np.median([row[key] for row in runs["colloc"]]))
+            pairs = [a[key] / b[key] for a, b in zip(runs["colloc"], runs["opty"])]
+            out[key] = {"opty_median": o, "colloc_median": c, "ratio_of_medians": c / o,
+                        "pair_ratios": pairs, "target": 0.05, "pass": c / o <= 0.05}
+            print(f"{key[:-2]:>4}: opty median {o:6.2f} s, colloc median {c:5.2f} s, colloc/opty {c / o:.3f} "
+                  f"(pairs {min(pairs):.3f}–{max(pairs):.3f}; target 0.05)  {'PASS' if c / o <= 0.05 else 'FAIL'}")
+    return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, nargs="+", default=[6001, 60001])
     ap.add_argument("--quick", action="store_true", help="601 and 1201 nodes (seconds)")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "whole_command.json"))
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--vs-opty", action="store_true",
+                    help="the whole command against opty's whole run on --data (instead of the sizes)")
+    ap.add_argument("--data", type=Path, default=ROOT / "data" / "two_link" / "two_link_seed.csv",
+                    help="with --vs-opty: the record (default the shipped seed case)")
+    ap.add_argument("--repeats", type=int, default=3, help="with --vs-opty: runs of each, in turn (default 3)")
+    ap.add_argument("--opty-python", default=sys.executable,
+                    help="with --vs-opty: the Python that has opty (default this one)")
     args = ap.parse_args(argv)
+    if args.vs_opty:
+        if args.repeats < 1:
+            ap.error("--repeats: at least 1")
+        if not args.data.is_file():
+            ap.error(f"--data: no file {args.data}")
+        with tempfile.TemporaryDirectory(prefix="colloc-vs-opty-") as tmp:
+            doc = vs_opty(args.data.resolve(), args.repeats, args.opty_python, Path(tmp))
+        write_report(args.out if args.out != DEFAULT_OUT else str(ROOT / "benchmarks" / "results" /
+                                                                   "whole_command_vs_opty.json"), doc)
+        return 0
     nodes = [601, 1201] if args.quick else sorted(args.nodes)
     if any(n < 101 for n in nodes):
         ap.error("--nodes: at least 101 each")
