@@ -21,6 +21,12 @@ turn ``--repeats`` times; medians of wall and CPU time and the ratio colloc/opty
 issue 15: at most 0.05).  opty may live in another environment (``--opty-python``)::
 
     python benchmarks/whole_command.py --vs-opty --opty-python /path/to/venv/bin/python [--repeats 5]
+
+``--phases`` runs the whole command on the file ``--repeats`` times and prints the median of
+every phase of the result's ``timings`` and the median of the per-run ratio
+post-processing / solve (target of issue 15: at most 1/3)::
+
+    python benchmarks/whole_command.py --phases --repeats 5
 """
 
 from __future__ import annotations
@@ -83,6 +89,38 @@ def run_size(nodes: int, folder: Path) -> dict:
     return row
 
 
+PHASES = ("import_s", "start_s", "build_s", "solve_s", "functions_s", "postprocess_s", "covariance_s",
+          "simulation_s", "write_s", "total_s")
+
+
+def phases(data: Path, repeats: int, folder: Path) -> dict:
+    """The whole command on ``data`` ``repeats`` times: each run's process figures and ``timings``."""
+    cmd = [*colloc_command(), "identify", "two-link", "--data", str(data), "--out", str(folder / "r.json")]
+    runs = []
+    for r in range(repeats):
+        row = {"load_average_1min": os.getloadavg()[0], **timed(cmd)}
+        if row["exit_code"] == 0:
+            row["timings"] = json.loads((folder / "r.json").read_text())["timings"]
+        runs.append(row)
+    ok = [row for row in runs if row["exit_code"] == 0]
+    out: dict = {"data": str(data), "repeats": repeats, "runs": runs}
+    if not ok:
+        print("every run failed:\n  " + "\n  ".join(runs[-1]["stderr_tail"]))
+        return out
+    med = {k: float(np.median([row["timings"].get(k, np.nan) for row in ok])) for k in PHASES}
+    for k in ("wall_s", "cpu_s", "load_average_1min"):
+        med[k] = float(np.median([row[k] for row in ok]))
+    ratios = [row["timings"]["postprocess_s"] / row["timings"]["solve_s"] for row in ok]
+    out["median"] = med
+    out["post_over_solve"] = {"median": float(np.median(ratios)), "runs": ratios, "target": 1 / 3,
+                              "pass": float(np.median(ratios)) <= 1 / 3}
+    print(f"{len(ok)} of {repeats} runs; medians (s): " + ", ".join(f"{k[:-2]} {med[k]:.3f}" for k in PHASES)
+          + f"; process wall {med['wall_s']:.2f}, cpu {med['cpu_s']:.2f}; 1-min load {med['load_average_1min']:.1f}")
+    print(f"post-processing / solve: median {np.median(ratios):.3f} (runs {min(ratios):.3f}–{max(ratios):.3f}; "
+          f"target 0.333)  {'PASS' if np.median(ratios) <= 1 / 3 else 'FAIL'}")
+    return out
+
+
 def vs_opty(data: Path, repeats: int, opty_python: str, folder: Path) -> dict:
     """colloc's whole command and opty's whole run on ``data``, in turn, ``repeats`` times."""
     from colloc_problems import two_link as tl
@@ -127,21 +165,26 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=DEFAULT_OUT)
     ap.add_argument("--vs-opty", action="store_true",
                     help="the whole command against opty's whole run on --data (instead of the sizes)")
+    ap.add_argument("--phases", action="store_true",
+                    help="the phases of the whole command on --data, medians over --repeats runs")
     ap.add_argument("--data", type=Path, default=ROOT / "data" / "two_link" / "two_link_seed.csv",
-                    help="with --vs-opty: the record (default the shipped seed case)")
-    ap.add_argument("--repeats", type=int, default=3, help="with --vs-opty: runs of each, in turn (default 3)")
+                    help="with --vs-opty or --phases: the record (default the shipped seed case)")
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="with --vs-opty (default 3 of each, in turn) or --phases (default 5): runs")
     ap.add_argument("--opty-python", default=sys.executable,
                     help="with --vs-opty: the Python that has opty (default this one)")
     args = ap.parse_args(argv)
-    if args.vs_opty:
-        if args.repeats < 1:
+    if args.vs_opty or args.phases:
+        repeats = args.repeats if args.repeats is not None else 3 if args.vs_opty else 5
+        if repeats < 1:
             ap.error("--repeats: at least 1")
         if not args.data.is_file():
             ap.error(f"--data: no file {args.data}")
-        with tempfile.TemporaryDirectory(prefix="colloc-vs-opty-") as tmp:
-            doc = vs_opty(args.data.resolve(), args.repeats, args.opty_python, Path(tmp))
-        write_report(args.out if args.out != DEFAULT_OUT else str(ROOT / "benchmarks" / "results" /
-                                                                   "whole_command_vs_opty.json"), doc)
+        name = "whole_command_vs_opty.json" if args.vs_opty else "whole_command_phases.json"
+        with tempfile.TemporaryDirectory(prefix="colloc-whole-") as tmp:
+            doc = (vs_opty(args.data.resolve(), repeats, args.opty_python, Path(tmp)) if args.vs_opty
+                   else phases(args.data.resolve(), repeats, Path(tmp)))
+        write_report(args.out if args.out != DEFAULT_OUT else str(ROOT / "benchmarks" / "results" / name), doc)
         return 0
     nodes = [601, 1201] if args.quick else sorted(args.nodes)
     if any(n < 101 for n in nodes):
