@@ -699,11 +699,15 @@ def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, i
 
 
 def _delayed_reads(t_num, h_num, points, tau: float):
-    """(D, hist): the interval holding t − τ for each collocation point t (N × d; a time on a
-    boundary belongs to the later interval), and whether t − τ is before the record (the
-    history: the initial state)."""
+    """(D, hist): the interval holding t − τ for each collocation point t (N × d), and whether
+    t − τ is before the record (the history: the initial state).  A time on a boundary belongs
+    to the later interval, except for an interval's end point, which reads the earlier one: the
+    left limit, as every other point of its interval does (at a landing, the state before the
+    impact)."""
     td = t_num[:, None] + points[None, :] * h_num[:, None] - tau
-    D = np.clip(np.searchsorted(t_num - 1e-9, td, side="right") - 1, 0, len(t_num) - 1)
+    later = np.searchsorted(t_num - 1e-7, td, side="right") - 1
+    earlier = np.searchsorted(t_num + 1e-7, td, side="left") - 1
+    D = np.clip(np.where(np.asarray(points)[None, :] >= 1.0, earlier, later), 0, len(t_num) - 1)
     hist = td < t_num[0]
     return np.where(hist, 0, D), hist.astype(float)
 
@@ -781,7 +785,7 @@ class _NLP:
     constraints g = [defects, landings, path constraints, ordering of the switching times],
     the residuals r, and the block-assembled exact Hessian and Jacobian."""
 
-    def __init__(self, trials, layouts, sigs, fitted, pieces, nq: int, tpos: list):
+    def __init__(self, trials, layouts, sigs, fitted, pieces, nq: int, tpos: list, ties=None):
         chain, land = pieces["chain"], pieces["landing"]
         nx, d = chain.nx, chain.degree
         self.layouts = layouts
@@ -850,6 +854,13 @@ class _NLP:
                         lo -= sign * v
                 if np.any(row):
                     order_rows.append(row), order_lb.append(lo)
+        order_ub = [np.inf] * len(order_rows)
+        # a delay break (:func:`_delay_breaks`) moves with its landing: t_break − t_landing − τ = 0
+        for k, pairs in enumerate(ties or []):
+            for brk, landing in pairs:
+                row = np.zeros(n_var)
+                row[[tpos[k] + brk, tpos[k] + landing, 2]] = (1.0, -1.0, -1.0)
+                order_rows.append(row), order_lb.append(0.0), order_ub.append(0.0)
         n_def = sum(int(x.shape[0]) for x in g_def)
         n_land = sum(int(x.shape[0]) for x in g_land)
         n_path = sum(int(x.shape[0]) for x in g_path)
@@ -897,7 +908,7 @@ class _NLP:
         self.lbg = np.concatenate([np.zeros(n_def + n_land), *[lay.lb_path.ravel(order="F") for lay in layouts],
                                    np.array(order_lb)])
         self.ubg = np.concatenate([np.zeros(n_def + n_land), *[lay.ub_path.ravel(order="F") for lay in layouts],
-                                   np.inf * np.ones(n_order)])
+                                   np.array(order_ub)])
         self.sizes = dict(defects=n_def, landings=n_land, path=n_path, order=n_order)
         # bounds: kp, kd > 0; a record that starts flat starts with θ_f = ω_f = 0
         self.lbx = np.full(n_var, -np.inf)
@@ -918,6 +929,40 @@ class _NLP:
             w.append(np.concatenate([lay.x_guess[:, e * d] for e in lay.entries]))
             w.append(lay.x_guess.ravel(order="F"))
         return np.concatenate(w)
+
+
+#: A landing's delay break (:func:`_delay_breaks`) is placed only for a delay of at least this many
+#: sample steps (the switching times stay a quarter of a step apart, so a break would hold τ there).
+BREAK_MIN_STEPS = 2.0
+
+
+def _delay_breaks(seq, tau: float, dt: float):
+    """The phase sequence with a mesh break τ after each landing, and the pairs (break, landing)
+    of switching-time positions (tied by t_break = t_landing + τ in the NLP, so the break moves with
+    both): the fed-back ω_body jumps there (the impact's, τ later), which no polynomial of one
+    interval follows (measured: on a clean record with τ held at its truth, kp +0.05 % without the
+    break, +0.0001 % with it).  A break splits the flat phase it falls in into two flat phases (the
+    state continuous between them); none is placed when τ < :data:`BREAK_MIN_STEPS` sample steps or
+    when landing + τ falls in a pivot phase, after the record, or within a sample of a phase's ends."""
+    seq = list(seq)
+    if tau < BREAK_MIN_STEPS * dt:
+        return seq, []
+    for k in range(len(seq) - 1, 0, -1):  # from the end: the positions before k are not shifted
+        if seq[k - 1][0] == "flat":
+            continue
+        t_break = seq[k - 1][2] + tau
+        j = next((j for j in range(k, len(seq)) if seq[j][1] + dt <= t_break <= seq[j][2] - dt), None)
+        if j is None or seq[j][0] != "flat":
+            continue
+        seq[j:j + 1] = [("flat", seq[j][1], t_break), ("flat", t_break, seq[j][2])]
+    ties, landings = [], [i for i in range(len(seq) - 1) if seq[i][0] != "flat"]
+    for i in landings:  # switching time i ends phase i
+        t_break = seq[i][2] + tau
+        brk = next((j for j in range(i + 1, len(seq) - 1) if seq[j][0] == seq[j + 1][0] == "flat"
+                    and abs(seq[j][2] - t_break) < 1e-12), None)
+        if brk is not None:
+            ties.append((brk, i))
+    return seq, ties
 
 
 def _sequences(trials, sequences, glued):
@@ -996,6 +1041,10 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     chain = pieces["chain"]
     seqs = _sequences(trials, sequences, glued)
     cur, start_info = _start(trials, None if glued else seqs, guess, cur, delay, start_from)
+    ties = [[] for _ in trials]
+    if delay and not glued:
+        for k, tr in enumerate(trials):
+            seqs[k], ties[k] = _delay_breaks(seqs[k], cur["tau"], float(tr.time[1] - tr.time[0]))
     modes = [[m for m, _a, _b in s] for s in seqs]
     sigs = [{n: max(_noise(tr.signals[n]), NOISE_FLOOR[n]) for n in STATE_NAMES if n in tr.signals} for tr in trials]
     fitted = [[n for n in STATE_NAMES if n in tr.signals and not (glued and n.endswith("_foot"))] for tr in trials]
@@ -1020,7 +1069,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
                        for k, tr in enumerate(data)]
             intervals = [lay.intervals for lay in layouts]
-            nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos)
+            nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos, ties)
             problem = {"x": nlp.V, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples, "g": nlp.g}
             # acceptable_iter 2: a clean fit's primal infeasibility stalls at ~2e-9 (round-off), just
             # above tol, and the last iterates only creep along (the 20 s clean record: 5 wasted
@@ -1114,9 +1163,11 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     switches = []
     for k in range(len(trials)):
         m = modes[k]
+        breaks = {brk for brk, _landing in ties[k]}  # mesh breaks, not contact events
         switches.append([{"time": float(t), "std_error": float(se_all[tpos[k] + i]), "from": m[i], "to": m[i + 1],
                           "kind": "landing" if m[i] != "flat" else "lift-off"}
-                         for i, t in enumerate(best["taus"][k])])
+                         for i, t in enumerate(best["taus"][k]) if i not in breaks])
+    modes = [[m for i, m in enumerate(mk) if not (i and m == "flat" and mk[i - 1] == "flat")] for mk in modes]
     scale_r = _rms(best)
     status = stats["return_status"]
     success = best["ok"] and best["settled"]
