@@ -29,7 +29,10 @@ identified as ``tau`` (s).  The simulator integrates it by the method of steps
 (:func:`_simulate_delayed`); the collocation reads the state at t − τ of each collocation point
 by the polynomial of the interval that holds it (:class:`colloc.IntervalChain` ``delay``), in
 whichever earlier phase that is, so that ω_body's jump at a landing is fed back τ later as a
-jump.  With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's
+jump, at a mesh break tied to the landing and τ (:func:`_delay_breaks`).  The fit starts from an
+equation-error estimate of (kp, kd, τ) from the flat-foot stretches of the record
+(:func:`equation_error_start`) unless the guess of τ is one the record does not reject
+(``start``).  With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's
 delay margin is 0.24 s, ``colloc.delay_margin`` of the linearised loop): the shipped delayed
 record uses milder pulses (:data:`DELAY_PULSES`).
 """

@@ -138,7 +138,7 @@ def test_delay_breaks_split_the_flat_phase_after_each_landing():
     assert heel_off._delay_breaks(seq, 0.015, 0.01) == (seq, [])
 
 
-@pytest.mark.slow  # four fits of a 2 s record, ≈ 25 s
+@pytest.mark.slow  # a 2 s record: 2 s to simulate, 3-5 s to fit
 @pytest.mark.parametrize("tau_guess", [0.2, 0.0, 0.01, 0.3])
 def test_far_tau_guesses_on_a_two_second_noisy_record(tau_guess):
     trial, _sim = heel_off.make_trial(2.0, pulses=heel_off.DELAY_PULSES, noise=True, seed=3, tau=heel_off.TAU_TRUE)
