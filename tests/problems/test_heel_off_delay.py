@@ -145,3 +145,16 @@ def test_far_tau_guesses_on_a_two_second_noisy_record(tau_guess):
     out = heel_off.identify([trial], {"tau": tau_guess}, delay=True)
     assert out["start"]["source"] == "equation-error"
     _within_three_se(out)
+
+
+@pytest.mark.slow  # 2 s to simulate, 4 s to fit
+def test_far_tau_guess_without_measured_rates_and_another_delay():
+    # θ only (ω_body, ω_foot not measured), τ = 0.07 s, seed noise (seed 6), guess τ 0.2 s
+    tau = 0.07
+    trial, _sim = heel_off.make_trial(2.0, pulses=heel_off.DELAY_PULSES, noise=True, seed=6, tau=tau, omegas=False)
+    assert "omega_body" not in trial.signals
+    out = heel_off.identify([trial], {"tau": 0.2}, delay=True)
+    assert out["success"], out["status"]
+    assert out["start"]["source"] == "equation-error"
+    for k, v in {**heel_off.TRUE, "tau": tau}.items():
+        assert abs(out["parameters"][k] - v) < 3 * out["standard_errors"][k], (k, out["parameters"][k])
