@@ -888,8 +888,7 @@ class _NLP:
                 c[STATE_NAMES.index(nme)] = 1.0 / sigs[k][nme]
                 hess_blocks.append(chain.fit_block(None, xc, lay.interval, tr.time, lay.t, lay.h, p, c,
                                                    tr.signals[nme] / sigs[k][nme], lam_f / n_samples, xoff, pidx,
-                                                   s=kw["s"], entry=kw["entry"], time_index=tix,
-                                                   entry_index=(lay.entries, eidx)))
+                                                   s=kw["s"], entry=kw["entry"], **ix))
             r_def += size
             r_path += psize
         r_land = n_def
@@ -937,6 +936,9 @@ class _NLP:
 #: A landing's delay break (:func:`_delay_breaks`) is placed only for a delay of at least this many
 #: sample steps (the switching times stay a quarter of a step apart, so a break would hold τ there).
 BREAK_MIN_STEPS = 2.0
+#: ... and only where it leaves this many sample steps of its flat phase after it (τ moves over the
+#: rounds of a fit, and the break with it).
+BREAK_ROOM = 10.0
 
 
 def _delay_breaks(seq, tau: float, dt: float):
@@ -946,7 +948,9 @@ def _delay_breaks(seq, tau: float, dt: float):
     interval follows (measured: on a clean record with τ held at its truth, kp +0.05 % without the
     break, +0.0001 % with it).  A break splits the flat phase it falls in into two flat phases (the
     state continuous between them); none is placed when τ < :data:`BREAK_MIN_STEPS` sample steps or
-    when landing + τ falls in a pivot phase, after the record, or within a sample of a phase's ends."""
+    when landing + τ falls in a pivot phase, within a sample of its flat phase's start or within
+    :data:`BREAK_ROOM` samples of its end (measured: a break one sample before the end of a 6 s
+    record sent a fit from the default guesses wandering, time_limit; without it, success)."""
     seq = list(seq)
     if tau < BREAK_MIN_STEPS * dt:
         return seq, []
@@ -954,7 +958,7 @@ def _delay_breaks(seq, tau: float, dt: float):
         if seq[k - 1][0] == "flat":
             continue
         t_break = seq[k - 1][2] + tau
-        j = next((j for j in range(k, len(seq)) if seq[j][1] + dt <= t_break <= seq[j][2] - dt), None)
+        j = next((j for j in range(k, len(seq)) if seq[j][1] + dt <= t_break <= seq[j][2] - BREAK_ROOM * dt), None)
         if j is None or seq[j][0] != "flat":
             continue
         seq[j:j + 1] = [("flat", seq[j][1], t_break), ("flat", t_break, seq[j][2])]
@@ -966,6 +970,23 @@ def _delay_breaks(seq, tau: float, dt: float):
         if brk is not None:
             ties.append((brk, i))
     return seq, ties
+
+
+def _rebalance(intervals, taus, ties, trial) -> list:
+    """The intervals per phase with those of the two flat phases around each delay break shared
+    anew in proportion to their lengths at the switching times ``taus``, their sum kept (so
+    the variables keep their places): τ and a break move over the rounds of a fit by many
+    samples, and the intervals of the phase between must not stretch with them."""
+    intervals = list(intervals)
+    t = trial.time
+    ends = [float(t[0]), *map(float, taus), float(t[-1])]
+    for brk, _landing in ties:
+        n = intervals[brk] + intervals[brk + 1]
+        before = ends[brk + 1] - ends[brk]
+        share = before / max(ends[brk + 2] - ends[brk], 1e-12)
+        intervals[brk] = int(np.clip(round(share * n), 1, n - 1))
+        intervals[brk + 1] = n - intervals[brk]
+    return intervals
 
 
 def _sequences(trials, sequences, glued):
@@ -1069,6 +1090,8 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             t_build = _time.perf_counter()
             if rnd and t_build - start >= limit:
                 break
+            if rnd:  # the intervals around a delay break follow it (their number stays)
+                intervals = [_rebalance(iv, taus[k], ties[k], tr) for k, (iv, tr) in enumerate(zip(intervals, data))]
             layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
                        for k, tr in enumerate(data)]
             intervals = [lay.intervals for lay in layouts]

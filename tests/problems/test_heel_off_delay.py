@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from colloc_problems import heel_off
@@ -136,6 +137,12 @@ def test_delay_breaks_split_the_flat_phase_after_each_landing():
     seq2 = [("flat", 0.0, 0.5), ("heel", 0.5, 0.6), ("flat", 0.6, 0.65), ("toe", 0.65, 0.9), ("flat", 0.9, 0.95)]
     assert heel_off._delay_breaks(seq2, 0.1, 0.01) == (seq2, [])
     assert heel_off._delay_breaks(seq, 0.015, 0.01) == (seq, [])
+    near_end = [("flat", 0.0, 0.8), ("toe", 0.8, 1.0), ("flat", 1.0, 1.15)]  # less than 10 samples after it
+    assert heel_off._delay_breaks(near_end, 0.1, 0.01) == (near_end, [])
+    # the intervals around a break follow it over the rounds, their sum kept
+    trial = heel_off.HeelOffTrial("t", np.arange(201) * 0.01, {}, np.zeros(201))
+    # the break moved from 1.05 s (5 and 95 intervals) to 1.1 s
+    assert heel_off._rebalance([80, 20, 5, 95], [0.8, 1.0, 1.1], [(2, 1)], trial) == [80, 20, 10, 90]
 
 
 @pytest.mark.slow  # a 2 s record: 2 s to simulate, 3-5 s to fit
