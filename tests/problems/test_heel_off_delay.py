@@ -165,3 +165,14 @@ def test_far_tau_guess_without_measured_rates_and_another_delay():
     assert out["start"]["source"] == "equation-error"
     for k, v in {**heel_off.TRUE, "tau": tau}.items():
         assert abs(out["parameters"][k] - v) < 3 * out["standard_errors"][k], (k, out["parameters"][k])
+
+
+def test_two_records_share_kp_kd_tau_from_a_far_guess(short_noisy):
+    # several records in one fit (a ValueError before: the fit blocks took the last record's indices)
+    other, _sim = heel_off.make_trial(1.3, pulses=heel_off.DELAY_PULSES, noise=True, seed=5, tau=heel_off.TAU_TRUE,
+                                      name="other.csv")
+    out = heel_off.identify([short_noisy, other], {"tau": 0.2}, delay=True)
+    assert out["success"], out["status"]
+    assert out["modes"] == [["flat", "toe", "flat"]] * 2
+    for k, v in TRUTH.items():
+        assert abs(out["parameters"][k] - v) < 3 * out["standard_errors"][k], (k, out["parameters"][k])
