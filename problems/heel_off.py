@@ -51,7 +51,8 @@ import colloc as co
 
 __all__ = ["BODY", "CONTROLLERS", "DELAY_PULSES", "TAU_BOUNDS", "TAU_GUESS", "TAU_TRUE", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "PULSES",
            "STATE_NAMES", "TRUE", "HeelOffTrial", "contact_system", "detect_modes", "excitation", "identify",
-           "identify_result", "load_trial", "make_trial", "chain_functions", "problem", "simulate", "write_trial"]
+           "identify_result", "load_trial", "make_trial", "chain_functions", "problem", "simulate", "write_trial",
+           "STARTS", "equation_error_start"]
 
 #: Geometry and inertia (contract `heel-off`; SI units).  Foot points relative to the ankle
 #: in the foot's frame (x forward, y up, foot flat).
