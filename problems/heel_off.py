@@ -29,7 +29,10 @@ identified as ``tau`` (s).  The simulator integrates it by the method of steps
 (:func:`_simulate_delayed`); the collocation reads the state at t − τ of each collocation point
 by the polynomial of the interval that holds it (:class:`colloc.IntervalChain` ``delay``), in
 whichever earlier phase that is, so that ω_body's jump at a landing is fed back τ later as a
-jump.  With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's
+jump, at a mesh break tied to the landing and τ (:func:`_delay_breaks`).  The fit starts from an
+equation-error estimate of (kp, kd, τ) from the flat-foot stretches of the record
+(:func:`equation_error_start`) unless the guess of τ is one the record does not reject
+(``start``).  With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's
 delay margin is 0.24 s, ``colloc.delay_margin`` of the linearised loop): the shipped delayed
 record uses milder pulses (:data:`DELAY_PULSES`).
 """
@@ -48,7 +51,8 @@ import colloc as co
 
 __all__ = ["BODY", "CONTROLLERS", "DELAY_PULSES", "TAU_BOUNDS", "TAU_GUESS", "TAU_TRUE", "COLUMNS", "DEFAULT_DATA", "GUESS", "MODES", "NAMES", "OPTIONAL_COLUMNS", "PULSES",
            "STATE_NAMES", "TRUE", "HeelOffTrial", "contact_system", "detect_modes", "excitation", "identify",
-           "identify_result", "load_trial", "make_trial", "chain_functions", "problem", "simulate", "write_trial"]
+           "identify_result", "load_trial", "make_trial", "chain_functions", "problem", "simulate", "write_trial",
+           "STARTS", "equation_error_start"]
 
 #: Geometry and inertia (contract `heel-off`; SI units).  Foot points relative to the ankle
 #: in the foot's frame (x forward, y up, foot flat).
@@ -682,7 +686,7 @@ def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, i
     for k, mode in enumerate(sequence[:-1]):
         if mode != "flat":  # the landing point: the gap is 0 by the landing condition
             lb[1, last[k]] = -np.inf
-        elif not glued:  # lift-off: the lifting contact's force reaches zero
+        elif not glued and sequence[k + 1] != "flat":  # lift-off: the lifting contact's force reaches zero
             lb[LIFT_ROW[sequence[k + 1]], last[k]] = ub[LIFT_ROW[sequence[k + 1]], last[k]] = 0.0
     tc = (t_num[:, None] + chain.tau[None, :] * h_num[:, None]).ravel()
     sig = trial.signals
@@ -699,11 +703,15 @@ def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, i
 
 
 def _delayed_reads(t_num, h_num, points, tau: float):
-    """(D, hist): the interval holding t − τ for each collocation point t (N × d; a time on a
-    boundary belongs to the later interval), and whether t − τ is before the record (the
-    history: the initial state)."""
+    """(D, hist): the interval holding t − τ for each collocation point t (N × d), and whether
+    t − τ is before the record (the history: the initial state).  A time on a boundary belongs
+    to the later interval, except for an interval's end point, which reads the earlier one: the
+    left limit, as every other point of its interval does (at a landing, the state before the
+    impact)."""
     td = t_num[:, None] + points[None, :] * h_num[:, None] - tau
-    D = np.clip(np.searchsorted(t_num - 1e-9, td, side="right") - 1, 0, len(t_num) - 1)
+    later = np.searchsorted(t_num - 1e-7, td, side="right") - 1
+    earlier = np.searchsorted(t_num + 1e-7, td, side="left") - 1
+    D = np.clip(np.where(np.asarray(points)[None, :] >= 1.0, earlier, later), 0, len(t_num) - 1)
     hist = td < t_num[0]
     return np.where(hist, 0, D), hist.astype(float)
 
@@ -781,7 +789,7 @@ class _NLP:
     constraints g = [defects, landings, path constraints, ordering of the switching times],
     the residuals r, and the block-assembled exact Hessian and Jacobian."""
 
-    def __init__(self, trials, layouts, sigs, fitted, pieces, nq: int, tpos: list):
+    def __init__(self, trials, layouts, sigs, fitted, pieces, nq: int, tpos: list, ties=None):
         chain, land = pieces["chain"], pieces["landing"]
         nx, d = chain.nx, chain.degree
         self.layouts = layouts
@@ -850,6 +858,13 @@ class _NLP:
                         lo -= sign * v
                 if np.any(row):
                     order_rows.append(row), order_lb.append(lo)
+        order_ub = [np.inf] * len(order_rows)
+        # a delay break (:func:`_delay_breaks`) moves with its landing: t_break − t_landing − τ = 0
+        for k, pairs in enumerate(ties or []):
+            for brk, landing in pairs:
+                row = np.zeros(n_var)
+                row[[tpos[k] + brk, tpos[k] + landing, 2]] = (1.0, -1.0, -1.0)
+                order_rows.append(row), order_lb.append(0.0), order_ub.append(0.0)
         n_def = sum(int(x.shape[0]) for x in g_def)
         n_land = sum(int(x.shape[0]) for x in g_land)
         n_path = sum(int(x.shape[0]) for x in g_path)
@@ -874,8 +889,7 @@ class _NLP:
                 c[STATE_NAMES.index(nme)] = 1.0 / sigs[k][nme]
                 hess_blocks.append(chain.fit_block(None, xc, lay.interval, tr.time, lay.t, lay.h, p, c,
                                                    tr.signals[nme] / sigs[k][nme], lam_f / n_samples, xoff, pidx,
-                                                   s=kw["s"], entry=kw["entry"], time_index=tix,
-                                                   entry_index=(lay.entries, eidx)))
+                                                   s=kw["s"], entry=kw["entry"], **ix))
             r_def += size
             r_path += psize
         r_land = n_def
@@ -897,7 +911,7 @@ class _NLP:
         self.lbg = np.concatenate([np.zeros(n_def + n_land), *[lay.lb_path.ravel(order="F") for lay in layouts],
                                    np.array(order_lb)])
         self.ubg = np.concatenate([np.zeros(n_def + n_land), *[lay.ub_path.ravel(order="F") for lay in layouts],
-                                   np.inf * np.ones(n_order)])
+                                   np.array(order_ub)])
         self.sizes = dict(defects=n_def, landings=n_land, path=n_path, order=n_order)
         # bounds: kp, kd > 0; a record that starts flat starts with θ_f = ω_f = 0
         self.lbx = np.full(n_var, -np.inf)
@@ -918,6 +932,62 @@ class _NLP:
             w.append(np.concatenate([lay.x_guess[:, e * d] for e in lay.entries]))
             w.append(lay.x_guess.ravel(order="F"))
         return np.concatenate(w)
+
+
+#: A landing's delay break (:func:`_delay_breaks`) is placed only for a delay of at least this many
+#: sample steps (the switching times stay a quarter of a step apart, so a break would hold τ there).
+BREAK_MIN_STEPS = 2.0
+#: ... and only where it leaves this many sample steps of its flat phase after it (τ moves over the
+#: rounds of a fit, and the break with it).
+BREAK_ROOM = 10.0
+
+
+def _delay_breaks(seq, tau: float, dt: float):
+    """The phase sequence with a mesh break τ after each landing, and the pairs (break, landing)
+    of switching-time positions (tied by t_break = t_landing + τ in the NLP, so the break moves with
+    both): the fed-back ω_body jumps there (the impact's, τ later), which no polynomial of one
+    interval follows (measured: on a clean record with τ held at its truth, kp +0.05 % without the
+    break, +0.0001 % with it).  A break splits the flat phase it falls in into two flat phases (the
+    state continuous between them); none is placed when τ < :data:`BREAK_MIN_STEPS` sample steps or
+    when landing + τ falls in a pivot phase, within a sample of its flat phase's start or within
+    :data:`BREAK_ROOM` samples of its end (measured: a break one sample before the end of a 6 s
+    record sent a fit from the default guesses wandering, time_limit; without it, success)."""
+    seq = list(seq)
+    if tau < BREAK_MIN_STEPS * dt:
+        return seq, []
+    for k in range(len(seq) - 1, 0, -1):  # from the end: the positions before k are not shifted
+        if seq[k - 1][0] == "flat":
+            continue
+        t_break = seq[k - 1][2] + tau
+        j = next((j for j in range(k, len(seq)) if seq[j][1] + dt <= t_break <= seq[j][2] - BREAK_ROOM * dt), None)
+        if j is None or seq[j][0] != "flat":
+            continue
+        seq[j:j + 1] = [("flat", seq[j][1], t_break), ("flat", t_break, seq[j][2])]
+    ties, landings = [], [i for i in range(len(seq) - 1) if seq[i][0] != "flat"]
+    for i in landings:  # switching time i ends phase i
+        t_break = seq[i][2] + tau
+        brk = next((j for j in range(i + 1, len(seq) - 1) if seq[j][0] == seq[j + 1][0] == "flat"
+                    and abs(seq[j][2] - t_break) < 1e-12), None)
+        if brk is not None:
+            ties.append((brk, i))
+    return seq, ties
+
+
+def _rebalance(intervals, taus, ties, trial) -> list:
+    """The intervals per phase with those of the two flat phases around each delay break shared
+    anew in proportion to their lengths at the switching times ``taus``, their sum kept (so
+    the variables keep their places): τ and a break move over the rounds of a fit by many
+    samples, and the intervals of the phase between must not stretch with them."""
+    intervals = list(intervals)
+    t = trial.time
+    ends = [float(t[0]), *map(float, taus), float(t[-1])]
+    for brk, _landing in ties:
+        n = intervals[brk] + intervals[brk + 1]
+        before = ends[brk + 1] - ends[brk]
+        share = before / max(ends[brk + 2] - ends[brk], 1e-12)
+        intervals[brk] = int(np.clip(round(share * n), 1, n - 1))
+        intervals[brk + 1] = n - intervals[brk]
+    return intervals
 
 
 def _sequences(trials, sequences, glued):
@@ -952,7 +1022,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
              sequences: Sequence | None = None, degree: int = 3, max_rounds: int | None = None,
              print_level: int = 0,
              max_iter: int = 500, glued: bool = False, time_limit: float = None,
-             ipopt_options: Mapping | None = None, delay: bool = False) -> dict:
+             ipopt_options: Mapping | None = None, delay: bool = False, start: str | None = None) -> dict:
     """Identify kp, kd from records sharing them, by multi-phase Radau collocation assembled
     from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over every
     interval; the mode a one-hot data flag; exact Hessian from per-interval blocks), with the
@@ -971,10 +1041,16 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     stops at what is left of ``time_limit`` (default :data:`TIME_LIMIT`); a fit that ran out of
     it is reported as ``time_limit``.  ``ipopt_options`` are passed to IPOPT.  Returns a dict.
 
+    ``start`` (:data:`STARTS`; where kp, kd, τ start, :func:`_start`): ``"guess"`` the guesses
+    (:data:`GUESS`, :data:`TAU_GUESS` for those not given), ``"equation-error"`` the estimate of
+    :func:`equation_error_start`; by default the guesses for the undelayed feedback, and with
+    ``delay`` the equation-error estimate for what is not given and a given τ unless the record
+    rejects it.  The returned ``start`` says which (parameters, source, message).
+
     ``glued=True`` is the model that keeps the foot flat (one flat phase, the contact forces
     free in sign, θ_body and ω_body fitted): the comparison that shows what ignoring heel-off
     costs."""
-    start = _time.perf_counter()
+    start_from, start = start, _time.perf_counter()  # ``start`` the clock from here on
     trials = list(trials)
     if not trials:
         raise co.OptionsError("heel-off: no trial")
@@ -989,6 +1065,11 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     pieces = chain_functions(degree, delay)
     chain = pieces["chain"]
     seqs = _sequences(trials, sequences, glued)
+    cur, start_info = _start(trials, None if glued else seqs, guess, cur, delay, start_from)
+    ties = [[] for _ in trials]
+    if delay and not glued:
+        for k, tr in enumerate(trials):
+            seqs[k], ties[k] = _delay_breaks(seqs[k], cur["tau"], float(tr.time[1] - tr.time[0]))
     modes = [[m for m, _a, _b in s] for s in seqs]
     sigs = [{n: max(_noise(tr.signals[n]), NOISE_FLOOR[n]) for n in STATE_NAMES if n in tr.signals} for tr in trials]
     fitted = [[n for n in STATE_NAMES if n in tr.signals and not (glued and n.endswith("_foot"))] for tr in trials]
@@ -1010,10 +1091,12 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             t_build = _time.perf_counter()
             if rnd and t_build - start >= limit:
                 break
+            if rnd:  # the intervals around a delay break follow it (their number stays)
+                intervals = [_rebalance(iv, taus[k], ties[k], tr) for k, (iv, tr) in enumerate(zip(intervals, data))]
             layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
                        for k, tr in enumerate(data)]
             intervals = [lay.intervals for lay in layouts]
-            nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos)
+            nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos, ties)
             problem = {"x": nlp.V, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples, "g": nlp.g}
             # acceptable_iter 2: a clean fit's primal infeasibility stalls at ~2e-9 (round-off), just
             # above tol, and the last iterates only creep along (the 20 s clean record: 5 wasted
@@ -1107,9 +1190,11 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     switches = []
     for k in range(len(trials)):
         m = modes[k]
+        breaks = {brk for brk, _landing in ties[k]}  # mesh breaks, not contact events
         switches.append([{"time": float(t), "std_error": float(se_all[tpos[k] + i]), "from": m[i], "to": m[i + 1],
                           "kind": "landing" if m[i] != "flat" else "lift-off"}
-                         for i, t in enumerate(best["taus"][k])])
+                         for i, t in enumerate(best["taus"][k]) if i not in breaks])
+    modes = [[m for i, m in enumerate(mk) if not (i and m == "flat" and mk[i - 1] == "flat")] for mk in modes]
     scale_r = _rms(best)
     status = stats["return_status"]
     success = best["ok"] and best["settled"]
@@ -1124,7 +1209,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             "iterations": int(sum(h["iterations"] for h in best["history"])), "rounds": best["history"],
             "objective": float(sol["f"]), "residual_scale": float(np.sqrt(s2)), "residual_rms": scale_r,
             "noise": sigs, "modes": modes, "switches": switches, "time_s": _time.perf_counter() - start, **clock,
-            "samples": int(len(rv)), "variables": int(nlp.n_var)}
+            "samples": int(len(rv)), "variables": int(nlp.n_var), "start": start_info}
 
 
 def _rms(attempt: dict) -> float:
@@ -1178,6 +1263,164 @@ def _covariance(nlp: _NLP, sol, nq: int):
     return cov, s2, rv
 
 
+# ---------------------------------------------------------------------------------------------
+# the equation-error start of (kp, kd, τ)
+
+#: Of the equation-error start (:func:`equation_error_start`): a guess of τ is kept when the record
+#: does not reject it, its profile sum of squares within this quantile of the one-parameter F
+#: test (a χ²₁ quantile over the residual variance at the minimum) of the least.
+START_LEVEL = 0.01
+#: Start options of :func:`identify` (``colloc identify heel-off --start``).
+STARTS = ("equation-error", "guess")
+
+
+def _flat_rates() -> ca.Function:
+    """(x, a) → (α₀, b): the body's angular acceleration with the foot flat is α₀ + b·T (T the
+    ankle torque on the body; the model's flat mode, :func:`_mode_pieces`)."""
+    if "flat_rates" not in _MECH:
+        x, a, xd = ca.SX.sym("x", 4), ca.SX.sym("a"), ca.SX.sym("xd", 4)
+        kp, kd = ca.SX.sym("kp"), ca.SX.sym("kd")
+        alpha = _mode_pieces(x, a, kp, kd, xd)["flat"][0][2]  # T = −kp·xd[0] − kd·xd[2]
+        zero = {kp: 0.0, kd: 0.0}
+        a0 = ca.substitute(alpha, ca.vertcat(*zero), ca.DM.zeros(2))
+        b = -ca.jacobian(alpha, kp) / xd[0]  # α is affine in T: dα/dT
+        b = ca.substitute(ca.substitute(b, xd, ca.DM([1.0, 0.0, 0.0, 0.0])), ca.vertcat(kp, kd), ca.DM.zeros(2))
+        _MECH["flat_rates"] = ca.Function("heel_off_flat_rates", [x, a], [a0, b])
+    return _MECH["flat_rates"]
+
+
+def _smooth_rate(theta: np.ndarray, dt: float) -> np.ndarray:
+    """dθ/dt by a cubic Savitzky–Golay filter over eleven samples (0.1 s at 100 Hz; the gradient
+    of a noisy θ at 100 Hz has a noise of σ_θ/(√2·dt), seven times the seed's σ_ω)."""
+    from scipy.signal import savgol_filter
+
+    n = len(theta)
+    window = min(11, n - 1 + n % 2)
+    if window < 5:
+        return np.gradient(theta, dt)
+    return savgol_filter(theta, window, 3, deriv=1, delta=dt)
+
+
+def _integral_equation_error(trials, seqs, tau: float):
+    """The least-squares fit of the integrated flat-foot equation of motion at the delay ``tau``:
+    (sum of squares, kp, kd, degrees of freedom), or None without two flat stretches' worth of
+    samples.  Per flat phase from its first sample s (a sample kept clear of each switching time):
+    ω_b(t) = ω_s + ∫ₛᵗ α₀ − kp·∫ₛᵗ b·θ_b(u − τ) du − kd·∫ₛᵗ b·ω_b(u − τ) du, ω_s a nuisance unknown
+    per phase; the measured ω_b enters undifferentiated (unmeasured: :func:`_smooth_rate` of θ_b)."""
+    F = _flat_rates()
+    ys, cols, stretch = [], [], []
+    for tr, seq in zip(trials, seqs):
+        t = np.asarray(tr.time, dtype=float)
+        dt = float(t[1] - t[0])
+        th = np.asarray(tr.signals["theta_body"], dtype=float)
+        om = (np.asarray(tr.signals["omega_body"], dtype=float) if "omega_body" in tr.signals
+              else _smooth_rate(th, dt))
+        zero = np.zeros_like(th)
+        a0, b = (np.asarray(v).ravel() for v in F(np.vstack([th, zero, om, zero]), tr.platform_acc[None, :]))
+        # before the record: the initial state (as in the simulator and the collocation)
+        thd, omd = np.interp(t - tau, t, th), np.interp(t - tau, t, om)
+
+        def cum(f):
+            return np.concatenate([[0.0], np.cumsum(0.5 * (f[1:] + f[:-1]) * np.diff(t))])
+
+        c_a, c_th, c_om = cum(a0), cum(b * thd), cum(b * omd)
+        for mode, t0, t1 in seq:
+            idx = np.flatnonzero((t >= t0 + dt - 1e-9) & (t <= t1 - dt + 1e-9)) if mode == "flat" else []
+            if len(idx) < 5:
+                continue
+            i0 = idx[0]
+            ys.append(om[idx] - (c_a[idx] - c_a[i0]))
+            cols.append(np.column_stack([-(c_th[idx] - c_th[i0]) * SCALE[0], -(c_om[idx] - c_om[i0]) * SCALE[1]]))
+            stretch.append(len(idx))
+    n = sum(stretch)
+    if n - 2 - len(stretch) < 3:
+        return None
+    A = np.zeros((n, 2 + len(stretch)))
+    A[:, :2] = np.vstack(cols)
+    A[np.arange(n), 2 + np.repeat(np.arange(len(stretch)), stretch)] = 1.0
+    y = np.concatenate(ys)
+    c, *_ = np.linalg.lstsq(A, y, rcond=None)
+    r = y - A @ c
+    return float(r @ r), float(c[0] * SCALE[0]), float(c[1] * SCALE[1]), n - A.shape[1]
+
+
+def equation_error_start(trials: Sequence[HeelOffTrial], sequences=None, *, delay: bool = True,
+                         tau_guess: float | None = None) -> dict:
+    """A start of kp, kd (and τ with ``delay``) from the measured records alone, no collocation:
+    while the foot is flat the body is a pendulum on a fixed ankle, θ̈_b = α₀(θ_b, a) + b·T with
+    T = −kp·θ_b(t − τ) − kd·ω_b(t − τ) (:func:`_flat_rates`), linear in kp, kd for a given τ.
+    Integrated from the start of each flat phase (:func:`_integral_equation_error`; no noise
+    differentiated), kp and kd follow by linear least squares; τ by a scan of the sample grid over
+    :data:`TAU_BOUNDS`, the least sum of squares refined by the parabola through its neighbours.
+    ``sequences``: the mode sequences (default :func:`detect_modes`).
+
+    ``tau_guess``: whether the record rejects that τ (``tau_rejected``): its profile sum of squares
+    S(τ) (kp, kd refitted) against the least S₀ by the F test of one parameter,
+    (S(τ) − S₀)/(S₀/dof) above the χ²₁ quantile at :data:`START_LEVEL`.
+
+    Returns ``{"parameters", "usable", "message", "profile", "tau_rejected"}``; not usable (the
+    message says why) when no flat stretch is long enough or kp or kd comes out ≤ 0."""
+    from scipy.stats import chi2
+
+    trials = list(trials)
+    seqs = [detect_modes(tr) for tr in trials] if sequences is None else list(sequences)
+    dt = float(trials[0].time[1] - trials[0].time[0])
+    grid = np.arange(0, int(np.floor(TAU_BOUNDS[1] / dt + 1e-9)) + 1) * dt if delay else np.zeros(1)
+    prof = [_integral_equation_error(trials, seqs, float(tau)) for tau in grid]
+    out = {"usable": False, "parameters": {}, "profile": None, "tau_rejected": None}
+    if prof[0] is None:
+        return {**out, "message": "no flat stretch of five samples or more to fit the equation error on"}
+    S = np.array([p[0] for p in prof])
+    i = int(np.argmin(S))
+    tau = float(grid[i])
+    if 0 < i < len(grid) - 1 and S[i - 1] + S[i + 1] - 2 * S[i] > 0:
+        tau += 0.5 * dt * (S[i - 1] - S[i + 1]) / (S[i - 1] + S[i + 1] - 2 * S[i])
+    best = _integral_equation_error(trials, seqs, tau)
+    if best[0] > S[i]:  # the parabola's vertex no better than the grid point
+        tau, best = float(grid[i]), prof[i]
+    s0, kp, kd, dof = best
+    params = {"kp": kp, "kd": kd, **({"tau": float(tau)} if delay else {})}
+    out.update(parameters=params, profile={"tau": grid.tolist(), "sum_of_squares": S.tolist(), "dof": dof})
+    if delay and tau_guess is not None:
+        g = _integral_equation_error(trials, seqs, float(tau_guess))
+        out["tau_rejected"] = bool(g[0] - s0 > chi2.isf(START_LEVEL, 1) * max(s0, 1e-300) / dof)
+    if not (kp > 0 and kd > 0):
+        return {**out, "message": f"the equation-error estimate is not a stable feedback (kp {kp:.4g}, kd {kd:.4g})"}
+    return {**out, "usable": True, "message": "equation error of the flat-foot phases, integrated"
+            + (f"; tau scanned on the {dt:g} s grid over {list(TAU_BOUNDS)} s" if delay else "")}
+
+
+def _start(trials, seqs, guess, cur: dict, delay: bool, start: str | None):
+    """Where kp, kd (and τ) start, and how that was decided (see :func:`identify`'s ``start``):
+    returns (parameters, {"source", "parameters", "message"}).  An equation-error estimate that
+    cannot be used leaves the guesses, and says why."""
+    if start is not None and start not in STARTS:
+        raise co.OptionsError(f"heel-off: start must be one of {', '.join(STARTS)}, got {start!r}")
+    given = dict(guess or {})
+    if start == "guess" or (start is None and not delay):
+        return cur, {"source": "guess", "parameters": dict(cur), "message": "the guesses"}
+    auto = start is None
+    est = equation_error_start(trials, seqs, delay=delay, tau_guess=given.get("tau") if auto else None)
+    if not est["usable"]:
+        return cur, {"source": "guess", "parameters": dict(cur),
+                     "message": f"the guesses: the equation-error start is not usable ({est['message']})"}
+    new, how, source = dict(est["parameters"]), "the equation-error estimate", "equation-error"
+    if auto and "tau" in given and not est["tau_rejected"]:
+        at = _integral_equation_error(trials, seqs or [detect_modes(tr) for tr in trials], float(given["tau"]))
+        new = {"kp": at[1], "kd": at[2], **given} if at[1] > 0 and at[2] > 0 else {**new, **given}
+        how = f"the guess of tau ({given['tau']:g} s, not rejected by the record's equation error)"
+        source = "guess"
+    elif auto and "tau" in given:
+        how = (f"the equation-error estimate: the record rejects the guess of tau ({given['tau']:g} s; its "
+               f"equation error exceeds the least by more than the {1 - START_LEVEL:.0%} F test of one parameter)")
+    elif auto:
+        new.update(given)
+        if given:
+            how += f", with the guess of {', '.join(given)}"
+    new = {k: float(v) for k, v in new.items()}
+    return new, {"source": source, "parameters": dict(new), "message": how + "; " + est["message"]}
+
+
 def problem(trials):
     """`heel-off` is hybrid: it is identified by :func:`identify` (multi-phase collocation)."""
     raise co.ProblemError("heel-off is a hybrid problem: use colloc_problems.heel_off.identify(trials)")
@@ -1201,7 +1444,8 @@ def identify_method(trials: Sequence[HeelOffTrial], *, method: str = "complement
 
 def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None,
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
-                    max_iter: int = 500, print_level: int = 0, controller: str = "PD") -> co.Result:
+                    max_iter: int = 500, print_level: int = 0, controller: str = "PD",
+                    start: str | None = None) -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (what ``colloc identify heel-off`` prints
     and writes); ``info`` holds the modes, the switching times with their standard errors,
     the rounds and the noise assumed per signal.  ``method`` (the command line's default
@@ -1224,7 +1468,9 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
     if unknown:
         raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(names)}"
                               + ("" if delay else " (tau with --controller PD-delay)"))
-    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, delay=delay)
+    if start is not None and start not in STARTS:
+        raise co.OptionsError(f"--start {start}: problem 'heel-off' starts from {' or '.join(STARTS)}")
+    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, delay=delay, start=start)
     cov = pd.DataFrame(out["covariance"], index=list(names), columns=list(names))
     info = {k: out[k] for k in ("modes", "switches", "rounds", "noise", "residual_scale", "samples", "variables")}
     info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "
@@ -1232,6 +1478,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                            + ("; feedback delayed by tau (the state at t - tau read in the interval holding it)"
                               if delay else ""))
     info["controller"] = controller
+    info["start"] = out["start"]
     return co.Result(problem="heel-off", method="multiphase-radau3", success=out["success"], status=out["status"],
                      message="" if out["success"] else (
                          f"poor fit: the weighted residuals' rms is {out['residual_rms']:.2f} (> {POOR_FIT}; the "
@@ -1243,7 +1490,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                      timings={"build_s": out["build_s"], "solve_s": out["solve_s"], "total_s": out["time_s"]},
                      num_nodes=int(out["variables"]), trials=[t.name for t in trials], versions=co.versions(),
                      units={k: UNITS[k] for k in names}, info=info,
-                     initial_parameters={**GUESS, **({"tau": TAU_GUESS} if delay else {}), **(guess or {})},
+                     initial_parameters=dict(out["start"]["parameters"]),
                      descriptions={"kp": "ankle stiffness (T = -kp·θ_body - kd·ω_body)", "kd": "ankle damping",
                                    **({"tau": "feedback delay (T = -kp·θ_body(t-tau) - kd·ω_body(t-tau))"}
                                       if delay else {})})

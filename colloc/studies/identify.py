@@ -278,9 +278,11 @@ def _own_identification(module: ModuleType, problem_name: str, trials: list, *, 
                         max_iter: int, start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool,
                         print_level: int, problem_options, client):
     """A problem that transcribes itself (``identify_result(trials, method=, guess=, bounds=,
-    max_iter=, print_level=)`` → :class:`~colloc.Result`): the options it cannot honour are
-    refused, each by name."""
-    refused = [("--nodes", nodes is not None), ("--refine", refine != 1), ("--start", start is not None),
+    max_iter=, print_level=)`` → :class:`~colloc.Result`; ``start=`` passed when it takes it):
+    the options it cannot honour are refused, each by name."""
+    takes_start = _takes(module.identify_result, "start")
+    refused = [("--nodes", nodes is not None), ("--refine", refine != 1),
+               ("--start", start is not None and not takes_start),
                ("--starts", starts != 1), ("--fit-weight", bool(fit_weights)), ("--absolute-sigma", absolute_sigma),
                ("a cluster (client)", client is not None)]
     refused += [(f"problem option {k}=", True) for k in (problem_options or {})
@@ -289,4 +291,5 @@ def _own_identification(module: ModuleType, problem_name: str, trials: list, *, 
         if given:
             raise OptionsError(f"{option} does not apply to problem '{problem_name}' (it has its own transcription)")
     return module.identify_result(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
-                                  print_level=print_level, **dict(problem_options or {}))
+                                  print_level=print_level, **({"start": start} if start is not None else {}),
+                                  **dict(problem_options or {}))
