@@ -87,6 +87,8 @@ def main(argv=None) -> int:
         ap.error("--nodes: at least 101")
     meter = Meter()
     meter.mark("start")
+    import numpy as np
+
     import colloc as co
     from colloc.studies.identify import DEFAULT_METHOD, make_method
     from colloc.transcription.collocation import transcribe
@@ -117,7 +119,16 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     sol = nlpsol(x0=x0, p=nlp.data, lbx=lbx, ubx=ubx, lbg=nlp.lbg, ubg=nlp.ubg)
     meter.mark("solved", time.perf_counter() - t)
-    iterations = int(nlpsol.stats().get("iter_count", 0))
+    stats = nlpsol.stats()
+    iterations = int(stats.get("iter_count", 0))
+    # the time of one IPOPT call of each NLP function (CasADi's own counters)
+    calls = {k[len("n_call_"):]: {"calls": int(v), "ms_per_call": 1e3 * stats["t_proc_" + k[len("n_call_"):]] / v}
+             for k, v in stats.items() if k.startswith("n_call_nlp_") and v}
+    for k, v in calls.items():
+        print(f"{k:14s}{v['calls']:6d} calls {v['ms_per_call']:9.2f} ms a call (CPU)")
+    _, params = layout.unpack(np.asarray(sol["x"]).ravel())
+    estimates = dict(zip(layout.param_names, params.tolist()))
+    print("estimates:", "  ".join(f"{k} {v:.10g}" for k, v in estimates.items()))
     del sol, nlpsol
     meter.mark("solver freed")
     # what each NLP function holds: the memory freed by dropping it (shared nodes count once)
@@ -132,6 +143,7 @@ def main(argv=None) -> int:
         print(f"{k:14s}{v.get('held_mb', float('nan')):9.1f}{v['work_mb']:9.1f}  {v['outputs_nnz']}")
     write_report(args.out, {"nodes": nodes, "method": method_name, "variables": int(layout.size),
                             "constraints": int(nlp.num_rows), "iterations": iterations, "ipopt": extra,
+                            "calls": calls, "estimates": estimates,
                             "steps": meter.rows, "functions": functions,
                             "blocks": [{"name": b.name, "count": int(b.count), "local": int(b.num_local),
                                         "rows": int(b.num_rows), "residuals": int(b.num_res)} for b in blocks]})
