@@ -24,13 +24,14 @@ blocks and instances multiplied by ``objective_scale``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
 import casadi as ca
 import numpy as np
 
-from ..base.compiler import compiled_all
+from ..base.compiler import compiled_all, has_compiler
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
 
@@ -157,6 +158,13 @@ def _gather(values: ca.MX, index: np.ndarray) -> ca.MX:
 _COMPILE_ABOVE = 100
 
 
+#: Models not marked compiled get the fused C functions (their local functions compiled once,
+#: cached on disk) from this many block instances on (measured: benchmarks/README.md,
+#: memory_profile.py): below it CasADi's graphs are small and the first run's compile is not
+#: worth it.
+FUSE_ABOVE = 20_000
+
+
 class _Local:
     """AD of one block's local function (SX), each derivative as a small Function."""
 
@@ -170,7 +178,13 @@ class _Local:
         res, obj, con = f(v, d)
         floc = 0.5 * ca.sumsqr(res) + obj
         self.eval = ca.Function(f"{base}_eval", [v, d], [floc, con, res])
-        self.grad = ca.Function(f"{base}_grad", [v, d], [ca.gradient(floc, v)])
+        grad = ca.gradient(floc, v)
+        self.grad = ca.Function(f"{base}_grad", [v, d], [grad])
+        # kept SX for the fused objective: the objective and its gradient's nonzeros (at the
+        # local variables grad_rows); None for a block without objective (dynamics)
+        self.grad_rows = np.asarray(grad.sparsity().row(), dtype=np.int64)
+        self.sx_grad = None if floc.is_zero() and not self.grad_rows.size else \
+            ca.Function(f"{base}_objgrad", [v, d], [floc, _nonzeros(grad)])
         jac = ca.jacobian(con, v)
         self.jac_sp = jac.sparsity()
         self.jac = ca.Function(f"{base}_jac", [v, d], [_nonzeros(jac)])
@@ -190,6 +204,7 @@ class _Local:
         if hess is not None:
             self.hess_sp = hess.sparsity()
             self.hess = ca.Function(f"{base}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
+            self.sx_hess = self.hess
         self.compiled = block.compiled
 
     def compile(self, skip: tuple[str, ...] = ()) -> None:
@@ -279,22 +294,29 @@ class NLP:
         # assembly's transient memory; positions and keys are computed in 8 bytes)
         itype = np.int32 if max(nx, ng, res) < 2**31 - 1 else np.int64
         locs = [_Local(b, hessian) for b in blocks]
-        fused, jac_pattern = self._fused(locs)
+        quiet = not any(b.compiled for b in blocks)  # fused on our own decision: fall back silently
+        fuse = self._fuse_decision()
+        fused, jac_pattern = self._fused(locs, quiet) if fuse else (None, None)
+        fused_grad = self._fused_gradient(locs, quiet) if fuse else None
+        fused_hess = self._fused_hessian(locs, quiet) if fuse and hessian != "limited-memory" else None
+        self.fused = {"jac_g": fused is not None, "grad_f": fused_grad is not None, "hess_lag": fused_hess is not None}
+        skip = tuple(k for k, done in (("jac", fused), ("grad", fused_grad), ("hess", fused_hess)) if done is not None)
         for loc, b, doff, roff, soff in zip(locs, blocks, self.data_offsets, self.row_offsets, self.res_offsets):
-            loc.compile(skip=("jac",) if fused is not None else ())
+            loc.compile(skip=skip)
             n, L, m, nr = b.count, b.num_local, b.num_rows, b.num_res
             index = b.index.astype(itype, copy=False)
             V = ca.reshape(_gather(x, b.index.ravel(order="F")), L, n)
             Dm = ca.reshape(p[doff : doff + b.data.size], b.data.shape[0], n)
 
             floc, con, resv = loc.eval.map(n, *mode)(V, Dm)
-            f_terms.append(ca.sum2(floc))
-            g_parts.append(ca.vec(con))
+            if fused_grad is None:
+                f_terms.append(ca.sum2(floc))
+                # gradient: local gradients summed into global positions
+                grad_vals.append(ca.vec(loc.grad.map(n, *mode)(V, Dm)))
+                grad_targets.append(b.index.ravel(order="F"))
+            if fused is None:
+                g_parts.append(ca.vec(con))
             res_parts.append(ca.vec(resv))
-
-            # gradient: local gradients summed into global positions
-            grad_vals.append(ca.vec(loc.grad.map(n, *mode)(V, Dm)))
-            grad_targets.append(b.index.ravel(order="F"))
 
             inst = np.arange(n, dtype=itype)
             # constraint Jacobian
@@ -310,7 +332,7 @@ class NLP:
                 jres_rows.append((soff + inst[None, :] * nr + lr[:, None].astype(itype)).ravel(order="F"))
                 jres_cols.append(index[lc, :].ravel(order="F"))
             # Hessian of the Lagrangian, upper triangle in global numbering
-            if hessian != "limited-memory" and loc.hess_sp.nnz():
+            if fused_hess is None and hessian != "limited-memory" and loc.hess_sp.nnz():
                 lr, lc = _triplets(loc.hess_sp)
                 lam_b = ca.reshape(lam_g[roff : roff + m * n], m, n) if m else ca.MX(0, n)
                 sigma = lam_f * self.objective_scale
@@ -325,14 +347,16 @@ class NLP:
                 hess_rows.append(np.minimum(gi, gj).ravel(order="F"))
                 hess_cols.append(np.maximum(gi, gj).ravel(order="F"))
 
-        f = self.objective_scale * ca.sum1(ca.vertcat(*f_terms)) if f_terms else ca.MX(0)
         g = ca.vertcat(*g_parts) if g_parts else ca.MX(0, 1)
         res_all = ca.vertcat(*res_parts) if res_parts else ca.MX(0, 1)
-
-        targets = np.concatenate(grad_targets) if grad_targets else np.zeros(0, np.int64)
-        grad = self.objective_scale * ca.mtimes(_assembly(nx, targets), ca.vertcat(*grad_vals)) \
-            if grad_vals else ca.MX(nx, 1)
-        grad = ca.densify(grad)
+        if fused_grad is not None:  # the objective and its gradient summed in place
+            f, grad = fused_grad(x, p)
+        else:
+            f = self.objective_scale * ca.sum1(ca.vertcat(*f_terms)) if f_terms else ca.MX(0)
+            targets = np.concatenate(grad_targets) if grad_targets else np.zeros(0, np.int64)
+            grad = self.objective_scale * ca.mtimes(_assembly(nx, targets), ca.vertcat(*grad_vals)) \
+                if grad_vals else ca.MX(nx, 1)
+            grad = ca.densify(grad)
 
         if fused is not None:  # the compiled blocks write g and the Jacobian in place
             g, jac = fused(x, p)
@@ -350,14 +374,17 @@ class NLP:
         fns = {
             "f": ca.Function("nlp_f", [x, p], [f], ["x", "p"], ["f"]),
             "g": ca.Function("nlp_g", [x, p], [g], ["x", "p"], ["g"]),
-            "grad_f": ca.Function("nlp_grad_f", [x, p], [f, grad], ["x", "p"], ["f", "grad_f_x"]),
+            "grad_f": fused_grad if fused_grad is not None
+            else ca.Function("nlp_grad_f", [x, p], [f, grad], ["x", "p"], ["f", "grad_f_x"]),
             "jac_g": fused if fused is not None
             else ca.Function("nlp_jac_g", [x, p], [g, jac], ["x", "p"], ["g", "jac_g_x"]),
             "res": ca.Function("nlp_res", [x, p], [res_all], ["x", "p"], ["res"]),
         }
         if residual_jacobian:
             fns["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
-        if hessian != "limited-memory":
+        if fused_hess is not None:
+            fns["hess_lag"] = fused_hess
+        elif hessian != "limited-memory":
             hess, _ = self._sparse(nx, nx, hess_rows, hess_cols, hess_vals)
             fns["hess_lag"] = ca.Function(
                 "nlp_hess_l",
@@ -368,16 +395,66 @@ class NLP:
             )
         self.functions = fns
 
-    def _fused(self, locs: list[_Local]):
+    def _fuse_decision(self) -> bool:
+        """Whether the NLP's functions are fused C functions (:mod:`colloc.transcription.fused`):
+        for a compiled model (a block marked ``compiled``), and for any model once the blocks
+        have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE`` overrides it) and a
+        C compiler exists.  A compile failure then falls back to CasADi's graphs silently."""
+        if not self.blocks:
+            return False
+        if any(b.compiled for b in self.blocks):
+            return True
+        above = int(os.environ.get("COLLOC_FUSE_ABOVE", FUSE_ABOVE))
+        return sum(b.count for b in self.blocks) >= above and has_compiler()
+
+    def _fused_gradient(self, locs: list[_Local], quiet: bool):
+        """The objective and its gradient as one C function (:func:`fused.fused_gradient`), or ``None``."""
+        from .fused import SummedPart, fused_gradient
+
+        parts = [SummedPart(b.index, b.index[loc.grad_rows, :], roff, doff, loc.sx_grad)
+                 for loc, b, roff, doff in zip(locs, self.blocks, self.row_offsets, self.data_offsets)
+                 if loc.sx_grad is not None and b.count]
+        return fused_gradient(self.num_variables, self.data.size, self.objective_scale, parts, quiet=quiet)
+
+    def _fused_hessian(self, locs: list[_Local], quiet: bool):
+        """The Hessian of the Lagrangian as one C function (:func:`fused.fused_hessian`), with
+        exactly the upper-triangle pattern of the graph it replaces; ``None`` when a block
+        holds one variable twice (its off-diagonal entry would count twice on the diagonal)
+        or when it cannot be compiled."""
+        from .fused import SummedPart, fused_hessian
+
+        owners = [(loc, b, roff, doff) for loc, b, roff, doff
+                  in zip(locs, self.blocks, self.row_offsets, self.data_offsets) if b.count and loc.hess_sp.nnz()]
+        if not owners:
+            return None
+        rows, cols, sizes = [], [], []
+        for loc, b, _, _ in owners:
+            lr, lc = _triplets(loc.hess_sp)
+            gi, gj = b.index[lr, :], b.index[lc, :]
+            if ((lr[:, None] != lc[:, None]) & (gi == gj)).any():
+                return None
+            rows.append(np.minimum(gi, gj).ravel(order="F"))
+            cols.append(np.maximum(gi, gj).ravel(order="F"))
+            sizes.append(rows[-1].size)
+        sp, position, _ = self._pattern(self.num_variables, self.num_variables, rows, cols)
+        parts, start = [], 0
+        for (loc, b, roff, doff), size in zip(owners, sizes):
+            K = loc.hess_sp.nnz()
+            parts.append(SummedPart(b.index, position[start : start + size].reshape(b.count, K).T, roff, doff,
+                                    loc.sx_hess, _triplets(loc.hess_sp)))
+            start += size
+        return fused_hessian(self.num_variables, self.data.size, self.num_rows, sp.nnz(), self.objective_scale,
+                             parts, quiet=quiet)
+
+    def _fused(self, locs: list[_Local], quiet: bool):
         """The constraints and their Jacobian as one C function writing in place
-        (:mod:`colloc.transcription.fused`) when every block with constraint rows is compiled
-        and each Jacobian nonzero comes from one instance: ``(function, pattern)``, else
-        ``(None, None)``."""
+        (:mod:`colloc.transcription.fused`) when each Jacobian nonzero comes from one
+        instance: ``(function, pattern)``, else ``(None, None)``."""
         from .fused import FusedPart, fused_constraints
 
         owners = [(loc, b, roff, doff) for loc, b, roff, doff
                   in zip(locs, self.blocks, self.row_offsets, self.data_offsets) if b.num_rows]
-        if not owners or not all(b.compiled for _, b, _, _ in owners):
+        if not owners:
             return None, None
         rows, cols = [], []
         for loc, b, roff, _ in owners:
@@ -395,7 +472,7 @@ class NLP:
             parts.append(FusedPart(b.index, position[start : start + size].reshape(b.count, K).T,
                                    roff, doff, loc.sx_eval, loc.sx_jac, _triplets(loc.jac_sp)))
             start += size
-        fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, sp.nnz(), parts)
+        fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, sp.nnz(), parts, quiet=quiet)
         return (fn, pattern) if fn is not None else (None, None)
 
     @staticmethod
