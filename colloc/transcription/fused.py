@@ -454,7 +454,7 @@ def _summed(title: str, parts: list[SummedPart], lagrangian: bool, inputs, outpu
     cf{key}_s(arg, res, iw, w, 0);
 {tables.scatter("out", "+=")}"""
             gi, gj = tables.variable(f"b{j}_lr[k]"), tables.variable(f"b{j}_lc[k]")
-            pattern_c.append(tables.pattern(f"({gi} < {gj} ? {gi} : {gj})", f"({gi} < {gj} ? {gj} : {gi})"))
+            pattern_c.append(tables.pattern(f"({gi} <= {gj} ? {gi} : {gj})", f"({gi} <= {gj} ? {gj} : {gi})"))
         else:
             call = f"""    res[0] = &obj; res[1] = out ? loc : 0;
     cf{key}_s(arg, res, iw, w, 0);
