@@ -348,6 +348,9 @@ EXPORT int NAME_work(casadi_int* sz_arg, casadi_int* sz_res, casadi_int* sz_iw, 
   return 0;
 }}
 EXPORT int NAME(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem) {{
+  /* CasADi copied the pattern when it loaded the library: not kept twice (another load of
+     the library builds it again) */
+  if (s_j) {{ free(s_j); s_j = 0; }}
 {body}  return 0;
 }}
 """

@@ -217,6 +217,27 @@ class _Local:
             setattr(self, attr, f)
 
 
+class _Functions(dict):
+    """The NLP's functions by name; the names in ``lazy`` are built on first use (all the
+    names one builder returns at once)."""
+
+    def __init__(self, functions: dict, lazy: dict) -> None:
+        super().__init__(functions)
+        self._lazy = dict(lazy)
+
+    def __missing__(self, key: str) -> ca.Function:
+        if key not in self._lazy:
+            raise KeyError(key)
+        built = self._lazy[key]()
+        for k, f in built.items():
+            self._lazy.pop(k, None)
+            self[k] = f
+        return self[key]
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self._lazy
+
+
 class NLP:
     """The assembled NLP ``min f(x; p)  s.t.  lbg ≤ g(x; p) ≤ ubg`` with exact sparse derivatives.
 
@@ -283,10 +304,9 @@ class NLP:
         lam_f = ca.MX.sym("lam_f")
         lam_g = ca.MX.sym("lam_g", ng)
 
-        f_terms, g_parts, res_parts = [], [], []
+        f_terms, g_parts = [], []
         grad_vals, grad_targets = [], []
         jac_vals, jac_rows, jac_cols = [], [], []
-        jres_vals, jres_rows, jres_cols = [], [], []
         hess_vals, hess_rows, hess_cols = [], [], []
         mode = ("thread", parallel) if parallel > 1 else ("serial",)
 
@@ -301,14 +321,17 @@ class NLP:
         fused_hess = self._fused_hessian(locs, quiet) if fuse and hessian != "limited-memory" else None
         self.fused = {"jac_g": fused is not None, "grad_f": fused_grad is not None, "hess_lag": fused_hess is not None}
         skip = tuple(k for k, done in (("jac", fused), ("grad", fused_grad), ("hess", fused_hess)) if done is not None)
-        for loc, b, doff, roff, soff in zip(locs, blocks, self.data_offsets, self.row_offsets, self.res_offsets):
+        graphs = len(skip) < (3 if hessian != "limited-memory" else 2)  # something is left to CasADi's graphs
+        for loc, b, doff, roff in zip(locs, blocks, self.data_offsets, self.row_offsets):
             loc.compile(skip=skip)
-            n, L, m, nr = b.count, b.num_local, b.num_rows, b.num_res
+            if not graphs:
+                continue
+            n, L, m = b.count, b.num_local, b.num_rows
             index = b.index.astype(itype, copy=False)
             V = ca.reshape(_gather(x, b.index.ravel(order="F")), L, n)
             Dm = ca.reshape(p[doff : doff + b.data.size], b.data.shape[0], n)
 
-            floc, con, resv = loc.eval.map(n, *mode)(V, Dm)
+            floc, con, _ = loc.eval.map(n, *mode)(V, Dm)
             if fused_grad is None:
                 f_terms.append(ca.sum2(floc))
                 # gradient: local gradients summed into global positions
@@ -316,7 +339,6 @@ class NLP:
                 grad_targets.append(b.index.ravel(order="F"))
             if fused is None:
                 g_parts.append(ca.vec(con))
-            res_parts.append(ca.vec(resv))
 
             inst = np.arange(n, dtype=itype)
             # constraint Jacobian
@@ -325,12 +347,6 @@ class NLP:
                 jac_vals.append(ca.vec(loc.jac.map(n, *mode)(V, Dm)))
                 jac_rows.append((roff + inst[None, :] * m + lr[:, None].astype(itype)).ravel(order="F"))
                 jac_cols.append(index[lc, :].ravel(order="F"))
-            # residual Jacobian (for covariance)
-            if residual_jacobian and loc.jres_sp.nnz():
-                lr, lc = _triplets(loc.jres_sp)
-                jres_vals.append(ca.vec(loc.jres.map(n, *mode)(V, Dm)))
-                jres_rows.append((soff + inst[None, :] * nr + lr[:, None].astype(itype)).ravel(order="F"))
-                jres_cols.append(index[lc, :].ravel(order="F"))
             # Hessian of the Lagrangian, upper triangle in global numbering
             if fused_hess is None and hessian != "limited-memory" and loc.hess_sp.nnz():
                 lr, lc = _triplets(loc.hess_sp)
@@ -348,7 +364,6 @@ class NLP:
                 hess_cols.append(np.maximum(gi, gj).ravel(order="F"))
 
         g = ca.vertcat(*g_parts) if g_parts else ca.MX(0, 1)
-        res_all = ca.vertcat(*res_parts) if res_parts else ca.MX(0, 1)
         if fused_grad is not None:  # the objective and its gradient summed in place
             f, grad = fused_grad(x, p)
         else:
@@ -364,10 +379,6 @@ class NLP:
             jac, jac_pattern = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
         # the patterns of the Jacobians, for :meth:`sparse_value` (no lists from CasADi)
         self._patterns = {("jac_g", 1): ((ng, nx), jac_pattern)}
-        jres = None
-        if residual_jacobian:
-            jres, jres_pattern = self._sparse(res, nx, jres_rows, jres_cols, jres_vals)
-            self._patterns[("jac_res", 0)] = ((res, nx), jres_pattern)
 
         self.x, self.p = x, p
         self.f, self.g = f, g
@@ -378,10 +389,7 @@ class NLP:
             else ca.Function("nlp_grad_f", [x, p], [f, grad], ["x", "p"], ["f", "grad_f_x"]),
             "jac_g": fused if fused is not None
             else ca.Function("nlp_jac_g", [x, p], [g, jac], ["x", "p"], ["g", "jac_g_x"]),
-            "res": ca.Function("nlp_res", [x, p], [res_all], ["x", "p"], ["res"]),
         }
-        if residual_jacobian:
-            fns["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
         if fused_hess is not None:
             fns["hess_lag"] = fused_hess
         elif hessian != "limited-memory":
@@ -393,7 +401,38 @@ class NLP:
                 ["x", "p", "lam_f", "lam_g"],
                 ["triu_hess_gamma_x_x"],
             )
-        self.functions = fns
+        # the residuals and their Jacobian serve after the solve only: built on first use,
+        # their graphs are not held while IPOPT runs
+        self._locs, self._mode, self._itype = locs, mode, itype
+        lazy = ("res", "jac_res") if residual_jacobian else ("res",)
+        self.functions = _Functions(fns, {k: self._residual_functions for k in lazy})
+
+    def _residual_functions(self) -> dict[str, ca.Function]:
+        """``res`` (all least-squares residuals) and, if asked for, ``jac_res`` (their
+        Jacobian, for the standard errors): CasADi graphs of the mapped local functions."""
+        x, p, mode, itype = self.x, self.p, self._mode, self._itype
+        res_parts, jres_vals, jres_rows, jres_cols = [], [], [], []
+        jacobian = "jac_res" in self.functions._lazy
+        for loc, b, doff, soff in zip(self._locs, self.blocks, self.data_offsets, self.res_offsets):
+            n, L, nr = b.count, b.num_local, b.num_res
+            if not nr:
+                continue
+            V = ca.reshape(_gather(x, b.index.ravel(order="F")), L, n)
+            Dm = ca.reshape(p[doff : doff + b.data.size], b.data.shape[0], n)
+            res_parts.append(ca.vec(loc.eval.map(n, *mode)(V, Dm)[2]))
+            if jacobian and loc.jres_sp.nnz():
+                lr, lc = _triplets(loc.jres_sp)
+                inst = np.arange(n, dtype=itype)
+                jres_vals.append(ca.vec(loc.jres.map(n, *mode)(V, Dm)))
+                jres_rows.append((soff + inst[None, :] * nr + lr[:, None].astype(itype)).ravel(order="F"))
+                jres_cols.append(b.index.astype(itype, copy=False)[lc, :].ravel(order="F"))
+        res_all = ca.vertcat(*res_parts) if res_parts else ca.MX(0, 1)
+        out = {"res": ca.Function("nlp_res", [x, p], [res_all], ["x", "p"], ["res"])}
+        if jacobian:
+            jres, pattern = self._sparse(self.num_res, self.num_variables, jres_rows, jres_cols, jres_vals)
+            self._patterns[("jac_res", 0)] = ((self.num_res, self.num_variables), pattern)
+            out["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
+        return out
 
     def _fuse_decision(self) -> bool:
         """Whether the NLP's functions are fused C functions (:mod:`colloc.transcription.fused`):
@@ -519,8 +558,8 @@ class NLP:
         import scipy.sparse as sps
 
         output = 1 if name == "jac_g" else 0
+        f = self.functions[name]  # built now if it is built on first use
         shape, (colind, rows) = self._patterns[(name, output)]
-        f = self.functions[name]
         buf, evaluate = f.buffer()
         xv = np.ascontiguousarray(x, dtype=float)
         pv = np.ascontiguousarray(self.data, dtype=float)
