@@ -6,7 +6,8 @@
 The two-link seed case (as benchmarks/whole_command.py: CONTRACTS §2, seed 0, made longer)
 is written as a CSV file and taken through the steps of the command in this one process:
 imports, reading the file, transcription, the NLP's assembly (colloc.transcription.nlp),
-IPOPT's ``nlpsol``, the solve, and the solver freed. After each step the script reports the
+IPOPT's ``nlpsol``, the solve, the solver freed, and the residual functions (built on
+first use, after the solve). After each step the script reports the
 resident memory (RSS), the RSS after ``malloc_trim`` (memory the step still holds: glibc
 keeps freed blocks), and the peak so far (``ru_maxrss``). It also reports what each NLP
 function holds (the retained RSS freed by dropping it) and its work vector (``sz_w``: the
@@ -131,6 +132,12 @@ def main(argv=None) -> int:
     print("estimates:", "  ".join(f"{k} {v:.10g}" for k, v in estimates.items()))
     del sol, nlpsol
     meter.mark("solver freed")
+    t = time.perf_counter()
+    for k in ("res", "jac_res"):  # built on first use, after the solve (as the command does)
+        if k in nlp.functions:
+            f = nlp.functions[k]
+            functions[k] = {"work_mb": f.sz_w() * 8 / 2**20, "outputs_nnz": [int(f.nnz_out(i)) for i in range(f.n_out())]}
+    meter.mark("residual functions", time.perf_counter() - t)
     # what each NLP function holds: the memory freed by dropping it (shared nodes count once)
     before = meter.trimmed()
     for k in list(nlp.functions):

@@ -250,19 +250,24 @@ class NLP:
     objective_scale : float
         The NLP minimises ``objective_scale · Σ (½‖res‖² + obj)``.
     parallel : int
-        Map local functions over instances with this many threads (1 = serial).  The
-        constraints and their Jacobian of compiled blocks are evaluated by one serial C
-        function writing in place (:mod:`colloc.transcription.fused`) whatever this is.
+        Map local functions over instances with this many threads (1 = serial).  Fused
+        functions (:mod:`colloc.transcription.fused`) are serial C whatever this is.
     residual_jacobian : bool
-        Also build ``jac_res`` (needed for standard errors only; costs memory).
+        Also provide ``jac_res`` (needed for standard errors only).
 
     Attributes
     ----------
     functions : dict of casadi.Function
-        ``f``, ``g``, ``grad_f``, ``jac_g`` (for compiled models the external C function of
-        :mod:`colloc.transcription.fused`), ``hess_lag`` (absent for limited-memory),
+        ``f``, ``g``, ``grad_f``, ``jac_g``, ``hess_lag`` (absent for limited-memory),
         ``res`` (all least-squares residuals) and ``jac_res``, each with inputs ``(x, p)``
-        (``hess_lag``: ``(x, p, lam_f, lam_g)``).
+        (``hess_lag``: ``(x, p, lam_f, lam_g)``).  For a compiled model, and for any model
+        from :data:`FUSE_ABOVE` block instances on when a C compiler exists, ``grad_f``
+        (with ``f``), ``jac_g`` (with ``g``) and ``hess_lag`` are the C functions of
+        :mod:`colloc.transcription.fused` writing in place (``fused`` says which), else
+        CasADi graphs.  ``res`` and ``jac_res`` are CasADi graphs built on first use (after
+        the solve: not held while IPOPT runs).
+    fused : dict of bool
+        Which of ``jac_g``, ``grad_f``, ``hess_lag`` are fused C functions.
     data : ndarray
         The NLP parameter vector (all block data, concatenated).
     """
