@@ -122,6 +122,8 @@ def main(argv=None) -> int:
     meter.mark("solved", time.perf_counter() - t)
     stats = nlpsol.stats()
     iterations = int(stats.get("iter_count", 0))
+    status = str(stats.get("return_status", "unknown"))
+    print(f"IPOPT: {status}, {iterations} iterations")
     # the time of one IPOPT call of each NLP function (CasADi's own counters)
     calls = {k[len("n_call_"):]: {"calls": int(v), "ms_per_call": 1e3 * stats["t_proc_" + k[len("n_call_"):]] / v}
              for k, v in stats.items() if k.startswith("n_call_nlp_") and v}
@@ -149,7 +151,7 @@ def main(argv=None) -> int:
     for k, v in functions.items():
         print(f"{k:14s}{v.get('held_mb', float('nan')):9.1f}{v['work_mb']:9.1f}  {v['outputs_nnz']}")
     write_report(args.out, {"nodes": nodes, "method": method_name, "variables": int(layout.size),
-                            "constraints": int(nlp.num_rows), "iterations": iterations, "ipopt": extra,
+                            "constraints": int(nlp.num_rows), "iterations": iterations, "status": status, "ipopt": extra,
                             "calls": calls, "estimates": estimates,
                             "steps": meter.rows, "functions": functions,
                             "blocks": [{"name": b.name, "count": int(b.count), "local": int(b.num_local),
