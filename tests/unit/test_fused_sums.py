@@ -119,7 +119,7 @@ def test_the_comparison_catches_a_deliberate_bug(cache, monkeypatch, bug):
 
 
 @needs_compiler
-def test_a_compiled_model_with_a_solve_gives_the_same_estimates(cache, monkeypatch):
+def test_a_solve_through_the_fused_functions_gives_the_same_estimates(cache, monkeypatch):
     """A whole IPOPT solve through the fused functions (from the default poor start, 100 Hz,
     noisy record) reaches the estimates of the MX graphs."""
     trial = tl.simulate_trial(duration=2.0, seed=4)
