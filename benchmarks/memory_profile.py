@@ -6,7 +6,8 @@
 The two-link seed case (as benchmarks/whole_command.py: CONTRACTS §2, seed 0, made longer)
 is written as a CSV file and taken through the steps of the command in this one process:
 imports, reading the file, transcription, the NLP's assembly (colloc.transcription.nlp),
-IPOPT's ``nlpsol``, the solve, and the solver freed. After each step the script reports the
+IPOPT's ``nlpsol``, the solve, the solver freed, and the residual functions (built on
+first use, after the solve). After each step the script reports the
 resident memory (RSS), the RSS after ``malloc_trim`` (memory the step still holds: glibc
 keeps freed blocks), and the peak so far (``ru_maxrss``). It also reports what each NLP
 function holds (the retained RSS freed by dropping it) and its work vector (``sz_w``: the
@@ -87,6 +88,8 @@ def main(argv=None) -> int:
         ap.error("--nodes: at least 101")
     meter = Meter()
     meter.mark("start")
+    import numpy as np
+
     import colloc as co
     from colloc.studies.identify import DEFAULT_METHOD, make_method
     from colloc.transcription.collocation import transcribe
@@ -117,9 +120,26 @@ def main(argv=None) -> int:
     t = time.perf_counter()
     sol = nlpsol(x0=x0, p=nlp.data, lbx=lbx, ubx=ubx, lbg=nlp.lbg, ubg=nlp.ubg)
     meter.mark("solved", time.perf_counter() - t)
-    iterations = int(nlpsol.stats().get("iter_count", 0))
+    stats = nlpsol.stats()
+    iterations = int(stats.get("iter_count", 0))
+    status = str(stats.get("return_status", "unknown"))
+    print(f"IPOPT: {status}, {iterations} iterations")
+    # the time of one IPOPT call of each NLP function (CasADi's own counters)
+    calls = {k[len("n_call_"):]: {"calls": int(v), "ms_per_call": 1e3 * stats["t_proc_" + k[len("n_call_"):]] / v}
+             for k, v in stats.items() if k.startswith("n_call_nlp_") and v}
+    for k, v in calls.items():
+        print(f"{k:14s}{v['calls']:6d} calls {v['ms_per_call']:9.2f} ms a call (CPU)")
+    _, params = layout.unpack(np.asarray(sol["x"]).ravel())
+    estimates = dict(zip(layout.param_names, params.tolist()))
+    print("estimates:", "  ".join(f"{k} {v:.10g}" for k, v in estimates.items()))
     del sol, nlpsol
     meter.mark("solver freed")
+    t = time.perf_counter()
+    for k in ("res", "jac_res"):  # built on first use, after the solve (as the command does)
+        if k in nlp.functions:
+            f = nlp.functions[k]
+            functions[k] = {"work_mb": f.sz_w() * 8 / 2**20, "outputs_nnz": [int(f.nnz_out(i)) for i in range(f.n_out())]}
+    meter.mark("residual functions", time.perf_counter() - t)
     # what each NLP function holds: the memory freed by dropping it (shared nodes count once)
     before = meter.trimmed()
     for k in list(nlp.functions):
@@ -131,7 +151,8 @@ def main(argv=None) -> int:
     for k, v in functions.items():
         print(f"{k:14s}{v.get('held_mb', float('nan')):9.1f}{v['work_mb']:9.1f}  {v['outputs_nnz']}")
     write_report(args.out, {"nodes": nodes, "method": method_name, "variables": int(layout.size),
-                            "constraints": int(nlp.num_rows), "iterations": iterations, "ipopt": extra,
+                            "constraints": int(nlp.num_rows), "iterations": iterations, "status": status, "ipopt": extra,
+                            "calls": calls, "estimates": estimates,
                             "steps": meter.rows, "functions": functions,
                             "blocks": [{"name": b.name, "count": int(b.count), "local": int(b.num_local),
                                         "rows": int(b.num_rows), "residuals": int(b.num_res)} for b in blocks]})

@@ -24,8 +24,9 @@ def test_memory_profile_benchmark_runs(tmp_path, monkeypatch):
     assert doc["nodes"] == 1201 and doc["iterations"] > 0
     steps = [r["step"] for r in doc["steps"]]
     assert steps == ["start", "imports", "file read", "transcription", "NLP assembled", "nlpsol", "solved",
-                     "solver freed"]
+                     "solver freed", "residual functions"]
     peaks = [r["peak_mb"] for r in doc["steps"]]
     assert peaks == sorted(peaks) and all(r["held_mb"] <= r["rss_mb"] + 1 for r in doc["steps"])
-    assert {"g", "jac_g", "hess_lag"} <= set(doc["functions"])
+    assert {"g", "jac_g", "hess_lag", "res", "jac_res"} <= set(doc["functions"])
+    assert set(doc["calls"]) >= {"nlp_jac_g", "nlp_hess_l"} and len(doc["estimates"]) == 8
     assert all("held_mb" in v and v["work_mb"] >= 0 for v in doc["functions"].values())

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "lane_config", "linked", "vector_math"]
+__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "has_compiler", "lane_config", "linked", "vector_math"]
 
 #: Optimisation flags: -O1 gives most of the speed of -O2 at a fraction of its compile
 #: time on these long straight-line functions (-O0 runs them 2× slower than -O1).
@@ -89,6 +89,11 @@ def vector_math(width: int, flags: Sequence[str]) -> bool:
 
 def _compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+
+
+def has_compiler() -> bool:
+    """Whether a C compiler is there to try (``$CC``, ``gcc`` or ``cc``)."""
+    return _compiler() is not None
 
 
 def _cached(target: Path, partial: Path) -> None:

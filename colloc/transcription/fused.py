@@ -1,4 +1,4 @@
-"""Constraints and their Jacobian of compiled blocks in one C function, written in place.
+"""The NLP's functions of compiled blocks as C functions writing in place.
 
 :class:`colloc.transcription.nlp.NLP` evaluates a block's local functions mapped over its
 instances into a buffer, then CasADi gathers the local Jacobians' nonzeros into the global
@@ -15,6 +15,16 @@ a[k] + b[k]·i``, so the C code holds two short tables per block and an explicit
 each irregular instance, never an index per nonzero.  The local functions are compiled once
 to a cached object file (:func:`colloc.base.compiler.linked`); only the small wrapper, whose
 tables change with the record length, is compiled per problem size.
+
+:func:`fused_gradient` and :func:`fused_hessian` do the same for the objective with its
+gradient and for the Lagrangian's Hessian.  Their contributions are SUMMED: a variable shared
+by intervals (a node between two intervals, a parameter in every interval, a node in both
+the dynamics and the fit block) receives one ``+=`` from each instance that holds it, so the
+output is zeroed first and every local nonzero is added at its global place.  Without them
+the NLP evaluates these through CasADi graphs that gather the local variables (an 8-byte
+index a gathered value), keep the sparsity of every large intermediate and sum shared
+contributions by 0/1 matrices (24 bytes a contribution): at 60,001 nodes of the two-link
+case those graphs held ~0.5 GB, and their work vectors up to 181 MB each.
 """
 
 from __future__ import annotations
@@ -28,7 +38,7 @@ import numpy as np
 from ..base.compiler import lane_config, linked, vector_math
 from ..base.lanes import lane_prelude, lane_source, lane_supported
 
-__all__ = ["FusedPart", "fused_constraints"]
+__all__ = ["FusedPart", "SummedPart", "fused_constraints", "fused_gradient", "fused_hessian"]
 
 #: More irregular instances than this in a block: the tables would be large, do not fuse.
 MAX_IRREGULAR = 64
@@ -57,6 +67,25 @@ class FusedPart:
     defects: ca.Function
     jacobian: ca.Function
     local_triplets: tuple[np.ndarray, np.ndarray]
+
+
+@dataclass
+class SummedPart:
+    """One block for :func:`fused_gradient` and :func:`fused_hessian`.
+
+    ``index`` (L, n) global variable of each local variable, ``position`` (K, n) global place
+    of each local output nonzero (the gradient's entry, the Hessian's nonzero), to which it is
+    ADDED; ``row_offset`` and ``data_offset`` where the block's rows (its multipliers) and
+    data start; ``function`` the SX local function, ``(v, d) → (obj, gradient nonzeros)`` or
+    ``(v, d, σ, λ) → (Hessian nonzeros)``; ``local_triplets`` the local row and column of
+    each Hessian nonzero (unused for the gradient)."""
+
+    index: np.ndarray
+    position: np.ndarray
+    row_offset: int
+    data_offset: int
+    function: ca.Function
+    local_triplets: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
 def _affine(table: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -150,7 +179,7 @@ def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: 
 
 
 def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int,
-                      parts: list[FusedPart]) -> ca.Function | None:
+                      parts: list[FusedPart], *, quiet: bool = False) -> ca.Function | None:
     """``(x[nx], p[np]) → (g[ng], jac_g_x[ng × nx])`` in C: the constraints and their sparse
     Jacobian (its nonzeros written in the global compressed-column order; the pattern is
     built by the library when CasADi loads it), for blocks that together own every
@@ -164,7 +193,7 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
 
     Returns ``None`` when a block has more than :data:`MAX_IRREGULAR` instances off the
     affine pattern, or when compiling is not possible (then with a
-    :class:`colloc.base.compiler.CompilerWarning`)."""
+    :class:`colloc.base.compiler.CompilerWarning`, unless ``quiet``)."""
     width, flags = lane_config()
     if width > 1 and not all(_lanes_possible(part.defects, part.jacobian) for part in parts):
         width = 1  # decided here: no C generated in vain for a large model
@@ -173,7 +202,161 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
         fn = _fused(num_variables, num_data, num_rows, num_nonzeros, parts, w, f, mvec, quiet=True)
         if fn is not None:
             return fn
-    return _fused(num_variables, num_data, num_rows, num_nonzeros, parts, 1, (), False, quiet=False)
+    return _fused(num_variables, num_data, num_rows, num_nonzeros, parts, 1, (), False, quiet=quiet)
+
+
+class _Tables:
+    """Block ``j``'s tables in C: the global variable of each local variable
+    (``b<j>_xa + b<j>_xb·i``) and the global place of each local output nonzero
+    (``b<j>_pa + b<j>_pb·i``), affine in the instance ``i`` but for the irregular instances
+    ``b<j>_irr``, whose columns are explicit (``b<j>_xt``, ``b<j>_pt``).  ``text`` is
+    ``None`` when there are more than :data:`MAX_IRREGULAR` irregular instances."""
+
+    def __init__(self, j: int, index: np.ndarray, position: np.ndarray, **local: np.ndarray) -> None:
+        self.j, (self.L, self.n), self.K = j, index.shape, position.shape[0]
+        xa, xb, xreg = _affine(index.astype(np.int64))
+        pa, pb, preg = _affine(position.astype(np.int64))
+        self.irregular = np.flatnonzero(~(xreg & preg))
+        self.text = None
+        if self.irregular.size <= MAX_IRREGULAR:
+            self.text = ("".join(_array(f"b{j}_{name}", values) for name, values in local.items())
+                         + _array(f"b{j}_xa", xa) + _array(f"b{j}_xb", xb) + _array(f"b{j}_pa", pa)
+                         + _array(f"b{j}_pb", pb) + _array(f"b{j}_irr", self.irregular)
+                         + _array(f"b{j}_xt", index[:, self.irregular].T)
+                         + _array(f"b{j}_pt", position[:, self.irregular].T))
+
+    def variable(self, local: str) -> str:
+        """C expression: the global variable of local variable ``local`` of instance ``i``."""
+        j, L = self.j, self.L
+        return f"(irr ? b{j}_xt[r * {L} + ({local})] : b{j}_xa[{local}] + b{j}_xb[{local}] * i)"
+
+    def loop(self, body: str, skip: str = "") -> str:
+        """C: ``body`` for every instance ``i`` (``irr`` whether it is irregular, ``r`` its
+        number among the irregular ones), instances where ``skip`` holds left out."""
+        j = self.j
+        return f"""  for (i = 0, r = 0; i < {self.n}; ++i) {{
+    int irr = r < {self.irregular.size} && b{j}_irr[r] == i;
+{f"    if ({skip}) continue;" if skip else ""}
+{body}
+    if (irr) ++r;
+  }}
+"""
+
+    def gather(self) -> str:
+        """C: the instance's local variables from ``x`` into ``v``."""
+        j, L = self.j, self.L
+        return f"""    if (!x) for (k = 0; k < {L}; ++k) v[k] = 0;
+    else if (irr) for (k = 0; k < {L}; ++k) v[k] = x[b{j}_xt[r * {L} + k]];
+    else for (k = 0; k < {L}; ++k) v[k] = x[b{j}_xa[k] + b{j}_xb[k] * i];"""
+
+    def scatter(self, out: str, op: str) -> str:
+        """C: each local nonzero ``loc[k]`` written (``op`` ``=``) or added (``+=``) at its
+        global place in ``out``."""
+        j, K = self.j, self.K
+        return f"""      if (irr) for (k = 0; k < {K}; ++k) {out}[b{j}_pt[r * {K} + k]] {op} loc[k];
+      else for (k = 0; k < {K}; ++k) {out}[b{j}_pa[k] + b{j}_pb[k] * i] {op} loc[k];"""
+
+    def pattern(self, row: str, col: str) -> str:
+        """C: the output pattern's row of each local nonzero, and its column counted once
+        (``seen``: several instances may add to one nonzero)."""
+        j, K = self.j, self.K
+        return self.loop(f"""    for (k = 0; k < {K}; ++k) {{
+      casadi_int pos = irr ? b{j}_pt[r * {K} + k] : b{j}_pa[k] + b{j}_pb[k] * i;
+      row[pos] = {row};
+      if (!seen[pos]) {{ seen[pos] = 1; colind[{col} + 1]++; }}
+    }}""")
+
+
+def _unit(key: str, functions: dict[str, ca.Function]) -> tuple[tuple[str, str], str]:
+    """The C unit of the local ``functions`` (suffix → SX function), named ``cf<key>_<suffix>``,
+    and the C declarations of those names."""
+    gen = ca.CodeGenerator(f"cf{key}", {"with_header": False})
+    decls = ""
+    for suffix, f in functions.items():
+        gen.add(_renamed(f, f"cf{key}_{suffix}"))
+        decls += f"int cf{key}_{suffix}(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);\n"
+    return (f"cf{key}", gen.dump()), decls
+
+
+def _key(*functions: ca.Function) -> str:
+    return hashlib.sha256("".join(f.serialize() for f in functions).encode()).hexdigest()[:16]
+
+
+def _library(title: str, inputs: list[tuple[str, int]], outputs: list[tuple[str, int | None]], decls: str,
+             blocks_c: str, pattern: tuple[int, int, int, str] | None, work: tuple[int, int, int, int],
+             body: str, units: list, *, libraries: tuple[str, ...] = (), quiet: bool) -> ca.Function | None:
+    """The C library (CasADi's external-function interface) of a fused function: ``inputs``
+    and ``outputs`` dense columns of the given sizes but one output (size ``None``) with the
+    sparse ``pattern`` ``(nrow, ncol, nnz, C loops filling row and colind)``, built on
+    first request and freed with the last reference; ``work`` the sizes of ``arg``, ``res``,
+    ``iw`` and ``w``; ``body`` the function's C; the ``units`` linked with it
+    (:func:`colloc.base.compiler.linked`)."""
+    dense = "".join(f"static const casadi_int s_{k}[3] = {{{size}, 1, 1}};\n"
+                    for k, (_, size) in enumerate(inputs + outputs) if size is not None)
+
+    def sparsity(names, first):
+        cases = [f"i == {i} ? {'s_' + str(first + i) if size is not None else 'sparse_pattern()'}"
+                 for i, (_, size) in enumerate(names)]
+        return " : ".join(cases + ["0"])
+
+    def names(items):
+        return " : ".join([f'i == {i} ? "{name}"' for i, (name, _) in enumerate(items)] + ["0"])
+
+    if pattern is not None:
+        nrow, ncol, nnz, loops = pattern
+        pattern_c = f"""static casadi_int* s_j = 0;   /* the sparse output's pattern, built on first request */
+static const casadi_int* sparse_pattern(void) {{
+  casadi_int i, k, r, *colind, *row;
+  char* seen;
+  if (s_j) return s_j;
+  s_j = (casadi_int*)calloc({3 + ncol + nnz}, sizeof(casadi_int));
+  seen = (char*)calloc({max(nnz, 1)}, 1);
+  if (!s_j || !seen) {{ free(s_j); free(seen); s_j = 0; return 0; }}
+  s_j[0] = {nrow}; s_j[1] = {ncol};
+  colind = s_j + 2; row = s_j + {3 + ncol};
+{loops}  for (i = 0; i < {ncol}; ++i) colind[i + 1] += colind[i];
+  free(seen);
+  return s_j;
+}}
+"""
+    else:
+        pattern_c = "static casadi_int* s_j = 0;\n"
+    sz_arg, sz_res, sz_iw, sz_w = work
+    source = f"""/* colloc: {title}, written in place */
+#include <stdlib.h>
+#include <string.h>
+#define casadi_real double
+#define casadi_int long long int
+#ifdef _WIN32
+#define EXPORT __declspec(dllexport)
+#else
+#define EXPORT __attribute__((visibility("default")))
+#endif
+{decls}
+{dense}static int refs = 0;
+{blocks_c}
+{pattern_c}EXPORT void NAME_incref(void) {{ ++refs; }}
+EXPORT void NAME_decref(void) {{ if (--refs == 0 && s_j) {{ free(s_j); s_j = 0; }} }}
+EXPORT const char* NAME_name_in(casadi_int i) {{ return {names(inputs)}; }}
+EXPORT const char* NAME_name_out(casadi_int i) {{ return {names(outputs)}; }}
+EXPORT casadi_int NAME_n_in(void) {{ return {len(inputs)}; }}
+EXPORT casadi_int NAME_n_out(void) {{ return {len(outputs)}; }}
+EXPORT const casadi_int* NAME_sparsity_in(casadi_int i) {{ return {sparsity(inputs, 0)}; }}
+EXPORT const casadi_int* NAME_sparsity_out(casadi_int i) {{ return {sparsity(outputs, len(inputs))}; }}
+EXPORT int NAME_work(casadi_int* sz_arg, casadi_int* sz_res, casadi_int* sz_iw, casadi_int* sz_w) {{
+  *sz_arg = {len(inputs) + sz_arg}; *sz_res = {len(outputs) + sz_res}; *sz_iw = {sz_iw}; *sz_w = {sz_w};
+  return 0;
+}}
+EXPORT int NAME(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem) {{
+  /* CasADi copied the pattern when it loaded the library: not kept twice (another load of
+     the library builds it again) */
+  if (s_j) {{ free(s_j); s_j = 0; }}
+{body}  return 0;
+}}
+"""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    name = f"colloc_fused_{digest}"
+    return linked(name, source.replace("NAME", name), units, libraries=libraries, quiet=quiet)
 
 
 def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, parts: list[FusedPart],
@@ -186,20 +369,15 @@ def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, 
     for j, part in enumerate(parts):
         L, n = part.index.shape
         K = part.position.shape[0]
-        xa, xb, xreg = _affine(part.index.astype(np.int64))
-        pa, pb, preg = _affine(part.position)
-        irregular = np.flatnonzero(~(xreg & preg))
-        if irregular.size > MAX_IRREGULAR:
+        lr, lc = part.local_triplets
+        tables = _Tables(j, part.index, part.position, lr=lr, lc=lc)
+        if tables.text is None:
             return None
-        key = hashlib.sha256(part.defects.serialize().encode() + part.jacobian.serialize().encode()).hexdigest()[:16]
+        key = _key(part.defects, part.jacobian)
         if key not in unit_of:
-            ev, jac = _renamed(part.defects, f"cf{key}_g"), _renamed(part.jacobian, f"cf{key}_j")
-            gen = ca.CodeGenerator(f"cf{key}", {"with_header": False})
-            gen.add(ev)
-            gen.add(jac)
-            units.append((f"cf{key}", gen.dump()))
-            decls.append(f"int cf{key}_g(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);\n"
-                         f"int cf{key}_j(const casadi_real**, casadi_real**, casadi_int*, casadi_real*, int);\n")
+            unit, decl = _unit(key, {"g": part.defects, "j": part.jacobian})
+            units.append(unit)
+            decls.append(decl)
             if width > 1:
                 lanes = _lane_unit(key, part.defects, part.jacobian, width, mvec)
                 if lanes is None:
@@ -208,45 +386,16 @@ def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, 
                 decls.append(f"void lk{key}_g(const double*, const double*, double*);\n"
                              f"void lk{key}_j(const double*, const double*, double*, const casadi_int*, "
                              "const casadi_int*, casadi_int, double*);\n")
-            unit_of[key] = (ev, jac)
-        ev, jac = unit_of[key]
+            unit_of[key] = True
+        ev, jac = part.defects, part.jacobian
         D, m = part.defects.size1_in(1), part.defects.size1_out(1)
         lane_w = width * (L + D + m + 1) if width > 1 else 0
         sz_arg = max(sz_arg, ev.sz_arg(), jac.sz_arg())
         sz_res = max(sz_res, ev.sz_res(), jac.sz_res())
         sz_iw = max(sz_iw, ev.sz_iw(), jac.sz_iw())
         sz_w = max(sz_w, L + K + lane_w + max(ev.sz_w(), jac.sz_w()))
-        lr, lc = part.local_triplets
-        pattern_c.append(f"""  for (i = 0; i < {n}; ++i) {{
-    int irr = r < {irregular.size} && b{j}_irr[r] == i;
-    for (k = 0; k < {K}; ++k) {{
-      casadi_int pos = irr ? b{j}_pt[r * {K} + k] : b{j}_pa[k] + b{j}_pb[k] * i;
-      casadi_int l = b{j}_lc[k];
-      casadi_int col = irr ? b{j}_xt[r * {L} + l] : b{j}_xa[l] + b{j}_xb[l] * i;
-      row[pos] = {part.row_offset} + {m} * i + b{j}_lr[k];
-      colind[col + 1]++;
-    }}
-    if (irr) ++r;
-  }}
-  r = 0;
-""")
-        tables = (_array(f"b{j}_lr", lr) + _array(f"b{j}_lc", lc) + _array(f"b{j}_xa", xa) + _array(f"b{j}_xb", xb) + _array(f"b{j}_pa", pa)
-                  + _array(f"b{j}_pb", pb) + _array(f"b{j}_irr", irregular)
-                  + _array(f"b{j}_xt", part.index[:, irregular].T) + _array(f"b{j}_pt", part.position[:, irregular].T))
-        blocks_c.append(tables + f"""
-static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real* g, casadi_real* jv,
-                     const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w) {{
-  casadi_real *v = w, *loc = w + {L};
-  casadi_int i, k, r = 0;
-  w += {L + K};
-  if (!g && !jv) return;
-{_lane_loop(j, key, width, L, D, K, m, n, irregular.size, part.row_offset, part.data_offset)}
-  for (i = 0; i < {n}; ++i) {{
-    int irr = r < {irregular.size} && b{j}_irr[r] == i;
-    if (i >= lane_start && i < lane_end) continue;
-    if (!x) for (k = 0; k < {L}; ++k) v[k] = 0;
-    else if (irr) for (k = 0; k < {L}; ++k) v[k] = x[b{j}_xt[r * {L} + k]];
-    else for (k = 0; k < {L}; ++k) v[k] = x[b{j}_xa[k] + b{j}_xb[k] * i];
+        pattern_c.append(tables.pattern(f"{part.row_offset} + {m} * i + b{j}_lr[k]", tables.variable(f"b{j}_lc[k]")))
+        instance = f"""
     arg[0] = v;
     arg[1] = p ? p + {part.data_offset} + {D} * i : 0;
     if (!jv) {{
@@ -255,56 +404,119 @@ static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real* g,
     }} else {{
       res[0] = loc; res[1] = g ? g + {part.row_offset} + {m} * i : 0;
       cf{key}_j(arg, res, iw, w, 0);
-      if (irr) for (k = 0; k < {K}; ++k) jv[b{j}_pt[r * {K} + k]] = loc[k];
-      else for (k = 0; k < {K}; ++k) jv[b{j}_pa[k] + b{j}_pb[k] * i] = loc[k];
-    }}
-    if (irr) ++r;
-  }}
-}}
+{tables.scatter("jv", "=")}
+    }}"""
+        loop = tables.loop(tables.gather() + instance, skip="i >= lane_start && i < lane_end")
+        blocks_c.append(tables.text + f"""
+static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real* g, casadi_real* jv,
+                     const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w) {{
+  casadi_real *v = w, *loc = w + {L};
+  casadi_int i, k, r = 0;
+  w += {L + K};
+  if (!g && !jv) return;
+{_lane_loop(j, key, width, L, D, K, m, n, tables.irregular.size, part.row_offset, part.data_offset)}
+{loop}}}
 """)
     body = "".join(f"  block{j}(arg[0], arg[1], res[0], res[1], arg + 2, res + 2, iw, w);\n" for j in range(len(parts)))
-    source = f"""/* colloc: constraints and Jacobian nonzeros of {len(parts)} block(s), written in place */
-#include <stdlib.h>
-#define casadi_real double
-#define casadi_int long long int
-#ifdef _WIN32
-#define EXPORT __declspec(dllexport)
-#else
-#define EXPORT __attribute__((visibility("default")))
-#endif
-{''.join(decls)}
-static const casadi_int s_x[3] = {{{num_variables}, 1, 1}};
-static const casadi_int s_p[3] = {{{num_data}, 1, 1}};
-static const casadi_int s_g[3] = {{{num_rows}, 1, 1}};
-static casadi_int* s_j = 0;   /* the Jacobian's pattern, built on first request */
-static int refs = 0;
-{''.join(blocks_c)}
-static const casadi_int* jacobian_pattern(void) {{
-  casadi_int i, k, r = 0, *colind, *row;
-  if (s_j) return s_j;
-  s_j = (casadi_int*)calloc({3 + num_variables + num_nonzeros}, sizeof(casadi_int));
-  if (!s_j) return 0;
-  s_j[0] = {num_rows}; s_j[1] = {num_variables};
-  colind = s_j + 2; row = s_j + {3 + num_variables};
-{''.join(pattern_c)}  for (i = 0; i < {num_variables}; ++i) colind[i + 1] += colind[i];
-  return s_j;
-}}
-EXPORT void NAME_incref(void) {{ ++refs; }}
-EXPORT void NAME_decref(void) {{ if (--refs == 0 && s_j) {{ free(s_j); s_j = 0; }} }}
-EXPORT const char* NAME_name_in(casadi_int i) {{ return i == 0 ? "x" : i == 1 ? "p" : 0; }}
-EXPORT const char* NAME_name_out(casadi_int i) {{ return i == 0 ? "g" : i == 1 ? "jac_g_x" : 0; }}
-EXPORT casadi_int NAME_n_in(void) {{ return 2; }}
-EXPORT casadi_int NAME_n_out(void) {{ return 2; }}
-EXPORT const casadi_int* NAME_sparsity_in(casadi_int i) {{ return i == 0 ? s_x : i == 1 ? s_p : 0; }}
-EXPORT const casadi_int* NAME_sparsity_out(casadi_int i) {{ return i == 0 ? s_g : i == 1 ? jacobian_pattern() : 0; }}
-EXPORT int NAME_work(casadi_int* sz_arg, casadi_int* sz_res, casadi_int* sz_iw, casadi_int* sz_w) {{
-  *sz_arg = {2 + sz_arg}; *sz_res = {2 + sz_res}; *sz_iw = {sz_iw}; *sz_w = {sz_w};
-  return 0;
-}}
-EXPORT int NAME(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, int mem) {{
-{body}  return 0;
-}}
+    return _library(f"constraints and Jacobian nonzeros of {len(parts)} block(s)", [("x", num_variables), ("p", num_data)],
+                    [("g", num_rows), ("jac_g_x", None)], "".join(decls), "".join(blocks_c),
+                    (num_rows, num_variables, num_nonzeros, "".join(pattern_c)), (sz_arg, sz_res, sz_iw, sz_w), body,
+                    units, libraries=("mvec",) if mvec else (), quiet=quiet)
+
+
+def _summed(title: str, parts: list[SummedPart], lagrangian: bool, inputs, outputs, pattern, head: str, tail: str,
+            quiet: bool) -> ca.Function | None:
+    """The C function of :func:`fused_gradient` (``lagrangian`` false: each block's local
+    ``(v, d) → (obj, gradient nonzeros)``, objectives summed into ``*fs``) or
+    :func:`fused_hessian` (``(v, d, σ, λ) → Hessian nonzeros``): every local nonzero ADDED
+    at its global place in ``out`` (zeroed by ``head``)."""
+    units, seen_keys, blocks_c, decls, pattern_c = [], set(), [], [], []
+    sz_arg = sz_res = sz_iw = sz_w = 0
+    for j, part in enumerate(parts):
+        L, n = part.index.shape
+        K = part.position.shape[0]
+        fn = part.function
+        lr, lc = part.local_triplets
+        tables = _Tables(j, part.index, part.position, lr=lr, lc=lc)
+        if tables.text is None:
+            return None
+        key = _key(fn)
+        if key not in seen_keys:
+            unit, decl = _unit(key, {"s": fn})
+            units.append(unit)
+            decls.append(decl)
+            seen_keys.add(key)
+        D = fn.size1_in(1)
+        sz_arg, sz_res, sz_iw = max(sz_arg, fn.sz_arg()), max(sz_res, fn.sz_res()), max(sz_iw, fn.sz_iw())
+        sz_w = max(sz_w, L + K + 1 + fn.sz_w())
+        if lagrangian:
+            m = fn.size1_in(3)
+            call = f"""    arg[2] = &sigma;
+    arg[3] = lam ? lam + {part.row_offset} + {m} * i : 0;
+    res[0] = loc;
+    cf{key}_s(arg, res, iw, w, 0);
+{tables.scatter("out", "+=")}"""
+            gi, gj = tables.variable(f"b{j}_lr[k]"), tables.variable(f"b{j}_lc[k]")
+            pattern_c.append(tables.pattern(f"({gi} <= {gj} ? {gi} : {gj})", f"({gi} <= {gj} ? {gj} : {gi})"))
+        else:
+            call = f"""    res[0] = &obj; res[1] = out ? loc : 0;
+    cf{key}_s(arg, res, iw, w, 0);
+    *fs += obj;
+    if (out) {{
+{tables.scatter("out", "+=")}
+    }}"""
+        loop = tables.loop(tables.gather() + f"""
+    arg[0] = v;
+    arg[1] = p ? p + {part.data_offset} + {D} * i : 0;
+{call}""")
+        blocks_c.append(tables.text + f"""
+static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real sigma, const casadi_real* lam,
+                     casadi_real* fs, casadi_real* out, const casadi_real** arg, casadi_real** res,
+                     casadi_int* iw, casadi_real* w) {{
+  casadi_real *v = w, *loc = w + {L}, obj;
+  casadi_int i, k, r = 0;
+  w += {L + K + 1};
+{loop}}}
+""")
+    n_in = len(inputs)
+    body = (head + "".join(f"  block{j}(arg[0], arg[1], sigma, {'arg[3]' if lagrangian else '0'}, &fs, out, "
+                           f"arg + {n_in}, res + {len(outputs)}, iw, w);\n" for j in range(len(parts))) + tail)
+    return _library(title, inputs, outputs, "".join(decls), "".join(blocks_c),
+                    pattern if pattern is None else (*pattern, "".join(pattern_c)),
+                    (sz_arg, sz_res, sz_iw, sz_w), body, units, quiet=quiet)
+
+
+def fused_gradient(num_variables: int, num_data: int, scale: float, parts: list[SummedPart], *,
+                   quiet: bool = False) -> ca.Function | None:
+    """``(x[nx], p[np]) → (f, grad_f_x[nx])`` in C: the objective ``scale · Σ obj`` and its
+    dense gradient, each block's local gradient nonzeros added at their variables
+    (``position`` the global variable of each).  ``f`` alone is computed when the gradient is
+    not requested (IPOPT's objective calls).  ``None`` as :func:`fused_constraints`."""
+    head = f"""  casadi_real fs = 0, sigma = 0, *out = res[1];
+  casadi_int k;
+  if (out) memset(out, 0, {num_variables} * sizeof(casadi_real));
 """
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    name = f"colloc_fused_{digest}"
-    return linked(name, source.replace("NAME", name), units, libraries=("mvec",) if mvec else (), quiet=quiet)
+    tail = f"""  if (res[0]) res[0][0] = {scale!r} * fs;
+  if (out) for (k = 0; k < {num_variables}; ++k) out[k] *= {scale!r};
+"""
+    return _summed("objective and gradient", parts, False, [("x", num_variables), ("p", num_data)],
+                   [("f", 1), ("grad_f_x", num_variables)], None, head, tail, quiet)
+
+
+def fused_hessian(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, scale: float,
+                  parts: list[SummedPart], *, quiet: bool = False) -> ca.Function | None:
+    """``(x, p, lam_f, lam_g) → triu_hess_gamma_x_x`` in C: the Hessian of the Lagrangian
+    ``scale·lam_f·f + lam_gᵀg``, upper triangle (row ≤ column, CasADi's convention for
+    ``nlpsol``'s ``hess_lag``), each block's local lower-triangle nonzeros ADDED at their
+    global places (``position``; a pair of variables shared by instances or blocks sums the
+    contributions).  A local off-diagonal entry must not land on the global diagonal (a
+    block holding one variable twice): the caller checks.  ``None`` as
+    :func:`fused_constraints`."""
+    head = f"""  casadi_real fs = 0, *out = res[0];
+  casadi_real sigma = arg[2] ? {scale!r} * arg[2][0] : 0;
+  if (!out) return 0;
+  memset(out, 0, {num_nonzeros} * sizeof(casadi_real));
+"""
+    return _summed("Hessian of the Lagrangian", parts, True,
+                   [("x", num_variables), ("p", num_data), ("lam_f", 1), ("lam_g", num_rows)],
+                   [("triu_hess_gamma_x_x", None)], (num_variables, num_variables, num_nonzeros), head, "", quiet)

@@ -24,13 +24,14 @@ blocks and instances multiplied by ``objective_scale``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
 import casadi as ca
 import numpy as np
 
-from ..base.compiler import compiled_all
+from ..base.compiler import compiled_all, has_compiler
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
 
@@ -157,6 +158,13 @@ def _gather(values: ca.MX, index: np.ndarray) -> ca.MX:
 _COMPILE_ABOVE = 100
 
 
+#: Models not marked compiled get the fused C functions (their local functions compiled once,
+#: cached on disk) from this many block instances on (measured: benchmarks/README.md,
+#: memory_profile.py): below it CasADi's graphs are small and the first run's compile is not
+#: worth it.
+FUSE_ABOVE = 20_000
+
+
 class _Local:
     """AD of one block's local function (SX), each derivative as a small Function."""
 
@@ -170,7 +178,13 @@ class _Local:
         res, obj, con = f(v, d)
         floc = 0.5 * ca.sumsqr(res) + obj
         self.eval = ca.Function(f"{base}_eval", [v, d], [floc, con, res])
-        self.grad = ca.Function(f"{base}_grad", [v, d], [ca.gradient(floc, v)])
+        grad = ca.gradient(floc, v)
+        self.grad = ca.Function(f"{base}_grad", [v, d], [grad])
+        # kept SX for the fused objective: the objective and its gradient's nonzeros (at the
+        # local variables grad_rows); None for a block without objective (dynamics)
+        self.grad_rows = np.asarray(grad.sparsity().row(), dtype=np.int64)
+        self.sx_grad = None if floc.is_zero() and not self.grad_rows.size else \
+            ca.Function(f"{base}_objgrad", [v, d], [floc, _nonzeros(grad)])
         jac = ca.jacobian(con, v)
         self.jac_sp = jac.sparsity()
         self.jac = ca.Function(f"{base}_jac", [v, d], [_nonzeros(jac)])
@@ -190,6 +204,7 @@ class _Local:
         if hess is not None:
             self.hess_sp = hess.sparsity()
             self.hess = ca.Function(f"{base}_hess", [v, d, sigma, lam], [_nonzeros(hess)])
+            self.sx_hess = self.hess
         self.compiled = block.compiled
 
     def compile(self, skip: tuple[str, ...] = ()) -> None:
@@ -200,6 +215,27 @@ class _Local:
                  if a not in skip and hasattr(self, a) and getattr(self, a).n_instructions() > _COMPILE_ABOVE]
         for attr, f in zip(attrs, compiled_all([getattr(self, a) for a in attrs])):
             setattr(self, attr, f)
+
+
+class _Functions(dict):
+    """The NLP's functions by name; the names in ``lazy`` are built on first use (all the
+    names one builder returns at once)."""
+
+    def __init__(self, functions: dict, lazy: dict) -> None:
+        super().__init__(functions)
+        self._lazy = dict(lazy)
+
+    def __missing__(self, key: str) -> ca.Function:
+        if key not in self._lazy:
+            raise KeyError(key)
+        built = self._lazy[key]()
+        for k, f in built.items():
+            self._lazy.pop(k, None)
+            self[k] = f
+        return self[key]
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self._lazy
 
 
 class NLP:
@@ -214,19 +250,24 @@ class NLP:
     objective_scale : float
         The NLP minimises ``objective_scale · Σ (½‖res‖² + obj)``.
     parallel : int
-        Map local functions over instances with this many threads (1 = serial).  The
-        constraints and their Jacobian of compiled blocks are evaluated by one serial C
-        function writing in place (:mod:`colloc.transcription.fused`) whatever this is.
+        Map local functions over instances with this many threads (1 = serial).  Fused
+        functions (:mod:`colloc.transcription.fused`) are serial C whatever this is.
     residual_jacobian : bool
-        Also build ``jac_res`` (needed for standard errors only; costs memory).
+        Also provide ``jac_res`` (needed for standard errors only).
 
     Attributes
     ----------
     functions : dict of casadi.Function
-        ``f``, ``g``, ``grad_f``, ``jac_g`` (for compiled models the external C function of
-        :mod:`colloc.transcription.fused`), ``hess_lag`` (absent for limited-memory),
+        ``f``, ``g``, ``grad_f``, ``jac_g``, ``hess_lag`` (absent for limited-memory),
         ``res`` (all least-squares residuals) and ``jac_res``, each with inputs ``(x, p)``
-        (``hess_lag``: ``(x, p, lam_f, lam_g)``).
+        (``hess_lag``: ``(x, p, lam_f, lam_g)``).  For a compiled model, and for any model
+        from :data:`FUSE_ABOVE` block instances on when a C compiler exists, ``grad_f``
+        (with ``f``), ``jac_g`` (with ``g``) and ``hess_lag`` are the C functions of
+        :mod:`colloc.transcription.fused` writing in place (``fused`` says which), else
+        CasADi graphs.  ``res`` and ``jac_res`` are CasADi graphs built on first use (after
+        the solve: not held while IPOPT runs).
+    fused : dict of bool
+        Which of ``jac_g``, ``grad_f``, ``hess_lag`` are fused C functions.
     data : ndarray
         The NLP parameter vector (all block data, concatenated).
     """
@@ -268,10 +309,9 @@ class NLP:
         lam_f = ca.MX.sym("lam_f")
         lam_g = ca.MX.sym("lam_g", ng)
 
-        f_terms, g_parts, res_parts = [], [], []
+        f_terms, g_parts = [], []
         grad_vals, grad_targets = [], []
         jac_vals, jac_rows, jac_cols = [], [], []
-        jres_vals, jres_rows, jres_cols = [], [], []
         hess_vals, hess_rows, hess_cols = [], [], []
         mode = ("thread", parallel) if parallel > 1 else ("serial",)
 
@@ -279,22 +319,31 @@ class NLP:
         # assembly's transient memory; positions and keys are computed in 8 bytes)
         itype = np.int32 if max(nx, ng, res) < 2**31 - 1 else np.int64
         locs = [_Local(b, hessian) for b in blocks]
-        fused, jac_pattern = self._fused(locs)
-        for loc, b, doff, roff, soff in zip(locs, blocks, self.data_offsets, self.row_offsets, self.res_offsets):
-            loc.compile(skip=("jac",) if fused is not None else ())
-            n, L, m, nr = b.count, b.num_local, b.num_rows, b.num_res
+        quiet = not any(b.compiled for b in blocks)  # fused on our own decision: fall back silently
+        fuse = self._fuse_decision()
+        fused, jac_pattern = self._fused(locs, quiet) if fuse else (None, None)
+        fused_grad = self._fused_gradient(locs, quiet) if fuse else None
+        fused_hess = self._fused_hessian(locs, quiet) if fuse and hessian != "limited-memory" else None
+        self.fused = {"jac_g": fused is not None, "grad_f": fused_grad is not None, "hess_lag": fused_hess is not None}
+        skip = tuple(k for k, done in (("jac", fused), ("grad", fused_grad), ("hess", fused_hess)) if done is not None)
+        graphs = len(skip) < (3 if hessian != "limited-memory" else 2)  # something is left to CasADi's graphs
+        for loc, b, doff, roff in zip(locs, blocks, self.data_offsets, self.row_offsets):
+            loc.compile(skip=skip)
+            if not graphs:
+                continue
+            n, L, m = b.count, b.num_local, b.num_rows
             index = b.index.astype(itype, copy=False)
             V = ca.reshape(_gather(x, b.index.ravel(order="F")), L, n)
             Dm = ca.reshape(p[doff : doff + b.data.size], b.data.shape[0], n)
 
-            floc, con, resv = loc.eval.map(n, *mode)(V, Dm)
-            f_terms.append(ca.sum2(floc))
-            g_parts.append(ca.vec(con))
-            res_parts.append(ca.vec(resv))
-
-            # gradient: local gradients summed into global positions
-            grad_vals.append(ca.vec(loc.grad.map(n, *mode)(V, Dm)))
-            grad_targets.append(b.index.ravel(order="F"))
+            floc, con, _ = loc.eval.map(n, *mode)(V, Dm)
+            if fused_grad is None:
+                f_terms.append(ca.sum2(floc))
+                # gradient: local gradients summed into global positions
+                grad_vals.append(ca.vec(loc.grad.map(n, *mode)(V, Dm)))
+                grad_targets.append(b.index.ravel(order="F"))
+            if fused is None:
+                g_parts.append(ca.vec(con))
 
             inst = np.arange(n, dtype=itype)
             # constraint Jacobian
@@ -303,14 +352,8 @@ class NLP:
                 jac_vals.append(ca.vec(loc.jac.map(n, *mode)(V, Dm)))
                 jac_rows.append((roff + inst[None, :] * m + lr[:, None].astype(itype)).ravel(order="F"))
                 jac_cols.append(index[lc, :].ravel(order="F"))
-            # residual Jacobian (for covariance)
-            if residual_jacobian and loc.jres_sp.nnz():
-                lr, lc = _triplets(loc.jres_sp)
-                jres_vals.append(ca.vec(loc.jres.map(n, *mode)(V, Dm)))
-                jres_rows.append((soff + inst[None, :] * nr + lr[:, None].astype(itype)).ravel(order="F"))
-                jres_cols.append(index[lc, :].ravel(order="F"))
             # Hessian of the Lagrangian, upper triangle in global numbering
-            if hessian != "limited-memory" and loc.hess_sp.nnz():
+            if fused_hess is None and hessian != "limited-memory" and loc.hess_sp.nnz():
                 lr, lc = _triplets(loc.hess_sp)
                 lam_b = ca.reshape(lam_g[roff : roff + m * n], m, n) if m else ca.MX(0, n)
                 sigma = lam_f * self.objective_scale
@@ -325,14 +368,15 @@ class NLP:
                 hess_rows.append(np.minimum(gi, gj).ravel(order="F"))
                 hess_cols.append(np.maximum(gi, gj).ravel(order="F"))
 
-        f = self.objective_scale * ca.sum1(ca.vertcat(*f_terms)) if f_terms else ca.MX(0)
         g = ca.vertcat(*g_parts) if g_parts else ca.MX(0, 1)
-        res_all = ca.vertcat(*res_parts) if res_parts else ca.MX(0, 1)
-
-        targets = np.concatenate(grad_targets) if grad_targets else np.zeros(0, np.int64)
-        grad = self.objective_scale * ca.mtimes(_assembly(nx, targets), ca.vertcat(*grad_vals)) \
-            if grad_vals else ca.MX(nx, 1)
-        grad = ca.densify(grad)
+        if fused_grad is not None:  # the objective and its gradient summed in place
+            f, grad = fused_grad(x, p)
+        else:
+            f = self.objective_scale * ca.sum1(ca.vertcat(*f_terms)) if f_terms else ca.MX(0)
+            targets = np.concatenate(grad_targets) if grad_targets else np.zeros(0, np.int64)
+            grad = self.objective_scale * ca.mtimes(_assembly(nx, targets), ca.vertcat(*grad_vals)) \
+                if grad_vals else ca.MX(nx, 1)
+            grad = ca.densify(grad)
 
         if fused is not None:  # the compiled blocks write g and the Jacobian in place
             g, jac = fused(x, p)
@@ -340,24 +384,20 @@ class NLP:
             jac, jac_pattern = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
         # the patterns of the Jacobians, for :meth:`sparse_value` (no lists from CasADi)
         self._patterns = {("jac_g", 1): ((ng, nx), jac_pattern)}
-        jres = None
-        if residual_jacobian:
-            jres, jres_pattern = self._sparse(res, nx, jres_rows, jres_cols, jres_vals)
-            self._patterns[("jac_res", 0)] = ((res, nx), jres_pattern)
 
         self.x, self.p = x, p
         self.f, self.g = f, g
         fns = {
             "f": ca.Function("nlp_f", [x, p], [f], ["x", "p"], ["f"]),
             "g": ca.Function("nlp_g", [x, p], [g], ["x", "p"], ["g"]),
-            "grad_f": ca.Function("nlp_grad_f", [x, p], [f, grad], ["x", "p"], ["f", "grad_f_x"]),
+            "grad_f": fused_grad if fused_grad is not None
+            else ca.Function("nlp_grad_f", [x, p], [f, grad], ["x", "p"], ["f", "grad_f_x"]),
             "jac_g": fused if fused is not None
             else ca.Function("nlp_jac_g", [x, p], [g, jac], ["x", "p"], ["g", "jac_g_x"]),
-            "res": ca.Function("nlp_res", [x, p], [res_all], ["x", "p"], ["res"]),
         }
-        if residual_jacobian:
-            fns["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
-        if hessian != "limited-memory":
+        if fused_hess is not None:
+            fns["hess_lag"] = fused_hess
+        elif hessian != "limited-memory":
             hess, _ = self._sparse(nx, nx, hess_rows, hess_cols, hess_vals)
             fns["hess_lag"] = ca.Function(
                 "nlp_hess_l",
@@ -366,18 +406,99 @@ class NLP:
                 ["x", "p", "lam_f", "lam_g"],
                 ["triu_hess_gamma_x_x"],
             )
-        self.functions = fns
+        # the residuals and their Jacobian serve after the solve only: built on first use,
+        # their graphs are not held while IPOPT runs
+        self._locs, self._mode, self._itype = locs, mode, itype
+        lazy = ("res", "jac_res") if residual_jacobian else ("res",)
+        self.functions = _Functions(fns, {k: self._residual_functions for k in lazy})
 
-    def _fused(self, locs: list[_Local]):
+    def _residual_functions(self) -> dict[str, ca.Function]:
+        """``res`` (all least-squares residuals) and, if asked for, ``jac_res`` (their
+        Jacobian, for the standard errors): CasADi graphs of the mapped local functions."""
+        x, p, mode, itype = self.x, self.p, self._mode, self._itype
+        res_parts, jres_vals, jres_rows, jres_cols = [], [], [], []
+        jacobian = "jac_res" in self.functions._lazy
+        for loc, b, doff, soff in zip(self._locs, self.blocks, self.data_offsets, self.res_offsets):
+            n, L, nr = b.count, b.num_local, b.num_res
+            if not nr:
+                continue
+            V = ca.reshape(_gather(x, b.index.ravel(order="F")), L, n)
+            Dm = ca.reshape(p[doff : doff + b.data.size], b.data.shape[0], n)
+            res_parts.append(ca.vec(loc.eval.map(n, *mode)(V, Dm)[2]))
+            if jacobian and loc.jres_sp.nnz():
+                lr, lc = _triplets(loc.jres_sp)
+                inst = np.arange(n, dtype=itype)
+                jres_vals.append(ca.vec(loc.jres.map(n, *mode)(V, Dm)))
+                jres_rows.append((soff + inst[None, :] * nr + lr[:, None].astype(itype)).ravel(order="F"))
+                jres_cols.append(b.index.astype(itype, copy=False)[lc, :].ravel(order="F"))
+        res_all = ca.vertcat(*res_parts) if res_parts else ca.MX(0, 1)
+        out = {"res": ca.Function("nlp_res", [x, p], [res_all], ["x", "p"], ["res"])}
+        if jacobian:
+            jres, pattern = self._sparse(self.num_res, self.num_variables, jres_rows, jres_cols, jres_vals)
+            self._patterns[("jac_res", 0)] = ((self.num_res, self.num_variables), pattern)
+            out["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
+        return out
+
+    def _fuse_decision(self) -> bool:
+        """Whether the NLP's functions are fused C functions (:mod:`colloc.transcription.fused`):
+        for a compiled model (a block marked ``compiled``), and for any model once the blocks
+        have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE`` overrides it) and a
+        C compiler exists.  A compile failure then falls back to CasADi's graphs silently."""
+        if not self.blocks:
+            return False
+        if any(b.compiled for b in self.blocks):
+            return True
+        above = int(os.environ.get("COLLOC_FUSE_ABOVE", FUSE_ABOVE))
+        return sum(b.count for b in self.blocks) >= above and has_compiler()
+
+    def _fused_gradient(self, locs: list[_Local], quiet: bool):
+        """The objective and its gradient as one C function (:func:`fused.fused_gradient`), or ``None``."""
+        from .fused import SummedPart, fused_gradient
+
+        parts = [SummedPart(b.index, b.index[loc.grad_rows, :], roff, doff, loc.sx_grad)
+                 for loc, b, roff, doff in zip(locs, self.blocks, self.row_offsets, self.data_offsets)
+                 if loc.sx_grad is not None and b.count]
+        return fused_gradient(self.num_variables, self.data.size, self.objective_scale, parts, quiet=quiet)
+
+    def _fused_hessian(self, locs: list[_Local], quiet: bool):
+        """The Hessian of the Lagrangian as one C function (:func:`fused.fused_hessian`), with
+        exactly the upper-triangle pattern of the graph it replaces; ``None`` when a block
+        holds one variable twice (its off-diagonal entry would count twice on the diagonal)
+        or when it cannot be compiled."""
+        from .fused import SummedPart, fused_hessian
+
+        owners = [(loc, b, roff, doff) for loc, b, roff, doff
+                  in zip(locs, self.blocks, self.row_offsets, self.data_offsets) if b.count and loc.hess_sp.nnz()]
+        if not owners:
+            return None
+        rows, cols, sizes = [], [], []
+        for loc, b, _, _ in owners:
+            lr, lc = _triplets(loc.hess_sp)
+            gi, gj = b.index[lr, :], b.index[lc, :]
+            if ((lr[:, None] != lc[:, None]) & (gi == gj)).any():
+                return None
+            rows.append(np.minimum(gi, gj).ravel(order="F"))
+            cols.append(np.maximum(gi, gj).ravel(order="F"))
+            sizes.append(rows[-1].size)
+        sp, position, _ = self._pattern(self.num_variables, self.num_variables, rows, cols)
+        parts, start = [], 0
+        for (loc, b, roff, doff), size in zip(owners, sizes):
+            K = loc.hess_sp.nnz()
+            parts.append(SummedPart(b.index, position[start : start + size].reshape(b.count, K).T, roff, doff,
+                                    loc.sx_hess, _triplets(loc.hess_sp)))
+            start += size
+        return fused_hessian(self.num_variables, self.data.size, self.num_rows, sp.nnz(), self.objective_scale,
+                             parts, quiet=quiet)
+
+    def _fused(self, locs: list[_Local], quiet: bool):
         """The constraints and their Jacobian as one C function writing in place
-        (:mod:`colloc.transcription.fused`) when every block with constraint rows is compiled
-        and each Jacobian nonzero comes from one instance: ``(function, pattern)``, else
-        ``(None, None)``."""
+        (:mod:`colloc.transcription.fused`) when each Jacobian nonzero comes from one
+        instance: ``(function, pattern)``, else ``(None, None)``."""
         from .fused import FusedPart, fused_constraints
 
         owners = [(loc, b, roff, doff) for loc, b, roff, doff
                   in zip(locs, self.blocks, self.row_offsets, self.data_offsets) if b.num_rows]
-        if not owners or not all(b.compiled for _, b, _, _ in owners):
+        if not owners:
             return None, None
         rows, cols = [], []
         for loc, b, roff, _ in owners:
@@ -395,7 +516,7 @@ class NLP:
             parts.append(FusedPart(b.index, position[start : start + size].reshape(b.count, K).T,
                                    roff, doff, loc.sx_eval, loc.sx_jac, _triplets(loc.jac_sp)))
             start += size
-        fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, sp.nnz(), parts)
+        fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, sp.nnz(), parts, quiet=quiet)
         return (fn, pattern) if fn is not None else (None, None)
 
     @staticmethod
@@ -442,8 +563,8 @@ class NLP:
         import scipy.sparse as sps
 
         output = 1 if name == "jac_g" else 0
+        f = self.functions[name]  # built now if it is built on first use
         shape, (colind, rows) = self._patterns[(name, output)]
-        f = self.functions[name]
         buf, evaluate = f.buffer()
         xv = np.ascontiguousarray(x, dtype=float)
         pv = np.ascontiguousarray(self.data, dtype=float)
