@@ -44,6 +44,14 @@ class Ipopt:
         not get past it): four 2 s `fes-muscle` records never finished their first
         iteration with 7 and solve in seconds with 0; the two-link seed case is as fast
         or faster with 0 (``benchmarks/README.md``, `fes_muscle.py`).
+    mumps_mem_percent : int
+        How much more factor workspace than its analysis predicts MUMPS reserves, in per
+        cent (IPOPT's ``mumps_mem_percent``; IPOPT's default 1000, 100 here).  MUMPS touches
+        only what the factor fills, so the reservation does not show in the resident
+        memory, but at 600,001 nodes of the two-link case eleven times the prediction was
+        more than the allocator would give: the first factorization failed (MUMPS
+        INFO(1) = -13) and the solve ended in ``Restoration_Failed``.  A reservation too
+        small is not fatal: IPOPT enlarges it and factorizes again.
     print_level : int
         IPOPT's own output (0 = silent, 5 = the usual table).
     parallel : int
@@ -68,6 +76,7 @@ class Ipopt:
     linear_solver: str = "mumps"
     mumps_pivot_order: int = 6
     mumps_permuting_scaling: int = 0
+    mumps_mem_percent: int = 100
     print_level: int = 0
     parallel: int = 1
     standard_errors: bool = True
@@ -98,6 +107,7 @@ class Ipopt:
         if self.linear_solver == "mumps":
             opts["ipopt.mumps_pivot_order"] = int(self.mumps_pivot_order)
             opts["ipopt.mumps_permuting_scaling"] = int(self.mumps_permuting_scaling)
+            opts["ipopt.mumps_mem_percent"] = int(self.mumps_mem_percent)
         if self.hessian == "limited-memory":
             opts["ipopt.hessian_approximation"] = "limited-memory"
         for k, v in (self.extra or {}).items():
