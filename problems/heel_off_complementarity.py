@@ -42,10 +42,11 @@ import casadi as ca
 import numpy as np
 
 import colloc as co
+from colloc.base.callbacks import IterationCallback
 
 from . import heel_off as ho
 
-__all__ = ["EPS_END", "EPS_START", "KAPPA", "identify", "identify_result"]
+__all__ = ["EPS_END", "EPS_START", "KAPPA", "STARTS", "equation_error", "identify", "identify_result"]
 
 #: Relaxation of the complementarity (m·(100 N) for gap × force): the homotopy's first and last ε.
 EPS_START, EPS_END, EPS_FACTOR = 1e-4, 1e-6, 0.1
@@ -77,6 +78,10 @@ PENALTY = 1.0
 #: IPOPT outcomes of an intermediate homotopy step that still start the next one (only the
 #: last step, at ε_end and the record's own noise, must converge).
 STEPPING_STONES = ("Maximum_Iterations_Exceeded",)
+
+#: Where the gains start: ``equation-error`` (:func:`equation_error`, the body's equation of
+#: motion on the smoothed record) or ``guess`` (the guess given, else :data:`heel_off.GUESS`).
+STARTS = ("equation-error", "guess")
 
 #: IPOPT options of the homotopy's warm-started solves.
 WARM_OPTIONS = {"ipopt.mu_init": 1e-4}
@@ -145,14 +150,20 @@ def _functions(degree: int) -> dict:
     interval = ca.Function("mpcc_interval", [xs, xc, L, a, h, p, eps],
                            [ca.vertcat(*dyn), ca.vertcat(*gap), ca.vertcat(*pen), ca.vertcat(*le), ca.vertcat(*ge)])
     # a mesh point: the end of the last interval xe, the state after it xk, impulses Pi (4)
-    xe, xk, Pi = ca.SX.sym("xe", nx), ca.SX.sym("xk", nx), ca.SX.sym("Pi", 4)
+    xe, xk, Pi, hk = ca.SX.sym("xe", nx), ca.SX.sym("xk", nx), ca.SX.sym("Pi", 4), ca.SX.sym("hk")
     terms = contact_terms(xk[:4], xk[4:])
     M = F(xk[:4], xk[4:], 0, 0, 0)[0]
     jump = M @ (xk[4:] - xe[4:]) - IMPULSE * (terms["heel"][1].T @ ca.vertcat(Pi[1], Pi[0])
                                                + terms["toe"][1].T @ ca.vertcat(Pi[3], Pi[2]))
-    pj, lj, gj = comp(xk, Pi[[0, 2]], Pi[[1, 3]], terms, True)
-    mesh = ca.Function("mpcc_mesh", [xe, xk, Pi, eps],
-                       [ca.vertcat(xk[:4] - xe[:4], jump), ca.vertcat(*pj), ca.vertcat(*lj), ca.vertcat(*gj)])
+    _pj, lj, gj = comp(xk, Pi[[0, 2]], Pi[[1, 3]], terms, True)
+    # the impulse's complementarity is with the gap one step ahead, ψ = φ + h·v_n⁺ ≥ 0 (the
+    # time-stepping schemes' condition): an impulse acts only where it stops a point arriving
+    # (φ = 0, v_n⁺ = 0), never as a kick that jumps the velocity of a point at rest
+    psi = [terms[c][0][1] + hk * (terms[c][1] @ xk[4:])[1] for c in ("heel", "toe")]
+    pj = [Pi[0] * psi[0], Pi[2] * psi[1]]
+    mesh = ca.Function("mpcc_mesh", [xe, xk, Pi, hk, eps],
+                       [ca.vertcat(xk[:4] - xe[:4], jump), ca.vertcat(*pj), ca.vertcat(*lj),
+                        ca.vertcat(*gj, *psi)])
     # the initial state: consistent with the contacts in touch at the first collocation point
     x0, l0 = ca.SX.sym("x0", nx), ca.SX.sym("l0", 4)
     terms0 = contact_terms(x0[:4], x0[4:])
@@ -223,14 +234,56 @@ def _guess_states(trial: ho.HeelOffTrial, times: np.ndarray, sig: Mapping[str, f
                      for b, f, wb, wf, up in zip(th_b, th_f, w_b, w_f, lifted)])
 
 
-def _guess_forces(x: np.ndarray) -> np.ndarray:
-    """Normal forces (units of FORCE) for full states (rows): the weight on the contacts in touch."""
-    weight = (ho.BODY["m_f"] + ho.BODY["m_b"]) * ho.BODY["g"] / FORCE
-    f = np.zeros((len(x), 4))
-    th = x[:, 2]
-    f[:, 0] = np.where(th > 0, 0.0, np.where(th < 0, weight, weight / 2))
-    f[:, 2] = np.where(th < 0, 0.0, np.where(th > 0, weight, weight / 2))
-    return f
+class _InverseDynamics:
+    """The record smoothed (:func:`_guess_states` at the samples; accelerations by the
+    derivative of the cubic spline through the smoothed velocities) put into the equations of
+    motion at ``times``: :attr:`x` the full states; :attr:`A`, :attr:`b` the body's equation
+    A·p = b, linear in p = (kp/1000, kd/100) with no contact force in it (the equation-error
+    estimate of the gains); :meth:`forces` the contact forces (units of FORCE: λ_h, μ_h, λ_t,
+    μ_t) that make the foot's three equations hold for gains p, by least squares with the
+    contacts of the guessed mode, the normal forces clipped at 0."""
+
+    def __init__(self, trial: ho.HeelOffTrial, sig: Mapping[str, float], times: np.ndarray):
+        from scipy.interpolate import CubicSpline
+
+        t = np.asarray(trial.time, dtype=float)
+        vdot = CubicSpline(t, _guess_states(trial, t, sig)[:, 4:]).derivative()(times)
+        x = self.x = _guess_states(trial, times, sig)
+        n = len(times)
+        F = ho.mechanics().map(n)
+        args = (x[:, :4].T, x[:, 4:].T, np.interp(times, t, trial.platform_acc))
+        M, f0, _Ph, Jh, _bh, _Pt, Jt, _bt = (np.asarray(o) for o in F(*args, 0.0, 0.0))
+        self.gp = (np.asarray(F(*args, ho.SCALE[0], 0.0)[1]) - f0).T  # f's change per unit of p[0], p[1]
+        self.gd = (np.asarray(F(*args, 0.0, ho.SCALE[1])[1]) - f0).T
+        self.Jh, self.Jt = (J.reshape(2, n, 4).transpose(1, 0, 2) for J in (Jh, Jt))
+        self.r0 = np.einsum("nij,nj->ni", M.reshape(4, n, 4).transpose(1, 0, 2), vdot) - f0.T  # M v̇ − f, p = 0
+        self.A, self.b = np.column_stack([self.gp[:, 3], self.gd[:, 3]]), self.r0[:, 3]
+
+    def forces(self, p) -> np.ndarray:
+        r = self.r0 - p[0] * self.gp - p[1] * self.gd  # = Jᵀ·(contact forces) on the foot's rows
+        out = np.zeros((len(r), 4))
+        th = self.x[:, 2]
+        for i in range(len(r)):
+            cols = []  # (index in the forces, generalised force of a unit force)
+            if th[i] <= 0:
+                cols += [(0, self.Jh[i][1]), (1, self.Jh[i][0])]
+            if th[i] >= 0:
+                cols += [(2, self.Jt[i][1]), (3, self.Jt[i][0])]
+            B = np.column_stack([c for _k, c in cols])[:3] * FORCE
+            for (k, _c), v in zip(cols, np.linalg.lstsq(B, r[i, :3], rcond=None)[0]):
+                out[i, k] = v
+        out[:, [0, 2]] = np.maximum(out[:, [0, 2]], 0.0)
+        return out
+
+
+def equation_error(trials: Sequence[ho.HeelOffTrial], sigs=None) -> dict:
+    """kp, kd by the equation-error method: the body's equation of motion on every sample of
+    the smoothed records, least squares (:class:`_InverseDynamics`); within the bounds."""
+    sigs = _noise(trials) if sigs is None else sigs
+    parts = [_InverseDynamics(tr, sg, np.asarray(tr.time, dtype=float)) for tr, sg in zip(trials, sigs)]
+    A, b = np.vstack([q.A for q in parts]), np.concatenate([q.b for q in parts])
+    p = np.clip(np.linalg.lstsq(A, b, rcond=None)[0], P_LOWER, P_UPPER) * ho.SCALE
+    return dict(zip(ho.NAMES, p.tolist()))
 
 
 class _NLP:
@@ -264,7 +317,8 @@ class _NLP:
                                     ca.DM(rec.acc.T), ca.DM(rec.h).T, p, eps)
             fmesh = fn["mesh"].map(N, "serial")
             last = Xc[8 * (d - 1):, :]  # the end of each interval (τ_d = 1)
-            cont, mpen, mle, mge = fmesh(last, Xm[:, 1:], Pi[:, 1:], eps)
+            h_next = np.append(rec.h[1:], rec.h[-1])  # the step after each mesh point (the last: its own)
+            cont, mpen, mle, mge = fmesh(last, Xm[:, 1:], Pi[:, 1:], ca.DM(h_next).T, eps)
             g0, l0 = fn["init"](Xm[:, 0], Lc[:4, 0], eps)
             eq += [ca.vec(dyn), ca.vec(cont)]
             ineq_ge += [ca.vec(gap), ca.vec(ge), ca.vec(mge), g0]
@@ -311,9 +365,9 @@ class _NLP:
         x[:2] = p0
         for rec, sig in zip(self.recs, sigs):
             x[rec.ix_mesh] = _guess_states(rec.trial, rec.mesh, sig)
-            xc = _guess_states(rec.trial, rec.tc.ravel(), sig)
-            x[rec.ix_coll] = xc.reshape(rec.N, self.degree, 8)
-            x[rec.ix_force] = _guess_forces(xc).reshape(rec.N, self.degree, 4)
+            inv = _InverseDynamics(rec.trial, sig, rec.tc.ravel())
+            x[rec.ix_coll] = inv.x.reshape(rec.N, self.degree, 8)
+            x[rec.ix_force] = inv.forces(p0).reshape(rec.N, self.degree, 4)
         return x
 
 
@@ -350,7 +404,8 @@ def _noise(trials):
 def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | None = None, *, degree: int = 2,
              per_sample: int = 1, eps_start: float = EPS_START, eps_end: float = EPS_END,
              eps_factor: float = EPS_FACTOR, formulation: str = "penalty", max_iter: int = 500, print_level: int = 0,
-             time_limit: float | None = None, ipopt_options: Mapping | None = None) -> dict:
+             time_limit: float | None = None, ipopt_options: Mapping | None = None,
+             start: str = "equation-error") -> dict:
     """Identify kp, kd from records sharing them by the complementarity formulation (module
     docstring; ``formulation`` "penalty" or "relaxation"): Radau collocation of ``degree`` on
     a fixed grid of ``per_sample``
@@ -361,7 +416,7 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     converge), ``poor_fit`` (weighted residuals' rms above :data:`heel_off.POOR_FIT`),
     ``parameter_on_bound``, ``friction_bound`` (the stand-in for unlimited friction binds),
     ``lost_contact`` (both contacts open), ``time_limit``."""
-    start = _time.perf_counter()
+    clock0 = _time.perf_counter()
     trials = list(trials)
     if not trials:
         raise co.OptionsError("heel-off: no trial")
@@ -377,6 +432,10 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     if formulation not in FORMULATIONS:
         raise co.OptionsError(f"heel-off complementarity: formulation {formulation!r}; one of "
                               f"{', '.join(FORMULATIONS)}")
+    if start not in STARTS:
+        raise co.OptionsError(f"heel-off complementarity: start {start!r}; one of {', '.join(STARTS)}")
+    if start == "equation-error":
+        cur = equation_error(trials, sigs)
     nlp = _NLP(trials, degree, per_sample, formulation == "penalty")
     noisy = any(sg[n] > 10 * ho.NOISE_FLOOR[n] for sg in sigs for n in sg)
     problem = {"x": nlp.V, "p": nlp.P, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples + SPLIT * nlp.split + nlp.penalty,
@@ -385,19 +444,23 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
             "ipopt.tol": 1e-9, "ipopt.acceptable_tol": 1e-7, "ipopt.acceptable_iter": 5, "ipopt.sb": "yes",
             "ipopt.mumps_pivot_order": 6, "ipopt.mumps_permuting_scaling": 0, "expand": True,
             "ipopt.obj_scaling_factor": float(nlp.samples) if noisy else 1.0,
-            "ipopt.max_wall_time": max(1.0, limit),
             **{f"ipopt.{k}": v for k, v in (ipopt_options or {}).items()}}
+    # the time limit inside every solve: IPOPT asks the clock after each iteration
+    deadline = clock0 + limit
+    sizes = {"x": nlp.n, "f": 1, "g": int(nlp.g.shape[0]), "lam_x": nlp.n, "lam_g": int(nlp.g.shape[0]),
+             "lam_p": int(nlp.P.shape[0])}
+    opts["iteration_callback"] = IterationCallback(sizes, lambda _i, _arg: _time.perf_counter() >= deadline)
     solver = ca.nlpsol("heel_off_mpcc", "ipopt", problem, opts)
     warm_opts = {**opts, **WARM_OPTIONS}
     warm_solver = ca.nlpsol("heel_off_mpcc_warm", "ipopt", problem, warm_opts)
-    build_s = _time.perf_counter() - start
+    build_s = _time.perf_counter() - clock0
     x = nlp.guess(np.array([cur["kp"], cur["kd"]]) / ho.SCALE, sigs)
     lam_x = lam_g = None
     history, ok, status = [], True, "Solve_Succeeded"
     steps = _steps(sigs, eps_start, eps_end, eps_factor)
     solve_s = 0.0
     for eps, weights in steps:
-        left = limit - (_time.perf_counter() - start)
+        left = limit - (_time.perf_counter() - clock0)
         if left <= 0:
             ok, status = False, "time_limit"
             break
@@ -413,8 +476,11 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
         lam_x, lam_g = sol["lam_x"], sol["lam_g"]
         history.append({"eps": eps, "noise_floor": weights != sigs, "iterations": int(st["iter_count"]),
                         "status": st["return_status"], "objective": float(sol["f"]), "kp": float(x[0] * ho.SCALE[0]),
-                        "kd": float(x[1] * ho.SCALE[1]), "time_s": _time.perf_counter() - start})
+                        "kd": float(x[1] * ho.SCALE[1]), "time_s": _time.perf_counter() - clock0})
         final = (eps, weights) == steps[-1]
+        if st["return_status"] == "User_Requested_Stop":  # the deadline, inside the solve
+            ok, status = False, "time_limit"
+            break
         if not conv and (final or st["return_status"] not in STEPPING_STONES):
             ok, status = False, "homotopy_failed"
             break
@@ -435,7 +501,7 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
         elif rms > ho.POOR_FIT:
             status = "poor_fit"
         success = status in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
-    if not success and _time.perf_counter() - start >= limit:
+    if not success and _time.perf_counter() - clock0 >= limit:
         status = "time_limit"
     return {"problem": "heel-off", "method": "complementarity", "parameters": params,
             "standard_errors": dict(zip(ho.NAMES, se.tolist())),
@@ -445,7 +511,7 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
             "residual_scale": float(np.sqrt(s2)), "noise": sigs, "modes": [[m for m, _a, _b in seq] for seq in modes],
             "phases": modes, "switches": switches, "eps": history[-1]["eps"] if history else None,
             "degree": degree, "per_sample": per_sample,
-            "time_s": _time.perf_counter() - start, "build_s": build_s, "solve_s": solve_s,
+            "time_s": _time.perf_counter() - clock0, "build_s": build_s, "solve_s": solve_s,
             "samples": nlp.samples, "variables": int(nlp.n)}
 
 
