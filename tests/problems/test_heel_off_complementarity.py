@@ -63,6 +63,22 @@ def test_noisy_records_truth_within_3_standard_errors(seed):
 
 
 @pytest.mark.slow
+def test_the_shipped_clean_8s_record_is_recovered():
+    # three heel-offs (toe, heel, toe) in 8 s: the windows find the modes, the polish the gains;
+    # the expected events are the simulator's (data/heel_off/events.json, generate.py)
+    from colloc_problems._data import data_path
+
+    trial = heel_off.load_trial(data_path("heel_off", "heel_off_clean.csv"))
+    events = json.loads(data_path("heel_off", "events.json").read_text())["heel_off_clean.csv"]
+    out = hc.identify([trial], POOR, time_limit=3600)
+    assert out["success"], out["status"]
+    assert [s["kind"] for s in out["switches"][0]] == [e["kind"] for e in events]
+    np.testing.assert_allclose([s["time"] for s in out["switches"][0]], [e["time"] for e in events], atol=0.01)
+    for k in heel_off.NAMES:
+        assert abs(out["parameters"][k] / heel_off.TRUE[k] - 1) < 0.005, (k, out["parameters"])
+
+
+@pytest.mark.slow
 def test_a_record_the_model_cannot_fit_is_a_failure():
     # the body angle of a flat record played at a third of its speed: no gains make the
     # platform's pulse move the body like that
@@ -116,6 +132,18 @@ def test_the_windows_switches_are_stitched_into_phases_or_their_disagreement_nam
     assert hc._stitch("flat", [], 0.0, 4.0) == [("flat", 0.0, 4.0)]
     # a later window saw the landing that the earlier one had not: the sequence breaks there
     assert hc._stitch("flat", [sw[0], sw[2]], 0.0, 8.0) == 3.2
+
+
+def test_chatter_shorter_than_a_phase_is_merged_into_its_neighbours():
+    # hand-made: a heel pivot 3.184–3.65 s, then the grid's chatter (touch, lift, both open)
+    # for 40 ms after the landing, then flat; and a record that starts with a 10 ms blip
+    seq = [("flat", 0.0, 3.184), ("heel", 3.184, 3.65), ("flat", 3.65, 3.653), ("heel", 3.653, 3.66),
+           (None, 3.66, 3.663), ("flat", 3.663, 3.67), ("heel", 3.67, 3.69), ("flat", 3.69, 4.5)]
+    assert hc._without_chatter(seq) == [("flat", 0.0, 3.184), ("heel", 3.184, 3.69), ("flat", 3.69, 4.5)]
+    assert hc._without_chatter([("toe", 0.0, 0.01), ("flat", 0.01, 1.0)]) == [("flat", 0.0, 1.0)]
+    # an 84 ms pivot (the shortest of the shipped records) is a mode, kept
+    real = [("flat", 5.0, 5.672), ("toe", 5.672, 5.756), ("flat", 5.756, 6.0)]
+    assert hc._without_chatter(real) == real
 
 
 def test_lift_off_time_is_where_the_force_line_reaches_zero():
