@@ -59,14 +59,24 @@ def fit(method: str, trial, events, time_limit: float) -> dict:
     start = time.perf_counter()
     out = METHODS[method]([trial], time_limit=time_limit)
     wall = time.perf_counter() - start
+    row = {"method": method, "success": out["success"], "status": out["status"], "wall_s": wall,
+           "iterations": out["iterations"], "homotopy_steps": len(out.get("homotopy", [])),
+           **errors(out, events), "modes": out["modes"][0]}
+    if "polished" in out:
+        row["polished"] = out["polished"]
+    if out.get("complementarity"):  # the fixed-grid fit before the polish freed the switching times
+        stage = out["complementarity"]
+        row["fixed_grid"] = {"status": stage["status"], "success": stage["success"], **errors(stage, events)}
+    return row
+
+
+def errors(out: dict, events: list) -> dict:
+    """Parameters, standard errors, their errors against the simulator's gains, the switches."""
     p, se = out["parameters"], out["standard_errors"]
-    return {"method": method, "success": out["success"], "status": out["status"], "wall_s": wall,
-            "iterations": out["iterations"], "homotopy_steps": len(out.get("homotopy", [])),
-            "parameters": p, "standard_errors": se,
+    return {"parameters": p, "standard_errors": se,
             "error_pct": {k: 100 * (p[k] / heel_off.TRUE[k] - 1) for k in heel_off.NAMES},
             "error_in_se": {k: (p[k] - heel_off.TRUE[k]) / se[k] if se[k] > 0 else None for k in heel_off.NAMES},
-            "residual_rms": out.get("residual_rms"), "modes": out["modes"][0],
-            **switch_errors(out["switches"][0], events)}
+            "residual_rms": out.get("residual_rms"), **switch_errors(out["switches"][0], events)}
 
 
 def main() -> None:
@@ -88,13 +98,16 @@ def main() -> None:
         for method in methods:
             row = {"record": name, **fit(method, trial, events, args.time_limit)}
             rows.append(row)
-            e, s = row["error_pct"], row["error_in_se"]
-            sw = row["max_switch_error_s"]
-            print(f"{name:<20} {method:<16} {row['status']:<22} kp {e['kp']:+7.2f} % ({s['kp'] or 0:+7.1f} SE)  "
-                  f"kd {e['kd']:+7.2f} % ({s['kd'] or 0:+7.1f} SE)  events {row['events_matched']}/"
-                  f"{row['events_true']} (found {row['switches_found']}) max err "
-                  f"{'-' if sw is None else f'{sw:.4f}'} s  {row['wall_s']:6.1f} s  {row['iterations']} it",
-                  flush=True)
+            for label, part in ((method, row), ("  fixed grid", row.get("fixed_grid"))):
+                if part is None:
+                    continue
+                e, s = part["error_pct"], part["error_in_se"]
+                sw = part["max_switch_error_s"]
+                print(f"{name:<20} {label:<16} {part['status']:<22} kp {e['kp']:+7.2f} % ({s['kp'] or 0:+7.1f} SE)  "
+                      f"kd {e['kd']:+7.2f} % ({s['kd'] or 0:+7.1f} SE)  events {part['events_matched']}/"
+                      f"{part['events_true']} (found {part['switches_found']}) max err "
+                      f"{'-' if sw is None else f'{sw:.4f}'} s" + (f"  {row['wall_s']:6.1f} s  {row['iterations']} it"
+                                                                     if part is row else ""), flush=True)
             write(args.out, rows)  # after every fit: a long run stopped early keeps what it measured
     print(f"written {args.out}")
 

@@ -99,6 +99,17 @@ def _known_problem(name: str) -> str:
     return name
 
 
+def _seconds(text: str) -> float:
+    """argparse type of ``--time-limit``: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got '{text}'") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text}")
+    return value
+
+
 def _starts_count(text: str) -> int:
     """argparse type of ``--starts``: an integer >= 1."""
     try:
@@ -223,7 +234,8 @@ def _identify(problem_name: str, paths: list[str], method_name: str,
               nodes: int | None, verbose: bool, quiet: bool, max_iter: int = 500, refine: int = 1,
               start: str | None = None, starts: int = 1, seed: int = 0, missing: str = "error",
               names: list[str] | None = None, fit_weights: dict | None = None, guess: dict | None = None,
-              bounds: dict | None = None, absolute_sigma: bool = False, **reading):
+              bounds: dict | None = None, absolute_sigma: bool = False, time_limit: float | None = None,
+              **reading):
     """:func:`colloc.studies.identify.identify_files` with a progress line; with ``verbose``
     off, what IPOPT, CasADi and CVODES print is kept off the terminal (a one-line note counts
     it; ``result.info["solver_output"]`` keeps the first lines)."""
@@ -234,7 +246,7 @@ def _identify(problem_name: str, paths: list[str], method_name: str,
                                     max_iter=max_iter, start=start, starts=starts, seed=seed, missing=missing,
                                     names=names, fit_weights=fit_weights, guess=guess, bounds=bounds,
                                     absolute_sigma=absolute_sigma, print_level=5 if verbose else 0,
-                                    progress=progress, **reading)
+                                    progress=progress, time_limit=time_limit, **reading)
         finally:
             if progress is not None:
                 progress.close()
@@ -281,7 +293,7 @@ def cmd_identify(args) -> int:
     result = _identify(args.problem, paths, args.method, args.nodes, args.verbose, args.json,
                        args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
                        names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
-                       absolute_sigma=args.absolute_sigma, **_lab_options(args))
+                       absolute_sigma=args.absolute_sigma, time_limit=args.time_limit, **_lab_options(args))
     if _T_MAIN is not None:  # from main() to the problem and its libraries imported (not the interpreter's start)
         result.timings["import_s"] = imported - _T_MAIN
     if args.out:
@@ -666,6 +678,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the result document on stdout and nothing else")
     p.add_argument("--plot", metavar="FIG.png", help="write measured vs identified trajectories")
     p.add_argument("--max-iter", type=int, default=500, metavar="K", help="IPOPT iteration limit (default 500)")
+    p.add_argument("--time-limit", type=_seconds, default=None, metavar="SECONDS",
+                   help="wall-clock budget of the fit, checked inside the solves (IPOPT's max_wall_time; "
+                        "heel-off: its whole fit, default 600 s); a fit that runs out of it is a failure")
     p.add_argument("--verbose", action="store_true", help="show IPOPT's own iteration table")
     p.add_argument("--start", choices=("equation-error", "guess"), default=None,
                    help="initial parameters: the equation-error estimate from the data (default for "

@@ -1445,13 +1445,14 @@ def identify_method(trials: Sequence[HeelOffTrial], *, method: str = "complement
 def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None,
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                     max_iter: int = 500, print_level: int = 0, controller: str = "PD",
-                    start: str | None = None) -> co.Result:
+                    start: str | None = None, time_limit: float | None = None) -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (what ``colloc identify heel-off`` prints
     and writes); ``info`` holds the modes, the switching times with their standard errors,
     the rounds and the noise assumed per signal.  ``method`` (the command line's default
     passes through) and ``bounds`` are not options of this multi-phase transcription.
     ``controller`` (:data:`CONTROLLERS`): ``PD`` (the contract's T = −kp·θ_body − kd·ω_body) or
-    ``PD-delay`` (T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), τ identified as ``tau``)."""
+    ``PD-delay`` (T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), τ identified as ``tau``);
+    ``time_limit`` (s; ``--time-limit``) that of :func:`identify`."""
     if controller not in CONTROLLERS:
         raise co.OptionsError(f"--controller {controller}: problem 'heel-off' has the controllers "
                               f"{', '.join(CONTROLLERS)}")
@@ -1470,7 +1471,8 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                               + ("" if delay else " (tau with --controller PD-delay)"))
     if start is not None and start not in STARTS:
         raise co.OptionsError(f"--start {start}: problem 'heel-off' starts from {' or '.join(STARTS)}")
-    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, delay=delay, start=start)
+    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, delay=delay, start=start,
+                   time_limit=time_limit)
     cov = pd.DataFrame(out["covariance"], index=list(names), columns=list(names))
     info = {k: out[k] for k in ("modes", "switches", "rounds", "noise", "residual_scale", "samples", "variables")}
     info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "

@@ -11,7 +11,9 @@ __all__ = ["IterationCallback"]
 
 
 class IterationCallback(ca.Callback):
-    """Calls ``on_iteration(iteration, arg)`` after every IPOPT iteration.
+    """Calls ``on_iteration(iteration, arg)`` after every IPOPT iteration; a true return value
+    stops the solve there (IPOPT's status ``User_Requested_Stop``: a deadline checked inside a
+    solve).
 
     ``arg`` holds the nlpsol outputs in order (``x, f, g, lam_x, lam_g, lam_p``) as DMs.
 
@@ -45,6 +47,6 @@ class IterationCallback(ca.Callback):
         return ca.Sparsity.dense(self.sizes[ca.nlpsol_out(i)], 1)
 
     def eval(self, arg):  # noqa: D102
-        self.on_iteration(self.iteration, arg)
+        stop = self.on_iteration(self.iteration, arg)
         self.iteration += 1
-        return [0]
+        return [1 if stop else 0]

@@ -176,14 +176,16 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
                    bounds: Mapping[str, tuple] | None = None, absolute_sigma: bool = False,
                    print_level: int = 0, progress: Callable | None = None, client=None,
                    columns: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
-                   problem_options: Mapping | None = None):
+                   problem_options: Mapping | None = None, time_limit: float | None = None):
     """Identify problem ``problem_name`` from the trial files ``paths``; the
     :class:`~colloc.Result` (``success`` False rather than an exception when the solver
     fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`.
     ``columns``/``units`` map a lab's file (:meth:`colloc.Trial.from_csv`);
     ``problem_options`` are keyword arguments of the problem's ``problem()`` (e.g. ``body``).
     ``method=None``: the problem's choice for these trials (``default_method(trials, options)``,
-    e.g. cip's Kalman ML for one COP-only trial of a real subject), else the default."""
+    e.g. cip's Kalman ML for one COP-only trial of a real subject), else the default.
+    ``time_limit`` (s, > 0): the wall-clock budget, IPOPT's ``max_wall_time`` of the solve, or
+    the ``time_limit`` of a problem that runs its own fit (refused by a problem without one)."""
     from ..solving.ipopt import Ipopt
     from ..solving.solve import solve
 
@@ -195,6 +197,8 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     solver_method = None if own or chosen else make_method(method, nodes, refine)
     if max_iter < 0:
         raise OptionsError(f"--max-iter must be >= 0, got {max_iter}")
+    if time_limit is not None and not time_limit > 0:
+        raise OptionsError(f"--time-limit must be > 0 seconds, got {time_limit}")
     paths = [str(p) for p in paths]
     if names is not None and len(names) != len(paths):
         raise OptionsError(f"--name given {len(names)} time(s) for {len(paths)} --data file(s); give one per file")
@@ -212,7 +216,8 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
         result = _own_method(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
                              max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights, guess=guess,
                              bounds=bounds, absolute_sigma=absolute_sigma, print_level=print_level,
-                             problem_options=problem_options, client=client)
+                             problem_options=_with_time_limit(module.identify_method, problem_name, problem_options,
+                                                              time_limit), client=client)
         result.trials = paths
         return result
     takes_controller = hasattr(module, "identify_result") and _takes(module.identify_result, "controller")
@@ -224,7 +229,9 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
         result = _own_identification(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
                                      max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights,
                                      guess=guess, bounds=bounds, absolute_sigma=absolute_sigma,
-                                     print_level=print_level, problem_options=problem_options, client=client)
+                                     print_level=print_level, problem_options=_with_time_limit(
+                                         module.identify_result, problem_name, problem_options, time_limit),
+                                     client=client)
         result.trials = paths
         return result
     for key in problem_options or {}:
@@ -249,13 +256,28 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
             raise OptionsError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; signals: {', '.join(signals)}")
         problem = problem.with_fit(fit_weights)
     # a problem may set IPOPT defaults of its own (ship-stance: the Gauss–Newton Hessian)
-    solver = Ipopt(**{**getattr(module, "IPOPT_OPTIONS", {}), "print_level": print_level, "max_iter": max_iter,
-                      "absolute_sigma": absolute_sigma})
+    ipopt = {**getattr(module, "IPOPT_OPTIONS", {}), "print_level": print_level, "max_iter": max_iter,
+             "absolute_sigma": absolute_sigma}
+    if time_limit is not None:
+        ipopt["extra"] = {**(ipopt.get("extra") or {}), "max_wall_time": float(time_limit)}
+    solver = Ipopt(**ipopt)
     result = solve(problem, solver_method, solver=solver, guess=guess or None, progress=progress, throw=False,
                    start=start, starts=starts, seed=seed, client=client)
     result.problem = problem_name
     result.trials = paths
     return result
+
+
+def _with_time_limit(function, problem_name: str, problem_options: Mapping | None, time_limit) -> dict:
+    """``problem_options`` with ``time_limit`` for a problem's own fit ``function`` (refused
+    by name when it has no time limit)."""
+    options = dict(problem_options or {})
+    if time_limit is None:
+        return options
+    params = inspect.signature(function).parameters.values()
+    if not any(p.name == "time_limit" or p.kind is p.VAR_KEYWORD for p in params):
+        raise OptionsError(f"--time-limit does not apply to problem '{problem_name}' (its own fit has no time limit)")
+    return {**options, "time_limit": float(time_limit)}
 
 
 def _own_method(module: ModuleType, problem_name: str, trials: list, *, method: str, nodes, refine: int,

@@ -34,16 +34,52 @@ def short_heel_off():
 def test_clean_record_modes_and_switching_times_come_out_of_the_fit(short_heel_off):
     trial, sim = short_heel_off
     assert [e.kind for e in sim.events] == ["lift-off", "landing"]
-    out = hc.identify([trial], POOR)  # from kp 500, kd 100; no mode sequence given
-    assert out["modes"] == [["flat", "toe", "flat"]]
-    assert [s["kind"] for s in out["switches"][0]] == ["lift-off", "landing"]
-    np.testing.assert_allclose([s["time"] for s in out["switches"][0]], sim.event_times(), atol=0.01)  # one sample
+    # from kp 500, kd 100 (not the equation-error start); no mode sequence given
+    out = hc.identify([trial], POOR, start="guess")
+    assert out["success"], out["status"]
+    assert out["modes"] == [["flat", "toe", "flat"]] and out["polished"]
+    # the fixed grid's own fit: its events within one sample
+    stage = out["complementarity"]
+    assert [s["kind"] for s in stage["switches"][0]] == ["lift-off", "landing"]
+    np.testing.assert_allclose([s["time"] for s in stage["switches"][0]], sim.event_times(), atol=0.01)
+    # polished (the switching times free): the acceptance, gains within 0.5 %, events within a sample
+    np.testing.assert_allclose([s["time"] for s in out["switches"][0]], sim.event_times(), atol=0.01)
     for k in heel_off.NAMES:
-        err = abs(out["parameters"][k] / heel_off.TRUE[k] - 1)
-        assert err < 0.02, (k, out["parameters"])
-        # a clean record is weighted at the noise floor (1e-5 rad): the fixed grid's error at the
-        # contact events shows there, and a fit outside the acceptance (0.5 %) is never a success
-        assert err < 0.005 or not out["success"]
+        assert abs(out["parameters"][k] / heel_off.TRUE[k] - 1) < 0.005, (k, out["parameters"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_noisy_records_truth_within_3_standard_errors(seed):
+    # 1.3 s, one heel-off, the seed records' noise (0.1°, 1°/s); before the polish the fixed
+    # grid's fit missed kd by −4.2 SE on seed 0 and reported a success
+    trial, sim = heel_off.make_trial(1.3, pulses=((0.3, -6.0, 0.5),), noise=True, seed=seed)
+    out = hc.identify([trial], POOR)
+    assert out["success"], out["status"]
+    assert out["modes"] == [["flat", "toe", "flat"]]
+    for k in heel_off.NAMES:
+        assert abs(out["parameters"][k] - heel_off.TRUE[k]) < 3 * out["standard_errors"][k], (k, out)
+    np.testing.assert_allclose([s["time"] for s in out["switches"][0]], sim.event_times(), atol=0.01)
+
+
+@pytest.mark.slow
+def test_the_shipped_clean_8s_record_is_recovered_or_reported_as_a_failure():
+    # three heel-offs (toe, heel, toe) in 8 s: the windows find the modes, the polish the gains;
+    # the expected events are the simulator's (data/heel_off/events.json, generate.py).  Not
+    # met yet (the window holding the toe landing at 3.65 s fails, benchmarks/README.md): a
+    # success must meet the acceptance, a failure must carry a named status
+    from colloc_problems._data import data_path
+
+    trial = heel_off.load_trial(data_path("heel_off", "heel_off_clean.csv"))
+    events = json.loads(data_path("heel_off", "events.json").read_text())["heel_off_clean.csv"]
+    out = hc.identify([trial], POOR, time_limit=1200)
+    if not out["success"]:  # a failure names its cause (never a solver's success status)
+        assert out["status"] and out["status"] not in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+        return
+    assert [s["kind"] for s in out["switches"][0]] == [e["kind"] for e in events]
+    np.testing.assert_allclose([s["time"] for s in out["switches"][0]], [e["time"] for e in events], atol=0.01)
+    for k in heel_off.NAMES:
+        assert abs(out["parameters"][k] / heel_off.TRUE[k] - 1) < 0.005, (k, out["parameters"])
 
 
 @pytest.mark.slow
@@ -66,6 +102,52 @@ def test_bad_options_are_refused():
         hc.identify([trial], formulation="smooth")
     with pytest.raises(co.OptionsError, match="unknown parameter"):
         hc.identify_result([trial], guess={"kq": 1.0})
+
+
+def test_the_equation_error_start_is_near_the_simulators_gains():
+    # the body's equation of motion on the smoothed record (no collocation, no contact force):
+    # a start: close to the simulator's gains on a clean record, within 10 % on a noisy one (smoothing
+    # biases it: kd −7 % on this one)
+    for noise, tol in ((False, 0.01), (True, 0.1)):
+        trial, _sim = heel_off.make_trial(3.0, noise=noise, seed=3)
+        est = hc.equation_error([trial])
+        for k in heel_off.NAMES:
+            assert abs(est[k] / heel_off.TRUE[k] - 1) < tol, (noise, est)
+
+
+def test_the_time_limit_stops_a_solve_inside_it(short_heel_off):
+    # the first homotopy step of this record takes hundreds of iterations; a limit of a few
+    # seconds ends inside it (IPOPT asks the clock after every iteration), reported as time_limit
+    trial, _sim = short_heel_off
+    out = hc.identify([trial], time_limit=4.0)
+    assert not out["success"] and out["status"] == "time_limit"
+    assert len(out["homotopy"]) <= 1
+    if out["homotopy"]:  # the build took less than the limit: the stop came inside the first solve
+        assert out["homotopy"][0]["status"] == "User_Requested_Stop"
+    with pytest.raises(co.OptionsError, match="start 'zero'"):
+        hc.identify([trial], start="zero")
+
+
+def test_the_windows_switches_are_stitched_into_phases_or_their_disagreement_named():
+    sw = [{"time": 0.7, "from": "flat", "to": "toe"}, {"time": 0.85, "from": "toe", "to": "flat"},
+          {"time": 3.2, "from": "flat", "to": "heel"}]
+    assert hc._stitch("flat", sw[::-1], 0.0, 8.0) == [("flat", 0.0, 0.7), ("toe", 0.7, 0.85), ("flat", 0.85, 3.2),
+                                                      ("heel", 3.2, 8.0)]
+    assert hc._stitch("flat", [], 0.0, 4.0) == [("flat", 0.0, 4.0)]
+    # a later window saw the landing that the earlier one had not: the sequence breaks there
+    assert hc._stitch("flat", [sw[0], sw[2]], 0.0, 8.0) == 3.2
+
+
+def test_chatter_shorter_than_a_phase_is_merged_into_its_neighbours():
+    # hand-made: a heel pivot 3.184–3.65 s, then the grid's chatter (touch, lift, both open)
+    # for 40 ms after the landing, then flat; and a record that starts with a 10 ms blip
+    seq = [("flat", 0.0, 3.184), ("heel", 3.184, 3.65), ("flat", 3.65, 3.653), ("heel", 3.653, 3.66),
+           (None, 3.66, 3.663), ("flat", 3.663, 3.67), ("heel", 3.67, 3.69), ("flat", 3.69, 4.5)]
+    assert hc._without_chatter(seq) == [("flat", 0.0, 3.184), ("heel", 3.184, 3.69), ("flat", 3.69, 4.5)]
+    assert hc._without_chatter([("toe", 0.0, 0.01), ("flat", 0.01, 1.0)]) == [("flat", 0.0, 1.0)]
+    # an 84 ms pivot (the shortest of the shipped records) is a mode, kept
+    real = [("flat", 5.0, 5.672), ("toe", 5.672, 5.756), ("flat", 5.756, 6.0)]
+    assert hc._without_chatter(real) == real
 
 
 def test_lift_off_time_is_where_the_force_line_reaches_zero():
