@@ -56,7 +56,6 @@ import casadi as ca
 import numpy as np
 
 import colloc as co
-from colloc.base.callbacks import IterationCallback
 
 from . import heel_off as ho
 
@@ -495,7 +494,7 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     deadline = clock0 + limit
     sizes = {"x": nlp.n, "f": 1, "g": int(nlp.g.shape[0]), "lam_x": nlp.n, "lam_g": int(nlp.g.shape[0]),
              "lam_p": int(nlp.P.shape[0])}
-    opts["iteration_callback"] = IterationCallback(sizes, lambda _i, _arg: _time.perf_counter() >= deadline)
+    opts["iteration_callback"] = co.IterationCallback(sizes, lambda _i, _arg: _time.perf_counter() >= deadline)
     solver = ca.nlpsol("heel_off_mpcc", "ipopt", problem, opts)
     warm_opts = {**opts, **WARM_OPTIONS}
     warm_solver = ca.nlpsol("heel_off_mpcc_warm", "ipopt", problem, warm_opts)

@@ -22,6 +22,7 @@ class IterationCallback(ca.Callback):
     sizes : dict
         Length of each nlpsol output: keys ``x, f, g, lam_x, lam_g, lam_p``.
     on_iteration : callable
+        ``on_iteration(iteration, arg)``; a true return value stops IPOPT.
     """
 
     def __init__(self, sizes: dict[str, int], on_iteration: Callable[[int, list], None]) -> None:
@@ -31,22 +32,28 @@ class IterationCallback(ca.Callback):
         self.iteration = 0
         self.construct("iteration_callback", {})
 
-    def get_n_in(self):  # noqa: D102 - casadi.Callback API
+    def get_n_in(self):
+        """casadi.Callback: one input per nlpsol output."""
         return ca.nlpsol_n_out()
 
-    def get_n_out(self):  # noqa: D102
+    def get_n_out(self):
+        """casadi.Callback: one output, the stop flag."""
         return 1
 
-    def get_name_in(self, i):  # noqa: D102
+    def get_name_in(self, i):
+        """casadi.Callback: input ``i`` is nlpsol's output ``i``."""
         return ca.nlpsol_out(i)
 
-    def get_name_out(self, i):  # noqa: D102
+    def get_name_out(self, i):
+        """casadi.Callback: the stop flag's name."""
         return "ret"
 
-    def get_sparsity_in(self, i):  # noqa: D102
+    def get_sparsity_in(self, i):
+        """casadi.Callback: input ``i`` dense, of the size given in ``sizes``."""
         return ca.Sparsity.dense(self.sizes[ca.nlpsol_out(i)], 1)
 
-    def eval(self, arg):  # noqa: D102
+    def eval(self, arg):
+        """casadi.Callback: call ``on_iteration``; 1 (stop) when it returns true."""
         stop = self.on_iteration(self.iteration, arg)
         self.iteration += 1
         return [1 if stop else 0]
