@@ -143,7 +143,17 @@ def test_chatter_shorter_than_a_phase_is_merged_into_its_neighbours():
     # for 40 ms after the landing, then flat; and a record that starts with a 10 ms blip
     seq = [("flat", 0.0, 3.184), ("heel", 3.184, 3.65), ("flat", 3.65, 3.653), ("heel", 3.653, 3.66),
            (None, 3.66, 3.663), ("flat", 3.663, 3.67), ("heel", 3.67, 3.69), ("flat", 3.69, 4.5)]
-    assert hc._without_chatter(seq) == [("flat", 0.0, 3.184), ("heel", 3.184, 3.69), ("flat", 3.69, 4.5)]
+    # the run of chatter is one switch, at its start (the landing is the first touch)
+    assert hc._without_chatter(seq) == [("flat", 0.0, 3.184), ("heel", 3.184, 3.65), ("flat", 3.65, 4.5)]
+    # the failing window of heel_off_clean.csv as read (3.0–4.5 s, rounded): heel pivot broken by
+    # 3 ms gaps, then 40 ms of chatter whose longest piece is a 13 ms toe phase: heel → flat
+    win = [("flat", 3.0, 3.1975), ("heel", 3.1975, 3.33), (None, 3.33, 3.333), ("heel", 3.333, 3.34),
+           (None, 3.34, 3.343), ("heel", 3.343, 3.65), (None, 3.65, 3.653), ("toe", 3.653, 3.66),
+           (None, 3.66, 3.663), ("flat", 3.663, 3.67), ("toe", 3.67, 3.683), (None, 3.683, 3.69), ("flat", 3.69, 4.5)]
+    assert hc._without_chatter(win) == [("flat", 3.0, 3.1975), ("heel", 3.1975, 3.65), ("flat", 3.65, 4.5)]
+    # chatter only: left as it is (no mode to keep)
+    blips = [("toe", 0.0, 0.01), (None, 0.01, 0.02)]
+    assert hc._without_chatter(blips) == blips
     assert hc._without_chatter([("toe", 0.0, 0.01), ("flat", 0.01, 1.0)]) == [("flat", 0.0, 1.0)]
     # an 84 ms pivot (the shortest of the shipped records) is a mode, kept
     real = [("flat", 5.0, 5.672), ("toe", 5.672, 5.756), ("flat", 5.756, 6.0)]
