@@ -63,19 +63,17 @@ def test_noisy_records_truth_within_3_standard_errors(seed):
 
 
 @pytest.mark.slow
-def test_the_shipped_clean_8s_record_is_recovered_or_reported_as_a_failure():
+def test_the_shipped_clean_8s_record_is_recovered():
     # three heel-offs (toe, heel, toe) in 8 s: the windows find the modes, the polish the gains;
-    # the expected events are the simulator's (data/heel_off/events.json, generate.py).  Not
-    # met yet (the window holding the toe landing at 3.65 s fails, benchmarks/README.md): a
-    # success must meet the acceptance, a failure must carry a named status
+    # the expected events are the simulator's (data/heel_off/events.json, generate.py).  The
+    # window 3.0–4.5 s fails its homotopy but its modes, its chatter read as one switch, are
+    # right; the polish must succeed and meet the acceptance (benchmarks/README.md, 234 s)
     from colloc_problems._data import data_path
 
     trial = heel_off.load_trial(data_path("heel_off", "heel_off_clean.csv"))
     events = json.loads(data_path("heel_off", "events.json").read_text())["heel_off_clean.csv"]
     out = hc.identify([trial], POOR, time_limit=1200)
-    if not out["success"]:  # a failure names its cause (never a solver's success status)
-        assert out["status"] and out["status"] not in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
-        return
+    assert out["success"], (out["status"], out.get("window"))
     assert [s["kind"] for s in out["switches"][0]] == [e["kind"] for e in events]
     np.testing.assert_allclose([s["time"] for s in out["switches"][0]], [e["time"] for e in events], atol=0.01)
     for k in heel_off.NAMES:
