@@ -63,19 +63,17 @@ def test_noisy_records_truth_within_3_standard_errors(seed):
 
 
 @pytest.mark.slow
-def test_the_shipped_clean_8s_record_is_recovered_or_reported_as_a_failure():
+def test_the_shipped_clean_8s_record_is_recovered():
     # three heel-offs (toe, heel, toe) in 8 s: the windows find the modes, the polish the gains;
-    # the expected events are the simulator's (data/heel_off/events.json, generate.py).  Not
-    # met yet (the window holding the toe landing at 3.65 s fails, benchmarks/README.md): a
-    # success must meet the acceptance, a failure must carry a named status
+    # the expected events are the simulator's (data/heel_off/events.json, generate.py).  The
+    # window 3.0–4.5 s fails its homotopy but its modes, its chatter read as one switch, are
+    # right; the polish must succeed and meet the acceptance (benchmarks/README.md, 234 s)
     from colloc_problems._data import data_path
 
     trial = heel_off.load_trial(data_path("heel_off", "heel_off_clean.csv"))
     events = json.loads(data_path("heel_off", "events.json").read_text())["heel_off_clean.csv"]
     out = hc.identify([trial], POOR, time_limit=1200)
-    if not out["success"]:  # a failure names its cause (never a solver's success status)
-        assert out["status"] and out["status"] not in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
-        return
+    assert out["success"], (out["status"], out.get("window"))
     assert [s["kind"] for s in out["switches"][0]] == [e["kind"] for e in events]
     np.testing.assert_allclose([s["time"] for s in out["switches"][0]], [e["time"] for e in events], atol=0.01)
     for k in heel_off.NAMES:
@@ -143,7 +141,17 @@ def test_chatter_shorter_than_a_phase_is_merged_into_its_neighbours():
     # for 40 ms after the landing, then flat; and a record that starts with a 10 ms blip
     seq = [("flat", 0.0, 3.184), ("heel", 3.184, 3.65), ("flat", 3.65, 3.653), ("heel", 3.653, 3.66),
            (None, 3.66, 3.663), ("flat", 3.663, 3.67), ("heel", 3.67, 3.69), ("flat", 3.69, 4.5)]
-    assert hc._without_chatter(seq) == [("flat", 0.0, 3.184), ("heel", 3.184, 3.69), ("flat", 3.69, 4.5)]
+    # the run of chatter is one switch, at its start (the landing is the first touch)
+    assert hc._without_chatter(seq) == [("flat", 0.0, 3.184), ("heel", 3.184, 3.65), ("flat", 3.65, 4.5)]
+    # the failing window of heel_off_clean.csv as read (3.0–4.5 s, rounded): heel pivot broken by
+    # 3 ms gaps, then 40 ms of chatter whose longest piece is a 13 ms toe phase: heel → flat
+    win = [("flat", 3.0, 3.1975), ("heel", 3.1975, 3.33), (None, 3.33, 3.333), ("heel", 3.333, 3.34),
+           (None, 3.34, 3.343), ("heel", 3.343, 3.65), (None, 3.65, 3.653), ("toe", 3.653, 3.66),
+           (None, 3.66, 3.663), ("flat", 3.663, 3.67), ("toe", 3.67, 3.683), (None, 3.683, 3.69), ("flat", 3.69, 4.5)]
+    assert hc._without_chatter(win) == [("flat", 3.0, 3.1975), ("heel", 3.1975, 3.65), ("flat", 3.65, 4.5)]
+    # chatter only: left as it is (no mode to keep)
+    blips = [("toe", 0.0, 0.01), (None, 0.01, 0.02)]
+    assert hc._without_chatter(blips) == blips
     assert hc._without_chatter([("toe", 0.0, 0.01), ("flat", 0.01, 1.0)]) == [("flat", 0.0, 1.0)]
     # an 84 ms pivot (the shortest of the shipped records) is a mode, kept
     real = [("flat", 5.0, 5.672), ("toe", 5.672, 5.756), ("flat", 5.756, 6.0)]
