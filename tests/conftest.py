@@ -12,6 +12,18 @@ import pytest  # noqa: E402
 from colloc_problems import pendulum  # noqa: E402
 
 
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.needs_compiler``: skipped where the library finds no C compiler."""
+    from colloc.base.compiler import has_compiler
+
+    if has_compiler():
+        return
+    skip = pytest.mark.skip(reason="needs a C compiler")
+    for item in items:
+        if item.get_closest_marker("needs_compiler") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _strict_numerics():
     old = np.seterr(divide="raise", over="raise", invalid="raise")

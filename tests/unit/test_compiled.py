@@ -6,7 +6,6 @@ functions (a different code path from the generated C code and the system compil
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -19,9 +18,6 @@ from colloc.transcription.collocation import transcribe
 from colloc.transcription.nlp import NLP
 from colloc_problems import two_link as tl
 
-# the two tests of compiled code need a compiler; the fallbacks below are tested everywhere
-needs_compiler = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
-                                    reason="needs a C compiler")
 
 
 @pytest.fixture
@@ -47,7 +43,7 @@ def _functions(compiled: bool):
             np.asarray(f["hess_lag"](x, nlp.data, 0.7, lam).nonzeros())]
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 def test_compiled_nlp_matches_the_virtual_machine(cache):
     reference = _functions(False)
     assert not cache.exists()
@@ -57,7 +53,7 @@ def test_compiled_nlp_matches_the_virtual_machine(cache):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(want).max()))
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 def test_the_cache_is_reused(cache, monkeypatch):
     _functions(True)
     libraries = sorted(cache.glob("*.so"))
@@ -131,7 +127,7 @@ def _cart_trials():
             for n, s in ((30, 1), (41, 2))]
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 @pytest.mark.parametrize("lanes", ["default", "exact", "single"])
 @pytest.mark.parametrize("method", [co.Midpoint(), co.HermiteSimpson(), co.Radau(degree=3)])
 def test_fused_constraints_match_the_virtual_machine(cache, monkeypatch, method, lanes):
@@ -153,7 +149,7 @@ def test_fused_constraints_match_the_virtual_machine(cache, monkeypatch, method,
     assert bool(lane_objects) == (width > 1)
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 def test_fused_lanes_of_every_operation_match_the_virtual_machine(cache, monkeypatch):
     """A model whose residual uses the operations colloc.base.lanes writes lane by lane
     (sin and cos of one value, tan, exp, log, sqrt, pow, fabs, sign, fmin, fmax, atan2,
@@ -190,7 +186,7 @@ def test_fused_lanes_of_every_operation_match_the_virtual_machine(cache, monkeyp
         assert list(cache.glob("colloc_lk*.o"))
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 @pytest.mark.parametrize("cause", ["flags", "size"])
 def test_lanes_fall_back_silently(cache, monkeypatch, cause):
     """A compiler that refuses the lanes' flags, or local functions above the lanes' size

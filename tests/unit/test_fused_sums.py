@@ -23,8 +23,6 @@ from colloc.transcription.collocation import transcribe
 from colloc.transcription.nlp import NLP
 from colloc_problems import two_link as tl
 
-needs_compiler = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
-                                    reason="needs a C compiler")
 
 METHODS = {"midpoint": co.Midpoint(), "hermite-simpson": co.HermiteSimpson(),
            "radau2": co.Radau(degree=2), "radau3": co.Radau(degree=3)}
@@ -79,7 +77,7 @@ def _assert_equal(want, got):
     np.testing.assert_allclose(hv1, hv0, rtol=1e-12, atol=1e-13 * np.abs(hv0).max())
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 @pytest.mark.parametrize("name", list(METHODS))
 def test_fused_sums_match_the_graphs(cache, monkeypatch, name):
     """f, grad_f and hess_lag in place equal the MX NLP functions (two trials, all gains
@@ -100,7 +98,7 @@ def _mutated(monkeypatch, old: str, new: str):
     return applied
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 @pytest.mark.parametrize("bug", ["assign instead of add", "lower triangle"])
 def test_the_comparison_catches_a_deliberate_bug(cache, monkeypatch, bug):
     """The comparison above fails when the contributions are assigned (``=``), not summed,
@@ -118,7 +116,7 @@ def test_the_comparison_catches_a_deliberate_bug(cache, monkeypatch, bug):
     assert any(applied)
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 def test_a_solve_through_the_fused_functions_gives_the_same_estimates(cache, monkeypatch):
     """A whole IPOPT solve through the fused functions (from the default poor start, 100 Hz,
     noisy record) reaches the estimates of the MX graphs."""

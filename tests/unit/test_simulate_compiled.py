@@ -5,7 +5,6 @@ samples."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import numpy as np
@@ -16,8 +15,6 @@ import colloc as co
 from colloc.simulation import rk4
 from colloc_problems import two_link as tl
 
-needs_compiler = pytest.mark.skipif(shutil.which("gcc") is None and shutil.which("cc") is None,
-                                    reason="needs a C compiler")
 
 
 @pytest.fixture
@@ -49,7 +46,7 @@ def _record(duration: float):
     return time, acc
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 def test_compiled_rk4_matches_an_independent_reference(cache, monkeypatch):
     monkeypatch.setattr(rk4, "COMPILE_ABOVE", 0)  # a short record: compile anyway
     time, acc = _record(3.0)
@@ -81,7 +78,7 @@ def _virtual_machine_then(monkeypatch, duration: float):
     return vm, args, {"known_inputs": acc[:, None]}
 
 
-@needs_compiler
+@pytest.mark.needs_compiler
 def test_compiled_and_virtual_machine_agree_and_the_cache_is_reused(cache, monkeypatch):
     vm, args, inputs = _virtual_machine_then(monkeypatch, 2.0)
     first = co.simulate(*args, **inputs)
