@@ -45,16 +45,26 @@ def midpoint_defects(z: np.ndarray, nodes: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("row_set", ["touching", "matched"])
-@pytest.mark.parametrize("route", ["casadi-ldl", "qdldl"])
+@pytest.mark.parametrize("route", ["ordered", "casadi-ldl", "qdldl"])
 @pytest.mark.parametrize("nodes_per_sample", [1, 2])
 def test_standard_errors_equal_a_dense_reduced_gauss_newton_reference(nodes_per_sample, route, row_set, monkeypatch):
-    """Both LDLᵀ routes of the KKT solve (CasADi's ldl; qdldl when installed), with every
-    constraint row that touches an unseen variable added as ρ·ÂᵀÂ (small problems) or one
-    matched row per unseen variable (what large problems try first)."""
+    """The three LDLᵀ routes of the KKT solve (the time ordering of colloc.inference.ldl
+    when a compiler exists; CasADi's ldl; qdldl when installed), with every constraint row
+    that touches an unseen variable added as ρ·ÂᵀÂ (small problems) or one matched row per
+    unseen variable (what large problems try first)."""
     from colloc.inference import covariance
+    used = []
+    if route == "ordered":
+        from colloc.base.compiler import has_compiler
+        if not has_compiler():
+            pytest.skip("no C compiler")
+        ordered = covariance._ordered_factor
+        monkeypatch.setattr(covariance, "_ordered_factor", lambda K, A: used.append(ordered(K, A)) or used[-1])
+    else:
+        monkeypatch.setattr(covariance, "_ordered_factor", lambda K, A: None)
     if route == "qdldl":
         pytest.importorskip("qdldl")
-    else:
+    elif route == "casadi-ldl":
         monkeypatch.setattr(covariance, "_qdldl_factor", lambda K: None)
     if row_set == "matched":
         monkeypatch.setattr(covariance, "_MATCH_ABOVE", 0.0)
@@ -90,10 +100,11 @@ def test_standard_errors_equal_a_dense_reduced_gauss_newton_reference(nodes_per_
     dof = trial.num_samples - Z.shape[1]
     cov = (r @ r / dof) * (Z @ np.linalg.inv(reduced) @ Z.T)[-2:, -2:]
     got = result.covariance.loc[["p", "c"], ["p", "c"]].to_numpy()
-    # the Schur complement K_pp − K_spᵀ K_ss⁻¹ K_sp cancels digits: with a node between the
-    # samples both routes agree with the reference to ~1e-6 (ldl 9.9e-7, qdldl 1.4e-6), the
-    # rounding of their different elimination orders
-    tol = 2e-6 if route == "qdldl" else 1e-6
+    # the Schur complement K_pp − K_spᵀ K_ss⁻¹ K_sp cancels digits: refined until it stops
+    # gaining, every route agrees with the reference to 7.5e-10 (the reference's own error:
+    # its A is a central difference); stopped at a backward error of 1e-10, as before, the
+    # routes were 1e-6 off (the bias of the δ-shifted system)
+    tol = 5e-9
     np.testing.assert_allclose(got, cov, rtol=tol)
     assert result.standard_errors["p"] == pytest.approx(np.sqrt(cov[0, 0]), rel=tol)
     assert result.standard_errors["c"] == pytest.approx(np.sqrt(cov[1, 1]), rel=tol)

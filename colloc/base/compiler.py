@@ -27,7 +27,7 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "has_compiler", "lane_config", "linked", "vector_math"]
+__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "has_compiler", "lane_config", "linked", "shared_library", "vector_math"]
 
 #: Optimisation flags: -O1 gives most of the speed of -O2 at a fraction of its compile
 #: time on these long straight-line functions (-O0 runs them 2× slower than -O1).
@@ -146,25 +146,45 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
                 failed = failed or err
             else:
                 _cached(target, partial)
-        libs = [*(f"-l{lib}" for lib in libraries), "-lm"]
-        key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS, *libs]).encode())
-        target = cache_dir() / f"colloc_{name}_{key.hexdigest()[:32]}.so"
-        if failed is None and not target.exists():
-            src = Path(tmp, f"{name}.c")
-            src.write_text(source)
-            partial = Path(tmp, target.name)
-            try:
-                process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            except OSError as exc:
-                return _not_linked(name, compiler, str(exc), quiet)
-            if process.returncode != 0:
-                failed = process.stderr
-            else:
-                _cached(target, partial)
         if failed is not None:
             return _not_linked(name, compiler, failed, quiet)
-    return ca.external(name, str(target))
+        target = _library(name, source, objects, libraries, compiler, tmp, quiet)
+    return None if target is None else ca.external(name, str(target))
+
+
+def shared_library(name: str, source: str, *, quiet: bool = False) -> Path | None:
+    """The path of the shared library compiled from the C ``source`` (plain C functions, to
+    be loaded with :mod:`ctypes`), cached by the SHA-256 of the source and the flags: the
+    compiler runs once per machine.  ``None``, with a :class:`CompilerWarning` (none if
+    ``quiet``), when no compiler is found or compiling fails."""
+    compiler = _compiler()
+    if compiler is None:
+        if not quiet:
+            warnings.warn(f"no C compiler found (set CC): '{name}' is not compiled", CompilerWarning, stacklevel=2)
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        return _library(name, source, [], (), compiler, tmp, quiet)
+
+
+def _library(name: str, source: str, objects: Sequence[Path], libraries: Sequence[str], compiler: str,
+             tmp: str, quiet: bool) -> Path | None:
+    """``source`` compiled and linked with ``objects`` into the cached library (its path)."""
+    libs = [*(f"-l{lib}" for lib in libraries), "-lm"]
+    key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS, *libs]).encode())
+    target = cache_dir() / f"colloc_{name}_{key.hexdigest()[:32]}.so"
+    if not target.exists():
+        src = Path(tmp, f"{name}.c")
+        src.write_text(source)
+        partial = Path(tmp, target.name)
+        try:
+            process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        except OSError as exc:
+            return _not_linked(name, compiler, str(exc), quiet)
+        if process.returncode != 0:
+            return _not_linked(name, compiler, process.stderr, quiet)
+        _cached(target, partial)
+    return target
 
 
 def _not_linked(name: str, compiler: str, why: str, quiet: bool) -> None:
