@@ -170,9 +170,8 @@ def parameter_covariance(
             break
     if isinstance(outcome, str):
         return Covariance(nan, s2, dof, outcome, tuple(range(npar)))
-    K_pp, K_sp, sol = outcome
-    schur = K_pp - K_sp.T @ sol
-    schur = 0.5 * (schur + schur.T)
+    K_pp, K_sp, sol, resid = outcome
+    schur = _schur(K_pp, K_sp, sol, resid)
     if npar and not np.all(np.isfinite(schur)):
         return Covariance(nan, s2, dof, "reduced Hessian is not finite; parameters not identifiable",
                           tuple(range(npar)))
@@ -261,8 +260,8 @@ def _gram(M: sps.spmatrix) -> sps.spmatrix:
 
 
 def _solve_reduced(H, A, rho, rest, param_index, rows):
-    """``(K_PP, K_SP, K_SS⁻¹ K_SP)`` with the rows ``rows`` of ``A`` added as ``ρ AᵀA``, or
-    a message saying why the factorisation failed."""
+    """``(K_PP, K_SP, K_SS⁻¹ K_SP, the residual of that solve)`` with the rows ``rows`` of
+    ``A`` added as ``ρ AᵀA``, or a message saying why the factorisation failed."""
     na = A.shape[0]
     if rows.size:
         H = (H + rho * _gram(A[rows, :])).tocsc()
@@ -290,19 +289,21 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
         return k_norm * _norm(v) + b_norm
 
     if nr + na == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
-        return K_pp, K_sp, np.zeros_like(K_sp)
+        return K_pp, K_sp, np.zeros_like(K_sp), np.zeros_like(K_sp)
     try:
         solve = _KKTSolver(H_rr, A_r, delta, K_sp.shape[1])
         with capture_native_output():  # it prints "zeros in D" from C++ when not identifiable
             sol = solve(K_sp)
-            # refinement towards the exact (δ = 0) system while each step at least halves the
-            # residual; a step that does not gain is undone (rounding in the residual has been
-            # reached).  Not stopped at a small backward error: the solution of the δ-shifted
-            # system already has one (1e-13 on the two-link seed case) while its parameter
-            # block, a difference of near-equal terms, is off by up to 1e-5 relative there
-            # (0.8 % on the cip case); the converged solutions of three LDLᵀ routes (this
-            # module's orderings, qdldl's AMD, CasADi's ldl) agree to 1e-12 on the two-link
-            # case and 5e-9 on cip
+            # refinement towards the exact (δ = 0) system.  The Schur complement is taken with
+            # the residual's correction (:func:`_schur`), whose error is quadratic in the
+            # solution's: stopped when the correction changes the covariance by at most 1e-6
+            # (correlation-scaled), so that what it leaves is about its square; or when a step
+            # no longer halves the residual (rounding reached; that step is undone).  Not
+            # stopped at a small backward error alone: the solution of the δ-shifted system
+            # has one (1e-13 on the two-link seed case) while its parameter block, a
+            # difference of near-equal terms, is off by up to 1e-5 relative there (0.8 % on
+            # cip).  The three LDLᵀ routes (the ordered one, qdldl's AMD, CasADi's ldl) give
+            # covariances 1e-12 apart on the two-link case, 4e-12 on cip.
             best, best_size, last = sol, np.inf, np.inf
             best_resid = None
             for _ in range(10):
@@ -312,7 +313,7 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
                 size = _norm(resid)
                 if size < best_size:
                     best, best_size, best_resid = sol, size, resid
-                if size == 0.0 or size > 0.5 * last:
+                if size == 0.0 or size > 0.5 * last or _correction(K_pp, K_sp, sol, resid) <= 1e-6:
                     break
                 last = size
                 sol = sol + solve(resid)
@@ -323,15 +324,40 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     if not np.all(np.isfinite(sol)):
         return ("the states are not determined at fixed parameters (zero pivots in the KKT factorisation); "
                 "parameters not identifiable")
-    # the residual of the solution kept (computed in the loop; −r has the same norm as r)
-    resid = _norm(best_resid if best_resid is not None else exact_times(sol) - K_sp)
+    # the residual of the solution kept (computed in the loop)
+    residual = best_resid if best_resid is not None else K_sp - exact_times(sol)
+    resid = _norm(residual)
     if os.environ.get("COLLOC_DEBUG_COV"):
         print(f"covariance LDLᵀ residual {resid:.3g}, normwise backward error {resid / scale(sol):.3g}",
               file=sys.__stderr__)
     if resid > 1e-8 * scale(sol):  # normwise backward error of the solve
         return (f"KKT solve inaccurate (backward error {resid / scale(sol):.2g}); parameters not identifiable "
                 "(try colloc.bootstrap)")
-    return K_pp, K_sp, sol
+    return K_pp, K_sp, sol, residual
+
+
+def _schur(K_pp: np.ndarray, K_sp: np.ndarray, sol: np.ndarray, resid: np.ndarray) -> np.ndarray:
+    """``K_pp − K_spᵀ K_ss⁻¹ K_sp`` from an approximate ``sol`` of ``K_ss sol = K_sp`` and its
+    residual ``resid = K_sp − K_ss sol``: ``K_pp − K_spᵀ sol − solᵀ resid``, symmetrised.  With
+    ``sol = X + E`` (``X`` exact) this is ``S + Eᵀ K_ss E``: the error is quadratic in ``E``
+    where the plain ``K_pp − K_spᵀ sol`` has ``−K_spᵀ E``."""
+    schur = K_pp - K_sp.T @ sol - sol.T @ resid
+    return 0.5 * (schur + schur.T)
+
+
+def _correction(K_pp: np.ndarray, K_sp: np.ndarray, sol: np.ndarray, resid: np.ndarray) -> float:
+    """How much the residual's correction in :func:`_schur` changes the covariance: the
+    largest change of an entry over ``√(C_ii C_jj)`` (``inf`` when either inverse fails)."""
+    plain = K_pp - K_sp.T @ sol
+    try:
+        before = np.linalg.inv(0.5 * (plain + plain.T))
+        after = np.linalg.inv(_schur(K_pp, K_sp, sol, resid))
+    except np.linalg.LinAlgError:
+        return np.inf
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scale = np.sqrt(np.outer(np.abs(np.diag(after)), np.abs(np.diag(after))))
+        change = float(np.max(np.abs(before - after) / scale)) if after.size else 0.0
+    return change if np.isfinite(change) else np.inf
 
 
 class _KKTSolver:
