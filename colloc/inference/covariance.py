@@ -130,7 +130,7 @@ def parameter_covariance(
     dof = int(num_fit_residuals - free_dirs)
     message = ""
     if dof > 0:
-        s2 = float(np.dot(fit_res, fit_res) / dof)
+        s2 = float(np.einsum("i,i->", fit_res, fit_res) / dof)  # no BLAS threads (see _norm)
     else:
         s2 = 1.0
         message = (
@@ -139,8 +139,7 @@ def parameter_covariance(
         )
     nan = np.full((npar, npar), np.nan)
     # equilibrate the constraint rows (unit maximum); structurally empty rows carry nothing
-    row_max = np.asarray(abs(A).max(axis=1).todense()).ravel() if A.shape[0] else np.zeros(0)
-    A = (sps.diags(1.0 / row_max[row_max > 0]) @ A[np.flatnonzero(row_max > 0), :]).tocsr()
+    A = _equilibrated(A)
     na = A.shape[0]
     H = (J.T @ J).tocsc()
     diag_h = H.diagonal()
@@ -170,8 +169,7 @@ def parameter_covariance(
             break
     if isinstance(outcome, str):
         return Covariance(nan, s2, dof, outcome, tuple(range(npar)))
-    K_pp, K_sp, sol, resid = outcome
-    schur = _schur(K_pp, K_sp, sol, resid)
+    schur = outcome
     if npar and not np.all(np.isfinite(schur)):
         return Covariance(nan, s2, dof, "reduced Hessian is not finite; parameters not identifiable",
                           tuple(range(npar)))
@@ -196,6 +194,22 @@ def parameter_covariance(
     C = 0.5 * (C + C.T)
     S = np.diag(param_scale)
     return Covariance(S @ C @ S * s2_scale, s2, dof, message)
+
+
+def _equilibrated(A: sps.csr_matrix) -> sps.csr_matrix:
+    """The rows of ``A`` with a non-zero entry, each divided by its largest magnitude (its
+    data scaled in place of a product with a diagonal matrix: the same numbers)."""
+    A = sps.csr_matrix(A)
+    A.sum_duplicates()
+    counts = np.diff(A.indptr)
+    row_max = np.zeros(A.shape[0])
+    filled = counts > 0
+    if A.nnz:
+        row_max[filled] = np.maximum.reduceat(np.abs(A.data), A.indptr[:-1][filled])
+    keep = np.flatnonzero(row_max > 0)
+    A = A[keep, :] if keep.size < A.shape[0] else A.copy()
+    A.data *= np.repeat(1.0 / row_max[keep], np.diff(A.indptr))
+    return A
 
 
 #: Σ (non-zeros per row)² over the rows that touch unseen variables (a bound on the size of
@@ -260,8 +274,9 @@ def _gram(M: sps.spmatrix) -> sps.spmatrix:
 
 
 def _solve_reduced(H, A, rho, rest, param_index, rows):
-    """``(K_PP, K_SP, K_SS⁻¹ K_SP, the residual of that solve)`` with the rows ``rows`` of
-    ``A`` added as ``ρ AᵀA``, or a message saying why the factorisation failed."""
+    """The Schur complement ``K_PP − K_SPᵀ K_SS⁻¹ K_SP`` (the reduced Hessian of the
+    parameters) with the rows ``rows`` of ``A`` added as ``ρ AᵀA``, or a message saying why
+    the factorisation failed."""
     na = A.shape[0]
     if rows.size:
         H = (H + rho * _gram(A[rows, :])).tocsc()
@@ -289,7 +304,7 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
         return k_norm * _norm(v) + b_norm
 
     if nr + na == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
-        return K_pp, K_sp, np.zeros_like(K_sp), np.zeros_like(K_sp)
+        return _schur(K_pp, np.zeros_like(K_pp))
     try:
         solve = _KKTSolver(H_rr, A_r, delta, K_sp.shape[1])
         with capture_native_output():  # it prints "zeros in D" from C++ when not identifiable
@@ -305,15 +320,16 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
             # cip).  The three LDLᵀ routes (the ordered one, qdldl's AMD, CasADi's ldl) give
             # covariances 1e-12 apart on the two-link case, 4e-12 on cip.
             best, best_size, last = sol, np.inf, np.inf
-            best_resid = None
+            best_resid = best_parts = None
             for _ in range(10):
                 if not np.all(np.isfinite(sol)):
                     break
                 resid = K_sp - exact_times(sol)
                 size = _norm(resid)
+                parts = (K_pp - K_sp.T @ sol, sol.T @ resid)
                 if size < best_size:
-                    best, best_size, best_resid = sol, size, resid
-                if size == 0.0 or size > 0.5 * last or _correction(K_pp, K_sp, sol, resid) <= 1e-6:
+                    best, best_size, best_resid, best_parts = sol, size, resid, parts
+                if size == 0.0 or size > 0.5 * last or _correction_size(*parts) <= 1e-6:
                     break
                 last = size
                 sol = sol + solve(resid)
@@ -327,31 +343,31 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     # the residual of the solution kept (computed in the loop)
     residual = best_resid if best_resid is not None else K_sp - exact_times(sol)
     resid = _norm(residual)
+    plain, correction = best_parts if best_parts is not None else (K_pp - K_sp.T @ sol, sol.T @ residual)
     if os.environ.get("COLLOC_DEBUG_COV"):
         print(f"covariance LDLᵀ residual {resid:.3g}, normwise backward error {resid / scale(sol):.3g}",
               file=sys.__stderr__)
     if resid > 1e-8 * scale(sol):  # normwise backward error of the solve
         return (f"KKT solve inaccurate (backward error {resid / scale(sol):.2g}); parameters not identifiable "
                 "(try colloc.bootstrap)")
-    return K_pp, K_sp, sol, residual
+    return _schur(plain, correction)
 
 
-def _schur(K_pp: np.ndarray, K_sp: np.ndarray, sol: np.ndarray, resid: np.ndarray) -> np.ndarray:
+def _schur(plain: np.ndarray, correction: np.ndarray) -> np.ndarray:
     """``K_pp − K_spᵀ K_ss⁻¹ K_sp`` from an approximate ``sol`` of ``K_ss sol = K_sp`` and its
-    residual ``resid = K_sp − K_ss sol``: ``K_pp − K_spᵀ sol − solᵀ resid``, symmetrised.  With
-    ``sol = X + E`` (``X`` exact) this is ``S + Eᵀ K_ss E``: the error is quadratic in ``E``
-    where the plain ``K_pp − K_spᵀ sol`` has ``−K_spᵀ E``."""
-    schur = K_pp - K_sp.T @ sol - sol.T @ resid
+    residual ``resid = K_sp − K_ss sol``: ``plain − correction`` with ``plain = K_pp − K_spᵀ sol``
+    and ``correction = solᵀ resid``, symmetrised.  With ``sol = X + E`` (``X`` exact) this is
+    ``S + Eᵀ K_ss E``: the error is quadratic in ``E`` where ``plain`` has ``−K_spᵀ E``."""
+    schur = plain - correction
     return 0.5 * (schur + schur.T)
 
 
-def _correction(K_pp: np.ndarray, K_sp: np.ndarray, sol: np.ndarray, resid: np.ndarray) -> float:
-    """How much the residual's correction in :func:`_schur` changes the covariance: the
-    largest change of an entry over ``√(C_ii C_jj)`` (``inf`` when either inverse fails)."""
-    plain = K_pp - K_sp.T @ sol
+def _correction_size(plain: np.ndarray, correction: np.ndarray) -> float:
+    """How much ``correction`` in :func:`_schur` changes the covariance: the largest change
+    of an entry over ``√(C_ii C_jj)`` (``inf`` when either inverse fails)."""
     try:
         before = np.linalg.inv(0.5 * (plain + plain.T))
-        after = np.linalg.inv(_schur(K_pp, K_sp, sol, resid))
+        after = np.linalg.inv(_schur(plain, correction))
     except np.linalg.LinAlgError:
         return np.inf
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
+from ..base.buffers import values
 from ..base.compiler import compiled
 from ..base.errors import ModelError
 from ..definition.explicit import explicit_rhs
@@ -285,7 +286,7 @@ def _finish(model: Model, status, message, time, states, R, U, pvec) -> Simulati
     signals: dict[str, np.ndarray] = {}
     if ok:
         sig = model.functions()["signals"].map(time.size)
-        Y = np.array(sig(states.T, R.T, U.T, pvec, time[None, :]))
+        Y = values(sig, states.T, R.T, U.T, pvec, time[None, :])[0]
         signals = dict(zip(model.signal_names(), Y))
     return Simulation(ok, status, message, time, states, signals)
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..base.buffers import values
 from ..base.errors import OptionsError
 from ..base.versions import versions
 from ..definition.problem import Problem
@@ -94,12 +95,13 @@ def solve_collocation(
     success = bool(stats.get("success", False))
     x = np.array(sol["x"]).ravel()
     g = np.array(sol["g"]).ravel()
+    objective = float(sol["f"]) / objective_scale  # f(x) as IPOPT last evaluated it (no second evaluation)
     # IPOPT's memory (its KKT factorisation among it) is released before the covariance
     # builds a factorisation of its own: at 60k nodes that is ~0.6 GB off the peak
     del sol, nlpsol
     nlp.functions.pop("hess_lag", None)  # with it the Hessian's assembly matrix (~0.3 GB there)
 
-    result = _unpack(problem, method, layout, nlp, x, g, solver, stats)
+    result = _unpack(problem, method, layout, nlp, x, objective, solver)
     result.success, result.status = success, status
     result.message = _message(status, success)
     result.iterations = int(stats.get("iter_count", 0))
@@ -134,7 +136,7 @@ def _message(status: str, success: bool) -> str:
     return f"IPOPT stopped with {status}" + (f": {hints[status]}" if status in hints else "") + "."
 
 
-def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stats) -> Result:
+def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solver: Ipopt) -> Result:
     model = problem.model
     trials_z, params = layout.unpack(x)
     pnames = layout.param_names
@@ -146,7 +148,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
     q = len(model.element_names("free_input"))
     eiv = list(problem.input_noise)
 
-    res_all = np.array(nlp.functions["res"](x, nlp.data)).ravel()
+    res_all = values(nlp.functions["res"], x, nlp.data)[0].ravel()  # through buffers: no conversions
     fit_res_parts, trajectories, residuals, measurements = [], {}, {}, {}
     simulation = {}
     simulation_s = 0.0
@@ -160,7 +162,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
             Z[n + q + eiv.index(u)] if u in eiv else measured_u[k] for k, u in enumerate(known)
         ]) if known else np.zeros((0, tn.size))
         R_free = Z[n : n + q]
-        Y = np.array(signals_fn.map(tn.size)(Z[:n], R_free, U, params, tn[None, :]))
+        Y = values(signals_fn.map(tn.size), Z[:n], R_free, U, params, tn[None, :])[0]
         Y = np.vstack([Y, Z[n + q : n + q + len(eiv)]])  # delayed-state rows (if any) follow
         traj = pd.DataFrame(Y.T, columns=signal_names, index=pd.Index(tn, name="time"))
         trajectories[trial.name] = traj
@@ -203,7 +205,6 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, g, solver: Ipopt, stat
                     entry["nrmse"][s] = float(rms / span) if span > 0 else float("nan")
             simulation[trial.name] = entry
 
-    objective = float(nlp.functions["f"](x, nlp.data)) / nlp.objective_scale
     se = cov = None
     info: dict[str, Any] = {"hessian": solver.hessian, "num_variables": layout.size,
                             "num_constraints": nlp.num_rows, "num_observations": problem.num_observations,
