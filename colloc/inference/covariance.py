@@ -287,6 +287,8 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
     delta = 1e-9 / rho
 
     def exact_times(v: np.ndarray) -> np.ndarray:  # the exact (δ = 0) KKT matrix times v
+        if solve is not None and solve.times is not None:
+            return solve.times(v)
         return np.vstack([H_rr @ v[:nr] + A_r.T @ v[nr:], A_r @ v[:nr]])
 
     # K_SP: coupling of the other unknowns and the multipliers with the parameters
@@ -305,6 +307,7 @@ def _solve_reduced(H, A, rho, rest, param_index, rows):
 
     if nr + na == 0:  # nothing but parameters: the reduced Hessian is JᵀJ itself
         return _schur(K_pp, np.zeros_like(K_pp))
+    solve = None
     try:
         solve = _KKTSolver(H_rr, A_r, delta, K_sp.shape[1])
         with capture_native_output():  # it prints "zeros in D" from C++ when not identifiable
@@ -400,7 +403,9 @@ class _KKTSolver:
         self.shape = (n, ncol)
         upper = _upper_kkt(H, A, delta)
         self._ordered = _ordered_factor(upper, A)
+        self.times = None  # the exact (δ = 0) K times a matrix, in C when the ordered route is taken
         if self._ordered is not None:
+            self.times = lambda v: self._ordered.times(v, diagonal_to=nr)
             return
         self._qdldl = _qdldl_factor(upper)
         if self._qdldl is not None:

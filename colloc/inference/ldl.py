@@ -36,6 +36,14 @@ __all__ = ["OrderedLDL", "ordered_ldl"]
 _SOURCE = r"""/* colloc: up-looking sparse LDL' in a given ordering */
 #include <stdint.h>
 typedef int64_t idx;
+#if defined(__x86_64__) || defined(_M_X64)
+#include <xmmintrin.h>
+#define FLUSH_BEGIN unsigned int mxcsr = _mm_getcsr(); _mm_setcsr(mxcsr | 0x8040); /* FTZ, DAZ */
+#define FLUSH_END _mm_setcsr(mxcsr);
+#else
+#define FLUSH_BEGIN
+#define FLUSH_END
+#endif
 
 /* C = upper triangle of P A P' (CSC) from the upper triangle of A; pinv[old] = new.
    w: n integers of work. */
@@ -120,11 +128,13 @@ idx colloc_ldl_numeric(idx n, const idx *Cp, const idx *Ci, const double *Cx, co
 }
 
 /* X := (L D L')^-1 X for m right-hand sides, X an n-by-m row-major array (one pass over L
-   serves all of them). */
+   serves all of them).  Numbers below the normal range are flushed to zero meanwhile (on
+   x86-64): a refinement's right-hand side made them, and each costs a hundred cycles. */
 void colloc_ldl_solve(idx n, idx m, const idx *Lp, const idx *Li, const double *Lx, const double *D,
                       double *X) {
   idx r, j, p;
   double l, *xj, *xi;
+  FLUSH_BEGIN
   for (j = 0; j < n; ++j) {
     xj = X + j * m;
     for (p = Lp[j]; p < Lp[j + 1]; ++p) {
@@ -138,6 +148,33 @@ void colloc_ldl_solve(idx n, idx m, const idx *Lp, const idx *Li, const double *
     for (p = Lp[j]; p < Lp[j + 1]; ++p) {
       l = Lx[p]; xi = X + Li[p] * m;
       for (r = 0; r < m; ++r) xj[r] -= l * xi[r];
+    }
+  }
+  FLUSH_END
+}
+
+/* Y := A X for the symmetric A given by its upper triangle (Ap, Ai, Ax; entries below the
+   diagonal ignored), X and Y n-by-m row-major; the diagonal entries of the columns from
+   `diagonal_to` on are left out. */
+void colloc_ldl_symv(idx n, idx m, const idx *Ap, const idx *Ai, const double *Ax, idx diagonal_to,
+                     const double *X, double *Y) {
+  idx r, j, p, i;
+  double a;
+  const double *xj, *xi;
+  double *yj, *yi;
+  for (j = 0; j < n * m; ++j) Y[j] = 0.0;
+  for (j = 0; j < n; ++j) {
+    xj = X + j * m; yj = Y + j * m;
+    for (p = Ap[j]; p < Ap[j + 1]; ++p) {
+      i = Ai[p];
+      if (i > j) continue;
+      a = Ax[p];
+      if (i == j) {
+        if (j < diagonal_to) for (r = 0; r < m; ++r) yj[r] += a * xj[r];
+        continue;
+      }
+      xi = X + i * m; yi = Y + i * m;
+      for (r = 0; r < m; ++r) { yi[r] += a * xj[r]; yj[r] += a * xi[r]; }
     }
   }
 }
@@ -165,6 +202,8 @@ def _library() -> ctypes.CDLL | None:
     lib.colloc_ldl_numeric.restype = _N
     lib.colloc_ldl_solve.argtypes = [_N, _N, _I, _I, _D, _D, _D]
     lib.colloc_ldl_solve.restype = None
+    lib.colloc_ldl_symv.argtypes = [_N, _N, _I, _I, _D, _N, _D, _D]
+    lib.colloc_ldl_symv.restype = None
     return lib
 
 
@@ -179,10 +218,19 @@ class OrderedLDL:
         Strictly lower non-zeros of ``L`` (the fill of the ordering).
     """
 
-    def __init__(self, lib, n: int, perm: np.ndarray, Lp, Li, Lx, D) -> None:
-        self._lib, self.n, self._perm = lib, n, perm
+    def __init__(self, lib, n: int, perm: np.ndarray, upper, Lp, Li, Lx, D) -> None:
+        self._lib, self.n, self._perm, self._upper = lib, n, perm, upper
         self._Lp, self._Li, self._Lx, self._D = Lp, Li, Lx, D
         self.factor_nnz = int(Lp[-1])
+
+    def times(self, X: np.ndarray, diagonal_to: int | None = None) -> np.ndarray:
+        """``K X`` (``X`` of shape ``(n, m)``), leaving out the diagonal entries of the rows
+        from ``diagonal_to`` on (a shift placed there to make ``K`` factorisable)."""
+        X = np.ascontiguousarray(X, dtype=float)
+        Y = np.empty_like(X)
+        Ap, Ai, Ax = self._upper
+        self._lib.colloc_ldl_symv(self.n, X.shape[1], Ap, Ai, Ax, self.n if diagonal_to is None else diagonal_to, X, Y)
+        return Y
 
     def solve(self, B: np.ndarray) -> np.ndarray:
         """``K⁻¹ B`` (``B`` of shape ``(n,)`` or ``(n, m)``)."""
@@ -238,4 +286,4 @@ def ordered_ldl(upper: sps.csc_matrix, perm: np.ndarray, max_fill: float = 20.0)
                                  Li, Lx, D, y, pattern, work, filled)
     if bad:
         return f"zero or non-finite pivot in column {int(perm[bad - 1])}: the matrix is not quasi-definite"
-    return OrderedLDL(lib, n, perm, Lp, Li, Lx, D)
+    return OrderedLDL(lib, n, perm, (Ap, Ai, Ax), Lp, Li, Lx, D)
