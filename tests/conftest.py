@@ -24,6 +24,32 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture
+def covariance_route(monkeypatch):
+    """``covariance_route(name)``: the covariance's KKT solve takes the LDLᵀ route ``name``
+    ("ordered": colloc.inference.ldl, skipped without a compiler; "qdldl", skipped without
+    it; "casadi-ldl").  Returns the list of the ordered route's factorisations made."""
+    from colloc.inference import covariance
+
+    def use(route: str) -> list:
+        used: list = []
+        if route == "ordered":
+            from colloc.base.compiler import has_compiler
+            if not has_compiler():
+                pytest.skip("no C compiler")
+            ordered = covariance._ordered_factor
+            monkeypatch.setattr(covariance, "_ordered_factor", lambda K, A: used.append(ordered(K, A)) or used[-1])
+        else:
+            monkeypatch.setattr(covariance, "_ordered_factor", lambda K, A: None)
+        if route == "qdldl":
+            pytest.importorskip("qdldl")
+        elif route == "casadi-ldl":
+            monkeypatch.setattr(covariance, "_qdldl_factor", lambda K: None)
+        return used
+
+    return use
+
+
 @pytest.fixture(autouse=True)
 def _strict_numerics():
     old = np.seterr(divide="raise", over="raise", invalid="raise")

@@ -47,25 +47,14 @@ def midpoint_defects(z: np.ndarray, nodes: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("row_set", ["touching", "matched"])
 @pytest.mark.parametrize("route", ["ordered", "casadi-ldl", "qdldl"])
 @pytest.mark.parametrize("nodes_per_sample", [1, 2])
-def test_standard_errors_equal_a_dense_reduced_gauss_newton_reference(nodes_per_sample, route, row_set, monkeypatch):
+def test_standard_errors_equal_a_dense_reduced_gauss_newton_reference(nodes_per_sample, route, row_set, monkeypatch,
+                                                                    covariance_route):
     """The three LDLᵀ routes of the KKT solve (the time ordering of colloc.inference.ldl
     when a compiler exists; CasADi's ldl; qdldl when installed), with every constraint row
     that touches an unseen variable added as ρ·ÂᵀÂ (small problems) or one matched row per
     unseen variable (what large problems try first)."""
     from colloc.inference import covariance
-    used = []
-    if route == "ordered":
-        from colloc.base.compiler import has_compiler
-        if not has_compiler():
-            pytest.skip("no C compiler")
-        ordered = covariance._ordered_factor
-        monkeypatch.setattr(covariance, "_ordered_factor", lambda K, A: used.append(ordered(K, A)) or used[-1])
-    else:
-        monkeypatch.setattr(covariance, "_ordered_factor", lambda K, A: None)
-    if route == "qdldl":
-        pytest.importorskip("qdldl")
-    elif route == "casadi-ldl":
-        monkeypatch.setattr(covariance, "_qdldl_factor", lambda K: None)
+    used = covariance_route(route)
     if row_set == "matched":
         monkeypatch.setattr(covariance, "_MATCH_ABOVE", 0.0)
         chosen = []
@@ -109,6 +98,8 @@ def test_standard_errors_equal_a_dense_reduced_gauss_newton_reference(nodes_per_
     assert result.standard_errors["p"] == pytest.approx(np.sqrt(cov[0, 0]), rel=tol)
     assert result.standard_errors["c"] == pytest.approx(np.sqrt(cov[1, 1]), rel=tol)
     assert result.info["covariance_message"] == ""
+    if route == "ordered":  # the structure's order was used, not a fallback
+        assert used and all(f is not None for f in used)
     if row_set == "matched" and nodes_per_sample == 2:
         # ω is never measured: one row per unseen variable, fewer than the rows touching them
         first, touching = chosen[0][0], chosen[0][1]
