@@ -148,7 +148,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
     q = len(model.element_names("free_input"))
     eiv = list(problem.input_noise)
 
-    res_all = values(nlp.functions["res"], x, nlp.data)[0].ravel()  # through buffers: no conversions
+    res_all, _ = nlp.residual_values(x)
     fit_res_parts, trajectories, residuals, measurements = [], {}, {}, {}
     simulation = {}
     simulation_s = 0.0
@@ -211,7 +211,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
                             "simulation_s": simulation_s}
     if solver.standard_errors and pnames:
         t0 = _time.perf_counter()
-        jac_res = nlp.sparse_value("jac_res", x)
+        _, jac_res = nlp.residual_values(x, jacobian=True)
         jac_g = nlp.sparse_value("jac_g", x)
         fit_res = np.concatenate(fit_res_parts)
         c = parameter_covariance(

@@ -439,6 +439,48 @@ class NLP:
             out["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
         return out
 
+    def residual_values(self, x: np.ndarray, jacobian: bool = False):
+        """``(res, jac_res)`` at ``x``: all least-squares residuals (NumPy) and, if asked, their
+        Jacobian (SciPy CSC; else ``None``), the values of ``functions["res"]`` and
+        ``functions["jac_res"]`` computed block by block (each block's mapped local functions
+        evaluated through their buffers, the Jacobian's entries placed by SciPy), without a
+        graph of the whole NLP: building those graphs took longer than evaluating them
+        (two-link seed case: 17 ms against 2 ms)."""
+        import scipy.sparse as sps
+
+        from ..base.buffers import values
+
+        x = np.asarray(x, dtype=float)
+        mapped = self.__dict__.setdefault("_mapped", {})  # the mapped functions, made once
+
+        def over(f: ca.Function, n: int) -> ca.Function:
+            key = (f.name(), id(f), n)
+            if key not in mapped:
+                mapped[key] = (f, f.map(n, *self._mode))  # f kept: its id stays its own
+            return mapped[key][1]
+
+        res_parts, rows, cols, vals = [], [], [], []
+        for loc, b, doff, soff in zip(self._locs, self.blocks, self.data_offsets, self.res_offsets):
+            n, nr = b.count, b.num_res
+            if not nr:
+                continue
+            V = x[b.index]
+            Dm = self.data[doff : doff + b.data.size]
+            res_parts.append(values(over(loc.eval, n), V, Dm)[2].ravel(order="F"))
+            if jacobian and loc.jres_sp.nnz():
+                lr, lc = _triplets(loc.jres_sp)
+                vals.append(values(over(loc.jres, n), V, Dm)[0].ravel(order="F"))
+                rows.append((soff + np.arange(n, dtype=np.int64)[None, :] * nr + lr[:, None]).ravel(order="F"))
+                cols.append(b.index[lc, :].ravel(order="F"))
+        res = np.concatenate(res_parts) if res_parts else np.zeros(0)
+        if not jacobian:
+            return res, None
+        shape = (self.num_res, self.num_variables)
+        if not vals:
+            return res, sps.csc_matrix(shape)
+        jac = sps.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=shape)
+        return res, jac.tocsc()  # entries at one position summed, as the graph sums them
+
     def _fuse_decision(self) -> bool:
         """Whether the NLP's functions are fused C functions (:mod:`colloc.transcription.fused`):
         for a compiled model (a block marked ``compiled``), and for any model once the blocks
