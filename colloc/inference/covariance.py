@@ -101,7 +101,7 @@ def parameter_covariance(
     constraints.  Its parameter block is the inverse of the Schur complement of the other
     unknowns (states, free inputs) and the multipliers: with ``K_SS`` the KKT matrix of the
     problem at fixed parameters, ``C = (K_PP − K_PSᵀ K_SS⁻¹ K_SP)⁻¹``.  So one sparse LDLᵀ
-    factorisation of ``K_SS`` (CasADi's ``ldl``, fill-reducing ordering, no pivoting) and
+    factorisation of ``K_SS`` (no pivoting; see :class:`_KKTSolver` for its orderings) and
     one solve per parameter give it; the dense parameter columns never enter the factor.
 
     ``JᵀJ`` alone is far from definite: every collocation variable that no sample sees
@@ -119,8 +119,10 @@ def parameter_covariance(
     ``A`` this adds nothing, so the answer is unchanged, while those variables get pivots of
     the size of the data.  A small ``−δI`` in the constraint block (``δ = 10⁻⁹/ρ``) makes
     ``K_SS`` quasi-definite, so its factorisation exists for any ordering; iterative
-    refinement against the exact (``δ = 0``) matrix removes the ``δ`` bias.  The cost is one
-    sparse factorisation with the sparsity of the KKT matrix, linear in the grid.
+    refinement against the exact (``δ = 0``) matrix removes the ``δ`` bias, and the Schur
+    complement takes the residual's correction (:func:`_schur`), so that its error is the
+    square of the solve's.  The cost is one sparse factorisation with the sparsity of the
+    KKT matrix, linear in the grid.
     """
     J = _to_scipy(jac_res)
     A = _to_scipy(jac_g)[np.flatnonzero(equality), :]
@@ -380,7 +382,13 @@ def _correction_size(plain: np.ndarray, correction: np.ndarray) -> float:
 
 
 class _KKTSolver:
-    """``K⁻¹ B`` by a sparse LDLᵀ (fill-reducing ordering, no pivoting).
+    """``K⁻¹ B`` by a sparse LDLᵀ (no pivoting).
+
+    First, when a C compiler exists, in the time order of the collocation structure
+    (:func:`_time_order`, :mod:`colloc.inference.ldl`): no ordering search, which was most of
+    a general factorisation's time (two-link seed case: 0.17 of qdldl's 0.19 s); its
+    products with the exact ``K`` (``times``) run in C as well.  Should that order fill the
+    factor too much or meet a zero pivot, a general ordering follows.
 
     With the optional package ``qdldl`` installed (``pip install qdldl``; the LDLᵀ of
     quasi-definite matrices behind OSQP, Stellato et al. 2020) K is factorised once from its
