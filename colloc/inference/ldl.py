@@ -252,15 +252,16 @@ class OrderedLDL:
         return out[:, 0] if vector else out
 
 
-def ordered_ldl(upper: sps.csc_matrix, perm: np.ndarray, max_fill: float = 5.0) -> OrderedLDL | str | None:
+def ordered_ldl(upper: sps.csc_matrix, perm: np.ndarray, max_fill: float = 3.0) -> OrderedLDL | str | None:
     """The LDLᵀ factorisation of the symmetric matrix whose upper triangle is ``upper`` (CSC;
     entries below the diagonal are ignored) in the elimination order ``perm``.
 
     Returns ``None`` without a C compiler; a message (a ``str``) when the ordering would fill
     the factor with more than ``max_fill`` times the non-zeros of ``upper`` (the caller then
     orders by a general method; the time order filled 1.7× on the two-link seed case and
-    2.2× on the 20 s ship-stance record, AMD 1.35× and 1.7×) or when a pivot is zero or not
-    finite (the matrix is not quasi-definite)."""
+    2.2× on the 20 s ship-stance record, AMD 1.35× and 1.7×, but 4.6× on the delayed
+    two-link record, whose delayed reads couple nodes 0.1 s apart, against AMD's 0.86×) or
+    when a pivot is zero or not finite (the matrix is not quasi-definite)."""
     lib = _library()
     if lib is None:
         return None
