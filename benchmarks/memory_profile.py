@@ -122,10 +122,14 @@ class RssSampler:
         return {"peak_mb": r, "peak_at_s": t, "series": [[round(a, 3), round(b, 1)] for a, b in self.series]}
 
 
-_INFOG = (re.compile(r"INFOG\s*\(\s*(\d+)\s*\)[^=:\n]*[=:]\s*(-?\d+)\s*$"),  # INFOG  (9) Real space ... = 433
-          re.compile(r"\(INFOG\((\d+)\)\)\s*:\s*(-?\d+)\s*$"),                # ... in Mbytes (INFOG(19)):  896
-          re.compile(r"^\s*--\s+\(\s*(\d+)\)[^=\n]*=\s*(-?\d+)\s*$"))         #  -- (20) Number of entries ... = 330
-_IPOPT_SIZES = {"variables": "Total number of variables", "equality_constraints": "Total number of equality constraints",
+#: MUMPS's three ways of printing INFOG(i): " INFOG  (9) Real space for factors  =  433",
+#: " ** Memory allocated, total in Mbytes  (INFOG(19)):  896" and, in the analysis's summary,
+#: " -- (20) Number of entries in factors (estim.)  =  330"
+_INFOG = (re.compile(r"INFOG\s*\(\s*(\d+)\s*\)[^=:\n]*[=:]\s*(-?\d+)\s*$"),
+          re.compile(r"\(INFOG\((\d+)\)\)\s*:\s*(-?\d+)\s*$"),
+          re.compile(r"^\s*--\s+\(\s*(\d+)\)[^=\n]*=\s*(-?\d+)\s*$"))
+_IPOPT_SIZES = {"variables": "Total number of variables",
+                "equality_constraints": "Total number of equality constraints",
                 "inequality_constraints": "Total number of inequality constraints",
                 "jacobian_nnz": "Number of nonzeros in equality constraint Jacobian",
                 "inequality_jacobian_nnz": "Number of nonzeros in inequality constraint Jacobian",
@@ -199,8 +203,8 @@ def _preload_tracer(argv: list[str]) -> None:
     """Re-run this script with benchmarks/alloc_trace.c compiled and preloaded (never returns)."""
     cc = os.environ.get("CC", "cc")
     lib = Path(tempfile.mkdtemp(prefix="colloc-alloctrace-")) / "alloc_trace.so"
-    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(Path(__file__).with_name("alloc_trace.c")),
-                    "-ldl", "-lpthread"], check=True)
+    source = Path(__file__).with_name("alloc_trace.c")
+    subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(source), "-ldl", "-lpthread"], check=True)
     env = {**os.environ, "LD_PRELOAD": str(lib), "ALLOCTRACE_OUT": str(lib.with_suffix(".txt"))}
     os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
 
@@ -214,10 +218,10 @@ def main(argv=None) -> int:
     ap.add_argument("--ipopt", action="append", default=[], metavar="KEY=VALUE",
                     help="a further IPOPT option (repeatable), e.g. mumps_mem_percent=5")
     ap.add_argument("--breakdown", action="store_true",
-                    help="take the solve apart: KKT size, MUMPS's factor and memory, RSS sampled over the solve")
+                    help="take the solve apart: KKT size, MUMPS's factor and memory, RSS over the solve")
     ap.add_argument("--trace", action="store_true",
-                    help="with --breakdown: native allocations at the solve's peak (benchmarks/alloc_trace.c, Linux)")
-    ap.add_argument("--log", default=None, help="with --breakdown: keep IPOPT's and MUMPS's output in this file")
+                    help="with --breakdown: native allocations at the solve's peak (alloc_trace.c; Linux)")
+    ap.add_argument("--log", default=None, help="with --breakdown: IPOPT's and MUMPS's output to this file")
     args = ap.parse_args(argv)
     if args.trace and not args.breakdown:
         ap.error("--trace: needs --breakdown")
