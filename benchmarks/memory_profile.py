@@ -163,12 +163,13 @@ def parse_solver_log(text: str) -> dict:
     return out
 
 
-def kkt_breakdown(log: dict, nlp_held_mb: float, solve_peak_mb: float, plateau_mb: float | None) -> dict:
+def kkt_breakdown(log: dict, nlp_held_mb: float, solve_peak_mb: float, between_mb: float | None) -> dict:
     """MB figures of the solve from the parsed log: the KKT matrix, MUMPS's factor, and what
-    IPOPT with MUMPS adds over the built NLP."""
+    IPOPT with MUMPS adds over the built NLP (``between_mb``: the RSS between two
+    factorisations, passed through)."""
     g, mb = log["infog"], 2.0**20
     out = {"nlp_held_mb": nlp_held_mb, "solve_peak_mb": solve_peak_mb,
-           "over_nlp_mb": solve_peak_mb - nlp_held_mb, "plateau_mb": plateau_mb}
+           "over_nlp_mb": solve_peak_mb - nlp_held_mb, "between_factorisations_mb": between_mb}
     if "kkt_nnz" in log:
         # one triplet copy: int32 row and column, double value
         out["kkt_triplet_mb"] = log["kkt_nnz"] * (4 + 4 + 8) / mb
@@ -296,12 +297,12 @@ def main(argv=None) -> int:
             Path(args.log).write_text(native.text)
         log = parse_solver_log(native.text)
         rss = sampler.summary()
-        # the plateau: the median RSS of the second half of the solve (factors held between
-        # the factorisations), beside the peak
+        # the RSS between factorisations (MUMPS frees its factor when it factorises again):
+        # the 5th percentile of the second half of the solve, beside the peak
         tail = sorted(r for _, r in sampler.series[len(sampler.series) // 2:])
         kkt = {**log, "infog": {str(k): v for k, v in log["infog"].items()}, "rss": rss,
                "breakdown": kkt_breakdown(log, held_before, rss["peak_mb"] or meter.rows[-1]["peak_mb"],
-                                          tail[len(tail) // 2] if tail else None)}
+                                          tail[len(tail) // 20] if tail else None)}
         if args.trace:
             kkt["native_at_peak"] = traced(os.environ["ALLOCTRACE_OUT"])
         for key, value in kkt["breakdown"].items():
