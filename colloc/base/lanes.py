@@ -232,6 +232,9 @@ def _transposed_store(name: str, width: int, count: int) -> str:
         rows, stage = new, stage + 1
     for lane in range(width):
         to, done, size = f"to + {lane} * s", 0, width
+        code.append(f"  __builtin_prefetch({to} + {2 * width} * s, 1, 3);")
+        if count > 1:
+            code.append(f"  __builtin_prefetch({to} + {2 * width} * s + {count - 1}, 1, 3);")
         while done < count:
             if count - done >= size:
                 if size == width:

@@ -150,7 +150,16 @@ def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bo
     if None in kernels:
         return None
     cast = "(const colloc_lanes*)"
-    return (lane_prelude(width, mvec) + "".join(kernels)
+    L = ev.size1_in(0)
+    # the local variables of instances i … i + width − 1 from x, global variable xa[k] + xb[k]·i
+    # (here, at the lanes' optimisation, the loop over lanes unrolled)
+    gather = (f"void lk{key}_x(const double* restrict x, const long long* restrict xa, const long long* restrict xb,\n"
+              f"               long long i, double* restrict V) {{\n"
+              f"  long long k;\n  int l;\n"
+              f"  for (k = 0; k < {L}; ++k) {{\n"
+              f"    const double* xk = x + xa[k] + xb[k] * i;\n    const long long s = xb[k];\n"
+              f"    for (l = 0; l < {width}; ++l) V[{width} * k + l] = xk[l * s];\n  }}\n}}\n")
+    return (lane_prelude(width, mvec) + "".join(kernels) + gather
             + f"void lk{key}_g(const double* v, const double* d, double* g) {{\n"
               f"  lane_g{key}({cast}v, {cast}d, (colloc_lanes*)g);\n}}\n"
             + f"void lk{key}_j(const double* v, const double* d, double* jv, const long long* a,\n"
@@ -180,8 +189,10 @@ def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: 
     lane_end = i0 + (lane_end - i0) / {W} * {W};
     r = 0;
     for (i = i0; i < lane_end; i += {W}) {{
-      for (k = 0; k < {L}; ++k) for (l = 0; l < {W}; ++l) V[{W} * k + l] = x ? x[b{j}_xa[k] + b{j}_xb[k] * (i + l)] : 0;
-      for (l = 0; l < {W}; ++l) for (k = 0; k < {D}; ++k) P[{W} * k + l] = p ? p[{data_offset} + {D} * (i + l) + k] : 0;
+      if (x) lk{key}_x(x, b{j}_xa, b{j}_xb, i, V);
+      else for (k = 0; k < {W * L}; ++k) V[k] = 0;
+      if (p) for (l = 0; l < {W}; ++l) for (k = 0; k < {D}; ++k) P[{W} * k + l] = p[{data_offset} + {D} * (i + l) + k];
+      else for (k = 0; k < {W * D}; ++k) P[k] = 0;
       if (!jv) {{
         lk{key}_g(V, P, G);
       }} else {{
@@ -406,7 +417,8 @@ def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, 
             if lanes is None:
                 return None
             units.append((f"lk{lkey}w{width}", lanes, lane_flags))
-            decls.append(f"void lk{lkey}_g(const double*, const double*, double*);\n"
+            decls.append(f"void lk{lkey}_x(const double*, const casadi_int*, const casadi_int*, casadi_int, double*);\n"
+                         f"void lk{lkey}_g(const double*, const double*, double*);\n"
                          f"void lk{lkey}_j(const double*, const double*, double*, const casadi_int*, "
                          "const casadi_int*, casadi_int, double*);\n")
             unit_of[lkey, width] = True
