@@ -214,8 +214,10 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
 
     Regular instances are evaluated several at a time (:mod:`colloc.base.lanes`, vectors of
     :func:`colloc.base.compiler.lane_config`'s width; sin, cos, exp and log by libmvec
-    where :func:`colloc.base.compiler.vector_math` allows) where the compiler and linker
-    take it, else (silently) one at a time.
+    where :func:`colloc.base.compiler.vector_math` allows; the Jacobian's runs of consecutive
+    places transposed in registers and written one vector a lane, :func:`_chunks`) where the
+    compiler and linker take it, else (silently) without libmvec, one value at a time, or
+    one instance at a time.
 
     Returns ``None`` when a block has more than :data:`MAX_IRREGULAR` instances off the
     affine pattern, or when compiling is not possible (then with a

@@ -240,4 +240,6 @@ def test_transposed_jacobian_stores_of_every_width_match_the_virtual_machine(cac
         _fused_against_the_virtual_machine(_cart, _cart_trials(), method, hessian="limited-memory")
     assert built and all(b == (True, True) for b in built)  # the transposed form, no fallback
     assert max(sizes) == width and min(sizes) < width  # whole and partial groups
-    assert list(cache.glob(f"colloc_lk*w{width}_*.o"))
+    # one lanes unit a method, shared by the two trials' blocks (28 and 39 intervals): the
+    # groups depend on the pattern's structure, not on the record length
+    assert len(list(cache.glob(f"colloc_lk*w{width}_*.o"))) == 2
