@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import casadi as ca
 
-__all__ = ["LANE_TYPE", "lane_prelude", "lane_source", "lane_supported"]
+__all__ = ["LANE_TYPE", "lane_gather", "lane_prelude", "lane_source", "lane_supported"]
 
 #: The C type of a lane vector (defined by :func:`lane_prelude`).
 LANE_TYPE = "colloc_lanes"
@@ -209,13 +209,12 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
             + "\n  ".join(body) + "\n}\n")
 
 
-def _transposed_store(name: str, width: int, count: int) -> str:
-    """C: ``name(to, s, v0, …)``, element ``l`` of vector ``vⱼ`` (``j < count``) written to
-    ``to[l·s + j]``: the ``width × width`` matrix of the vectors (zero rows after ``count``)
-    transposed by a butterfly of two-vector shuffles (bit ``b`` of the row and lane numbers
-    swapped at stage ``b``: ``width·log₂ width`` shuffles), then each lane's first ``count``
-    values stored at once (a whole vector, else halves, quarters, … of it)."""
-    rows = [f"v{j}" if j < count else None for j in range(width)]
+def _butterfly(rows: list[str | None], width: int, prefix: str) -> tuple[list[str], list[str | None]]:
+    """C declaring the transpose of the ``width × width`` matrix whose rows are the vectors
+    ``rows`` (``None``: a zero row): a butterfly of two-vector shuffles, bit ``b`` of the row
+    and lane numbers swapped at stage ``b`` (``width·log₂ width`` shuffles, fewer with zero
+    rows).  Returns the lines and the names of the transposed rows (``prefix`` + stage and
+    row)."""
     code, stage = [], 0
     while (1 << stage) < width:
         bit, new = 1 << stage, list(rows)
@@ -227,9 +226,55 @@ def _transposed_store(name: str, width: int, count: int) -> str:
             pick0 = [lane if not lane & bit else width + (lane ^ bit) for lane in range(width)]
             pick1 = [lane | bit if not lane & bit else width + lane for lane in range(width)]
             for j, pick in ((j0, pick0), (j1, pick1)):
-                new[j] = f"s{stage}_{j}"
+                new[j] = f"{prefix}{stage}_{j}"
                 code.append(f"  {LANE_TYPE} {new[j]} = LANE_SHUFFLE({a}, {b}, {','.join(map(str, pick))});")
         rows, stage = new, stage + 1
+    return code, rows
+
+
+def lane_gather(name: str, width: int, num_local: int, chunks: Sequence[Sequence[int]],
+                shared: Sequence[bool]) -> str:
+    """C: ``void name(x, xa, xb, i, V)``, local variable ``k`` of instances ``i … i + width − 1``
+    (global variable ``xa[k] + xb[k]·(i + lane)``) into ``V`` in lane layout (``V[width·k +
+    lane]``, aligned to a vector).  ``chunks``: every local variable once, in groups of at
+    most ``width`` with consecutive global variables (``xa[kⱼ] = xa[k₀] + j``, the same
+    ``xb``); each lane's group is read at once and the vectors transposed in registers.
+    ``shared[g]``: group ``g`` is the same variables in every instance (``xb`` zero: the
+    parameters), broadcast instead."""
+    if sorted(k for c in chunks for k in c) != list(range(num_local)):
+        raise ValueError("chunks must hold every local variable once")
+    code = []
+    for g, (chunk, same) in enumerate(zip(chunks, shared)):
+        count, k0 = len(chunk), chunk[0]
+        code.append(f"  {{ /* local variables {k0}…{k0 + count - 1} */")
+        code.append(f"  const double* p = x + xa[{k0}] + xb[{k0}] * i;")
+        if same:
+            code += [f"  {{ {LANE_TYPE} b = LANE_ONE * p[{j}]; __builtin_memcpy(V + {width * (k0 + j)}, &b, "
+                     f"sizeof({LANE_TYPE})); }}" for j in range(count)]
+        else:
+            code.append(f"  const long long s = xb[{k0}];")
+            for lane in range(width):
+                if count == width:
+                    code.append(f"  {LANE_TYPE} u{lane}; __builtin_memcpy(&u{lane}, p + {lane} * s, sizeof({LANE_TYPE}));")
+                else:
+                    code.append(f"  {LANE_TYPE} u{lane} = LANE_ZERO; "
+                                + " ".join(f"u{lane}[{j}] = p[{lane} * s + {j}];" for j in range(count)))
+            lines, rows = _butterfly([f"u{lane}" for lane in range(width)], width, "t")
+            code += lines
+            code += [f"  __builtin_memcpy(V + {width * (k0 + j)}, &{rows[j]}, sizeof({LANE_TYPE}));"
+                     for j in range(count)]
+        code.append("  }")
+    return (f"void {name}(const double* restrict x, const long long* restrict xa, const long long* restrict xb,\n"
+            f"           long long i, double* restrict V) {{\n" + "\n".join(code) + "\n}\n")
+
+
+def _transposed_store(name: str, width: int, count: int) -> str:
+    """C: ``name(to, s, v0, …)``, element ``l`` of vector ``vⱼ`` (``j < count``) written to
+    ``to[l·s + j]``: the ``width × width`` matrix of the vectors (zero rows after ``count``)
+    transposed by a butterfly of two-vector shuffles (bit ``b`` of the row and lane numbers
+    swapped at stage ``b``: ``width·log₂ width`` shuffles), then each lane's first ``count``
+    values stored at once (a whole vector, else halves, quarters, … of it)."""
+    code, rows = _butterfly([f"v{j}" if j < count else None for j in range(width)], width, "s")
     for lane in range(width):
         to, done, size = f"to + {lane} * s", 0, width
         code.append(f"  __builtin_prefetch({to} + {2 * width} * s, 1, 3);")

@@ -36,7 +36,7 @@ import casadi as ca
 import numpy as np
 
 from ..base.compiler import lane_config, linked, vector_math
-from ..base.lanes import lane_prelude, lane_source, lane_supported
+from ..base.lanes import lane_gather, lane_prelude, lane_source, lane_supported
 
 __all__ = ["FusedPart", "SummedPart", "fused_constraints", "fused_gradient", "fused_hessian"]
 
@@ -133,13 +133,16 @@ def _chunks(a: np.ndarray, b: np.ndarray, width: int) -> list[tuple[int, ...]]:
 
 
 def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bool = False,
-               chunks: list[tuple[int, ...]] | None = None) -> str | None:
+               chunks: list[tuple[int, ...]] | None = None,
+               gather: tuple[list[tuple[int, ...]], list[bool]] | None = None) -> str | None:
     """C of ``lk<key>_g`` (the rows) and ``lk<key>_j`` (Jacobian nonzeros and rows) on
     ``width`` instances at once (:mod:`colloc.base.lanes`): inputs and rows in lane layout,
     aligned to a vector; the Jacobian nonzeros written by the kernel straight to their
     global places ``a[k] + b[k]·(i + lane)``, by the groups of consecutive places
     ``chunks`` (:func:`_chunks`) transposed to one vector store a lane, or (``None``) one
-    value at a time (a buffer and a copy loop were slower than that).  ``None`` when a
+    value at a time (a buffer and a copy loop were slower than that); the local variables
+    read from ``x`` by ``gather``'s groups (``(chunks, shared)``, ``lk<key>_x``,
+    :func:`colloc.base.lanes.lane_gather`) or one at a time (``None``).  ``None`` when a
     function has an operation without a lane form or more than
     :data:`MAX_LANE_INSTRUCTIONS` instructions."""
     if not _lanes_possible(ev, jac):
@@ -152,13 +155,16 @@ def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bo
     cast = "(const colloc_lanes*)"
     L = ev.size1_in(0)
     # the local variables of instances i … i + width − 1 from x, global variable xa[k] + xb[k]·i
-    # (here, at the lanes' optimisation, the loop over lanes unrolled)
-    gather = (f"void lk{key}_x(const double* restrict x, const long long* restrict xa, const long long* restrict xb,\n"
-              f"               long long i, double* restrict V) {{\n"
-              f"  long long k;\n  int l;\n"
-              f"  for (k = 0; k < {L}; ++k) {{\n"
-              f"    const double* xk = x + xa[k] + xb[k] * i;\n    const long long s = xb[k];\n"
-              f"    for (l = 0; l < {width}; ++l) V[{width} * k + l] = xk[l * s];\n  }}\n}}\n")
+    # (here, at the lanes' optimisation: by groups, or with the loop over lanes unrolled)
+    if gather is not None:
+        gather = lane_gather(f"lk{key}_x", width, L, *gather)
+    else:
+        gather = (f"void lk{key}_x(const double* restrict x, const long long* restrict xa,\n"
+                  f"               const long long* restrict xb, long long i, double* restrict V) {{\n"
+                  f"  long long k;\n  int l;\n"
+                  f"  for (k = 0; k < {L}; ++k) {{\n"
+                  f"    const double* xk = x + xa[k] + xb[k] * i;\n    const long long s = xb[k];\n"
+                  f"    for (l = 0; l < {width}; ++l) V[{width} * k + l] = xk[l * s];\n  }}\n}}\n")
     return (lane_prelude(width, mvec) + "".join(kernels) + gather
             + f"void lk{key}_g(const double* v, const double* d, double* g) {{\n"
               f"  lane_g{key}({cast}v, {cast}d, (colloc_lanes*)g);\n}}\n"
@@ -245,7 +251,7 @@ class _Tables:
         self.j, (self.L, self.n), self.K = j, index.shape, position.shape[0]
         xa, xb, xreg = _affine(index.astype(np.int64))
         pa, pb, preg = _affine(position.astype(np.int64))
-        self.pa, self.pb = pa, pb
+        self.pa, self.pb, self.xa, self.xb = pa, pb, xa, xb
         self.irregular = np.flatnonzero(~(xreg & preg))
         self.text = None
         if self.irregular.size <= MAX_IRREGULAR:
@@ -412,10 +418,14 @@ def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, 
             decls.append(decl)
             unit_of[key] = True
         # the lanes' C depends on the groups of consecutive places too: its own name
-        chunks = _chunks(tables.pa, tables.pb, width) if width > 1 and transposed else None
-        lkey = key if chunks is None else hashlib.sha256(f"{key}{chunks}".encode()).hexdigest()[:16]
+        chunks = gather = None
+        if width > 1 and transposed:
+            chunks = _chunks(tables.pa, tables.pb, width)
+            xchunks = _chunks(tables.xa, tables.xb, width)
+            gather = (xchunks, [bool(tables.xb[c[0]] == 0) for c in xchunks])
+        lkey = key if chunks is None else hashlib.sha256(f"{key}{chunks}{gather}".encode()).hexdigest()[:16]
         if width > 1 and (lkey, width) not in unit_of:
-            lanes = _lane_unit(lkey, part.defects, part.jacobian, width, mvec, chunks)
+            lanes = _lane_unit(lkey, part.defects, part.jacobian, width, mvec, chunks, gather)
             if lanes is None:
                 return None
             units.append((f"lk{lkey}w{width}", lanes, lane_flags))

@@ -207,7 +207,8 @@ def test_lanes_fall_back_silently(cache, monkeypatch, cause):
 @pytest.mark.parametrize("width, shuffle", [(2, "shufflevector"), (4, "shufflevector"), (8, "shuffle")])
 def test_transposed_jacobian_stores_of_every_width_match_the_virtual_machine(cache, monkeypatch, width, shuffle):
     """The Jacobian's consecutive places written a lane at a time by vectors transposed in
-    registers (colloc.base.lanes, ``chunks``): groups of 1 to ``width`` values, at 2, 4 and
+    registers (colloc.base.lanes, ``chunks``), and the local variables read from ``x`` the
+    same way (``lane_gather``; the parameters broadcast): groups of 1 to ``width`` values, at 2, 4 and
     8 lanes, with GCC's and Clang's ``__builtin_shufflevector`` and with the older
     ``__builtin_shuffle`` (forced by ``COLLOC_NO_SHUFFLEVECTOR``; partial groups stored
     element by element): bit-identical to the virtual machine (no libmvec), Radau-3 (long
