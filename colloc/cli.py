@@ -290,10 +290,13 @@ def cmd_identify(args) -> int:
     guess = _assignments("--guess", args.guess, _finite_number)
     bounds = _assignments("--bounds", args.bounds, _bounds_pair)
     weights = _assignments("--fit-weight", args.fit_weight, _finite_number)
-    result = _identify(args.problem, paths, args.method, args.nodes, args.verbose, args.json,
-                       args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
-                       names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
-                       absolute_sigma=args.absolute_sigma, time_limit=args.time_limit, **_lab_options(args))
+    from .base.compiler import builds_ahead
+
+    with builds_ahead():  # fused functions not yet compiled: built in the background for the next run
+        result = _identify(args.problem, paths, args.method, args.nodes, args.verbose, args.json,
+                           args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
+                           names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
+                           absolute_sigma=args.absolute_sigma, time_limit=args.time_limit, **_lab_options(args))
     if _T_MAIN is not None:  # from main() to the problem and its libraries imported (not the interpreter's start)
         result.timings["import_s"] = imported - _T_MAIN
     if args.out:
@@ -839,10 +842,26 @@ def _one_line_warnings(message, category, filename, lineno, file=None, line=None
     sys.stderr.write(f"colloc: warning: {str(message).splitlines()[0]}\n")
 
 
+def _one_thread_libraries() -> bool:
+    """One BLAS/OpenMP thread (:data:`colloc.base.engine.THREAD_ENV`) for the command's own
+    process, unless the user set any of those variables or the libraries are loaded already
+    (``main`` called in a running program: its environment is left alone).  OpenBLAS's and
+    OpenMP's idle threads spin on the second core: on the two-link seed case (6,001 nodes)
+    the command took the same wall time with 0.7 s less CPU, and at 60,001 nodes no more
+    wall time (benchmarks/README.md).  Returns whether it set them."""
+    from .base.engine import THREAD_ENV
+
+    if "numpy" in sys.modules or "casadi" in sys.modules or any(k in os.environ for k in THREAD_ENV):
+        return False
+    os.environ.update(THREAD_ENV)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``colloc`` command; returns the exit code."""
     global _T_MAIN
     _T_MAIN = time.perf_counter()
+    _one_thread_libraries()
     parser = build_parser()
     with warnings.catch_warnings():
         # data warnings (extra columns …) are shown as one line each, never raised

@@ -24,6 +24,7 @@ blocks and instances multiplied by ``objective_scale``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Literal
@@ -31,7 +32,7 @@ from typing import Literal
 import casadi as ca
 import numpy as np
 
-from ..base.compiler import compiled_all, has_compiler
+from ..base.compiler import cached_only, compiled_all, has_compiler
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
 
@@ -163,6 +164,19 @@ _COMPILE_ABOVE = 100
 #: memory_profile.py): below it CasADi's graphs are small and the first run's compile is not
 #: worth it.
 FUSE_ABOVE = 20_000
+#: From this many block instances (and below :data:`FUSE_ABOVE`) the fused C functions are
+#: used when the compile cache already holds them (nothing is compiled during the build;
+#: under :func:`colloc.base.compiler.builds_ahead`, as in the ``colloc`` command, a miss is
+#: compiled in the background for the next run).  The two-link seed case (18,001
+#: instances): the build 0.57 → 0.36 s and IPOPT's function evaluations 0.33 → 0.03 s
+#: with the libraries cached (benchmarks/README.md); below a few thousand instances the
+#: graphs cost less than generating the C to look the libraries up.
+FUSE_CACHED_ABOVE = 3_000
+
+
+def _compiling(fuse: str | None):
+    """The compile cache's mode of a fused function: only what it holds for ``"cached"``."""
+    return cached_only() if fuse == "cached" else contextlib.nullcontext()
 
 
 class _Local:
@@ -321,9 +335,12 @@ class NLP:
         locs = [_Local(b, hessian) for b in blocks]
         quiet = not any(b.compiled for b in blocks)  # fused on our own decision: fall back silently
         fuse = self._fuse_decision()
-        fused, jac_pattern = self._fused(locs, quiet) if fuse else (None, None)
-        fused_grad = self._fused_gradient(locs, quiet) if fuse else None
-        fused_hess = self._fused_hessian(locs, quiet) if fuse and hessian != "limited-memory" else None
+        with _compiling(fuse):
+            fused, jac_pattern = self._fused(locs, quiet) if fuse else (None, None)
+        with _compiling(fuse):
+            fused_grad = self._fused_gradient(locs, quiet) if fuse else None
+        with _compiling(fuse):
+            fused_hess = self._fused_hessian(locs, quiet) if fuse and hessian != "limited-memory" else None
         self.fused = {"jac_g": fused is not None, "grad_f": fused_grad is not None, "hess_lag": fused_hess is not None}
         skip = tuple(k for k, done in (("jac", fused), ("grad", fused_grad), ("hess", fused_hess)) if done is not None)
         graphs = len(skip) < (3 if hessian != "limited-memory" else 2)  # something is left to CasADi's graphs
@@ -439,17 +456,23 @@ class NLP:
             out["jac_res"] = ca.Function("nlp_jac_res", [x, p], [jres], ["x", "p"], ["jac_res_x"])
         return out
 
-    def _fuse_decision(self) -> bool:
+    def _fuse_decision(self) -> str | None:
         """Whether the NLP's functions are fused C functions (:mod:`colloc.transcription.fused`):
-        for a compiled model (a block marked ``compiled``), and for any model once the blocks
-        have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE`` overrides it) and a
-        C compiler exists.  A compile failure then falls back to CasADi's graphs silently."""
+        ``"compile"`` for a compiled model (a block marked ``compiled``), and for any model
+        once the blocks have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE``
+        overrides it) and a C compiler exists; ``"cached"`` (used if already compiled) from
+        :data:`FUSE_CACHED_ABOVE`; else ``None``.  A compile failure or a cache miss falls
+        back to CasADi's graphs silently."""
         if not self.blocks:
-            return False
+            return None
         if any(b.compiled for b in self.blocks):
-            return True
-        above = int(os.environ.get("COLLOC_FUSE_ABOVE", FUSE_ABOVE))
-        return sum(b.count for b in self.blocks) >= above and has_compiler()
+            return "compile"
+        count = sum(b.count for b in self.blocks)
+        if not has_compiler():
+            return None
+        if count >= int(os.environ.get("COLLOC_FUSE_ABOVE", FUSE_ABOVE)):
+            return "compile"
+        return "cached" if count >= FUSE_CACHED_ABOVE else None
 
     def _fused_gradient(self, locs: list[_Local], quiet: bool):
         """The objective and its gradient as one C function (:func:`fused.fused_gradient`), or ``None``."""
