@@ -121,13 +121,23 @@ def _ccs(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray,
     fused function builds its pattern itself, and making it cost 0.1 s at 6,001 nodes).
     """
     key = cols.astype(np.int64) * nrow + rows
-    unique, position = np.unique(key, return_inverse=True)
+    # np.unique(key, return_inverse=True) by a stable sort: the contributions come instance by
+    # instance, so the keys are nearly sorted already and the merge sort's runs find it (3-4x
+    # faster than unique's quicksort on the two-link case's 438,000 Jacobian nonzeros)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.empty(key.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    unique = key[first]
     del key
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = np.cumsum(first) - 1
+    del order, first
     ucols = unique // nrow
     urows = unique % nrow
     colind = np.zeros(ncol + 1, dtype=np.int64)
-    np.add.at(colind, ucols + 1, 1)
-    colind = np.cumsum(colind)
+    colind[1:] = np.cumsum(np.bincount(ucols, minlength=ncol))
     sp = sparsity_from_ccs(nrow, ncol, colind, urows) if sparsity else None
     return sp, position.astype(np.int64, copy=False), unique
 
