@@ -848,9 +848,9 @@ def _one_thread_libraries() -> bool:
     """One BLAS/OpenMP thread (:data:`colloc.base.engine.THREAD_ENV`) for the command's own
     process, unless the user set any of those variables or the libraries are loaded already
     (``main`` called in a running program: its environment is left alone).  OpenBLAS's and
-    OpenMP's idle threads spin on the second core: on the two-link seed case (6,001 nodes)
-    the command took the same wall time with 0.7 s less CPU, and at 60,001 nodes no more
-    wall time (benchmarks/README.md).  Returns whether it set them."""
+    OpenMP's idle threads spin on the second core: the two-link seed case (6,001 nodes) took
+    the same wall time on a quiet machine and 3.7 → 2.5 s of CPU; at 60,001 nodes the CPU
+    time was the same either way (benchmarks/README.md).  Returns whether it set them."""
     from .base.engine import THREAD_ENV
 
     if "numpy" in sys.modules or "casadi" in sys.modules or any(k in os.environ for k in THREAD_ENV):
@@ -893,14 +893,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """The ``colloc`` console script: :func:`main`, then the process ends at once.  Exit
-    handlers run (a Dask cluster is shut down, temporary folders are removed) and the output
-    is flushed, but the interpreter's teardown (a thousand modules, the solve's NumPy arrays
+    """The ``colloc`` console script: :func:`main`, then the process ends at once (unless a
+    thread the interpreter would wait for is still running).  Exit handlers run (a Dask
+    cluster is shut down, temporary folders are removed) and the output is flushed, but the
+    interpreter's teardown (a thousand modules, the solve's NumPy arrays
     and CasADi objects freed one by one) is skipped: 0.15–0.4 s of the two-link seed case's
     whole command (benchmarks/README.md)."""
     import atexit
+    import threading
 
     code = main()
+    if any(t is not threading.main_thread() and t.is_alive() and not t.daemon for t in threading.enumerate()):
+        sys.exit(code)  # a thread the interpreter would wait for (a pool's worker): the usual exit
     atexit._run_exitfuncs()  # what Python runs at exit, before it tears the modules down
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -136,3 +136,16 @@ def test_a_program_that_calls_main_keeps_its_environment(monkeypatch):
     assert "numpy" in sys.modules
     assert cli._one_thread_libraries() is False
     assert not any(k in os.environ for k in THREAD_ENV)
+
+
+def test_the_console_script_runs_exit_handlers_and_flushes_before_it_ends():
+    """``colloc.cli.run`` ends the process without the interpreter's teardown: what was
+    printed and what exit handlers do must still come out, and the exit code must be main's."""
+    probe = ("import atexit, sys; atexit.register(lambda: print('handler ran')); "
+             "sys.argv = ['colloc'] + sys.argv[1:]; from colloc.cli import run; run()")
+    ok = subprocess.run([sys.executable, "-c", probe, "problems"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    assert "two-link" in ok.stdout and ok.stdout.rstrip().endswith("handler ran")
+    bad = subprocess.run([sys.executable, "-c", probe, "identify", "pendulum", "--data", "no-such.csv"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no-such.csv" in bad.stderr
