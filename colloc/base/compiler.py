@@ -19,10 +19,10 @@ import functools
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
-import shlex
 import tempfile
 import time
 import warnings
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CompilerWarning", "builds_ahead", "cache_dir", "cached_only", "compiled", "compiled_all", "has_compiler", "lane_config",
-           "linked", "vector_math"]
+__all__ = ["CompilerWarning", "builds_ahead", "cache_dir", "cached_only", "compiled", "compiled_all", "has_compiler",
+           "lane_config", "linked", "vector_math"]
 
 #: Optimisation flags: -O1 gives most of the speed of -O2 at a fraction of its compile
 #: time on these long straight-line functions (-O0 runs them 2× slower than -O1).
@@ -109,8 +109,8 @@ def _cached(target: Path, partial: Path) -> None:
     os.replace(staged, target)
 
 
-#: Inside :func:`cached_only`: ``[ahead, spawned]`` (queue missing libraries for a build in
-#: the background, whether this scope has queued its one build); ``None`` outside.
+#: Inside :func:`cached_only`: ``[queued]`` (whether this scope has queued its one build for
+#: :func:`builds_ahead`); ``None`` outside.
 _CACHED_ONLY: contextvars.ContextVar[list | None] = contextvars.ContextVar("colloc_cached_only", default=None)
 #: Inside :func:`builds_ahead`: the builds queued by :func:`cached_only` misses; else ``None``.
 _AHEAD: contextvars.ContextVar[list | None] = contextvars.ContextVar("colloc_builds_ahead", default=None)
@@ -141,7 +141,7 @@ def cached_only() -> Iterator[None]:
     is queued for a build in the background (of the variants a caller tries in turn, the
     first); a build that failed leaves a ``.failed`` file beside its target and is not
     queued again."""
-    token = _CACHED_ONLY.set([_AHEAD.get() is not None, False])
+    token = _CACHED_ONLY.set([False])
     try:
         yield
     finally:
@@ -184,14 +184,15 @@ def _missing(name: str, compiler: str, flags: tuple[str, ...], units, objects: l
              source: str, target: Path) -> None:
     """:func:`linked` under :func:`cached_only`: queue the build if asked (once a scope)."""
     scope, queue = _CACHED_ONLY.get(), _AHEAD.get()
-    if queue is None or scope[1] or target.with_suffix(".failed").exists():
+    if queue is None or scope[0] or target.with_suffix(".failed").exists():
         return
-    scope[1] = True
+    scope[0] = True
     commands, sources = [], {f"{name}.c": source}
     for (unit, text, *extra), obj in zip(units, objects):
         if not obj.exists():
             sources[f"{unit}.c"] = text
-            commands.append([compiler, *flags, *(extra[0] if extra else ()), "-c", f"{unit}.c", "-o", f"{obj.name}.part"])
+            unit_flags = (*flags, *(extra[0] if extra else ()))
+            commands.append([compiler, *unit_flags, "-c", f"{unit}.c", "-o", f"{obj.name}.part"])
             commands.append(["mv", "-f", f"{obj.name}.part", str(obj)])
     commands.append([compiler, *FLAGS, f"{name}.c", *map(str, objects), "-o", f"{target.name}.part", *libs])
     commands.append(["mv", "-f", f"{target.name}.part", str(target)])
