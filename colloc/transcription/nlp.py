@@ -181,8 +181,8 @@ FUSE_ABOVE = 20_000
 #: under :func:`colloc.base.compiler.builds_ahead`, as in the ``colloc`` command, a miss is
 #: compiled in the background for the next run).  The two-link seed case (18,001
 #: instances): the build 0.57 → 0.36 s and IPOPT's function evaluations 0.33 → 0.03 s
-#: with the libraries cached (benchmarks/README.md); below a few thousand instances the
-#: graphs cost less than generating the C to look the libraries up.
+#: with the libraries cached (benchmarks/README.md).  A lookup generates the C (≈0.03 s on
+#: that case, in vain on a miss), so small NLPs, whose graphs cost little, do not look.
 FUSE_CACHED_ABOVE = 3_000
 
 
