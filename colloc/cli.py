@@ -849,8 +849,8 @@ def _one_thread_libraries() -> bool:
     process, unless the user set any of those variables or the libraries are loaded already
     (``main`` called in a running program: its environment is left alone).  OpenBLAS's and
     OpenMP's idle threads spin on the second core: the two-link seed case (6,001 nodes) took
-    the same wall time on a quiet machine and 3.7 → 2.5 s of CPU; at 60,001 nodes the CPU
-    time was the same either way (benchmarks/README.md).  Returns whether it set them."""
+    the same wall time on a quiet machine and 3.7 → 2.5 s of CPU; at 60,001 nodes neither
+    wall nor CPU time grew (benchmarks/README.md).  Returns whether it set them."""
     from .base.engine import THREAD_ENV
 
     if "numpy" in sys.modules or "casadi" in sys.modules or any(k in os.environ for k in THREAD_ENV):
