@@ -27,6 +27,15 @@ every phase of the result's ``timings`` and the median of the per-run ratio
 post-processing / solve (target of issue 15: at most 1/3)::
 
     python benchmarks/whole_command.py --phases --repeats 5
+
+``--cold`` gives every colloc run an empty compile cache of its own (``COLLOC_CACHE_DIR``), as
+on a machine where colloc has never run; without it the cache is the user's (warm after the
+first run).  After every colloc run the script waits until the compilers that the command
+may have left running in the background (fused functions for the next run,
+``colloc.base.compiler.builds_ahead``) are done, so that they do not load the next run.
+``--colloc PATH`` times another ``colloc`` command (e.g. another checkout's).  The children
+run without ``PYTHONDONTWRITEBYTECODE`` (a user's Python caches compiled bytecode; with the
+variable set, an editable install recompiles colloc's ~50 modules on every run, ≈0.2 s).
 """
 
 from __future__ import annotations
@@ -52,8 +61,16 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = str(ROOT / "benchmarks" / "results" / "whole_command.json")
 
 
+#: ``--colloc``: the command to time instead of this environment's.
+COLLOC_OVERRIDE: list[str] = []
+#: ``--cold``: the folder in which each colloc run gets an empty compile cache of its own.
+COLD_ROOT: list[Path] = []
+
+
 def colloc_command() -> list[str]:
     """The ``colloc`` command of this interpreter's environment (not whichever is first on PATH)."""
+    if COLLOC_OVERRIDE:
+        return list(COLLOC_OVERRIDE)
     beside = Path(sys.executable).with_name("colloc")
     if beside.exists():
         return [str(beside)]
@@ -61,17 +78,46 @@ def colloc_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "colloc.cli"]
 
 
+def _cache_for_run() -> Path:
+    """The compile cache of the next colloc run: a new empty one with ``--cold``, else the user's."""
+    if COLD_ROOT:
+        folder = Path(tempfile.mkdtemp(prefix="cache-", dir=COLD_ROOT[0]))
+        return folder
+    root = os.environ.get("COLLOC_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "colloc" / "compiled"
+
+
+def _wait_for_background_builds(cache: Path, limit_s: float = 600.0) -> float:
+    """Seconds waited until no ``building_*`` folder (a background compile) is left in ``cache``."""
+    t0 = time.perf_counter()
+    while list(cache.glob("building_*")) and time.perf_counter() - t0 < limit_s:
+        time.sleep(0.2)
+    return time.perf_counter() - t0
+
+
 def timed(cmd: list[str], cwd: Path | None = None) -> dict:
     """Run ``cmd`` as a process of its own: exit code, wall time, CPU time (user + system of
-    that process and its children, ``os.wait4``), peak resident memory, the tail of stderr."""
+    that process and its children, ``os.wait4``), peak resident memory, the tail of stderr.
+    A colloc command runs with the compile cache of :func:`_cache_for_run`, and its
+    background compiles (if any) are waited for afterwards, outside the figures."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cache = None
+    if cmd[: len(colloc_command())] == colloc_command():
+        cache = _cache_for_run()
+        env["COLLOC_CACHE_DIR"] = str(cache)
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     proc.stderr.close()
-    return {"exit_code": os.waitstatus_to_exitcode(status), "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
-            "peak_rss_mb": usage.ru_maxrss / 1024.0, "stderr_tail": stderr.strip().splitlines()[-3:]}
+    row = {"exit_code": os.waitstatus_to_exitcode(status), "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime,
+           "peak_rss_mb": usage.ru_maxrss / 1024.0, "stderr_tail": stderr.strip().splitlines()[-3:]}
+    if cache is not None:
+        row["background_build_wait_s"] = _wait_for_background_builds(cache)
+        if COLD_ROOT:
+            shutil.rmtree(cache, ignore_errors=True)
+    return row
 
 
 def run_size(nodes: int, folder: Path) -> dict:
@@ -173,17 +219,34 @@ def main(argv=None) -> int:
                     help="with --vs-opty (default 3 of each, in turn) or --phases (default 5): runs")
     ap.add_argument("--opty-python", default=sys.executable,
                     help="with --vs-opty: the Python that has opty (default this one)")
+    ap.add_argument("--cold", action="store_true",
+                    help="every colloc run with an empty compile cache of its own (a first run)")
+    ap.add_argument("--colloc", help="the colloc command to time (default: this environment's)")
     args = ap.parse_args(argv)
+    if args.colloc:
+        if shutil.which(args.colloc) is None:
+            ap.error(f"--colloc: no command {args.colloc}")
+        COLLOC_OVERRIDE[:] = [args.colloc]
+    if not args.cold:
+        return _measure(args, ap)
+    with tempfile.TemporaryDirectory(prefix="colloc-cold-") as cold:
+        COLD_ROOT[:] = [Path(cold)]
+        return _measure(args, ap)
+
+
+def _measure(args, ap) -> int:
     if args.vs_opty or args.phases:
         repeats = args.repeats if args.repeats is not None else 3 if args.vs_opty else 5
         if repeats < 1:
             ap.error("--repeats: at least 1")
         if not args.data.is_file():
             ap.error(f"--data: no file {args.data}")
-        name = "whole_command_vs_opty.json" if args.vs_opty else "whole_command_phases.json"
+        name = ("whole_command_vs_opty" if args.vs_opty else "whole_command_phases") + ("_cold" if args.cold else "")
+        name += ".json"
         with tempfile.TemporaryDirectory(prefix="colloc-whole-") as tmp:
             doc = (vs_opty(args.data.resolve(), repeats, args.opty_python, Path(tmp)) if args.vs_opty
                    else phases(args.data.resolve(), repeats, Path(tmp)))
+        doc["cold_cache"], doc["colloc_command"] = args.cold, colloc_command()
         write_report(args.out if args.out != DEFAULT_OUT else str(ROOT / "benchmarks" / "results" / name), doc)
         return 0
     nodes = [601, 1201] if args.quick else sorted(args.nodes)
@@ -212,7 +275,8 @@ def main(argv=None) -> int:
                                     "pass": by[600001]["peak_rss_mb"] < 4096.0}
     for name, v in verdicts.items():
         print(f"{name}: {v['value']:.2f} (target {v['target']:g})  {'PASS' if v['pass'] else 'FAIL'}")
-    write_report(args.out, {"rows": rows, "verdicts": verdicts, "load_average_1min": os.getloadavg()[0]})
+    write_report(args.out, {"rows": rows, "verdicts": verdicts, "load_average_1min": os.getloadavg()[0],
+                            "cold_cache": args.cold, "colloc_command": colloc_command()})
     return 0
 
 

@@ -280,6 +280,8 @@ def cmd_identify(args) -> int:
     load_problem_module(args.problem)  # an unknown or broken problem is refused first
     import casadi  # noqa: F401  (the heavy libraries: part of the import phase, not of the build)
 
+    from .solving import solve  # noqa: F401  (SciPy's and pandas' parts the solve path uses: imports too)
+
     imported = time.perf_counter()
     # every check before the solve: outputs, inputs, options
     _check_output_file("--out", args.out)
@@ -290,10 +292,13 @@ def cmd_identify(args) -> int:
     guess = _assignments("--guess", args.guess, _finite_number)
     bounds = _assignments("--bounds", args.bounds, _bounds_pair)
     weights = _assignments("--fit-weight", args.fit_weight, _finite_number)
-    result = _identify(args.problem, paths, args.method, args.nodes, args.verbose, args.json,
-                       args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
-                       names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
-                       absolute_sigma=args.absolute_sigma, time_limit=args.time_limit, **_lab_options(args))
+    from .base.compiler import builds_ahead
+
+    with builds_ahead():  # fused functions not yet compiled: built in the background for the next run
+        result = _identify(args.problem, paths, args.method, args.nodes, args.verbose, args.json,
+                           args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
+                           names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
+                           absolute_sigma=args.absolute_sigma, time_limit=args.time_limit, **_lab_options(args))
     if _T_MAIN is not None:  # from main() to the problem and its libraries imported (not the interpreter's start)
         result.timings["import_s"] = imported - _T_MAIN
     if args.out:
@@ -839,10 +844,26 @@ def _one_line_warnings(message, category, filename, lineno, file=None, line=None
     sys.stderr.write(f"colloc: warning: {str(message).splitlines()[0]}\n")
 
 
+def _one_thread_libraries() -> bool:
+    """One BLAS/OpenMP thread (:data:`colloc.base.engine.THREAD_ENV`) for the command's own
+    process, unless the user set any of those variables or the libraries are loaded already
+    (``main`` called in a running program: its environment is left alone).  OpenBLAS's and
+    OpenMP's idle threads spin on the second core: the two-link seed case (6,001 nodes) took
+    the same wall time on a quiet machine and 3.7 → 2.5 s of CPU; at 60,001 nodes neither
+    wall nor CPU time grew (benchmarks/README.md).  Returns whether it set them."""
+    from .base.engine import THREAD_ENV
+
+    if "numpy" in sys.modules or "casadi" in sys.modules or any(k in os.environ for k in THREAD_ENV):
+        return False
+    os.environ.update(THREAD_ENV)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``colloc`` command; returns the exit code."""
     global _T_MAIN
     _T_MAIN = time.perf_counter()
+    _one_thread_libraries()
     parser = build_parser()
     with warnings.catch_warnings():
         # data warnings (extra columns …) are shown as one line each, never raised
@@ -871,5 +892,27 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED
 
 
+def run() -> None:
+    """The ``colloc`` console script: :func:`main`, then the process ends at once (unless a
+    thread the interpreter would wait for is still running).  Exit handlers run (a Dask
+    cluster is shut down, temporary folders are removed) and the output is flushed, but the
+    interpreter's teardown (a thousand modules, the solve's NumPy arrays
+    and CasADi objects freed one by one) is skipped: 0.15–0.4 s of the two-link seed case's
+    whole command (benchmarks/README.md)."""
+    import atexit
+    import threading
+
+    code = main()
+    if any(t is not threading.main_thread() and t.is_alive() and not t.daemon for t in threading.enumerate()):
+        sys.exit(code)  # a thread the interpreter would wait for (a pool's worker): the usual exit
+    atexit._run_exitfuncs()  # what Python runs at exit, before it tears the modules down
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can be written anyway
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

@@ -13,21 +13,26 @@ lives in ``$COLLOC_CACHE_DIR`` (default ``~/.cache/colloc/compiled``).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import hashlib
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CompilerWarning", "cache_dir", "compiled", "compiled_all", "has_compiler", "lane_config", "linked", "shared_library", "vector_math"]
+__all__ = ["CompilerWarning", "builds_ahead", "cache_dir", "cached_only", "compiled", "compiled_all", "has_compiler",
+           "lane_config", "linked", "shared_library", "vector_math"]
 
 #: Optimisation flags: -O1 gives most of the speed of -O2 at a fraction of its compile
 #: time on these long straight-line functions (-O0 runs them 2× slower than -O1).
@@ -104,6 +109,96 @@ def _cached(target: Path, partial: Path) -> None:
     os.replace(staged, target)
 
 
+#: Inside :func:`cached_only`: ``[queued]`` (whether this scope has queued its one build for
+#: :func:`builds_ahead`); ``None`` outside.
+_CACHED_ONLY: contextvars.ContextVar[list | None] = contextvars.ContextVar("colloc_cached_only", default=None)
+#: Inside :func:`builds_ahead`: the builds queued by :func:`cached_only` misses; else ``None``.
+_AHEAD: contextvars.ContextVar[list | None] = contextvars.ContextVar("colloc_builds_ahead", default=None)
+
+
+@contextlib.contextmanager
+def builds_ahead() -> Iterator[None]:
+    """Within the block, what :func:`cached_only` scopes miss is queued and, when the block
+    ends, built by one detached, low-priority shell (compilers and linker into the cache as
+    :func:`linked` would; one build after another, nothing waited for), so that the next
+    run finds it.  The ``colloc`` command's choice: it does not wait for a compiler, and a
+    user who runs it again on a record of the same length gets the compiled functions."""
+    queue: list = []
+    token = _AHEAD.set(queue)
+    try:
+        yield
+    finally:
+        _AHEAD.reset(token)
+        if queue:
+            _build_ahead(queue)
+
+
+@contextlib.contextmanager
+def cached_only() -> Iterator[None]:
+    """Within the block, :func:`linked` loads what the cache holds and compiles nothing: a
+    library not yet built (or one of its units) gives ``None`` at once, silently, and the
+    caller evaluates another way.  Inside :func:`builds_ahead`, the first miss of the block
+    is queued for a build in the background (of the variants a caller tries in turn, the
+    first); a build that failed leaves a ``.failed`` file beside its target and is not
+    queued again."""
+    token = _CACHED_ONLY.set([False])
+    try:
+        yield
+    finally:
+        _CACHED_ONLY.reset(token)
+
+
+def _build_ahead(queue: list[tuple[Path, list[list[str]], dict[str, str]]]) -> None:
+    """Start the detached build of :func:`builds_ahead`: each queued library's sources written
+    to a folder of its own in the cache (none if that folder exists: being built), its
+    commands (each moving its output into place) run there by ``sh`` at nice 10, the
+    libraries one after another, each folder removed when done.  The shell that starts it
+    exits at once (the build is the init process's child, no zombie is left)."""
+    if os.name != "posix" or shutil.which("sh") is None:
+        return
+    scripts = []
+    for target, commands, sources in queue:
+        folder = cache_dir() / f"building_{target.stem}"
+        try:
+            folder.mkdir(parents=True)
+        except FileExistsError:  # being built by another process (a stale folder: after a day)
+            if time.time() - folder.stat().st_mtime < 86400:
+                continue
+        except OSError:
+            continue
+        for file, text in sources.items():
+            (folder / file).write_text(text)
+        failed = shlex.quote(str(target.with_suffix(".failed")))
+        lines = "".join(f"{shlex.join(cmd)} || {{ touch {failed}; exit 1; }}\n" for cmd in commands)
+        (folder / "build.sh").write_text(f"cd {shlex.quote(str(folder))} || exit 1\n"
+                                         f"trap 'cd / && rm -rf {shlex.quote(str(folder))}' EXIT\n{lines}")
+        scripts.append(f"sh {shlex.quote(str(folder / 'build.sh'))}")
+    if scripts:
+        job = f"( {'; '.join(scripts)}; ) >/dev/null 2>&1 </dev/null &"
+        subprocess.run(["nice", "-n", "10", "sh", "-c", job] if shutil.which("nice") else ["sh", "-c", job],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       start_new_session=True, check=False)
+
+
+def _missing(name: str, compiler: str, flags: tuple[str, ...], units, objects: list[Path], libs: list[str],
+             source: str, target: Path) -> None:
+    """:func:`linked` under :func:`cached_only`: queue the build if asked (once a scope)."""
+    scope, queue = _CACHED_ONLY.get(), _AHEAD.get()
+    if queue is None or scope[0] or target.with_suffix(".failed").exists():
+        return
+    scope[0] = True
+    commands, sources = [], {f"{name}.c": source}
+    for (unit, text, *extra), obj in zip(units, objects):
+        if not obj.exists():
+            sources[f"{unit}.c"] = text
+            unit_flags = (*flags, *(extra[0] if extra else ()))
+            commands.append([compiler, *unit_flags, "-c", f"{unit}.c", "-o", f"{obj.name}.part"])
+            commands.append(["mv", "-f", f"{obj.name}.part", str(obj)])
+    commands.append([compiler, *FLAGS, f"{name}.c", *map(str, objects), "-o", f"{target.name}.part", *libs])
+    commands.append(["mv", "-f", f"{target.name}.part", str(target)])
+    queue.append((target, commands, sources))
+
+
 def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, str, tuple[str, ...]]],
            *, libraries: Sequence[str] = (), quiet: bool = False) -> ca.Function | None:
     """The function ``name`` of the C ``source`` (CasADi's external-function interface),
@@ -122,12 +217,20 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
             warnings.warn(f"no C compiler found (set CC): '{name}' is not compiled", CompilerWarning, stacklevel=2)
         return None
     flags = FLAGS[:-1]  # objects: no -shared
+    libs = [*(f"-l{lib}" for lib in libraries), "-lm"]
+    if _CACHED_ONLY.get() is not None:
+        objects = [cache_dir() / f"colloc_{unit}_{_object_key(compiler, flags, text, extra)}.o"
+                   for unit, text, *extra in units]
+        target = _library_target(name, source, objects, compiler, libs)
+        if target.exists():
+            return ca.external(name, str(target))
+        _missing(name, compiler, flags, units, objects, libs, source, target)
+        return None
     with tempfile.TemporaryDirectory() as tmp:
         jobs, objects = [], []
         for unit, text, *extra in units:
             unit_flags = (*flags, *(extra[0] if extra else ()))
-            key = hashlib.sha256(text.encode() + " ".join((compiler, *unit_flags, "-c")).encode()).hexdigest()[:32]
-            target = cache_dir() / f"colloc_{unit}_{key}.o"
+            target = cache_dir() / f"colloc_{unit}_{_object_key(compiler, flags, text, extra)}.o"
             objects.append(target)
             if not target.exists():
                 src = Path(tmp, f"{unit}.c")
@@ -148,7 +251,7 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
                 _cached(target, partial)
         if failed is not None:
             return _not_linked(name, compiler, failed, quiet)
-        target = _library(name, source, objects, libraries, compiler, tmp, quiet)
+        target = _link(name, source, objects, libs, compiler, tmp, quiet)
     return None if target is None else ca.external(name, str(target))
 
 
@@ -163,15 +266,14 @@ def shared_library(name: str, source: str, *, quiet: bool = False) -> Path | Non
             warnings.warn(f"no C compiler found (set CC): '{name}' is not compiled", CompilerWarning, stacklevel=2)
         return None
     with tempfile.TemporaryDirectory() as tmp:
-        return _library(name, source, [], (), compiler, tmp, quiet)
+        return _link(name, source, [], ["-lm"], compiler, tmp, quiet)
 
 
-def _library(name: str, source: str, objects: Sequence[Path], libraries: Sequence[str], compiler: str,
-             tmp: str, quiet: bool) -> Path | None:
-    """``source`` compiled and linked with ``objects`` into the cached library (its path)."""
-    libs = [*(f"-l{lib}" for lib in libraries), "-lm"]
-    key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS, *libs]).encode())
-    target = cache_dir() / f"colloc_{name}_{key.hexdigest()[:32]}.so"
+def _link(name: str, source: str, objects: list[Path], libs: list[str], compiler: str, tmp: str,
+          quiet: bool) -> Path | None:
+    """``source`` compiled and linked with ``objects`` into the cached library (its path), or
+    ``None`` when that fails."""
+    target = _library_target(name, source, objects, compiler, libs)
     if not target.exists():
         src = Path(tmp, f"{name}.c")
         src.write_text(source)
@@ -185,6 +287,16 @@ def _library(name: str, source: str, objects: Sequence[Path], libraries: Sequenc
             return _not_linked(name, compiler, process.stderr, quiet)
         _cached(target, partial)
     return target
+
+
+def _object_key(compiler: str, flags: tuple[str, ...], text: str, extra: list) -> str:
+    unit_flags = (*flags, *(extra[0] if extra else ()))
+    return hashlib.sha256(text.encode() + " ".join((compiler, *unit_flags, "-c")).encode()).hexdigest()[:32]
+
+
+def _library_target(name: str, source: str, objects: list[Path], compiler: str, libs: list[str]) -> Path:
+    key = hashlib.sha256("\n".join([source, *(o.name for o in objects), compiler, *FLAGS, *libs]).encode())
+    return cache_dir() / f"colloc_{name}_{key.hexdigest()[:32]}.so"
 
 
 def _not_linked(name: str, compiler: str, why: str, quiet: bool) -> None:

@@ -21,10 +21,11 @@ caller evaluates them one instance at a time).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import casadi as ca
 
-__all__ = ["LANE_TYPE", "lane_prelude", "lane_source", "lane_supported"]
+__all__ = ["LANE_TYPE", "lane_gather", "lane_prelude", "lane_source", "lane_supported"]
 
 #: The C type of a lane vector (defined by :func:`lane_prelude`).
 LANE_TYPE = "colloc_lanes"
@@ -105,7 +106,7 @@ def _constant(value: float) -> str:
 
 
 def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False,
-                scatter: int | None = None) -> str | None:
+                scatter: int | None = None, chunks: Sequence[Sequence[int]] | None = None) -> str | None:
     """``static void name(const colloc_lanes* in0, …, colloc_lanes* out0, …)``: ``f`` on
     ``width`` instances, one a lane (each output a dense vector of its nonzeros).  ``None``
     when ``f`` has an operation without a lane form here.  ``vector_math``: sin, cos, exp
@@ -113,11 +114,25 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
     of the scalar functions', no longer identical).  ``scatter``: that output is written
     straight to its places instead, ``dst[a[k] + b[k]·(i + l)]`` for nonzero ``k`` of lane
     ``l`` (parameters ``double* dst, const long long* a, const long long* b, long long i``
-    in its place).
+    in its place).  ``chunks`` (with ``scatter``): groups of at most ``width`` of that
+    output's nonzeros ``(k₀, k₁, …)`` whose places are consecutive, ``a[kⱼ] = a[k₀] + j`` and
+    ``b[kⱼ] = b[k₀]``, every nonzero in one group: each group is written once all its
+    nonzeros are computed, its vectors transposed in registers so that each lane writes its
+    values with one vector store (a value a lane and a store each cost about as much as
+    computing the Jacobian, benchmarks/README.md); the same values in the same places.
 
     The source needs the definitions of :func:`lane_prelude` for the same ``width``."""
     if not lane_supported(f):
         return None
+    group_of: dict[int, tuple[int, int]] = {}
+    if scatter is not None and chunks is not None:
+        for g, chunk in enumerate(chunks):
+            if not 0 < len(chunk) <= width:
+                raise ValueError(f"a chunk of {len(chunk)} nonzeros for {width} lanes")
+            group_of.update((k, (g, j)) for j, k in enumerate(chunk))
+        if sorted(group_of) != list(range(f.nnz_out(scatter))) or len(group_of) != sum(map(len, chunks)):
+            raise ValueError("chunks must hold every nonzero of the scattered output once")
+    pending: dict[int, dict[int, str]] = {}
     params = [f"const {LANE_TYPE}* restrict in{i}" for i in range(f.n_in())]
     params += [f"{LANE_TYPE}* restrict out{o}" if o != scatter else
                "double* restrict dst, const long long* restrict sa, const long long* restrict sb, long long si"
@@ -158,6 +173,14 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
     for k, (op, out, ins, const) in enumerate(code):
         if op == ca.OP_INPUT:
             body.append(f"{out}=in{ins[0]}[{ins[1]}];")
+        elif op == ca.OP_OUTPUT and out[0] == scatter and group_of:
+            g, j = group_of[out[1]]
+            pending.setdefault(g, {})[j] = ins[0]
+            if len(pending[g]) == len(chunks[g]):
+                done = pending.pop(g)
+                values = [done[i] for i in range(len(chunks[g]))]
+                body.append(f"{name}_put{len(values)}(dst+sa[{chunks[g][0]}]+sb[{chunks[g][0]}]*si, "
+                            f"sb[{chunks[g][0]}], {', '.join(values)});")
         elif op == ca.OP_OUTPUT and out[0] == scatter:
             body.append(f"{{double* to=dst+sa[{out[1]}]+sb[{out[1]}]*si; long long s=sb[{out[1]}]; "
                         + " ".join(f"to[{l}*s]={ins[0]}[{l}];" for l in range(width)) + "}")
@@ -179,8 +202,99 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
             body.append(f"for(l=0;l<LANE_WIDTH;++l){{{''.join(lanes)}}}")
     variables = [out for op, out, _, _ in code if op != ca.OP_OUTPUT]
     decl = "".join(f"  {LANE_TYPE} {', '.join(variables[i:i + 16])};\n" for i in range(0, len(variables), 16))
-    return (f"static void {name}({', '.join(params)}) {{\n{decl}  int l;\n  (void)l;\n  "
+    if pending:
+        raise ValueError("a nonzero of the scattered output is never computed")
+    puts = "".join(_transposed_store(f"{name}_put{c}", width, c) for c in sorted({len(c) for c in chunks or ()}))
+    return (puts + f"static void {name}({', '.join(params)}) {{\n{decl}  int l;\n  (void)l;\n  "
             + "\n  ".join(body) + "\n}\n")
+
+
+def _butterfly(rows: list[str | None], width: int, prefix: str) -> tuple[list[str], list[str | None]]:
+    """C declaring the transpose of the ``width × width`` matrix whose rows are the vectors
+    ``rows`` (``None``: a zero row): a butterfly of two-vector shuffles, bit ``b`` of the row
+    and lane numbers swapped at stage ``b`` (``width·log₂ width`` shuffles, fewer with zero
+    rows).  Returns the lines and the names of the transposed rows (``prefix`` + stage and
+    row)."""
+    code, stage = [], 0
+    while (1 << stage) < width:
+        bit, new = 1 << stage, list(rows)
+        for j0 in range(width):
+            j1 = j0 | bit
+            if j0 & bit or (rows[j0] is None and rows[j1] is None):
+                continue
+            a, b = rows[j0] or "LANE_ZERO", rows[j1] or "LANE_ZERO"
+            pick0 = [lane if not lane & bit else width + (lane ^ bit) for lane in range(width)]
+            pick1 = [lane | bit if not lane & bit else width + lane for lane in range(width)]
+            for j, pick in ((j0, pick0), (j1, pick1)):
+                new[j] = f"{prefix}{stage}_{j}"
+                code.append(f"  {LANE_TYPE} {new[j]} = LANE_SHUFFLE({a}, {b}, {','.join(map(str, pick))});")
+        rows, stage = new, stage + 1
+    return code, rows
+
+
+def lane_gather(name: str, width: int, num_local: int, chunks: Sequence[Sequence[int]],
+                shared: Sequence[bool]) -> str:
+    """C: ``void name(x, xa, xb, i, V)``, local variable ``k`` of instances ``i … i + width − 1``
+    (global variable ``xa[k] + xb[k]·(i + lane)``) into ``V`` in lane layout (``V[width·k +
+    lane]``, aligned to a vector).  ``chunks``: every local variable once, in groups of at
+    most ``width`` with consecutive global variables (``xa[kⱼ] = xa[k₀] + j``, the same
+    ``xb``); each lane's group is read at once and the vectors transposed in registers.
+    ``shared[g]``: group ``g`` is the same variables in every instance (``xb`` zero: the
+    parameters), broadcast instead."""
+    if sorted(k for c in chunks for k in c) != list(range(num_local)):
+        raise ValueError("chunks must hold every local variable once")
+    code = []
+    for g, (chunk, same) in enumerate(zip(chunks, shared)):
+        count, k0 = len(chunk), chunk[0]
+        code.append(f"  {{ /* local variables {k0}…{k0 + count - 1} */")
+        code.append(f"  const double* p = x + xa[{k0}] + xb[{k0}] * i;")
+        if same:
+            code += [f"  {{ {LANE_TYPE} b = LANE_ONE * p[{j}]; __builtin_memcpy(V + {width * (k0 + j)}, &b, "
+                     f"sizeof({LANE_TYPE})); }}" for j in range(count)]
+        else:
+            code.append(f"  const long long s = xb[{k0}];")
+            for lane in range(width):
+                if count == width:
+                    code.append(f"  {LANE_TYPE} u{lane}; __builtin_memcpy(&u{lane}, p + {lane} * s, sizeof({LANE_TYPE}));")
+                else:
+                    code.append(f"  {LANE_TYPE} u{lane} = LANE_ZERO; "
+                                + " ".join(f"u{lane}[{j}] = p[{lane} * s + {j}];" for j in range(count)))
+            lines, rows = _butterfly([f"u{lane}" for lane in range(width)], width, "t")
+            code += lines
+            code += [f"  __builtin_memcpy(V + {width * (k0 + j)}, &{rows[j]}, sizeof({LANE_TYPE}));"
+                     for j in range(count)]
+        code.append("  }")
+    return (f"void {name}(const double* restrict x, const long long* restrict xa, const long long* restrict xb,\n"
+            f"           long long i, double* restrict V) {{\n" + "\n".join(code) + "\n}\n")
+
+
+def _transposed_store(name: str, width: int, count: int) -> str:
+    """C: ``name(to, s, v0, …)``, element ``l`` of vector ``vⱼ`` (``j < count``) written to
+    ``to[l·s + j]``: the ``width × width`` matrix of the vectors (zero rows after ``count``)
+    transposed by a butterfly of two-vector shuffles (bit ``b`` of the row and lane numbers
+    swapped at stage ``b``: ``width·log₂ width`` shuffles), then each lane's first ``count``
+    values stored at once (a whole vector, else halves, quarters, … of it)."""
+    code, rows = _butterfly([f"v{j}" if j < count else None for j in range(width)], width, "s")
+    for lane in range(width):
+        to, done, size = f"to + {lane} * s", 0, width
+        code.append(f"  __builtin_prefetch({to} + {2 * width} * s, 1, 3);")
+        if count > 1:
+            code.append(f"  __builtin_prefetch({to} + {2 * width} * s + {count - 1}, 1, 3);")
+        while done < count:
+            if count - done >= size:
+                if size == width:
+                    code.append(f"  __builtin_memcpy({to}, &{rows[lane]}, sizeof({LANE_TYPE}));")
+                elif size == 1:
+                    code.append(f"  ({to})[{done}] = {rows[lane]}[{done}];")
+                else:
+                    code.append(f"  LANE_PART{size}({to} + {done}, {rows[lane]}, "
+                                f"{','.join(str(done + e) for e in range(size))});")
+                done += size
+            else:
+                size //= 2
+    args = ", ".join(f"{LANE_TYPE} v{j}" for j in range(count))
+    return (f"static inline __attribute__((always_inline)) void {name}(double* restrict to, long long s, {args}) {{\n"
+            + "\n".join(code) + "\n}\n")
 
 
 def lane_prelude(width: int, vector_math: bool = False) -> str:
@@ -190,4 +304,35 @@ def lane_prelude(width: int, vector_math: bool = False) -> str:
     return (f"#include <math.h>\n#define LANE_WIDTH {width}\n"
             f"typedef double {LANE_TYPE} __attribute__((vector_size({8 * width})));\n" + mvec +
             f"static const {LANE_TYPE} LANE_ONE = {{{','.join(['1.'] * width)}}};\n"
-            f"static const {LANE_TYPE} LANE_TWO = {{{','.join(['2.'] * width)}}};\n")
+            f"static const {LANE_TYPE} LANE_TWO = {{{','.join(['2.'] * width)}}};\n"
+            + _SHUFFLE_PRELUDE.format(lanes=LANE_TYPE, width=width, zero=",".join(["0."] * width),
+                                      parts="".join(_PART.format(size=size, bytes=8 * size)
+                                                    for size in (2, 4, 8, 16) if size < width)))
+
+
+# two-vector shuffles: GCC ≥ 12 and Clang have __builtin_shufflevector, older GCC
+# __builtin_shuffle (with a vector of indices; also where COLLOC_NO_SHUFFLEVECTOR is defined,
+# for the tests); a part of a vector stored as a shorter vector where the first exists,
+# element by element otherwise
+_SHUFFLE_PRELUDE = """static const {lanes} LANE_ZERO = {{{zero}}};
+#if defined(__has_builtin) && !defined(COLLOC_NO_SHUFFLEVECTOR)
+#if __has_builtin(__builtin_shufflevector)
+#define LANE_SHUFFLEVECTOR 1
+#endif
+#endif
+#ifdef LANE_SHUFFLEVECTOR
+#define LANE_SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+typedef long long colloc_lane_index __attribute__((vector_size({width} * 8)));
+#define LANE_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, (colloc_lane_index){{__VA_ARGS__}})
+#endif
+{parts}"""
+_PART = """#ifdef LANE_SHUFFLEVECTOR
+typedef double colloc_part{size} __attribute__((vector_size({bytes})));
+#define LANE_PART{size}(to, v, ...) do {{ colloc_part{size} part_ = __builtin_shufflevector(v, v, __VA_ARGS__); \
+  __builtin_memcpy(to, &part_, {bytes}); }} while (0)
+#else
+#define LANE_PART{size}(to, v, ...) do {{ const int at_[] = {{__VA_ARGS__}}; int e_; \
+  for (e_ = 0; e_ < {size}; ++e_) (to)[e_] = (v)[at_[e_]]; }} while (0)
+#endif
+"""

@@ -36,7 +36,7 @@ import casadi as ca
 import numpy as np
 
 from ..base.compiler import lane_config, linked, vector_math
-from ..base.lanes import lane_prelude, lane_source, lane_supported
+from ..base.lanes import lane_gather, lane_prelude, lane_source, lane_supported
 
 __all__ = ["FusedPart", "SummedPart", "fused_constraints", "fused_gradient", "fused_hessian"]
 
@@ -120,22 +120,52 @@ def _lanes_possible(ev: ca.Function, jac: ca.Function) -> bool:
             and lane_supported(ev) and lane_supported(jac))
 
 
-def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bool = False) -> str | None:
+def _chunks(a: np.ndarray, b: np.ndarray, width: int) -> list[tuple[int, ...]]:
+    """The local nonzeros in groups of at most ``width`` whose global places are consecutive
+    in every regular instance (``a[kⱼ] = a[k₀] + j``, ``b[kⱼ] = b[k₀]``): the runs of a
+    column's rows one instance fills, cut into pieces of ``width``; ordered by first nonzero
+    (the same groups, and so the same C, for every record length)."""
+    order = np.lexsort((a, b))
+    breaks = np.flatnonzero((np.diff(a[order]) != 1) | (np.diff(b[order]) != 0)) + 1
+    chunks = [tuple(int(k) for k in run[start:start + width])
+              for run in np.split(order, breaks) for start in range(0, run.size, width)]
+    return sorted(chunks)
+
+
+def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bool = False,
+               chunks: list[tuple[int, ...]] | None = None,
+               gather: tuple[list[tuple[int, ...]], list[bool]] | None = None) -> str | None:
     """C of ``lk<key>_g`` (the rows) and ``lk<key>_j`` (Jacobian nonzeros and rows) on
     ``width`` instances at once (:mod:`colloc.base.lanes`): inputs and rows in lane layout,
     aligned to a vector; the Jacobian nonzeros written by the kernel straight to their
-    global places ``a[k] + b[k]·(i + lane)`` (a buffer and a copy loop were slower).
-    ``None`` when a function has an operation without a lane form or more than
+    global places ``a[k] + b[k]·(i + lane)``, by the groups of consecutive places
+    ``chunks`` (:func:`_chunks`) transposed to one vector store a lane, or (``None``) one
+    value at a time (a buffer and a copy loop were slower than that); the local variables
+    read from ``x`` by ``gather``'s groups (``(chunks, shared)``, ``lk<key>_x``,
+    :func:`colloc.base.lanes.lane_gather`) or one at a time (``None``).  ``None`` when a
+    function has an operation without a lane form or more than
     :data:`MAX_LANE_INSTRUCTIONS` instructions."""
     if not _lanes_possible(ev, jac):
         return None
     rows = ca.Function(f"lr{key}", ev.sx_in(), [ev.call(ev.sx_in())[1]])
     kernels = [lane_source(rows, f"lane_g{key}", width, mvec),
-               lane_source(jac, f"lane_j{key}", width, mvec, scatter=0)]
+               lane_source(jac, f"lane_j{key}", width, mvec, scatter=0, chunks=chunks)]
     if None in kernels:
         return None
     cast = "(const colloc_lanes*)"
-    return (lane_prelude(width, mvec) + "".join(kernels)
+    L = ev.size1_in(0)
+    # the local variables of instances i … i + width − 1 from x, global variable xa[k] + xb[k]·i
+    # (here, at the lanes' optimisation: by groups, or with the loop over lanes unrolled)
+    if gather is not None:
+        gather = lane_gather(f"lk{key}_x", width, L, *gather)
+    else:
+        gather = (f"void lk{key}_x(const double* restrict x, const long long* restrict xa,\n"
+                  f"               const long long* restrict xb, long long i, double* restrict V) {{\n"
+                  f"  long long k;\n  int l;\n"
+                  f"  for (k = 0; k < {L}; ++k) {{\n"
+                  f"    const double* xk = x + xa[k] + xb[k] * i;\n    const long long s = xb[k];\n"
+                  f"    for (l = 0; l < {width}; ++l) V[{width} * k + l] = xk[l * s];\n  }}\n}}\n")
+    return (lane_prelude(width, mvec) + "".join(kernels) + gather
             + f"void lk{key}_g(const double* v, const double* d, double* g) {{\n"
               f"  lane_g{key}({cast}v, {cast}d, (colloc_lanes*)g);\n}}\n"
             + f"void lk{key}_j(const double* v, const double* d, double* jv, const long long* a,\n"
@@ -165,8 +195,10 @@ def _lane_loop(j: int, key: str, width: int, L: int, D: int, K: int, m: int, n: 
     lane_end = i0 + (lane_end - i0) / {W} * {W};
     r = 0;
     for (i = i0; i < lane_end; i += {W}) {{
-      for (k = 0; k < {L}; ++k) for (l = 0; l < {W}; ++l) V[{W} * k + l] = x ? x[b{j}_xa[k] + b{j}_xb[k] * (i + l)] : 0;
-      for (l = 0; l < {W}; ++l) for (k = 0; k < {D}; ++k) P[{W} * k + l] = p ? p[{data_offset} + {D} * (i + l) + k] : 0;
+      if (x) lk{key}_x(x, b{j}_xa, b{j}_xb, i, V);
+      else for (k = 0; k < {W * L}; ++k) V[k] = 0;
+      if (p) for (l = 0; l < {W}; ++l) for (k = 0; k < {D}; ++k) P[{W} * k + l] = p[{data_offset} + {D} * (i + l) + k];
+      else for (k = 0; k < {W * D}; ++k) P[k] = 0;
       if (!jv) {{
         lk{key}_g(V, P, G);
       }} else {{
@@ -188,8 +220,10 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
 
     Regular instances are evaluated several at a time (:mod:`colloc.base.lanes`, vectors of
     :func:`colloc.base.compiler.lane_config`'s width; sin, cos, exp and log by libmvec
-    where :func:`colloc.base.compiler.vector_math` allows) where the compiler and linker
-    take it, else (silently) one at a time.
+    where :func:`colloc.base.compiler.vector_math` allows; the Jacobian's runs of consecutive
+    places transposed in registers and written one vector a lane, :func:`_chunks`) where the
+    compiler and linker take it, else (silently) without libmvec, one value at a time, or
+    one instance at a time.
 
     Returns ``None`` when a block has more than :data:`MAX_IRREGULAR` instances off the
     affine pattern, or when compiling is not possible (then with a
@@ -197,9 +231,10 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
     width, flags = lane_config()
     if width > 1 and not all(_lanes_possible(part.defects, part.jacobian) for part in parts):
         width = 1  # decided here: no C generated in vain for a large model
-    attempts = [(width, flags, True), (width, flags, False)] if vector_math(width, flags) else [(width, flags, False)]
-    for w, f, mvec in attempts if width > 1 else ():
-        fn = _fused(num_variables, num_data, num_rows, num_nonzeros, parts, w, f, mvec, quiet=True)
+    # (libmvec, transposed stores): the fastest first, then without what may not build
+    attempts = [(True, True), (False, True), (False, False)] if vector_math(width, flags) else [(False, True), (False, False)]
+    for mvec, transposed in attempts if width > 1 else ():
+        fn = _fused(num_variables, num_data, num_rows, num_nonzeros, parts, width, flags, mvec, transposed, quiet=True)
         if fn is not None:
             return fn
     return _fused(num_variables, num_data, num_rows, num_nonzeros, parts, 1, (), False, quiet=quiet)
@@ -216,6 +251,7 @@ class _Tables:
         self.j, (self.L, self.n), self.K = j, index.shape, position.shape[0]
         xa, xb, xreg = _affine(index.astype(np.int64))
         pa, pb, preg = _affine(position.astype(np.int64))
+        self.pa, self.pb, self.xa, self.xb = pa, pb, xa, xb
         self.irregular = np.flatnonzero(~(xreg & preg))
         self.text = None
         if self.irregular.size <= MAX_IRREGULAR:
@@ -360,10 +396,12 @@ EXPORT int NAME(const casadi_real** arg, casadi_real** res, casadi_int* iw, casa
 
 
 def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, parts: list[FusedPart],
-           width: int, lane_flags: tuple[str, ...], mvec: bool, *, quiet: bool) -> ca.Function | None:
+           width: int, lane_flags: tuple[str, ...], mvec: bool, transposed: bool = False, *,
+           quiet: bool) -> ca.Function | None:
     """The C function of :func:`fused_constraints`, with lanes of ``width`` instances
-    (compiled with ``lane_flags``, calling libmvec if ``mvec``) or none (``width`` 1);
-    ``None`` as there (warnings only if not ``quiet``)."""
+    (compiled with ``lane_flags``, calling libmvec if ``mvec``, the Jacobian's consecutive
+    places written by transposed vectors if ``transposed``) or none (``width`` 1); ``None``
+    as there (warnings only if not ``quiet``)."""
     units, unit_of, blocks_c, decls, pattern_c = [], {}, [], [], []
     sz_arg = sz_res = sz_iw = sz_w = 0
     for j, part in enumerate(parts):
@@ -378,15 +416,24 @@ def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, 
             unit, decl = _unit(key, {"g": part.defects, "j": part.jacobian})
             units.append(unit)
             decls.append(decl)
-            if width > 1:
-                lanes = _lane_unit(key, part.defects, part.jacobian, width, mvec)
-                if lanes is None:
-                    return None
-                units.append((f"lk{key}w{width}", lanes, lane_flags))
-                decls.append(f"void lk{key}_g(const double*, const double*, double*);\n"
-                             f"void lk{key}_j(const double*, const double*, double*, const casadi_int*, "
-                             "const casadi_int*, casadi_int, double*);\n")
             unit_of[key] = True
+        # the lanes' C depends on the groups of consecutive places too: its own name
+        chunks = gather = None
+        if width > 1 and transposed:
+            chunks = _chunks(tables.pa, tables.pb, width)
+            xchunks = _chunks(tables.xa, tables.xb, width)
+            gather = (xchunks, [bool(tables.xb[c[0]] == 0) for c in xchunks])
+        lkey = key if chunks is None else hashlib.sha256(f"{key}{chunks}{gather}".encode()).hexdigest()[:16]
+        if width > 1 and (lkey, width) not in unit_of:
+            lanes = _lane_unit(lkey, part.defects, part.jacobian, width, mvec, chunks, gather)
+            if lanes is None:
+                return None
+            units.append((f"lk{lkey}w{width}", lanes, lane_flags))
+            decls.append(f"void lk{lkey}_x(const double*, const casadi_int*, const casadi_int*, casadi_int, double*);\n"
+                         f"void lk{lkey}_g(const double*, const double*, double*);\n"
+                         f"void lk{lkey}_j(const double*, const double*, double*, const casadi_int*, "
+                         "const casadi_int*, casadi_int, double*);\n")
+            unit_of[lkey, width] = True
         ev, jac = part.defects, part.jacobian
         D, m = part.defects.size1_in(1), part.defects.size1_out(1)
         lane_w = width * (L + D + m + 1) if width > 1 else 0
@@ -414,7 +461,7 @@ static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real* g,
   casadi_int i, k, r = 0;
   w += {L + K};
   if (!g && !jv) return;
-{_lane_loop(j, key, width, L, D, K, m, n, tables.irregular.size, part.row_offset, part.data_offset)}
+{_lane_loop(j, lkey, width, L, D, K, m, n, tables.irregular.size, part.row_offset, part.data_offset)}
 {loop}}}
 """)
     body = "".join(f"  block{j}(arg[0], arg[1], res[0], res[1], arg + 2, res + 2, iw, w);\n" for j in range(len(parts)))

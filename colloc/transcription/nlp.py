@@ -24,6 +24,7 @@ blocks and instances multiplied by ``objective_scale``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Literal
@@ -31,7 +32,7 @@ from typing import Literal
 import casadi as ca
 import numpy as np
 
-from ..base.compiler import compiled_all, has_compiler
+from ..base.compiler import cached_only, compiled_all, has_compiler
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
 
@@ -111,21 +112,33 @@ def _triplets(sp: ca.Sparsity) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
 
 
-def _ccs(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray) -> tuple[ca.Sparsity, np.ndarray, np.ndarray]:
+def _ccs(nrow: int, ncol: int, rows: np.ndarray, cols: np.ndarray,
+         sparsity: bool = True) -> tuple[ca.Sparsity | None, np.ndarray, np.ndarray]:
     """CCS sparsity of the unique (row, col) pairs and, per input pair, its nonzero position.
 
     Returns ``(sparsity, position, order)`` where ``position[i]`` is the nonzero holding pair
-    ``i``; duplicates share a position.
+    ``i``; duplicates share a position.  ``sparsity=False``: no CasADi object (``None``; a
+    fused function builds its pattern itself, and making it cost 0.1 s at 6,001 nodes).
     """
     key = cols.astype(np.int64) * nrow + rows
-    unique, position = np.unique(key, return_inverse=True)
+    # np.unique(key, return_inverse=True) by a stable sort: the contributions come instance by
+    # instance, so the keys are nearly sorted already and the merge sort's runs find it (3-4x
+    # faster than unique's quicksort on the two-link case's 438,000 Jacobian nonzeros)
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.empty(key.size, dtype=bool)
+    first[:1] = True
+    np.not_equal(key[1:], key[:-1], out=first[1:])
+    unique = key[first]
     del key
+    position = np.empty(order.size, dtype=np.int64)
+    position[order] = np.cumsum(first) - 1
+    del order, first
     ucols = unique // nrow
     urows = unique % nrow
     colind = np.zeros(ncol + 1, dtype=np.int64)
-    np.add.at(colind, ucols + 1, 1)
-    colind = np.cumsum(colind)
-    sp = sparsity_from_ccs(nrow, ncol, colind, urows)
+    colind[1:] = np.cumsum(np.bincount(ucols, minlength=ncol))
+    sp = sparsity_from_ccs(nrow, ncol, colind, urows) if sparsity else None
     return sp, position.astype(np.int64, copy=False), unique
 
 
@@ -163,6 +176,19 @@ _COMPILE_ABOVE = 100
 #: memory_profile.py): below it CasADi's graphs are small and the first run's compile is not
 #: worth it.
 FUSE_ABOVE = 20_000
+#: From this many block instances (and below :data:`FUSE_ABOVE`) the fused C functions are
+#: used when the compile cache already holds them (nothing is compiled during the build;
+#: under :func:`colloc.base.compiler.builds_ahead`, as in the ``colloc`` command, a miss is
+#: compiled in the background for the next run).  The two-link seed case (18,001
+#: instances): the build 0.57 → 0.36 s and IPOPT's function evaluations 0.33 → 0.03 s
+#: with the libraries cached (benchmarks/README.md).  A lookup generates the C (≈0.03 s on
+#: that case, in vain on a miss), so small NLPs, whose graphs cost little, do not look.
+FUSE_CACHED_ABOVE = 3_000
+
+
+def _compiling(fuse: str | None):
+    """The compile cache's mode of a fused function: only what it holds for ``"cached"``."""
+    return cached_only() if fuse == "cached" else contextlib.nullcontext()
 
 
 class _Local:
@@ -321,9 +347,12 @@ class NLP:
         locs = [_Local(b, hessian) for b in blocks]
         quiet = not any(b.compiled for b in blocks)  # fused on our own decision: fall back silently
         fuse = self._fuse_decision()
-        fused, jac_pattern = self._fused(locs, quiet) if fuse else (None, None)
-        fused_grad = self._fused_gradient(locs, quiet) if fuse else None
-        fused_hess = self._fused_hessian(locs, quiet) if fuse and hessian != "limited-memory" else None
+        with _compiling(fuse):
+            fused, jac_pattern = self._fused(locs, quiet) if fuse else (None, None)
+        with _compiling(fuse):
+            fused_grad = self._fused_gradient(locs, quiet) if fuse else None
+        with _compiling(fuse):
+            fused_hess = self._fused_hessian(locs, quiet) if fuse and hessian != "limited-memory" else None
         self.fused = {"jac_g": fused is not None, "grad_f": fused_grad is not None, "hess_lag": fused_hess is not None}
         skip = tuple(k for k, done in (("jac", fused), ("grad", fused_grad), ("hess", fused_hess)) if done is not None)
         graphs = len(skip) < (3 if hessian != "limited-memory" else 2)  # something is left to CasADi's graphs
@@ -481,17 +510,23 @@ class NLP:
         jac = sps.coo_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=shape)
         return res, jac.tocsc()  # entries at one position summed, as the graph sums them
 
-    def _fuse_decision(self) -> bool:
+    def _fuse_decision(self) -> str | None:
         """Whether the NLP's functions are fused C functions (:mod:`colloc.transcription.fused`):
-        for a compiled model (a block marked ``compiled``), and for any model once the blocks
-        have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE`` overrides it) and a
-        C compiler exists.  A compile failure then falls back to CasADi's graphs silently."""
+        ``"compile"`` for a compiled model (a block marked ``compiled``), and for any model
+        once the blocks have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE``
+        overrides it) and a C compiler exists; ``"cached"`` (used if already compiled) from
+        :data:`FUSE_CACHED_ABOVE`; else ``None``.  A compile failure or a cache miss falls
+        back to CasADi's graphs silently."""
         if not self.blocks:
-            return False
+            return None
         if any(b.compiled for b in self.blocks):
-            return True
-        above = int(os.environ.get("COLLOC_FUSE_ABOVE", FUSE_ABOVE))
-        return sum(b.count for b in self.blocks) >= above and has_compiler()
+            return "compile"
+        count = sum(b.count for b in self.blocks)
+        if not has_compiler():
+            return None
+        if count >= int(os.environ.get("COLLOC_FUSE_ABOVE", FUSE_ABOVE)):
+            return "compile"
+        return "cached" if count >= FUSE_CACHED_ABOVE else None
 
     def _fused_gradient(self, locs: list[_Local], quiet: bool):
         """The objective and its gradient as one C function (:func:`fused.fused_gradient`), or ``None``."""
@@ -522,15 +557,15 @@ class NLP:
             rows.append(np.minimum(gi, gj).ravel(order="F"))
             cols.append(np.maximum(gi, gj).ravel(order="F"))
             sizes.append(rows[-1].size)
-        sp, position, _ = self._pattern(self.num_variables, self.num_variables, rows, cols)
+        _, position, (_, unique_rows) = self._pattern(self.num_variables, self.num_variables, rows, cols, False)
         parts, start = [], 0
         for (loc, b, roff, doff), size in zip(owners, sizes):
             K = loc.hess_sp.nnz()
             parts.append(SummedPart(b.index, position[start : start + size].reshape(b.count, K).T, roff, doff,
                                     loc.sx_hess, _triplets(loc.hess_sp)))
             start += size
-        return fused_hessian(self.num_variables, self.data.size, self.num_rows, sp.nnz(), self.objective_scale,
-                             parts, quiet=quiet)
+        return fused_hessian(self.num_variables, self.data.size, self.num_rows, unique_rows.size,
+                             self.objective_scale, parts, quiet=quiet)
 
     def _fused(self, locs: list[_Local], quiet: bool):
         """The constraints and their Jacobian as one C function writing in place
@@ -549,8 +584,9 @@ class NLP:
             rows.append((roff + inst[None, :] * b.num_rows + lr[:, None]).ravel(order="F"))
             cols.append(b.index[lc, :].ravel(order="F"))
         sizes = [r.size for r in rows]
-        sp, position, pattern = self._pattern(self.num_rows, self.num_variables, rows, cols)
-        if sp.nnz() != position.size:  # a nonzero summed from several contributions
+        _, position, pattern = self._pattern(self.num_rows, self.num_variables, rows, cols, False)
+        nnz = pattern[1].size
+        if nnz != position.size:  # a nonzero summed from several contributions
             return None, None
         parts, start = [], 0
         for (loc, b, roff, doff), size in zip(owners, sizes):
@@ -558,17 +594,18 @@ class NLP:
             parts.append(FusedPart(b.index, position[start : start + size].reshape(b.count, K).T,
                                    roff, doff, loc.sx_eval, loc.sx_jac, _triplets(loc.jac_sp)))
             start += size
-        fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, sp.nnz(), parts, quiet=quiet)
+        fn = fused_constraints(self.num_variables, self.data.size, self.num_rows, nnz, parts, quiet=quiet)
         return (fn, pattern) if fn is not None else (None, None)
 
     @staticmethod
-    def _pattern(nrow, ncol, rows, cols):
+    def _pattern(nrow, ncol, rows, cols, sparsity: bool = True):
         """``(sparsity, position, (colind, rows))`` of the contributions at ``rows``/``cols``:
-        ``position[i]`` the nonzero of contribution ``i``."""
+        ``position[i]`` the nonzero of contribution ``i`` (``sparsity=False``: ``None`` for
+        the first, see :func:`_ccs`)."""
         rows_a, cols_a = np.concatenate(rows), np.concatenate(cols)
         rows.clear()  # the caller's pieces: freed now, not when the NLP is built
         cols.clear()
-        sp, position, unique = _ccs(nrow, ncol, rows_a, cols_a)
+        sp, position, unique = _ccs(nrow, ncol, rows_a, cols_a, sparsity)
         del rows_a, cols_a
         pattern = (np.searchsorted(unique // nrow, np.arange(ncol + 1)).astype(np.int64),
                    (unique % nrow).astype(np.int32 if nrow < 2**31 else np.int64))

@@ -201,3 +201,46 @@ def test_lanes_fall_back_silently(cache, monkeypatch, cause):
         monkeypatch.setattr(fused, "MAX_LANE_INSTRUCTIONS", 100)
     _fused_against_the_virtual_machine(_cart, _cart_trials(), co.Midpoint(), hessian="limited-memory")
     assert not list(cache.glob("colloc_lk*.o")) and list(cache.glob("colloc_cf*.o"))
+
+
+@pytest.mark.needs_compiler
+@pytest.mark.parametrize("width, shuffle", [(2, "shufflevector"), (4, "shufflevector"), (8, "shuffle")])
+def test_transposed_jacobian_stores_of_every_width_match_the_virtual_machine(cache, monkeypatch, width, shuffle):
+    """The Jacobian's consecutive places written a lane at a time by vectors transposed in
+    registers (colloc.base.lanes, ``chunks``), and the local variables read from ``x`` the
+    same way (``lane_gather``; the parameters broadcast): groups of 1 to ``width`` values, at 2, 4 and
+    8 lanes, with GCC's and Clang's ``__builtin_shufflevector`` and with the older
+    ``__builtin_shuffle`` (forced by ``COLLOC_NO_SHUFFLEVECTOR``; partial groups stored
+    element by element): bit-identical to the virtual machine (no libmvec), Radau-3 (long
+    runs of rows in a column) and midpoint.  Run on any x86-64: plain C vectors of the
+    width, without instruction-set flags."""
+    from colloc.transcription import fused
+
+    monkeypatch.setenv("COLLOC_VECTOR_MATH", "0")
+    defines = ("-DCOLLOC_NO_SHUFFLEVECTOR",) if shuffle == "shuffle" else ()
+    monkeypatch.setattr(fused, "lane_config", lambda: (width, ("-O1", "-ffp-contract=off", *defines)))
+    sizes = []
+    real = fused._chunks
+
+    def chunks(a, b, w):
+        out = real(a, b, w)
+        sizes.extend(len(c) for c in out)
+        return out
+
+    monkeypatch.setattr(fused, "_chunks", chunks)
+    built = []
+    real_fused = fused._fused
+
+    def fused_spy(*args, **kwargs):
+        fn = real_fused(*args, **kwargs)
+        built.append((args[8], fn is not None))  # (transposed, compiled)
+        return fn
+
+    monkeypatch.setattr(fused, "_fused", fused_spy)
+    for method in (co.Radau(degree=3), co.Midpoint()):
+        _fused_against_the_virtual_machine(_cart, _cart_trials(), method, hessian="limited-memory")
+    assert built and all(b == (True, True) for b in built)  # the transposed form, no fallback
+    assert max(sizes) == width and min(sizes) < width  # whole and partial groups
+    # one lanes unit a method, shared by the two trials' blocks (28 and 39 intervals): the
+    # groups depend on the pattern's structure, not on the record length
+    assert len(list(cache.glob(f"colloc_lk*w{width}_*.o"))) == 2
