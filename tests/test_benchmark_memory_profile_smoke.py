@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,4 +116,5 @@ def test_stage_solvers_agree(tmp_path, monkeypatch):
         docs[solver] = json.loads(out.read_text(encoding="utf-8"))
     assert all(d["status"].startswith("success=True") for d in docs.values())
     assert docs["ipopt"]["gains"] == pytest.approx(docs["fatrop"]["gains"], rel=1e-6)
-    assert docs["fatrop"]["solver_mb"] >= 0 and docs["ipopt"]["variables"] == 41 * 12 + 40 * 6
+    # the solver's memory is an RSS difference: a few kB either way at this size, so only its presence
+    assert np.isfinite(docs["fatrop"]["solver_mb"]) and docs["ipopt"]["variables"] == 41 * 12 + 40 * 6
