@@ -203,3 +203,36 @@ def test_simulation_reports_divergence():
     assert not sim.success
     assert sim.status in ("diverged", "integrator_failed")
     assert np.isfinite(sim.states[0]).all() and np.isnan(sim.states[-1]).all()
+
+
+def test_simulation_checks_of_two_trials_beside_the_standard_errors(monkeypatch):
+    """The checks run on a worker thread while the covariance is computed: each trial keeps its
+    own entry, in the trials' order, its NRMSE is that of an independent integration (SciPy's
+    DOP853 on the pendulum's equation written here), and an error inside a check is raised by
+    the solve as it would be in line."""
+    from scipy.integrate import solve_ivp
+
+    import colloc.solving.collocation as collocation
+
+    a = pendulum.simulate_trial(duration=3.0, theta0=0.5, noise_std=0.02, seed=3, name="a.csv")
+    b = pendulum.simulate_trial(duration=3.0, theta0=1.5, omega0=-1.0, noise_std=0.02, seed=4, name="b.csv")
+    result = co.solve(pendulum.problem([a, b], noise_std=0.02), co.Midpoint())
+    assert list(result.simulation) == ["a.csv", "b.csv"] and result.standard_errors["p"] > 0
+    assert result.info["simulation_s"] > 0
+    p = result.parameters["p"]
+    for trial in (a, b):
+        start = result.trajectories[trial.name].iloc[0]
+        t = trial.time
+        ode = solve_ivp(lambda _, y: [y[1], -p * np.sin(y[0])], (t[0], t[-1]), [start["theta"], start["omega"]],
+                        method="DOP853", t_eval=t, rtol=1e-10, atol=1e-12)
+        theta = trial["theta"]
+        nrmse = np.sqrt(np.mean((ode.y[0] - theta) ** 2)) / np.ptp(theta)
+        entry = result.simulation[trial.name]
+        assert entry["status"] == "ok" and entry["nrmse"]["theta"] == pytest.approx(nrmse, rel=1e-3)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("integrator broke")
+
+    monkeypatch.setattr(collocation, "simulate", broken)
+    with pytest.raises(RuntimeError, match="integrator broke"):
+        co.solve(pendulum.problem([a, b], noise_std=0.02), co.Midpoint())

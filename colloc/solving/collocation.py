@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time as _time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from ..base.buffers import values
 from ..base.errors import OptionsError
 from ..base.versions import versions
 from ..definition.problem import Problem
-from ..inference.covariance import parameter_covariance
+from ..inference.covariance import Covariance, parameter_covariance
 from ..results.result import Result
 from ..simulation.ode import simulate
 from ..transcription.collocation import Layout, transcribe
@@ -150,8 +151,8 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
 
     res_all, _ = nlp.residual_values(x)
     fit_res_parts, trajectories, residuals, measurements = [], {}, {}, {}
-    simulation = {}
-    simulation_s = 0.0
+    simulation: dict[str, Any] = {}
+    checks = None  # the simulation checks run while the standard errors are computed
     for i, trial in enumerate(problem.trials):
         tn = layout.nodes[i]
         Z = trials_z[i]
@@ -192,38 +193,27 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
                 t_sim = np.insert(t_sim, k, t_sim[k])
                 U_sim = np.insert(U_sim, k, left_u, axis=1)
                 R_sim = np.insert(R_sim, k, R_sim[:, k], axis=1)
-            t0 = _time.perf_counter()
-            sim = simulate(model, Z[:n, 0], params, t_sim, known_inputs=U_sim.T, free_inputs=R_sim.T)
-            simulation_s += _time.perf_counter() - t0
-            entry = {"status": sim.status, "message": sim.message, "nrmse": {}}
-            if sim.success:
-                for s in (s for s in fitted if s in sim.signals):
-                    m = trial.present(s)  # measured values only
-                    ys = np.interp(trial.time[m], t_sim, sim.signals[s])
-                    span = np.ptp(trial[s][m])
-                    rms = float(np.sqrt(np.mean((ys - trial[s][m]) ** 2)))
-                    entry["nrmse"][s] = float(rms / span) if span > 0 else float("nan")
-            simulation[trial.name] = entry
+            if checks is None:  # one worker beside this thread (the compiled integrator releases the GIL)
+                checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="colloc-simulation")
+            simulation[trial.name] = checks.submit(_simulation_check, model, trial, fitted, Z[:n, 0], params,
+                                                   t_sim, U_sim, R_sim)
 
     se = cov = None
     info: dict[str, Any] = {"hessian": solver.hessian, "num_variables": layout.size,
-                            "num_constraints": nlp.num_rows, "num_observations": problem.num_observations,
-                            "simulation_s": simulation_s}
-    if solver.standard_errors and pnames:
-        t0 = _time.perf_counter()
-        _, jac_res = nlp.residual_values(x, jacobian=True)
-        jac_g = nlp.sparse_value("jac_g", x)
-        fit_res = np.concatenate(fit_res_parts)
-        c = parameter_covariance(
-            jac_res, res_all, jac_g, nlp.lbg == nlp.ubg, layout.p_index,
-            layout.scale[layout.p_index], problem.num_observations, fit_res,
-            absolute_sigma=solver.absolute_sigma,
-        )
+                            "num_constraints": nlp.num_rows, "num_observations": problem.num_observations}
+    try:
+        c = _standard_errors(problem, layout, nlp, x, res_all, fit_res_parts, solver, info)
+    finally:
+        if checks is not None:
+            checks.shutdown(wait=True)
+    simulation_s = 0.0
+    for name, check in simulation.items():  # a failed check raises here, as it would have in line
+        simulation[name], elapsed = check.result()
+        simulation_s += elapsed
+    info["simulation_s"] = simulation_s  # the checks' own time, overlapping the standard errors'
+    if c is not None:
         se = dict(zip(pnames, c.standard_errors.tolist()))
         cov = pd.DataFrame(c.matrix, index=pnames, columns=pnames)
-        info.update(residual_variance=c.residual_variance, dof=c.dof, covariance_message=c.message,
-                    covariance_s=_time.perf_counter() - t0, absolute_sigma=solver.absolute_sigma,
-                    not_identifiable=[pnames[i] for i in c.not_identifiable])
     units = {name: model.unit_of(name) for name in signal_names + pnames}
     if eiv:
         info["input_noise"] = dict(problem.input_noise)
@@ -250,6 +240,44 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
         info=info,
         descriptions={name: model.description_of(name) for name in pnames if model.description_of(name)},
     )
+
+
+def _standard_errors(problem: Problem, layout: Layout, nlp: NLP, x, res_all, fit_res_parts, solver: Ipopt,
+                     info: dict) -> Covariance | None:
+    """The parameters' covariance (``None`` when not asked for or there are no parameters);
+    its summary and time go into ``info``."""
+    pnames = layout.param_names
+    if not (solver.standard_errors and pnames):
+        return None
+    t0 = _time.perf_counter()
+    _, jac_res = nlp.residual_values(x, jacobian=True)
+    jac_g = nlp.sparse_value("jac_g", x)
+    c = parameter_covariance(
+        jac_res, res_all, jac_g, nlp.lbg == nlp.ubg, layout.p_index,
+        layout.scale[layout.p_index], problem.num_observations, np.concatenate(fit_res_parts),
+        absolute_sigma=solver.absolute_sigma,
+    )
+    info.update(residual_variance=c.residual_variance, dof=c.dof, covariance_message=c.message,
+                covariance_s=_time.perf_counter() - t0, absolute_sigma=solver.absolute_sigma,
+                not_identifiable=[pnames[i] for i in c.not_identifiable])
+    return c
+
+
+def _simulation_check(model, trial, fitted, x0, params, t_sim, U_sim, R_sim) -> tuple[dict, float]:
+    """The forward simulation of one trial from the estimated initial state, and the NRMSE of
+    each fitted signal against its measured samples; with the time it took."""
+    t0 = _time.perf_counter()
+    sim = simulate(model, x0, params, t_sim, known_inputs=U_sim.T, free_inputs=R_sim.T)
+    elapsed = _time.perf_counter() - t0
+    entry = {"status": sim.status, "message": sim.message, "nrmse": {}}
+    if sim.success:
+        for s in (s for s in fitted if s in sim.signals):
+            m = trial.present(s)  # measured values only
+            ys = np.interp(trial.time[m], t_sim, sim.signals[s])
+            span = np.ptp(trial[s][m])
+            rms = float(np.sqrt(np.mean((ys - trial[s][m]) ** 2)))
+            entry["nrmse"][s] = float(rms / span) if span > 0 else float("nan")
+    return entry, elapsed
 
 
 def worst_violations(
