@@ -97,8 +97,10 @@ def _compiler() -> str | None:
 
 
 def has_compiler() -> bool:
-    """Whether a C compiler is there to try (``$CC``, ``gcc`` or ``cc``)."""
-    return _compiler() is not None
+    """Whether a C compiler is there to try (``$CC``, ``gcc`` or ``cc``): ``False`` also when
+    ``$CC`` names a program that cannot be found."""
+    compiler = _compiler()
+    return compiler is not None and shutil.which(compiler) is not None
 
 
 def _cached(target: Path, partial: Path) -> None:
@@ -353,8 +355,13 @@ def compiled_all(functions: Sequence[ca.Function], *,
                               CompilerWarning, stacklevel=3)
                 continue
             partial = Path(tmp, target.name)
-            process = subprocess.Popen([compiler, *FLAGS, str(source), "-o", str(partial), "-lm"],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                process = subprocess.Popen([compiler, *FLAGS, str(source), "-o", str(partial), "-lm"],
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            except OSError as exc:  # CC names a program that is not there
+                warnings.warn(f"compiling '{function.name()}' with {compiler} failed ({exc}); it runs uncompiled",
+                              CompilerWarning, stacklevel=3)
+                continue
             jobs.append((i, process, partial, target))
         for i, process, partial, target in jobs:
             _, err = process.communicate()

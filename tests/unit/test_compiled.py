@@ -77,6 +77,18 @@ def test_a_failing_compiler_falls_back_with_a_warning(cache, monkeypatch):
     assert g is f
 
 
+def test_a_compiler_that_is_not_there_is_no_compiler(cache, monkeypatch):
+    monkeypatch.setenv("CC", "/nonexistent/cc")
+    import casadi as ca
+
+    assert not compiler.has_compiler()  # the needs_compiler tests are skipped, not failed
+    x = ca.SX.sym("x", 2)
+    f = ca.Function("square_sum", [x], [ca.sumsqr(x)])
+    with pytest.warns(compiler.CompilerWarning, match="compiling 'square_sum' with /nonexistent/cc failed"):
+        (g,) = compiler.compiled_all([f])
+    assert g is f and float(g([3.0, 4.0])) == 25.0 and not list(cache.glob("*.so"))
+
+
 def test_no_compiler_runs_uncompiled_with_a_warning(cache, monkeypatch):
     import casadi as ca
 
