@@ -892,6 +892,35 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED
 
 
+#: glibc's ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD, M_MMAP_THRESHOLD.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+
+
+def _keep_freed_memory() -> bool:
+    """glibc's allocator keeps what the command frees for the command's next allocations.
+
+    By default a block from 32 MB up is mapped from the kernel and unmapped when freed, and the
+    heap's free top returned: each of IPOPT's factorisations then touches fresh pages, and
+    zeroing them cost 0.1-0.15 s of system time in the two-link seed case's 0.5 s solve
+    (benchmarks/README.md).  Here blocks up to 1 GiB come from the heap and freed memory stays
+    with the process until it ends (a command: moments later).  Only for the console script,
+    on glibc, and not when the user tuned the allocator (``GLIBC_TUNABLES``, ``MALLOC_*_``).
+    Returns whether it changed them."""
+    if not sys.platform.startswith("linux") or "malloc" in os.environ.get("GLIBC_TUNABLES", "") \
+            or any(k.startswith("MALLOC_") and k.endswith("_") for k in os.environ):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        libc.gnu_get_libc_version  # noqa: B018 - glibc only (musl's mallopt does nothing)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30) and mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1))
+
+
 def run() -> None:
     """The ``colloc`` console script: :func:`main`, then the process ends at once (unless a
     thread the interpreter would wait for is still running).  Exit handlers run (a Dask
@@ -902,6 +931,7 @@ def run() -> None:
     import atexit
     import threading
 
+    _keep_freed_memory()
     code = main()
     if any(t is not threading.main_thread() and t.is_alive() and not t.daemon for t in threading.enumerate()):
         sys.exit(code)  # a thread the interpreter would wait for (a pool's worker): the usual exit

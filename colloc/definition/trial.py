@@ -37,17 +37,20 @@ import math
 import os
 import re
 import secrets
+import sys
 import warnings
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from numpy.typing import ArrayLike
 
 from ..base.errors import DataError, ExtraColumnsWarning
+
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is made or read (0.15-0.2 s to import)
+    import pandas as pd
 from .units import split_unit, to_si
 
 __all__ = ["Trial"]
@@ -460,6 +463,8 @@ class Trial:
     # -- conversion -----------------------------------------------------------------------
     def to_dataframe(self) -> pd.DataFrame:
         """Columns ``time`` then the signals in insertion order; shape (num_samples, 1 + n)."""
+        import pandas as pd
+
         return pd.DataFrame({"time": self.time.copy(),
                              **{k: v.copy() for k, v in self.signals.items()}})
 
@@ -680,6 +685,8 @@ class Trial:
         Rows are taken by position (the index is ignored); messages give 1-based rows and
         the 0-based position as ``index``.
         """
+        import pandas as pd
+
         name = cls._check_name(name)
         origin = _Origin(f"trial {name!r}")
         if not isinstance(frame, pd.DataFrame):
@@ -787,6 +794,8 @@ def _name_list(names: Sequence[str], what: str) -> list[str]:
 
 def _numeric_column(series: pd.Series, col: str, origin: _Origin) -> np.ndarray:
     """Column as float64, or a DataError naming the column and first non-numeric row."""
+    import pandas as pd
+
     dtype = series.dtype
     if pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_complex_dtype(dtype):
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -802,15 +811,14 @@ def _numeric_column(series: pd.Series, col: str, origin: _Origin) -> np.ndarray:
     return series.to_numpy(dtype=np.float64)
 
 
-#: Files at least this large (bytes) are first read by pandas' C parser (:func:`_read_csv_fast`):
-#: the two-link seed file (647 kB, 6,001 rows) in 0.008 s against the exact reader's 0.065 s,
-#: the same numbers (round-trip parsing); smaller files, a few ms either way, stay with the
-#: exact reader.
+#: Files at least this large (bytes) are first read in one pass by a C parser
+#: (:func:`_read_csv_fast`): the two-link seed file (647 kB, 6,001 rows) in 0.011 s by NumPy's
+#: against the exact reader's 0.065 s, the same numbers; smaller files, a few ms either way, stay
+#: with the exact reader.
 FAST_READ_BYTES = 100_000
-
-
-# pandas 3 parses round-trip by default (and deprecates the option); pandas 2 needs asking
-_ROUND_TRIP = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+#: From this size (bytes) pandas' parser reads the file, about 3× as fast as NumPy's but 0.15-0.2 s
+#: to import; below it NumPy's, unless pandas is already imported.
+PANDAS_READ_BYTES = 16_000_000
 
 
 class _Lines:
@@ -831,16 +839,19 @@ class _Lines:
 
 
 def _read_csv_fast(source: str) -> tuple[list[str], np.ndarray, _Lines] | None:
-    """A large, clean file read in one pass by pandas' C parser: ``(header, data, lines)``.
+    """A large, clean file read in one pass by a C parser: ``(header, data, lines)``.
 
-    ``None`` whenever anything is unusual (a small file, a header other than ``time,...``
-    with unique names, any cell that is not a finite number, blank or ragged rows, another
-    encoding): the exact reader :func:`_read_csv` then finds and names the defect, so the
-    messages are the same whichever path reads a file.  The fast path keeps a 200 MB file
-    to seconds and about the size of its numbers in memory.
+    NumPy's ``loadtxt`` below :data:`PANDAS_READ_BYTES`, pandas' parser above it (or when pandas
+    is already imported); both parse numbers exactly (round trip).  ``None`` whenever anything
+    is unusual (a small file, a header other than ``time,...`` with unique names, any cell that
+    is not a finite number, blank or ragged rows, comments, another encoding, compression): the
+    exact reader :func:`_read_csv` then finds and names the defect, so the messages are the same
+    whichever path reads a file.  The fast path keeps a 200 MB file to seconds and about the
+    size of its numbers in memory.
     """
     try:
-        if os.path.getsize(source) < FAST_READ_BYTES:
+        size = os.path.getsize(source)
+        if size < FAST_READ_BYTES:
             return None
         with open(source, encoding="utf-8-sig", newline="") as handle:
             first = handle.readline()
@@ -850,16 +861,50 @@ def _read_csv_fast(source: str) -> tuple[list[str], np.ndarray, _Lines] | None:
     if (not header or header[0] != "time" or any(not h or '"' in h for h in header)
             or len(set(header)) != len(header)):
         return None
-    try:
-        frame = pd.read_csv(source, header=0, names=header, dtype=np.float64, engine="c", encoding="utf-8-sig",
-                            skip_blank_lines=False, keep_default_na=False, na_values=[""], **_ROUND_TRIP)
-    except (ValueError, pd.errors.ParserError, UnicodeDecodeError, OverflowError):
-        return None
-    data = frame.to_numpy(dtype=np.float64, copy=False)
-    del frame
-    if data.shape[1] != len(header) or not np.isfinite(data).all():
+    if size >= PANDAS_READ_BYTES or _pandas_imported():
+        data = _parse_with_pandas(source, header)
+    else:
+        data = _parse_with_numpy(source)
+    if data is None or data.ndim != 2 or data.shape[1] != len(header) or not np.isfinite(data).all():
         return None
     return header, data, _Lines(len(data))
+
+
+def _pandas_imported() -> bool:
+    return "pandas" in sys.modules
+
+
+def _parse_with_numpy(source: str) -> np.ndarray | None:
+    """The data rows of a plain UTF-8 file by NumPy's C parser; ``None`` if a line is blank,
+    a comment or anything else it cannot parse as numbers."""
+    try:
+        with open(source, "rb") as handle:
+            raw = handle.read()
+        if raw[:2] == b"\x1f\x8b":
+            return None
+        text = raw.decode("utf-8-sig")
+        del raw
+        data = np.loadtxt(io.StringIO(text), delimiter=",", skiprows=1, comments=None, ndmin=2,
+                          dtype=np.float64)
+    except (ValueError, UnicodeDecodeError, OSError, OverflowError):
+        return None
+    # loadtxt skips blank lines; the exact reader names them, so any skipped line sends it there
+    rows = text.count("\n") - (1 if text.endswith("\n") else 0)
+    return data if len(data) == rows else None
+
+
+def _parse_with_pandas(source: str, header: list[str]) -> np.ndarray | None:
+    """The data rows by pandas' C parser (round-trip numbers); ``None`` if it cannot parse them."""
+    import pandas as pd
+
+    # pandas 3 parses round-trip by default (and deprecates the option); pandas 2 needs asking
+    exact = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
+    try:
+        frame = pd.read_csv(source, header=0, names=header, dtype=np.float64, engine="c", encoding="utf-8-sig",
+                            skip_blank_lines=False, keep_default_na=False, na_values=[""], **exact)
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError, OverflowError):
+        return None
+    return frame.to_numpy(dtype=np.float64, copy=False)
 
 
 def _is_time(header: str, time_column: str | None) -> bool:

@@ -11,12 +11,14 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..base.files import dumps_compact_arrays, json_safe, write_atomic
+
+if TYPE_CHECKING:  # imported where a table is made: 0.15-0.2 s, beside the solve (base/prefetch.py)
+    import pandas as pd
 
 __all__ = ["Result"]
 
@@ -28,6 +30,8 @@ def _frame_to_dict(frame: pd.DataFrame) -> dict:
 
 
 def _frame_from_dict(d: dict) -> pd.DataFrame:
+    import pandas as pd
+
     d = {k: np.array([np.nan if v is None else v for v in vals], dtype=float) for k, vals in d.items()}
     time = d.pop("time")
     return pd.DataFrame(d, index=pd.Index(time, name="time"))
@@ -130,6 +134,8 @@ class Result:
 
     def parameter_table(self, truth: dict[str, float] | None = None) -> pd.DataFrame:
         """Parameters with standard errors (and truth and % error when ``truth`` is given)."""
+        import pandas as pd
+
         rows = []
         for name, value in self.parameters.items():
             row = {"parameter": name, "identified": value}
@@ -298,6 +304,8 @@ class Result:
 
         cov = None
         if doc.get("covariance"):
+            import pandas as pd
+
             names = doc["covariance"]["names"]
             m = np.array([[nan if v is None else v for v in row] for row in doc["covariance"]["matrix"]], dtype=float)
             cov = pd.DataFrame(m, index=names, columns=names)

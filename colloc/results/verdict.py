@@ -32,11 +32,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
 from scipy import special
 
 from ..base.errors import OptionsError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["CHI2_POOR", "LJUNG_BOX_MAX_LAGS", "fit_verdict", "verdict_line"]
 

@@ -10,8 +10,16 @@ import colloc as co
 from colloc.definition import trial as trial_module
 
 
+@pytest.fixture(params=["numpy", "pandas"])
+def parser(request, monkeypatch):
+    """Each test runs with either C parser behind the fast path (NumPy's below 16 MB unless
+    pandas is already imported, pandas' above)."""
+    monkeypatch.setattr(trial_module, "_pandas_imported", lambda: request.param == "pandas")
+    return request.param
+
+
 @pytest.fixture
-def fast_for_all(monkeypatch):
+def fast_for_all(monkeypatch, parser):
     monkeypatch.setattr(trial_module, "FAST_READ_BYTES", 0)
 
 
@@ -26,7 +34,7 @@ def _clean(path, n=200):
     return _write(path, "\n".join(lines) + "\n")
 
 
-def test_fast_and_exact_readers_agree(tmp_path, monkeypatch):
+def test_fast_and_exact_readers_agree(tmp_path, monkeypatch, parser):
     path = _clean(tmp_path / "t.csv")
     exact = co.Trial.from_csv(path)
     assert trial_module._read_csv_fast(str(path)) is None  # small: the exact reader only
@@ -78,3 +86,54 @@ def test_ragged_or_blank_rows_fall_back(tmp_path, fast_for_all):
     _write(path, "\n".join(lines) + "\n")
     with pytest.raises(co.DataError, match="is empty"):
         co.Trial.from_csv(path)
+
+
+def test_each_parser_is_the_one_used(tmp_path, monkeypatch):
+    """Below PANDAS_READ_BYTES NumPy's parser reads (pandas need not be imported); above it, or
+    with pandas imported already, pandas'."""
+    path = _clean(tmp_path / "t.csv")
+    monkeypatch.setattr(trial_module, "FAST_READ_BYTES", 0)
+    used = []
+    for name in ("_parse_with_numpy", "_parse_with_pandas"):
+        real = getattr(trial_module, name)
+        monkeypatch.setattr(trial_module, name, lambda *a, _r=real, _n=name: used.append(_n) or _r(*a))
+    monkeypatch.setattr(trial_module, "_pandas_imported", lambda: False)
+    co.Trial.from_csv(path)
+    monkeypatch.setattr(trial_module, "PANDAS_READ_BYTES", 0)
+    co.Trial.from_csv(path)
+    assert used == ["_parse_with_numpy", "_parse_with_pandas"]
+
+
+@pytest.mark.parametrize("defect", ["comment", "blank_last_but_one", "crlf", "gzip", "whitespace_line"])
+def test_what_numpy_skips_goes_to_the_exact_reader(tmp_path, monkeypatch, defect):
+    """NumPy's parser skips blank lines and would read comments or a gzip file in its own way;
+    each such file is left to the exact reader (which reads it or names the defect)."""
+    import gzip
+
+    monkeypatch.setattr(trial_module, "FAST_READ_BYTES", 0)
+    monkeypatch.setattr(trial_module, "_pandas_imported", lambda: False)
+    path = _clean(tmp_path / "t.csv")
+    text = path.read_text()
+    lines = text.splitlines()
+    if defect == "comment":
+        lines.insert(20, "# a note")
+    elif defect == "blank_last_but_one":
+        lines.insert(len(lines) - 1, "")
+    elif defect == "whitespace_line":
+        lines.insert(10, "   ")
+    if defect == "crlf":
+        path.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+        assert trial_module._read_csv_fast(str(path)) is not None  # Windows line ends are fine
+        np.testing.assert_array_equal(co.Trial.from_csv(path)["theta"], co.Trial.from_csv(_clean(tmp_path / "u.csv"))["theta"])
+        return
+    if defect == "gzip":
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        _write(path, "\n".join(lines) + "\n")
+    assert trial_module._read_csv_fast(str(path)) is None
+    if defect == "gzip":
+        assert len(co.Trial.from_csv(path).time) == 200  # the exact reader reads it
+    else:
+        line = {"comment": 21, "blank_last_but_one": 201, "whitespace_line": 11}[defect]
+        with pytest.raises(co.DataError, match=f"line {line}\\b"):
+            co.Trial.from_csv(path)

@@ -1,0 +1,83 @@
+"""What the ``colloc identify`` command does before and around the solve to be quick: pandas
+kept off the path before the solve and imported beside it, glibc's allocator told to keep
+freed memory (only in the console script's own process)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from colloc.base.prefetch import prefetch
+
+GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+def _run(code: str, env: dict | None = None) -> str:
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_the_solve_path_and_reading_a_large_file_do_not_import_pandas():
+    """Until the solve, the command needs no pandas: the solve path's modules and the fast CSV
+    reader (the two-link seed file is 647 kB, above FAST_READ_BYTES) leave it unimported."""
+    out = _run("""
+        import sys
+        import colloc.solving.solve, colloc.cli
+        from colloc.definition import trial
+        from pathlib import Path
+        import colloc_problems
+        path = Path(colloc_problems.__file__).resolve().parents[1] / "data" / "two_link" / "two_link_seed.csv"
+        assert path.stat().st_size >= trial.FAST_READ_BYTES
+        t = trial.Trial.from_csv(path)
+        print(len(t.time), "pandas" in sys.modules)
+    """)
+    assert out == "6001 False"
+
+
+def test_prefetch_imports_on_another_thread_and_leaves_errors_to_the_caller(tmp_path, monkeypatch):
+    (tmp_path / "colloc_probe_ok.py").write_text("import threading\nTHREAD = threading.current_thread().name\n")
+    (tmp_path / "colloc_probe_bad.py").write_text("raise RuntimeError('broken on purpose')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("colloc_probe_ok", "colloc_probe_bad"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    thread = prefetch("colloc_probe_ok", "colloc_probe_bad")
+    assert thread is not None and thread.daemon
+    thread.join(timeout=60)
+    import colloc_probe_ok
+
+    assert colloc_probe_ok.THREAD == "colloc-prefetch"  # imported there, not here
+    with pytest.raises(RuntimeError, match="broken on purpose"):
+        import colloc_probe_bad  # noqa: F401
+    assert prefetch("colloc_probe_ok", "sys") is None  # nothing left to import
+
+
+_RSS_AFTER_FREE = """
+    import numpy as np
+    from colloc import cli
+    {call}
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096 / 2**20
+    before = rss()
+    a = np.ones(100 * 2**20 // 8)   # 100 MB: mapped on its own by glibc's default rules
+    del a
+    print(round(rss() - before))
+"""
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's allocator only")
+def test_the_console_script_keeps_freed_memory_for_its_next_allocation():
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES" and not k.startswith("MALLOC_")}
+    kept = int(_run(_RSS_AFTER_FREE.format(call="assert cli._keep_freed_memory()"), env))
+    returned = int(_run(_RSS_AFTER_FREE.format(call=""), env))
+    assert kept >= 90 and returned <= 10, (kept, returned)
+    told = int(_run(_RSS_AFTER_FREE.format(call="assert not cli._keep_freed_memory()"),
+                    env | {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1000000"}))
+    assert told <= 10  # the user's own tuning is left alone
