@@ -9,11 +9,13 @@ import platform
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from colloc.base.prefetch import prefetch
 
+SEED = Path(__file__).resolve().parents[2] / "data" / "two_link" / "two_link_seed.csv"
 GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
 
@@ -27,13 +29,12 @@ def _run(code: str, env: dict | None = None) -> str:
 def test_the_solve_path_and_reading_a_large_file_do_not_import_pandas():
     """Until the solve, the command needs no pandas: the solve path's modules and the fast CSV
     reader (the two-link seed file is 647 kB, above FAST_READ_BYTES) leave it unimported."""
-    out = _run("""
+    out = _run(f"""
         import sys
         import colloc.solving.solve, colloc.cli
         from colloc.definition import trial
         from pathlib import Path
-        import colloc_problems
-        path = Path(colloc_problems.__file__).resolve().parents[1] / "data" / "two_link" / "two_link_seed.csv"
+        path = Path({str(SEED)!r})
         assert path.stat().st_size >= trial.FAST_READ_BYTES
         t = trial.Trial.from_csv(path)
         print(len(t.time), "pandas" in sys.modules)
