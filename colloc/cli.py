@@ -918,7 +918,9 @@ def _keep_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    return bool(mallopt(_M_MMAP_THRESHOLD, 1 << 30) and mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1))
+    # older glibc refuses a mapping threshold above 32 MiB: then that, its largest
+    mapped = mallopt(_M_MMAP_THRESHOLD, 1 << 30) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+    return bool(mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1) and mapped)
 
 
 def run() -> None:

@@ -48,10 +48,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..base.errors import DataError, ExtraColumnsWarning
+from .units import split_unit, to_si
 
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is made or read (0.15-0.2 s to import)
     import pandas as pd
-from .units import split_unit, to_si
 
 __all__ = ["Trial"]
 

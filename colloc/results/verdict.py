@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-
 from typing import TYPE_CHECKING
 
 import numpy as np
