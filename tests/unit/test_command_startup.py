@@ -82,3 +82,21 @@ def test_the_console_script_keeps_freed_memory_for_its_next_allocation():
     told = int(_run(_RSS_AFTER_FREE.format(call="assert not cli._keep_freed_memory()"),
                     env | {"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=1000000"}))
     assert told <= 10  # the user's own tuning is left alone
+
+
+def test_the_allocator_is_left_alone_off_glibc_or_when_tuned(monkeypatch):
+    """Wherever the setting does not apply the function says so and calls nothing: off Linux,
+    or when the user tuned glibc's allocator through either of its two channels."""
+    from colloc import cli
+
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    for key in [k for k in os.environ if k.startswith("MALLOC_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setattr(cli.sys, "platform", "darwin")
+    assert cli._keep_freed_memory() is False
+    monkeypatch.setattr(cli.sys, "platform", "linux")
+    monkeypatch.setenv("MALLOC_ARENA_MAX_", "2")
+    assert cli._keep_freed_memory() is False
+    monkeypatch.delenv("MALLOC_ARENA_MAX_")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=0")
+    assert cli._keep_freed_memory() is False
