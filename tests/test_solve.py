@@ -133,7 +133,7 @@ def free_input_model():
     m = co.Model("leaky")
     x = m.state("x")
     r = m.free_input("r", unit="N")
-    k = m.parameter("k", guess=1.0, bounds=(0, 10))
+    k = m.parameter("k", guess=1.0, bounds=(0, 10), physical=(True, False))  # a leak rate is never negative
     m.set_der(x, -k * x + r)
     return m, r
 

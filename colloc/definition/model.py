@@ -222,7 +222,9 @@ class Model:
         self._outputs: dict[str, tuple[ca.SX, str]] = {}
         self._der_pairs: list[tuple[str, ca.SX]] = []
         self._delays: list[Delay] = []
-        self._search_ranges: list[str] = []
+        # parameter element -> (lower bound physical, upper bound physical); other bounds are
+        # search ranges (Model.parameter(physical=...))
+        self._physical: dict[str, tuple[bool, bool]] = {}
 
     # ---- declarations -------------------------------------------------------------------
     def _declare(
@@ -407,7 +409,8 @@ class Model:
         scale=1.0,
         guess=0.0,
         description: str | Sequence | None = None,
-        search_range: bool = False,
+        physical: bool | tuple[bool, bool] = False,
+        search_range: bool | None = None,
     ) -> ca.SX:
         """Declare a constant unknown parameter shared by all trials.
 
@@ -430,22 +433,48 @@ class Model:
             Initial guess (clipped into the bounds).
         description : str or array of str, optional
             What the parameter (or each element) means, shown in reports.
+        physical : bool or (bool, bool), optional
+            Whether the bounds are limits of the model (an activation in [0, 1], a stiffness
+            ≥ 0), where an estimate on the bound is an answer (a success with the warning
+            ``parameter_at_bound``); one flag for both sides or ``(lower, upper)``.  By default
+            (``False``) bounds are search ranges, saying where to look: an estimate that ends
+            on one is a failure (``status "parameter_at_bound"``), since the optimum of the
+            model lies beyond it.
         search_range : bool, optional
-            The bounds say where to look, not what is physically possible (a controller's
-            gains, a time constant): an estimate that ends on one of them is a failure
-            (``status "parameter_at_bound"``), not a success with a warning.  Leave it
-            False for limits that are part of the model (an activation in [0, 1], a
-            stiffness ≥ 0), where an estimate on the bound is an answer.
+            The older spelling: ``search_range=True`` is the default, ``search_range=False``
+            is ``physical=True``.
         """
         symbol = self._declare("parameter", name, shape, unit, bounds, scale, guess, description=description)
-        if search_range:
-            self._search_ranges.extend(self._variables[name].element_names)
+        if search_range is not None:
+            if physical is not False:
+                raise ModelError(f"parameter '{name}' of model '{self.name}': give physical= or search_range=, "
+                                 "not both")
+            physical = not search_range
+        sides = (bool(physical), bool(physical)) if isinstance(physical, (bool, np.bool_)) else tuple(physical)
+        if len(sides) != 2 or not all(isinstance(v, (bool, np.bool_)) for v in sides):
+            raise ModelError(f"parameter '{name}' of model '{self.name}': physical= expects a bool or a pair "
+                             f"(lower, upper) of bools, got {physical!r}")
+        for element in self._variables[name].element_names:
+            self._physical[element] = (bool(sides[0]), bool(sides[1]))
         return symbol
+
+    def physical_bounds(self, element: str) -> tuple[bool, bool]:
+        """``(lower, upper)``: whether each bound of parameter element ``element`` is a limit
+        of the model (``Model.parameter(physical=...)``) rather than a search range."""
+        return self._physical.get(element, (False, False))
 
     @property
     def search_ranges(self) -> tuple[str, ...]:
-        """Parameter elements whose bounds are search ranges (``parameter(search_range=True)``)."""
-        return tuple(self._search_ranges)
+        """Parameter elements with a finite bound that is a search range, not a limit of the
+        model (see :meth:`parameter`): an estimate on it is a failure."""
+        out = []
+        for name in self.element_names("parameter"):
+            var = self.variable(name)
+            i = var.element_names.index(name) if name in var.element_names else 0
+            finite = (np.isfinite(var.lower[i]), np.isfinite(var.upper[i]))
+            if any(f and not p for f, p in zip(finite, self.physical_bounds(name))):
+                out.append(name)
+        return tuple(out)
 
     def output(self, name: str, expr, *, unit: str = "") -> ca.SX:
         """Declare a measurable output ``y = h(x, r, u, p, t)`` and return ``expr``.

@@ -7,7 +7,7 @@ people) and the names it concerns.  The codes:
     A parameter sits on one of its bounds: the optimum lies outside the allowed range, or
     the data push it there; neither its standard error nor its interval means anything.
 ``parameter_near_bound``
-    The 95 % interval of a parameter reaches a bound.
+    A parameter is within 1.96 standard errors of a bound (its Wald interval reaches it).
 ``not_identifiable``
     The reduced Hessian is not positive definite (or the covariance could not be computed):
     the data do not determine the named parameters; their standard errors are null.
@@ -29,6 +29,7 @@ people) and the names it concerns.  The codes:
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -44,14 +45,18 @@ def _finite(v) -> bool:
     return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def diagnose(result, model: Model) -> list[dict]:
-    """The diagnostics of ``result`` (a :class:`~colloc.Result` of a problem on ``model``)."""
+def diagnose(result, model: Model | None = None, *, bounds: Mapping[str, tuple[float, float]] | None = None
+             ) -> list[dict]:
+    """The diagnostics of ``result`` (a :class:`~colloc.Result`); the parameters' bounds come
+    from ``model`` or, for an estimator without one, from ``bounds`` (name → (lower, upper))."""
     found: list[dict] = []
     names = list(result.parameters)
     se = result.standard_errors or {}
-    if names:
+    if model is not None:
         lower, upper = model.bounds("parameter")
         bounds = dict(zip(model.element_names("parameter"), zip(lower.tolist(), upper.tolist())))
+    bounds = dict(bounds or {})
+    if names:
         at, near = [], []
         for name in names:
             if name not in bounds:
@@ -80,7 +85,9 @@ def diagnose(result, model: Model) -> list[dict]:
             found.append({
                 "code": "parameter_near_bound",
                 "parameters": [a[0] for a in near],
-                "message": "; ".join(f"the 95 % interval of {n} reaches its {side} bound {b:g}" for n, side, b in near),
+                "message": "; ".join(f"{n} is within 1.96 standard errors of its {side} bound {b:g}"
+                                     for n, side, b in near)
+                + " (the normal approximation behind its standard error is doubtful there)",
             })
     info = result.info or {}
     message = info.get("covariance_message") or ""

@@ -94,6 +94,14 @@ class Result:
         :mod:`colloc.results.diagnostics`).
     descriptions : dict of str to str
         What each parameter element means, where the model says so.
+    intervals : dict of str to (float, float)
+        95 % interval of each parameter, on a scale that keeps it in the parameter's domain
+        (log for a positive parameter; see :func:`colloc.results.report.parameter_intervals`);
+        ``(nan, nan)`` where no standard error exists.
+    interval_scales : dict of str to str
+        The scale of each interval: ``"log"``, ``"-log"``, ``"logit"``, ``"linear"`` or ``"none"``.
+    simulation_note : str
+        Why there is no forward-simulation check, when :attr:`simulation` is empty.
     """
 
     problem: str
@@ -121,10 +129,25 @@ class Result:
     solver_status: str = ""
     warnings: list[dict] = field(default_factory=list)
     descriptions: dict[str, str] = field(default_factory=dict)
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+    interval_scales: dict[str, str] = field(default_factory=dict)
+    simulation_note: str = ""
 
     def __post_init__(self) -> None:
         if not self.solver_status:
             self.solver_status = self.status
+
+    def interval(self, name: str) -> tuple[float, float]:
+        """The 95 % interval of parameter ``name``: :attr:`intervals`, else ±1.96 standard
+        errors (a result made before intervals were computed), ``(nan, nan)`` without one."""
+        if name in self.intervals:
+            lo, hi = self.intervals[name]
+            return (float("nan") if lo is None else float(lo), float("nan") if hi is None else float(hi))
+        se = (self.standard_errors or {}).get(name)
+        value = self.parameters.get(name, float("nan"))
+        if se is None or not np.isfinite(se):
+            return float("nan"), float("nan")
+        return value - 1.959963984540054 * se, value + 1.959963984540054 * se
 
     # ---- convenience --------------------------------------------------------------------
     @property
@@ -145,7 +168,7 @@ class Result:
             se = (self.standard_errors or {}).get(name, np.nan)
             se = np.nan if se is None else float(se)
             row["std_error"] = se
-            row["ci95_low"], row["ci95_high"] = value - 1.96 * se, value + 1.96 * se
+            row["ci95_low"], row["ci95_high"] = self.interval(name)
             row["unit"] = self.units.get(name, "")
             row["description"] = self.descriptions.get(name, "")
             rows.append(row)
@@ -156,8 +179,9 @@ class Result:
 
     def format_table(self, truth: dict[str, float] | None = None) -> str:
         """Parameter table as text: name, (true,) identified, (% error,) standard error, 95 %
-        interval (Wald, ±1.96 SE), unit and description.  A standard error that cannot be
-        estimated prints as ``n/a`` (the reason is among :attr:`warnings`)."""
+        interval (:attr:`intervals`: log scale for positive parameters), unit and description.
+        A standard error that cannot be estimated prints as ``n/a`` (the reason is among
+        :attr:`warnings`)."""
         se = self.standard_errors or {}
         describe = any(self.descriptions.get(n) for n in self.parameters)
         width = max([9, *(len(n) for n in self.parameters)]) + 1
@@ -175,8 +199,11 @@ class Result:
                 t = truth.get(name, float("nan"))
                 line += f"{100 * (value - t) / t:>+9.2f}%" if t else f"{'':>10}"
             e = se.get(name)
-            if e is not None and np.isfinite(e):
-                line += f"{e:>12.4g}  " + (f"[{value - 1.96 * e:.5g}, {value + 1.96 * e:.5g}]".ljust(27) + " ")
+            lo, hi = self.interval(name)
+            if e is not None and np.isfinite(e) and np.isfinite(lo) and np.isfinite(hi):
+                line += f"{e:>12.4g}  " + (f"[{lo:.5g}, {hi:.5g}]".ljust(27) + " ")
+            elif e is not None and np.isfinite(e):
+                line += f"{e:>12.4g}  " + "".ljust(28)
             else:
                 line += f"{'n/a':>12}  " + "".ljust(28)
             line += f"{self.units.get(name, ''):<12}"
@@ -187,6 +214,11 @@ class Result:
             errs = [abs(self.parameters[k] / truth[k] - 1) * 100 for k in self.parameters if truth.get(k)]
             if errs:
                 lines.append(f"|error|: mean {np.mean(errs):.2f}%, max {np.max(errs):.2f}%")
+        logs = [n for n, k in self.interval_scales.items() if k in ("log", "-log", "logit")]
+        if logs:
+            lines.append(f"95 % intervals of {', '.join(logs)} on the "
+                         + ("log scale (positive parameters)" if all(self.interval_scales[n] != "logit" for n in logs)
+                            else "log or logit scale (inside their physical bounds)"))
         return "\n".join(lines)
 
     def timing_line(self) -> str:
@@ -199,9 +231,10 @@ class Result:
 
     def summary(self, truth: dict[str, float] | None = None) -> str:
         """A human-readable report: status, timings, parameter table, simulation check."""
+        ending = self.status if self.solver_status in ("", self.status) else f"{self.status}; solver: {self.solver_status}"
         lines = [
             f"{self.problem} · {self.method} · {'success' if self.success else 'FAILED'} "
-            f"({self.status}) · {self.iterations} iterations · objective {self.objective:.6g}",
+            f"({ending}) · {self.iterations} iterations · objective {self.objective:.6g}",
             self.timing_line(),
             "",
             self.format_table(truth),
@@ -219,6 +252,8 @@ class Result:
                 nrmse = ", ".join(f"{k} {v:.3%}" if v is not None and np.isfinite(v) else f"{k} n/a (constant)"
                                   for k, v in sim.get("nrmse", {}).items())
                 lines.append(f"forward simulation of '{trial}': {sim['status']}" + (f" · NRMSE {nrmse}" if nrmse else f" · {sim['message']}"))
+        elif self.simulation_note:
+            lines += ["", f"forward simulation: none ({self.simulation_note})"]
         estimate = self.info.get("initial_estimate")
         if self.initial_parameters:
             start = ", ".join(f"{k} {v:.4g}" for k, v in list(self.initial_parameters.items())[:8])
@@ -271,8 +306,11 @@ class Result:
                 "names": list(self.covariance.columns),
                 "matrix": self.covariance.to_numpy(),
             }
+        doc["intervals"] = {k: list(v) for k, v in self.intervals.items()}
+        doc["interval_scales"] = self.interval_scales
         doc["violations"] = self.violations
         doc["simulation"] = self.simulation
+        doc["simulation_note"] = self.simulation_note
         doc["units"] = self.units
         doc["info"] = self.info
         doc["trajectories"] = {k: _frame_to_dict(v) for k, v in self.trajectories.items()}
@@ -335,6 +373,10 @@ class Result:
             solver_status=doc.get("solver_status", doc["status"]),
             warnings=list(doc.get("warnings", [])),
             descriptions=dict(doc.get("descriptions", {})),
+            intervals={k: (nan if v[0] is None else float(v[0]), nan if v[1] is None else float(v[1]))
+                       for k, v in doc.get("intervals", {}).items()},
+            interval_scales=dict(doc.get("interval_scales", {})),
+            simulation_note=doc.get("simulation_note", ""),
         )
 
     # ---- plots --------------------------------------------------------------------------

@@ -15,16 +15,15 @@ import numpy as np
 from ..base.engine import check_client
 from ..base.errors import OptionsError, SolveFailed
 from ..definition.problem import Problem
+from ..results.report import POOR_FIT_HINT, finalize, model_bounds
 from ..results.result import Result
-from ..results.diagnostics import diagnose
-from ..results.verdict import fit_verdict
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
 from .start import InitialEstimate, equation_error, residual_is_linear
 from .starts import solve_starts
 
-__all__ = ["solve", "START_CHOICES"]
+__all__ = ["POOR_FIT_HINT", "solve", "START_CHOICES"]
 
 #: Values of ``solve(start=...)``.
 START_CHOICES = ("equation-error", "guess")
@@ -151,10 +150,15 @@ def solve(
             raise SolveFailed(f"{method.name} on '{problem.name}': all {starts} starts raised ({errors})", None)
     result.info["initial_estimate"] = estimate.to_info()
     result.solver_status = result.status
-    if verdict:
-        _apply_verdict(problem, result)
-    result.warnings = diagnose(result, problem.model)
-    _fail_on_search_bounds(problem, result)
+    bounds, physical = model_bounds(problem.model)
+    if not isinstance(method, AbstractTranscription):
+        no_simulation = f"{method.name} fits a simulation of each trial: its trajectories are the integrator's"
+    elif not solver.simulate:
+        no_simulation = "switched off (Ipopt(simulate=False))"
+    else:
+        no_simulation = "the solve ended before it"
+    finalize(result, bounds=bounds, physical=physical, fit=problem.fit, verdict=verdict,
+             no_simulation=no_simulation)
     # ``total_s`` is the whole call: start, build, solve(s), covariance, simulation, verdict
     result.timings["start_s"] = start_s
     result.timings["total_s"] = time.perf_counter() - t_call
@@ -204,35 +208,3 @@ def _initial_estimate(problem: Problem, method: AbstractMethod, start: str,
                 for t in p.trials]
 
     return equation_error(problem, guess=guess, collocation_states=states_at_guess)
-
-
-#: What to try when a converged fit is poor (shown in the message and by the CLI).
-POOR_FIT_HINT = ("try several starts (colloc identify --starts N, solve(starts=N)) or other guesses, "
-                 "a model that captures the missing dynamics, or check the declared noise (fit weights 1/σ²)")
-
-
-def _fail_on_search_bounds(problem: Problem, result: Result) -> None:
-    """A converged fit with a parameter on a bound that is only a search range
-    (``Model.parameter(search_range=True)``) fails: the data push it beyond where it was
-    sought, so the estimate is not an optimum of the model, only of the box."""
-    searched = set(problem.model.search_ranges)
-    at = [n for w in result.warnings if w.get("code") == "parameter_at_bound"
-          for n in w.get("parameters", []) if n in searched]
-    if result.success and at:
-        result.success = False
-        result.status = "parameter_at_bound"
-        result.message = (f"{result.message} But {', '.join(at)} ended on the bound of {'its' if len(at) == 1 else 'their'} "
-                          "search range: widen the range (--bounds) or question the model.")
-
-
-def _apply_verdict(problem: Problem, result: Result) -> None:
-    """Judge ``result`` against the declared noise; a poor fit of a converged solve fails."""
-    if not result.residuals:
-        return
-    v = fit_verdict(result.residuals, problem.fit, num_parameters=len(result.parameters),
-                    simulation=result.simulation)
-    result.info["fit_verdict"] = v
-    if result.success and v["verdict"] == "poor_fit":
-        result.success = False
-        result.status = "poor_fit"
-        result.message = f"{result.message} But the fit is poor: {v['reason']}. To do: {POOR_FIT_HINT}."

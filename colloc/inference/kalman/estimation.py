@@ -59,6 +59,8 @@ class MLResult:
         Free parameters that ended on a bound (their standard errors are not meaningful).
     gradient : dict
         Gradient of the NLL at the estimate for the free parameters.
+    bounds : dict
+        The bounds the fit used, name → (lower, upper) (``±inf`` where none).
     newton_decrement : float
         ``½ gᵀ H⁻¹ g`` over the free parameters off the bounds: how much one more Newton step
         would lower the NLL.  Far below 1 (a fraction of one log-likelihood unit) at a
@@ -80,6 +82,7 @@ class MLResult:
     active_bounds: tuple[str, ...] = ()
     gradient: dict[str, float] = field(default_factory=dict)
     newton_decrement: float = 0.0
+    bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
 
     def summary(self) -> pd.DataFrame:
         """A table of estimates and standard errors.
@@ -545,4 +548,5 @@ def maximum_likelihood(
         active_bounds=active,
         gradient={nm: float(v) for nm, v in zip(free_names, gf)},
         newton_decrement=decrement,
+        bounds={nm: (float(lo), float(hi)) for nm, lo, hi in zip(names, lb, ub)},
     )

@@ -1,0 +1,201 @@
+"""The one place where a result is judged: :func:`finalize`.
+
+Every estimator (collocation, shooting, the Kalman maximum likelihood, the multi-phase hybrid
+fits) ends here, so that every result carries the same facts in the same fields:
+
+1. the **fit verdict** (:func:`colloc.results.verdict.fit_verdict`): reduced χ² and whiteness
+   of every fitted signal against its declared noise; a converged fit that is poor is not a
+   success (``status "poor_fit"``);
+2. the **warnings** (:func:`colloc.results.diagnostics.diagnose`): parameters at or near a
+   bound, not identifiable, strongly correlated, a failed simulation…; a result without a
+   forward-simulation check says why (``result.simulation_note``);
+3. an estimate on a bound that is only a **search range** (a bound not declared physical,
+   ``Model.parameter(physical=...)``) is a failure, ``status "parameter_at_bound"``: the model's
+   optimum lies beyond where it was sought;
+4. the **95 % intervals** (:func:`parameter_intervals`), which respect the parameters' domains:
+   on the log scale for a positive parameter, so that an interval of a gain or a noise
+   intensity never reaches below zero.
+
+The solver's own ending stays in ``result.solver_status``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from .diagnostics import diagnose
+from .verdict import fit_verdict
+
+__all__ = ["INTERVAL_Z", "POOR_FIT_HINT", "finalize", "model_bounds", "parameter_intervals"]
+
+#: Standard normal quantile of a two-sided 95 % interval.
+INTERVAL_Z = 1.959963984540054
+
+#: What to try when a converged fit is poor (shown in the message and by the CLI).
+POOR_FIT_HINT = ("try several starts (colloc identify --starts N, solve(starts=N)) or other guesses, "
+                 "a model that captures the missing dynamics, or check the declared noise (fit weights 1/σ²)")
+
+
+def _exp(x: float) -> float:
+    """``exp(x)``, ``inf`` beyond the largest float (a standard error far above the estimate)."""
+    return math.inf if x > 709.0 else math.exp(x)
+
+
+def model_bounds(model) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[bool, bool]]]:
+    """Bounds and their physical flags of every parameter element of a :class:`~colloc.Model`."""
+    names = model.element_names("parameter")
+    lower, upper = model.bounds("parameter")
+    bounds = {n: (float(lo), float(hi)) for n, lo, hi in zip(names, lower.tolist(), upper.tolist())}
+    return bounds, {n: model.physical_bounds(n) for n in names}
+
+
+def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mapping[str, float] | None,
+                        bounds: Mapping[str, tuple[float, float]] | None = None,
+                        physical: Mapping[str, tuple[bool, bool]] | None = None,
+                        ) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:
+    """95 % intervals of the estimates from their standard errors, on a scale that keeps them
+    in the parameter's domain (the delta method on that scale).
+
+    * ``"logit"``: both bounds finite and physical (an activation in [0, 1]):
+      ``lo + (hi − lo)·expit(logit(z) ± 1.96·se/((v − lo)(hi − v)/(hi − lo)))``;
+    * ``"log"``: a positive parameter (lower bound ≥ 0, estimate > 0):
+      ``v·exp(±1.96·se/v)``; likewise ``"-log"`` for a negative one (upper bound ≤ 0);
+    * ``"linear"``: otherwise, ``v ± 1.96·se`` (Wald).
+
+    A parameter without a finite standard error, or outside the open interval of physical bounds,
+    gets ``(nan, nan)`` and the scale ``"none"`` (:func:`finalize` does the same for a parameter
+    on any bound).  Returns ``(intervals, scales)``, both keyed by parameter name.
+    """
+    se = standard_errors or {}
+    bounds = bounds or {}
+    physical = physical or {}
+    intervals: dict[str, tuple[float, float]] = {}
+    scales: dict[str, str] = {}
+    nan = (math.nan, math.nan)
+    for name, value in parameters.items():
+        e = se.get(name)
+        value = float(value)
+        if e is None or not math.isfinite(float(e)) or not math.isfinite(value):
+            intervals[name], scales[name] = nan, "none"
+            continue
+        e = float(e)
+        lo, hi = bounds.get(name, (-math.inf, math.inf))
+        both = physical.get(name, (False, False))
+        if math.isfinite(lo) and math.isfinite(hi) and both[0] and both[1] and hi > lo:
+            if not lo < value < hi:
+                intervals[name], scales[name] = nan, "none"
+                continue
+            z = (value - lo) / (hi - lo)
+            half = INTERVAL_Z * e / (hi - lo) / (z * (1 - z))
+            centre = math.log(z / (1 - z))
+            ends = [lo + (hi - lo) / (1 + _exp(-(centre + s * half))) for s in (-1.0, 1.0)]
+            intervals[name], scales[name] = (ends[0], ends[1]), "logit"
+        elif lo >= 0 and value > 0:
+            half = INTERVAL_Z * e / value
+            intervals[name], scales[name] = (value * _exp(-half), value * _exp(half)), "log"
+        elif hi <= 0 and value < 0:
+            half = INTERVAL_Z * e / -value
+            intervals[name], scales[name] = (value * _exp(half), value * _exp(-half)), "-log"
+        else:
+            intervals[name], scales[name] = (value - INTERVAL_Z * e, value + INTERVAL_Z * e), "linear"
+    return intervals, scales
+
+
+def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
+             physical: Mapping[str, tuple[bool, bool]] | None = None, fit: Mapping[str, float] | None = None,
+             verdict: bool = True, verdict_residuals=None, verdict_note: str | None = None,
+             no_simulation: str | None = None, warnings: list[dict] | None = None,
+             derived: Mapping[str, str] | None = None):
+    """Judge ``result`` (a :class:`~colloc.Result`) and fill its report fields; returns it.
+
+    Parameters
+    ----------
+    result : Result
+        As the estimator left it: parameters, standard errors, covariance, residuals,
+        simulation check.
+    bounds, physical : mapping, optional
+        Each parameter's ``(lower, upper)`` bounds and whether each side is a limit of the model
+        (:func:`model_bounds` gives both for a model).  A parameter with no entry is unbounded.
+    fit : mapping of str to float, optional
+        Fit weight ``1/σ²`` of each signal (a problem's ``fit``).
+    verdict : bool
+        Judge the fit against the declared noise (False: data whose noise is unknown).
+    verdict_residuals : mapping of str to DataFrame, optional
+        What the verdict judges instead of ``result.residuals``: an estimator whose residuals
+        have a per-sample σ gives them standardised (a Kalman filter's innovations divided by
+        their predicted SD), with weights 1 in ``fit``.
+    verdict_note : str, optional
+        What the verdict's residuals are, kept in ``info["fit_verdict"]["residuals"]``.
+    no_simulation : str, optional
+        Why the result has no forward-simulation check (``result.simulation_note``, printed
+        by the summary, when ``result.simulation`` is empty).
+    warnings : list of dict, optional
+        Diagnostics the estimator found itself (an unstable identified loop …), kept first.
+    derived : mapping of str to str, optional
+        Parameters reported without a standard error by design (a record's mean taken as an
+        offset), each with what it is: they are not called "not identifiable".
+    """
+    if not result.solver_status:
+        result.solver_status = result.status
+    residuals = result.residuals if verdict_residuals is None else verdict_residuals
+    if verdict and residuals and fit:
+        v = fit_verdict(residuals, fit, num_parameters=len(result.parameters), simulation=result.simulation)
+        v["residuals"] = verdict_note or "model − measurement, weighted by the declared noise 1/σ²"
+        result.info["fit_verdict"] = v
+        if result.success and v["verdict"] == "poor_fit":
+            result.success = False
+            result.status = "poor_fit"
+            result.message = f"{result.message} But the fit is poor: {v['reason']}. To do: {POOR_FIT_HINT}."
+    elif verdict:
+        why = ("no fitted signal with a declared noise" if not fit else "no residuals")
+        result.info["fit_verdict"] = {"verdict": "not_applicable", "reason": why, "signals": {}, "trials": {},
+                                      "simulation_nrmse": {}}
+    found = list(warnings or [])
+    codes = {w.get("code") for w in found}
+    for w in diagnose(result, bounds=bounds or {}):
+        if w.get("code") in codes:
+            continue
+        if w.get("code") == "not_identifiable" and derived:
+            concerned = [n for n in w["parameters"] if n not in derived]
+            if not concerned:
+                continue
+            w = {**w, "parameters": concerned,
+                 "message": f"not identifiable from these data: {', '.join(concerned)}; standard errors are null"}
+        found.append(w)
+    result.warnings = found
+    if not result.simulation:
+        result.simulation_note = no_simulation or "the estimator made none"
+    _fail_on_search_bounds(result, bounds or {}, physical or {})
+    result.intervals, result.interval_scales = parameter_intervals(result.parameters, result.standard_errors,
+                                                                   bounds, physical)
+    for w in result.warnings:  # on a bound the standard error does not describe the estimate
+        if w.get("code") == "parameter_at_bound":
+            for name in w.get("parameters", []):
+                result.intervals[name], result.interval_scales[name] = (math.nan, math.nan), "none"
+    return result
+
+
+def _fail_on_search_bounds(result, bounds: Mapping[str, tuple[float, float]],
+                           physical: Mapping[str, tuple[bool, bool]]) -> None:
+    """A converged fit with a parameter on a bound that is only a search range fails: the data
+    push it beyond where it was sought, so the estimate is an optimum of the box, not of the
+    model."""
+    at = []
+    for w in result.warnings:
+        if w.get("code") != "parameter_at_bound":
+            continue
+        for name in w.get("parameters", []):
+            lo, hi = bounds.get(name, (-math.inf, math.inf))
+            value = result.parameters.get(name, math.nan)
+            side = 0 if abs(value - lo) <= abs(value - hi) else 1
+            if not physical.get(name, (False, False))[side]:
+                at.append(name)
+    if result.success and at:
+        result.success = False
+        result.status = "parameter_at_bound"
+        result.message = (f"{result.message} But {', '.join(at)} ended on the bound of "
+                          f"{'its' if len(at) == 1 else 'their'} search range: widen the range (--bounds), "
+                          "declare the bound physical (Model.parameter(physical=True)) if it is a limit of the "
+                          "model, or question the model.")
+
