@@ -33,11 +33,12 @@ NOISE_STD = 0.05
 
 
 def model() -> co.Model:
-    """The pendulum model with ``p`` bounded to [0.01, 1000] s⁻² and guessed at 1."""
+    """The pendulum model with ``p`` searched in [0.01, 10⁴] s⁻² (a decade beyond the records of
+    interest, p ≤ 1000, so that none of them ends on the search range's bound) and guessed at 1."""
     m = co.Model("pendulum")
     theta = m.state("theta", unit="rad")
     omega = m.state("omega", unit="rad/s", scale=3.0)
-    p = m.parameter("p", unit="1/s^2", bounds=(0.01, 1000.0), guess=1.0, scale=10.0)
+    p = m.parameter("p", unit="1/s^2", bounds=(0.01, 1e4), guess=1.0, scale=10.0)
     m.set_der(theta, omega)
     m.set_der(omega, -p * ca.sin(theta))
     return m

@@ -45,17 +45,20 @@ def _finite(v) -> bool:
     return v is not None and isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def diagnose(result, model: Model | None = None, *, bounds: Mapping[str, tuple[float, float]] | None = None
-             ) -> list[dict]:
-    """The diagnostics of ``result`` (a :class:`~colloc.Result`); the parameters' bounds come
-    from ``model`` or, for an estimator without one, from ``bounds`` (name → (lower, upper))."""
+def diagnose(result, model: Model | None = None, *, bounds: Mapping[str, tuple[float, float]] | None = None,
+             scales: Mapping[str, float] | None = None) -> list[dict]:
+    """The diagnostics of ``result`` (a :class:`~colloc.Result`); the parameters' bounds and
+    nominal scales come from ``model`` or, for an estimator without one, from ``bounds`` (name →
+    (lower, upper)) and ``scales`` (name → typical size)."""
     found: list[dict] = []
     names = list(result.parameters)
     se = result.standard_errors or {}
     if model is not None:
         lower, upper = model.bounds("parameter")
         bounds = dict(zip(model.element_names("parameter"), zip(lower.tolist(), upper.tolist())))
+        scales = dict(zip(model.element_names("parameter"), np.abs(model.scales("parameter")).tolist()))
     bounds = dict(bounds or {})
+    scales = dict(scales or {})
     if names:
         at, near = [], []
         for name in names:
@@ -66,8 +69,11 @@ def diagnose(result, model: Model | None = None, *, bounds: Mapping[str, tuple[f
                 if not math.isfinite(b):
                     continue
                 width = bounds[name][1] - bounds[name][0]
-                # 1e-5 of the range: an interior-point solver stops ~1e-6-1e-5 of it short of an active bound
-                tol = 1e-5 * (width if math.isfinite(width) and width > 0 else max(abs(b), 1.0))
+                # an interior-point solver stops ~1e-6-1e-5 of the variable's own size short of an
+                # active bound: its nominal scale (else the bound's or the value's magnitude), not
+                # the range's width (a range over six decades would swallow its lowest one)
+                size = max(abs(b), scales[name]) if name in scales else max(abs(b), abs(value), 1.0)
+                tol = 1e-5 * (min(width, size) if math.isfinite(width) and width > 0 else size)
                 if abs(value - b) <= tol:
                     at.append((name, side, b))
                 elif _finite(se.get(name)) and abs(value - b) <= 1.96 * se[name]:

@@ -42,12 +42,14 @@ def _exp(x: float) -> float:
     return math.inf if x > 709.0 else math.exp(x)
 
 
-def model_bounds(model) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[bool, bool]]]:
-    """Bounds and their physical flags of every parameter element of a :class:`~colloc.Model`."""
+def model_bounds(model) -> dict:
+    """``bounds``, ``physical`` and ``scales`` of every parameter element of a
+    :class:`~colloc.Model`, as keyword arguments of :func:`finalize`."""
     names = model.element_names("parameter")
     lower, upper = model.bounds("parameter")
-    bounds = {n: (float(lo), float(hi)) for n, lo, hi in zip(names, lower.tolist(), upper.tolist())}
-    return bounds, {n: model.physical_bounds(n) for n in names}
+    return {"bounds": {n: (float(lo), float(hi)) for n, lo, hi in zip(names, lower.tolist(), upper.tolist())},
+            "physical": {n: model.physical_bounds(n) for n in names},
+            "scales": dict(zip(names, [abs(float(v)) for v in model.scales("parameter")]))}
 
 
 def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mapping[str, float] | None,
@@ -103,7 +105,8 @@ def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mappin
 
 
 def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
-             physical: Mapping[str, tuple[bool, bool]] | None = None, fit: Mapping[str, float] | None = None,
+             physical: Mapping[str, tuple[bool, bool]] | None = None, scales: Mapping[str, float] | None = None,
+             fit: Mapping[str, float] | None = None,
              verdict: bool = True, verdict_residuals=None, verdict_note: str | None = None,
              no_simulation: str | None = None, warnings: list[dict] | None = None,
              derived: Mapping[str, str] | None = None):
@@ -117,6 +120,9 @@ def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
     bounds, physical : mapping, optional
         Each parameter's ``(lower, upper)`` bounds and whether each side is a limit of the model
         (:func:`model_bounds` gives both for a model).  A parameter with no entry is unbounded.
+    scales : mapping of str to float, optional
+        Each parameter's typical size (``Model.parameter(scale=...)``): how close to a bound is
+        "on" it.
     fit : mapping of str to float, optional
         Fit weight ``1/σ²`` of each signal (a problem's ``fit``).
     verdict : bool
@@ -153,7 +159,7 @@ def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
                                       "simulation_nrmse": {}}
     found = list(warnings or [])
     codes = {w.get("code") for w in found}
-    for w in diagnose(result, bounds=bounds or {}):
+    for w in diagnose(result, bounds=bounds or {}, scales=scales):
         if w.get("code") in codes:
             continue
         if w.get("code") == "not_identifiable" and derived:

@@ -301,11 +301,10 @@ class Result:
             doc["standard_errors"] = self.standard_errors  # NaN (not estimable) becomes null
         doc["warnings"] = self.warnings
         doc["descriptions"] = self.descriptions
-        if self.covariance is not None:
-            doc["covariance"] = {
-                "names": list(self.covariance.columns),
-                "matrix": self.covariance.to_numpy(),
-            }
+        doc["covariance"] = None if self.covariance is None else {
+            "names": list(self.covariance.columns),
+            "matrix": self.covariance.to_numpy(),
+        }
         doc["intervals"] = {k: list(v) for k, v in self.intervals.items()}
         doc["interval_scales"] = self.interval_scales
         doc["violations"] = self.violations

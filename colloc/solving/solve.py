@@ -150,14 +150,13 @@ def solve(
             raise SolveFailed(f"{method.name} on '{problem.name}': all {starts} starts raised ({errors})", None)
     result.info["initial_estimate"] = estimate.to_info()
     result.solver_status = result.status
-    bounds, physical = model_bounds(problem.model)
     if not isinstance(method, AbstractTranscription):
         no_simulation = f"{method.name} fits a simulation of each trial: its trajectories are the integrator's"
     elif not solver.simulate:
         no_simulation = "switched off (Ipopt(simulate=False))"
     else:
         no_simulation = "the solve ended before it"
-    finalize(result, bounds=bounds, physical=physical, fit=problem.fit, verdict=verdict,
+    finalize(result, **model_bounds(problem.model), fit=problem.fit, verdict=verdict,
              no_simulation=no_simulation)
     # ``total_s`` is the whole call: start, build, solve(s), covariance, simulation, verdict
     result.timings["start_s"] = start_s

@@ -272,6 +272,11 @@ def _trajectories(problem: Problem, collocation_states) -> tuple[_Columns, dict[
             if collocation_states is None:
                 raise _Unrecoverable(f"state(s) {', '.join(missing)} are neither measured nor derivatives "
                                      "of measured states")
+            if len(missing) == len(states) and not any(u in problem.input_noise for u in known):
+                # every state would come from a solve with the parameters held at the guesses,
+                # on which the model's residual vanishes at exactly those guesses
+                raise _Unrecoverable("no state is measured (nor a derivative of a measured one): states "
+                                     "collocated at the guesses would only give the guesses back")
             if colloc is None:
                 colloc = collocation_states(problem)
                 if colloc is None:
