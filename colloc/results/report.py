@@ -42,6 +42,13 @@ def _exp(x: float) -> float:
     return math.inf if x > 709.0 else math.exp(x)
 
 
+def _sides(flag) -> tuple[bool, bool]:
+    """A physical flag, one for both bounds or ``(lower, upper)``, as a pair."""
+    if isinstance(flag, tuple | list):
+        return bool(flag[0]), bool(flag[1])
+    return bool(flag), bool(flag)
+
+
 def model_bounds(model) -> dict:
     """``bounds``, ``physical`` and ``scales`` of every parameter element of a
     :class:`~colloc.Model`, as keyword arguments of :func:`finalize`."""
@@ -83,7 +90,7 @@ def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mappin
             continue
         e = float(e)
         lo, hi = bounds.get(name, (-math.inf, math.inf))
-        both = physical.get(name, (False, False))
+        both = _sides(physical.get(name, False))
         if math.isfinite(lo) and math.isfinite(hi) and both[0] and both[1] and hi > lo:
             if not lo < value < hi:
                 intervals[name], scales[name] = nan, "none"
@@ -119,6 +126,7 @@ def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
         simulation check.
     bounds, physical : mapping, optional
         Each parameter's ``(lower, upper)`` bounds and whether each side is a limit of the model
+        (a bool for both, or a pair)
         (:func:`model_bounds` gives both for a model).  A parameter with no entry is unbounded.
     scales : mapping of str to float, optional
         Each parameter's typical size (``Model.parameter(scale=...)``): how close to a bound is
@@ -195,7 +203,7 @@ def _fail_on_search_bounds(result, bounds: Mapping[str, tuple[float, float]],
             lo, hi = bounds.get(name, (-math.inf, math.inf))
             value = result.parameters.get(name, math.nan)
             side = 0 if abs(value - lo) <= abs(value - hi) else 1
-            if not physical.get(name, (False, False))[side]:
+            if not _sides(physical.get(name, False))[side]:
                 at.append(name)
     if result.success and at:
         result.success = False
