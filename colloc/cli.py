@@ -218,6 +218,22 @@ def _finite_number(text: str) -> float:
     return value
 
 
+def _window(text: str) -> tuple[float | None, float | None]:
+    """argparse type of ``--window A:B``: seconds of the record's own time, start inclusive,
+    end exclusive; either side may be empty (open)."""
+    start, sep, end = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        pair = tuple(_finite_number(v) if v.strip() else None for v in (start, end))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A:B in seconds (start inclusive, end exclusive; either "
+                                         f"side may be empty), got '{text}'") from None
+    if pair[0] is not None and pair[1] is not None and not pair[0] < pair[1]:
+        raise argparse.ArgumentTypeError(f"'{text}': the start must be before the end")
+    return pair
+
+
 def _bounds_pair(text: str) -> tuple[float | None, float | None]:
     lo, sep, hi = text.partition(":")
     if not sep:
@@ -298,7 +314,8 @@ def cmd_identify(args) -> int:
         result = _identify(args.problem, paths, args.method, args.nodes, args.verbose, args.json,
                            args.max_iter, args.refine, args.start, args.starts, args.seed, args.missing,
                            names=args.name, fit_weights=weights, guess=guess, bounds=bounds,
-                           absolute_sigma=args.absolute_sigma, time_limit=args.time_limit, **_lab_options(args))
+                           absolute_sigma=args.absolute_sigma, time_limit=args.time_limit, window=args.window,
+                           **_lab_options(args))
     if _T_MAIN is not None:  # from main() to the problem and its libraries imported (not the interpreter's start)
         result.timings["import_s"] = imported - _T_MAIN
     if args.out:
@@ -488,6 +505,52 @@ def cmd_batch(args) -> int:
     for kind, path in report.summary_paths.items():
         print(f"summary {kind} written to {path}")
     return EXIT_OK
+
+
+def cmd_predict(args) -> int:
+    from .base.files import write_atomic
+    from .results.prediction import registered_model
+    from .results.result import Result
+
+    _check_output_file("--out", args.out, (".csv",))
+    source = Path(args.result)
+    if not source.is_file():
+        raise UsageError(f"RESULT {args.result}: no such file")
+    try:
+        result = Result.from_json(source)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"RESULT {args.result}: not a colloc result document ({type(exc).__name__}: {exc})") from None
+    module = load_problem_module(result.problem)
+    paths = _data_files("--data", args.data)
+    if len(paths) != 1:
+        raise UsageError(f"--data: give one record to predict, got {len(paths)} files")
+    options = _lab_options(args)
+    trial = _load_trials(module, result.problem, paths, args.missing, options.get("columns"),
+                         options.get("units"))[0]
+    if args.window is not None:  # the filter is conditioned from the record's start on
+        end = args.window[1]
+        if end is not None:
+            trial = trial.window(None, end)
+    table = result.predict(trial, horizon=args.horizon, window=args.window, model=registered_model(result, trial))
+    write_atomic(args.out, table.to_csv(index=False, float_format="%.10g"))
+    print(_prediction_line(table, args.horizon))
+    print(f"predictions written to {args.out}")
+    return EXIT_OK
+
+
+def _prediction_line(table, horizon: float) -> str:
+    """Coverage of the 95 % intervals and RMSE against persistence (y(t) predicted by y(t − H))."""
+    import numpy as np
+
+    groups = [c[len("observed"):] for c in table.columns if c.startswith("observed")]
+    parts = []
+    for g in groups:
+        y, mu, sd = (table[f"{c}{g}"].to_numpy(dtype=float) for c in ("observed", "mean", "sd"))
+        ok = np.isfinite(y) & np.isfinite(mu) & np.isfinite(sd)
+        cover = float(np.mean(np.abs(y[ok] - mu[ok]) <= 1.959963984540054 * sd[ok])) if ok.any() else float("nan")
+        rmse = float(np.sqrt(np.mean((y[ok] - mu[ok]) ** 2))) if ok.any() else float("nan")
+        parts.append(f"{g.lstrip('_') or 'signal'}: 95 % interval coverage {cover:.3f}, RMSE {rmse:.4g}")
+    return f"{len(table)} predictions {horizon:g} s ahead · " + "; ".join(parts)
 
 
 def cmd_problems(args) -> int:
@@ -704,6 +767,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--missing", choices=("error", "allow"), default="error",
                    help="an empty signal cell is an error (default) or, with 'allow', a sample not measured "
                         "(signals at different rates in one file, gaps); fits use the measured values only")
+    p.add_argument("--window", type=_window, default=None, metavar="A:B",
+                   help="fit only the samples with A <= time < B (seconds of the records' own time column; "
+                        "either side may be empty: 30: is from 30 s to the end)")
     p.set_defaults(func=cmd_identify)
 
     d = sub.add_parser("demo", help="the main job: identify the two-link feedback gains from the shipped data",
@@ -834,6 +900,29 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--harmonics", type=int, default=200, metavar="N", help="wave components (default 200)")
     sm.add_argument("--out", required=True, metavar="FILE.csv", help="where to write the record (atomically)")
     sm.set_defaults(func=cmd_ship_motion)
+
+    pr = sub.add_parser("predict", help="k-step-ahead prediction of a record with an identified model",
+                        description="For each sample time t with A + H <= t < B, the predictive distribution of "
+                                    "each measured signal at t given the data up to t - H (the record before A "
+                                    "included), from the model of RESULT.json: stochastic models by their Kalman "
+                                    "filter, deterministic ones by an extended Kalman filter and simulation H "
+                                    "ahead. Writes PRED.csv with columns time, observed, mean, sd (one signal) or "
+                                    "observed_<s>, mean_<s>, sd_<s> (several), SI units. Exit 0 when written, 2 on "
+                                    "bad input.")
+    pr.add_argument("result", metavar="RESULT.json", help="result document of colloc identify (--out)")
+    pr.add_argument("--data", action="append", required=True, metavar="FILE", help="the record to predict")
+    pr.add_argument("--column", action="append", default=None, metavar="SIGNAL=COLUMN",
+                    help="read the signal from the lab's column (as in colloc identify)")
+    pr.add_argument("--unit", action="append", default=None, metavar="SIGNAL=UNIT",
+                    help="unit of a column whose header has none (as in colloc identify)")
+    pr.add_argument("--missing", choices=("error", "allow"), default="error",
+                    help="an empty signal cell is an error (default) or a sample not measured")
+    pr.add_argument("--window", type=_window, default=None, metavar="A:B",
+                    help="predict the samples with A + H <= time < B (seconds of the record's own time)")
+    pr.add_argument("--horizon", type=_seconds, required=True, metavar="H",
+                    help="prediction horizon in seconds, a whole number of samples (e.g. 0.1)")
+    pr.add_argument("--out", required=True, metavar="PRED.csv", help="where to write the predictions (atomically)")
+    pr.set_defaults(func=cmd_predict, height=None, mass=None, controller=None, problem=None)
 
     ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
     ls.set_defaults(func=cmd_problems)

@@ -837,3 +837,19 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
                        verdict_note="the Kalman filter's one-step-ahead innovations divided by their predicted SD",
                        no_simulation="a stochastic model: the trajectory shown is the Kalman filter's one-step-ahead "
                                      "prediction, not a free simulation")
+
+
+def prediction_model(result, trial):
+    """What a cip result predicts ``trial`` with (``colloc predict``): for ``kalman-ml`` its
+    linear-Gaussian model (the controller, body and disturbance of the fit, the COP centred on
+    the fit's ``cop_offset``); for a collocation fit, the problem on ``trial``."""
+    if result.method not in OWN_METHODS:
+        return problem([trial])
+    from colloc.results.prediction import Stochastic
+
+    dt = float(np.median(np.diff(trial.time)))
+    info = result.info
+    lgm = ml_model(info.get("controller", "PID"), dt=dt, body=info.get("body"),
+                   fit_disturbance=bool(info.get("fit_disturbance", False)))
+    theta = {k: result.parameters[k] for k in lgm.parameter_names}
+    return Stochastic(lgm, theta, "cop", float(result.parameters.get("cop_offset", 0.0)))

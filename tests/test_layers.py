@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [
     ["base"],
     ["signals", "definition", "stability", "multibody"],
-    ["simulation", "transcription", "inference", "results", "seakeeping"],
+    ["simulation", "transcription", "inference", "seakeeping"],
+    ["results"],
     ["solving"],
     ["shooting"],
     ["studies"],

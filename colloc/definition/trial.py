@@ -155,6 +155,11 @@ def _check_time(time: np.ndarray, origin: _Origin, pairs: frozenset[int] = froze
         raise _error(f"{origin.label}: {what}, {origin.row(i)}: {problem}")
 
 
+def _seconds(value: float) -> str:
+    """A window's end as the user wrote it (an open end is empty)."""
+    return "" if not np.isfinite(value) else f"{value:g}"
+
+
 def _merge_jumps(time: np.ndarray, arrays: dict[str, np.ndarray], jump_columns: Sequence[str],
                  origin: _Origin) -> tuple[np.ndarray, dict[str, np.ndarray],
                                            dict[str, tuple[np.ndarray, np.ndarray]]]:
@@ -448,6 +453,33 @@ class Trial:
         """The same trial (shared read-only arrays) under another name."""
         return self._trusted(self.time, self.signals, self._check_name(name), self.source, self.missing,
                              self.jumps)
+
+    def window(self, start: float | None = None, end: float | None = None) -> Trial:
+        """The samples with ``start <= time < end`` (seconds of the trial's own time; ``None``
+        leaves a side open), as a trial of the same name sharing the read-only arrays.
+
+        A step (:attr:`jumps`) inside the window is kept; one at ``start`` is not (the window
+        begins after it).  Fewer than two samples in the window is an error that names the
+        window and the record's span.
+        """
+        lo = -np.inf if start is None else float(start)
+        hi = np.inf if end is None else float(end)
+        if np.isnan(lo) or np.isnan(hi) or not lo < hi:
+            raise _error(f"{self._label}: window {start}:{end} is empty (expected start < end, seconds)")
+        keep = (self.time >= lo) & (self.time < hi)
+        if keep.sum() < 2:
+            raise _error(f"{self._label}: window {_seconds(lo)}:{_seconds(hi)} holds {int(keep.sum())} sample(s); "
+                         f"the record spans {self.time[0]:g} to {self.time[-1]:g} s (the window's end is "
+                         "exclusive)")
+        first, last = np.flatnonzero(keep)[[0, -1]]
+        part = slice(int(first), int(last) + 1)
+        jumps = {}
+        for name, (times, left) in self.jumps.items():
+            inside = (times > self.time[first]) & (times <= self.time[last])
+            if inside.any():
+                jumps[name] = (times[inside], left[inside])
+        return self._trusted(self.time[part], {k: v[part] for k, v in self.signals.items()}, self.name,
+                             self.source, self.missing, jumps)
 
     def with_signals(self, **signals: ArrayLike) -> Trial:
         """A copy with ``signals`` (name -> shape (num_samples,)) added or replaced.

@@ -378,6 +378,17 @@ class Result:
             simulation_note=doc.get("simulation_note", ""),
         )
 
+    # ---- prediction ---------------------------------------------------------------------
+    def predict(self, trial, *, horizon: float, window: tuple[float | None, float | None] | None = None,
+                model=None) -> pd.DataFrame:
+        """``horizon``-ahead predictive distributions on ``trial`` (``time, observed, mean, sd``):
+        see :func:`colloc.results.prediction.predict`.  ``model``: the problem (or a
+        :class:`~colloc.results.prediction.Stochastic`); by default the registered problem's."""
+        from .prediction import predict, registered_model
+
+        return predict(self, trial, horizon=horizon, window=window,
+                       model=model if model is not None else registered_model(self, trial))
+
     # ---- plots --------------------------------------------------------------------------
     def plot_fit(self, trial: str | int | None = None, *, signals=None, path=None):
         """Measured vs identified trajectories, one panel per signal.

@@ -18,7 +18,8 @@ from types import ModuleType
 from ..base.errors import OptionsError
 
 __all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_problem_module", "load_trials",
-           "make_method", "method_names", "problem_registry", "signal_pairs", "subject_body", "trial_names"]
+           "make_method", "method_names", "problem_registry", "signal_pairs", "subject_body", "trial_names",
+           "window_trials"]
 
 
 def _transcription(name: str, **fixed):
@@ -176,7 +177,8 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
                    bounds: Mapping[str, tuple] | None = None, absolute_sigma: bool = False,
                    print_level: int = 0, progress: Callable | None = None, client=None,
                    columns: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
-                   problem_options: Mapping | None = None, time_limit: float | None = None):
+                   problem_options: Mapping | None = None, time_limit: float | None = None,
+                   window: tuple[float | None, float | None] | None = None):
     """Identify problem ``problem_name`` from the trial files ``paths``; the
     :class:`~colloc.Result` (``success`` False rather than an exception when the solver
     fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`.
@@ -185,7 +187,10 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     ``method=None``: the problem's choice for these trials (``default_method(trials, options)``,
     e.g. cip's Kalman ML for one COP-only trial of a real subject), else the default.
     ``time_limit`` (s, > 0): the wall-clock budget, IPOPT's ``max_wall_time`` of the solve, or
-    the ``time_limit`` of a problem that runs its own fit (refused by a problem without one)."""
+    the ``time_limit`` of a problem that runs its own fit (refused by a problem without one).
+    ``window`` ``(start, end)`` (s, the records' own time; ``None`` an open side): only the
+    samples with ``start <= time < end`` are fitted (``--window A:B``); the result's
+    ``info["window_s"]`` keeps it."""
     from ..solving.ipopt import Ipopt
     from ..solving.solve import solve
 
@@ -207,6 +212,8 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
     trials = [t.renamed(n) for t, n in zip(trials, labels)]
+    if window is not None:
+        trials = window_trials(trials, problem_name, window)
     if chosen:
         picker = getattr(module, "default_method", None)
         method = (picker(trials, dict(problem_options or {})) if picker else None) or DEFAULT_METHOD
@@ -219,7 +226,7 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
                              problem_options=_with_time_limit(module.identify_method, problem_name, problem_options,
                                                               time_limit), client=client)
         result.trials = paths
-        return result
+        return _windowed(result, window)
     takes_controller = hasattr(module, "identify_result") and _takes(module.identify_result, "controller")
     if "controller" in (problem_options or {}) and not takes_controller:
         own_methods = getattr(module, "OWN_METHODS", ())
@@ -233,7 +240,7 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
                                          module.identify_result, problem_name, problem_options, time_limit),
                                      client=client)
         result.trials = paths
-        return result
+        return _windowed(result, window)
     for key in problem_options or {}:
         if not _takes(module.problem, key):
             raise OptionsError(f"problem '{problem_name}' has no option {key}= (e.g. --height/--mass are for cip)")
@@ -265,6 +272,26 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
                    start=start, starts=starts, seed=seed, client=client)
     result.problem = problem_name
     result.trials = paths
+    return _windowed(result, window)
+
+
+def window_trials(trials: Sequence, problem_name: str, window: tuple[float | None, float | None]) -> list:
+    """Each trial cut to ``start <= time < end`` (:meth:`colloc.Trial.window`); a trial type
+    that cannot be cut is refused by name."""
+    start, end = window
+    out = []
+    for trial in trials:
+        if not hasattr(trial, "window"):
+            raise OptionsError(f"--window: the trials of problem '{problem_name}' ({type(trial).__name__}) "
+                               "cannot be cut to a window")
+        out.append(trial.window(start, end))
+    return out
+
+
+def _windowed(result, window):
+    """``result`` with the fitted window in ``info["window_s"]`` (``None`` for an open side)."""
+    if window is not None:
+        result.info["window_s"] = [None if v is None else float(v) for v in window]
     return result
 
 

@@ -54,7 +54,7 @@ Example: the controlled inverted pendulum of quiet standing (Barauskas & Krušin
 
 from .estimation import MLResult, maximum_likelihood
 from .expm import expm, expm_squarings
-from .likelihood import negative_log_likelihood, one_step_predictions, simulate
+from .likelihood import k_step_predictions, negative_log_likelihood, one_step_predictions, simulate
 from .model import LinearGaussianModel
 
 __all__ = [
@@ -65,5 +65,6 @@ __all__ = [
     "maximum_likelihood",
     "negative_log_likelihood",
     "one_step_predictions",
+    "k_step_predictions",
     "simulate",
 ]

@@ -137,18 +137,35 @@ def one_step_predictions(model: LinearGaussianModel, y, theta, *,
     (numpy.ndarray, numpy.ndarray)
         Predictions and their standard deviations, both ``(N, num_outputs)``.
     """
+    return k_step_predictions(model, y, theta, 1, missing=missing)
+
+
+def k_step_predictions(model: LinearGaussianModel, y, theta, steps: int, *,
+                       missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """``steps``-ahead predictions of a record: row ``k`` is the predictive mean and standard
+    deviation of ``y_k`` given ``y_0 … y_{k−steps}`` (the rows before ``steps`` are NaN).
+
+    The filter of :func:`one_step_predictions` gives ``m_{j+1|j}, P_{j+1|j}``; they are carried
+    ``steps − 1`` more samples by the model alone (``m ← Φ m``, ``P ← Φ P Φᵀ + Γ Γᵀ``), and
+    ``ŷ = C m``, ``S = C P Cᵀ + D Dᵀ + R``.  ``steps = 1`` is the one-step prediction.
+    """
+    if int(steps) != steps or steps < 1:
+        raise ValueError(f"k_step_predictions: steps must be an integer >= 1, got {steps!r}")
+    steps = int(steps)
     Y = model.data_matrix(y, missing).T
+    if steps > Y.shape[0]:
+        raise ValueError(f"k_step_predictions: {steps} steps ahead of a record of {Y.shape[0]} samples")
     d = model.discretize(theta)
     Phi, Gam, C, D, R = d["Phi"], d["Gamma"], d["C"], d["D"], d["R"]
+    N, nx = Y.shape[0], Phi.shape[0]
+    means = np.empty((N, nx))
+    covs = np.empty((N, nx, nx))
     m, P = d["m0"].copy(), d["P0"].copy()
-    pred = np.empty_like(Y)
-    sd = np.empty_like(Y)
-    for k, yk in enumerate(Y):
+    for k, yk in enumerate(Y):  # predictor-form filter: m, P are the state's given y_0 … y_{k−1}
+        means[k], covs[k] = m, P
         S = C @ P @ C.T + D @ D.T + R
-        pred[k] = C @ m
-        sd[k] = np.sqrt(np.clip(np.diag(S), 0.0, None))
-        o = np.isfinite(yk)  # the outputs measured at this sample
-        K = np.zeros((Phi.shape[0], yk.size))
+        o = np.isfinite(yk)
+        K = np.zeros((nx, yk.size))
         if o.any():
             B = (Phi @ P @ C.T + Gam @ D.T)[:, o]
             K[:, o] = np.linalg.solve(S[np.ix_(o, o)].T, B.T).T
@@ -156,4 +173,14 @@ def one_step_predictions(model: LinearGaussianModel, y, theta, *,
         m = Phi @ m + K @ np.where(o, yk - C @ m, 0.0)
         P = F @ P @ F.T + H @ H.T + K @ R @ K.T
         P = 0.5 * (P + P.T)
+    Q = Gam @ Gam.T
+    m, P = means[: N - steps + 1], covs[: N - steps + 1]  # given y up to row j − 1, for row j
+    for _ in range(steps - 1):
+        m = m @ Phi.T
+        P = np.einsum("ij,njk,lk->nil", Phi, P, Phi) + Q
+    pred = np.full((N, C.shape[0]), np.nan)
+    sd = np.full((N, C.shape[0]), np.nan)
+    pred[steps - 1:] = m @ C.T
+    S = np.einsum("ij,njk,lk->nil", C, P, C) + D @ D.T + R
+    sd[steps - 1:] = np.sqrt(np.clip(np.diagonal(S, axis1=1, axis2=2), 0.0, None))
     return pred, sd
