@@ -845,11 +845,11 @@ def prediction_model(result, trial):
     the fit's ``cop_offset``); for a collocation fit, the problem on ``trial``."""
     if result.method not in OWN_METHODS:
         return problem([trial])
-    from colloc.results.prediction import Stochastic
+    from colloc import StochasticModel
 
     dt = float(np.median(np.diff(trial.time)))
     info = result.info
     lgm = ml_model(info.get("controller", "PID"), dt=dt, body=info.get("body"),
                    fit_disturbance=bool(info.get("fit_disturbance", False)))
     theta = {k: result.parameters[k] for k in lgm.parameter_names}
-    return Stochastic(lgm, theta, "cop", float(result.parameters.get("cop_offset", 0.0)))
+    return StochasticModel(lgm, theta, "cop", float(result.parameters.get("cop_offset", 0.0)))

@@ -33,7 +33,7 @@ from ..definition.explicit import explicit_rhs
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["PROCESS_NOISE_PER_SQRT_S", "Stochastic", "predict", "registered_model"]
+__all__ = ["PROCESS_NOISE_PER_SQRT_S", "StochasticModel", "predict", "registered_model"]
 
 #: Process noise of the deterministic predictor's filter: this fraction of each state's
 #: nominal scale, per √s (a random walk's intensity).
@@ -43,7 +43,7 @@ RK4_STEPS = 4
 
 
 @dataclass(frozen=True)
-class Stochastic:
+class StochasticModel:
     """What a stochastic result predicts with: its linear-Gaussian model, the parameter values,
     the measured signal and the offset added to the model's output (a record's mean)."""
 
@@ -78,8 +78,8 @@ def predict(result, trial, *, horizon: float, window: tuple[float | None, float 
         ``H`` (s), a whole number of samples.
     window : (start, end), optional
         Predict the sample times ``start + H <= t < end`` (s; default the whole record).
-    model : Problem or Stochastic
-        What to predict with: the problem (deterministic) or a :class:`Stochastic`.
+    model : Problem or StochasticModel
+        What to predict with: the problem (deterministic) or a :class:`StochasticModel`.
     signals : list of str, optional
         The signals to predict (default: every fitted signal in the trial).
 
@@ -100,7 +100,7 @@ def predict(result, trial, *, horizon: float, window: tuple[float | None, float 
     if rows.size == 0:
         raise OptionsError(f"predict: no sample of '{trial.name}' lies in the window {start}:{end} at "
                            f"least {horizon:g} s after the record's start ({trial.time[0]:g} s)")
-    if isinstance(model, Stochastic):
+    if isinstance(model, StochasticModel):
         names = [model.signal]
         mean, sd = _stochastic(model, trial, steps)
     else:
@@ -134,7 +134,7 @@ def registered_model(result, trial):
     return hook(result, trial) if hook is not None else module.problem([trial])
 
 
-def _stochastic(model: Stochastic, trial, steps: int) -> tuple[np.ndarray, np.ndarray]:
+def _stochastic(model: StochasticModel, trial, steps: int) -> tuple[np.ndarray, np.ndarray]:
     from ..inference.kalman import k_step_predictions
 
     y = np.asarray(trial[model.signal], dtype=float) - model.offset
@@ -190,9 +190,15 @@ def _deterministic(problem, result, trial, names: list[str], steps: int, dt: flo
     N = trial.num_samples
     U = np.vstack([np.asarray(trial[k], dtype=float) for k in known]) if nu else np.zeros((0, N))
     Y = np.vstack([np.asarray(trial[n], dtype=float) for n in names])
-    weights = problem.fit
-    chi2 = {k: v.get("chi2_red", 1.0) for k, v in result.info.get("fit_verdict", {}).get("signals", {}).items()}
-    R = np.diag([chi2.get(n, 1.0) / weights[n] if weights.get(n) else 1.0 for n in names])
+    # each signal's noise: the residual variance of the fit (its reduced χ² over the weight it was
+    # fitted with), else the problem's declared noise
+    verdict = result.info.get("fit_verdict", {})
+    weights = {**problem.fit, **verdict.get("weights", {})}
+    chi2 = {k: v.get("chi2_red", 1.0) for k, v in verdict.get("signals", {}).items()}
+    unknown = [n for n in names if not weights.get(n)]
+    if unknown:
+        raise OptionsError(f"predict: no noise is declared for {', '.join(unknown)} (a fit weight 1/σ²)")
+    R = np.diag([chi2.get(n, 1.0) / weights[n] for n in names])
     scale = np.abs(m.scales("state")).astype(float)
     Q = np.diag((PROCESS_NOISE_PER_SQRT_S * scale) ** 2 * dt)
     # the first state: the fitted trajectory's where the fit covered this record's start, else the

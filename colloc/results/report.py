@@ -156,6 +156,7 @@ def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
     if verdict and residuals and fit:
         v = fit_verdict(residuals, fit, num_parameters=len(result.parameters), simulation=result.simulation)
         v["residuals"] = verdict_note or "model − measurement, weighted by the declared noise 1/σ²"
+        v["weights"] = {k: float(w) for k, w in fit.items()}
         result.info["fit_verdict"] = v
         if result.success and v["verdict"] == "poor_fit":
             result.success = False

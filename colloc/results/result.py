@@ -383,7 +383,7 @@ class Result:
                 model=None) -> pd.DataFrame:
         """``horizon``-ahead predictive distributions on ``trial`` (``time, observed, mean, sd``):
         see :func:`colloc.results.prediction.predict`.  ``model``: the problem (or a
-        :class:`~colloc.results.prediction.Stochastic`); by default the registered problem's."""
+        :class:`~colloc.results.prediction.StochasticModel`); by default the registered problem's."""
         from .prediction import predict, registered_model
 
         return predict(self, trial, horizon=horizon, window=window,
