@@ -1,0 +1,67 @@
+"""Reference forecasts and scores (colloc.signals.forecast), against closed forms and statsmodels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from colloc.signals.forecast import ARModel, coverage, fit_ar, ljung_box, log_score, persistence_forecast
+
+
+def _ar2(n=20000, seed=0):
+    rng = np.random.default_rng(seed)
+    y = np.zeros(n)
+    e = 0.1 * rng.standard_normal(n)
+    for t in range(2, n):
+        y[t] = 1.5 * y[t - 1] - 0.7 * y[t - 2] + e[t]
+    return y + 3.0
+
+
+def test_fit_ar_recovers_a_simulated_ar2():
+    ar = fit_ar(_ar2(), 2)
+    np.testing.assert_allclose(ar.coefficients, [1.5, -0.7], atol=0.02)
+    assert ar.mean == pytest.approx(3.0, abs=0.05) and ar.sigma == pytest.approx(0.1, rel=0.03)
+
+
+def test_ar_forecast_is_the_recursion_and_its_sd_the_psi_weights():
+    ar = ARModel(np.array([0.9]), 0.0, 2.0)
+    y = np.array([1.0, 2.0, -1.0, 0.5, 4.0])
+    mean, sd = ar.forecast(y, 3)
+    assert np.isnan(mean[:3]).all()
+    np.testing.assert_allclose(mean[3:], 0.9**3 * y[:2])
+    # AR(1): the 3-step error variance is σ²(1 + a² + a⁴)
+    assert sd[4] == pytest.approx(2.0 * math.sqrt(1 + 0.81 + 0.81**2))
+    two = ARModel(np.array([1.5, -0.7]), 1.0, 1.0)
+    m2, s2 = two.forecast(np.array([1.0, 2.0, 3.0, 0.0]), 2)
+    # y3 = 1 + 1.5·(ŷ2 − 1) − 0.7·(y1 − 1), ŷ2 = 1 + 1.5·(y1 − 1) − 0.7·(y0 − 1)
+    y2 = 1 + 1.5 * 1.0 - 0.7 * 0.0
+    assert m2[3] == pytest.approx(1 + 1.5 * (y2 - 1) - 0.7 * 1.0)
+    assert s2[3] == pytest.approx(math.sqrt(1 + 1.5**2))
+
+
+def test_persistence_and_the_scores():
+    y = np.arange(10.0)
+    mean, sd = persistence_forecast(y, 2)
+    np.testing.assert_array_equal(mean[2:], y[:-2])
+    assert np.isnan(mean[:2]).all() and sd[5] == pytest.approx(2.0)
+    rng = np.random.default_rng(3)
+    z = rng.standard_normal(200000)
+    assert log_score(z, np.zeros_like(z), np.ones_like(z)) == pytest.approx(-0.5 * math.log(2 * math.pi) - 0.5,
+                                                                           abs=0.01)
+    assert coverage(z, np.zeros_like(z), np.ones_like(z)) == pytest.approx(0.95, abs=0.005)
+    assert math.isnan(log_score([np.nan], [0.0], [1.0]))
+
+
+def test_ljung_box_agrees_with_statsmodels():
+    statsmodels = pytest.importorskip("statsmodels.stats.diagnostic")
+    x = _ar2(500, seed=4)
+    q, p = ljung_box(x, 10)
+    ref = statsmodels.acorr_ljungbox(x, lags=[10])
+    assert q == pytest.approx(float(ref["lb_stat"].iloc[0]), rel=1e-10)
+    assert p == pytest.approx(float(ref["lb_pvalue"].iloc[0]), rel=1e-8, abs=1e-300)
+    white = np.random.default_rng(5).standard_normal(2000)
+    assert ljung_box(white, 10)[1] > 0.01
+    with pytest.raises(ValueError, match="values for 10 lags"):
+        ljung_box(white[:5], 10)
