@@ -188,14 +188,14 @@ def mean_power_frequency(signal, dt) -> float:
     Raises
     ------
     CollocInputError
-        If the spectrum has no power (the signal is constant within every segment).
+        If the spectrum has no power (a constant signal).
     """
     x = _signal(signal, 4, "mean_power_frequency")
     dt = _positive(dt, "dt")
     freq, power = _welch(x, dt)
     if not _has_power(x, freq, power):
-        raise CollocInputError("signal has no spectral power (it is constant within each Welch "
-                               "segment): its mean frequency is undefined")
+        raise CollocInputError("signal has no spectral power (it is constant): its mean frequency "
+                               "is undefined")
     return _mean_of_spectrum(freq, power)
 
 
@@ -238,8 +238,8 @@ def mean_frequency(ap, ml, dt) -> float:
             weighted += weight * _mean_of_spectrum(freq, power)
             weights += weight
     if weights == 0.0:
-        raise CollocInputError("ap and ml have no spectral power (the COP is at rest within each "
-                               "Welch segment): the mean frequency is undefined")
+        raise CollocInputError("ap and ml have no spectral power (the COP is at rest): the mean "
+                               "frequency is undefined")
     return weighted / weights
 
 
