@@ -4,7 +4,7 @@
         [--estimator ML|MAP-OM] [--models PID,PD-delay,PID-delay] [--quick] [--trials N] [--half S]
         [--out JSON]
 
-For every trial ``BDS*.txt.gz`` in ``--data`` (default: the shipped four trials in data/bds):
+For every trial ``BDS*.txt.gz`` in ``--data`` (default: the twelve shipped trials in data/bds):
 the subject's body from height and mass (``cip.body``, Winter 2009), the antero-posterior COP
 (``COPx``, cm -> m), a fit on the first half, prediction of the held-out second half.
 ``--dataset pds``: the files ``PDS*grf.txt.gz`` of dos Santos et al. (2017, PeerJ 5:e3626; another

@@ -1,12 +1,21 @@
 """Signal tools for centre-of-pressure (COP) posturography records.
 
-All functions take one uniformly sampled, one-dimensional signal (one COP coordinate at a
+These functions take one uniformly sampled, one-dimensional signal (one COP coordinate at a
 time) and its sampling interval ``dt`` in seconds:
 
 * :func:`lowpass` -- zero-phase Butterworth low-pass filter;
 * :func:`derivative` -- first or second derivative, second-order accurate everywhere;
 * :func:`cumulative_integral` -- running trapezoidal integral;
-* :func:`sdf` -- stabilogram diffusion function, computed in O(N log N).
+* :func:`sdf` -- stabilogram diffusion function, computed in O(N log N);
+* :func:`mean_power_frequency` -- mean frequency of the Welch power spectrum.
+
+These take both coordinates (``ap``, ``ml``, in metres) of one record (:mod:`.posturography`,
+the definitions of the data set of Santos & Duarte 2016):
+
+* :func:`ellipse_area` -- area of the 95 % prediction ellipse (m²);
+* :func:`path_length`, :func:`mean_speed` -- COP path length (m) and mean speed (m/s);
+* :func:`mean_frequency` -- power-weighted mean frequency of the two coordinates (Hz);
+* :func:`sway_metrics` -- area, mean speed and mean frequency at once.
 
 Bad input raises :class:`colloc.CollocInputError` (a :class:`ValueError`) whose message
 names the offending argument.
@@ -18,9 +27,14 @@ random-walk analysis of center-of-pressure trajectories. Exp. Brain Res. 95, 308
 Benda, B. J., Riley, P. O. & Krebs, D. E. (1994). Biomechanical relationship between center of
 gravity and center of pressure during standing. IEEE Trans. Rehabil. Eng. 2, 3-10.
 Barauskas, R. & Krušinskienė, R. (2007).
+Santos, D. A. & Duarte, M. (2016). A public data set of human balance evaluations. PeerJ 4,
+e2648 (the sources of :mod:`.posturography` are in its docstring).
 """
 
 from .diffusion import sdf
 from .filters import cumulative_integral, derivative, lowpass
+from .posturography import (ellipse_area, mean_frequency, mean_power_frequency, mean_speed,
+                            path_length, sway_metrics)
 
-__all__ = ["cumulative_integral", "derivative", "lowpass", "sdf"]
+__all__ = ["cumulative_integral", "derivative", "ellipse_area", "lowpass", "mean_frequency",
+           "mean_power_frequency", "mean_speed", "path_length", "sdf", "sway_metrics"]

@@ -13,24 +13,25 @@ from ..base.errors import CollocInputError
 __all__ = ["cumulative_integral", "derivative", "lowpass"]
 
 
-def _signal(signal, min_len: int, purpose: str) -> np.ndarray:
-    """Return ``signal`` as a finite 1-D float array of at least ``min_len`` samples."""
+def _signal(signal, min_len: int, purpose: str, name: str = "signal") -> np.ndarray:
+    """Return ``signal`` as a finite 1-D float array of at least ``min_len`` samples; error
+    messages call it ``name``."""
     arr = np.asarray(signal)
     if np.iscomplexobj(arr):
-        raise CollocInputError("signal must be real-valued, got a complex array")
+        raise CollocInputError(f"{name} must be real-valued, got a complex array")
     try:
         arr = arr.astype(float, copy=False)
     except (TypeError, ValueError):
-        raise CollocInputError(f"signal must be numeric, got dtype {arr.dtype}") from None
+        raise CollocInputError(f"{name} must be numeric, got dtype {arr.dtype}") from None
     if arr.ndim != 1:
-        raise CollocInputError(f"signal must be 1-D, got an array of shape {arr.shape}")
+        raise CollocInputError(f"{name} must be 1-D, got an array of shape {arr.shape}")
     if arr.size < min_len:
-        raise CollocInputError(f"signal must have at least {min_len} samples for {purpose}, "
+        raise CollocInputError(f"{name} must have at least {min_len} samples for {purpose}, "
                                f"got {arr.size}")
     bad = np.flatnonzero(~np.isfinite(arr))
     if bad.size:
         kind = "NaN" if np.isnan(arr[bad[0]]) else "an infinite value"
-        raise CollocInputError(f"signal contains {kind} at index {bad[0]} "
+        raise CollocInputError(f"{name} contains {kind} at index {bad[0]} "
                                f"({bad.size} non-finite sample(s) in all)")
     return arr
 
