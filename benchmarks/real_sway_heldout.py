@@ -2,11 +2,11 @@
 
     python benchmarks/real_sway_heldout.py [--data FILE_OR_DIR ...] [--info BDSinfoCOP.txt]
         [--controllers PID,PD-delay,PID-delay] [--split 30] [--horizons 0.1,0.5] [--ar 20]
-        [--quick] [--out JSON]
+        [--noise paper|sway] [--quick] [--out JSON]
 
 For every BDS trial (Santos & Duarte 2016; default the shipped ones in data/bds): the subject's
 body from height and mass (BDSinfoCOP), the antero-posterior COP (``COPx``, cm → m), a fit of
-each controller by ``colloc identify cip --method kalman-ml --window 0:SPLIT`` (the library's
+each controller by ``colloc identify cip --method kalman-ml --noise NOISE --window 0:SPLIT`` (the library's
 path, :func:`colloc.studies.identify.identify_files`), and its predictions of the held-out part
 at each horizon (:meth:`colloc.Result.predict`, the contract's ``colloc predict``).  References
 fitted on the same first part: persistence (``y(t − h)``, SD of the h-sample changes) and an
@@ -57,7 +57,8 @@ def _trials(items: list[str]) -> list[Path]:
     return files
 
 
-def evaluate(path: Path, info: dict, controller: str, split: float, horizons: list[float], ar_order: int) -> dict:
+def evaluate(path: Path, info: dict, controller: str, split: float, horizons: list[float], ar_order: int,
+             noise: str = "paper") -> dict:
     name = path.name.split(".")[0]
     row = info[name]
     body_hm = (float(row["Height"]) / 100.0, float(row["Weight"]))
@@ -65,7 +66,7 @@ def evaluate(path: Path, info: dict, controller: str, split: float, horizons: li
 
     t0, c0 = time.perf_counter(), time.process_time()
     result = identify_files("cip", [str(path)], method="kalman-ml", columns={"cop": "COPx"},
-                            problem_options={"body": cip.body(*body_hm), "controller": controller},
+                            problem_options={"body": cip.body(*body_hm), "controller": controller, "noise": noise},
                             window=(0.0, split))
     fit_s, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
     trial = cip.load_trial(str(path), columns={"cop": "COPx"})
@@ -108,6 +109,7 @@ def main(argv=None) -> int:
     ap.add_argument("--split", type=float, default=30.0)
     ap.add_argument("--horizons", default="0.1,0.5")
     ap.add_argument("--ar", type=int, default=20)
+    ap.add_argument("--noise", default="paper", help="cip.NOISE_MODELS: paper or sway")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_sway_heldout.json"))
     args = ap.parse_args(argv)
@@ -123,7 +125,7 @@ def main(argv=None) -> int:
         + f" {'LB p':>7s} {'z sd':>6s} {'CPU s':>6s}")
     for path in files:
         for controller in controllers:
-            r = evaluate(path, info, controller, args.split, horizons, args.ar)
+            r = evaluate(path, info, controller, args.split, horizons, args.ar, args.noise)
             runs.append(r)
             cells = " ".join(f"{r['horizons'][f'{h:g}']['coverage']:8.3f} {r['horizons'][f'{h:g}']['vs_persistence']:8.3f} "
                              f"{r['horizons'][f'{h:g}']['vs_ar']:9.3f}" for h in horizons)
@@ -141,7 +143,8 @@ def main(argv=None) -> int:
                     "median_deficit_to_ar": float(-np.median([r["horizons"][k]["vs_ar"] for r in mine]))}
         summary[controller] = s
         print(controller, s)
-    write_report(args.out, {"runs": runs, "summary": summary, "split_s": args.split, "ar_order": args.ar})
+    write_report(args.out, {"runs": runs, "summary": summary, "split_s": args.split, "ar_order": args.ar,
+                            "noise": args.noise})
     return 0
 
 

@@ -367,6 +367,8 @@ def _lab_options(args) -> dict:
             raise UsageError(f"--height/--mass: {exc}") from None
     if getattr(args, "controller", None) is not None:
         out.setdefault("problem_options", {})["controller"] = args.controller
+    if getattr(args, "noise", None) is not None:
+        out.setdefault("problem_options", {})["noise"] = args.noise
     return out
 
 
@@ -738,6 +740,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--controller", default=None, metavar="NAME",
                    help="cip with --method kalman-ml: PID (default), PD-delay or PID-delay (a feedback delay "
                         "tau, Pade (2,2)); heel-off: PD (default) or PD-delay (the delay tau identified too)")
+    p.add_argument("--noise", default=None, metavar="MODEL",
+                   help="cip with --method kalman-ml: the noise model, paper (default: the paper's disturbance, "
+                        "state at rest) or sway (continuous-time disturbance, COP drift, the recording's low-pass, "
+                        "diffuse initial state)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",

@@ -569,8 +569,40 @@ DELAY_RANGE = (0.02, 0.5)
 SIGMA_RANGE = (1e-7, 1e-2)
 
 
+#: Noise models of :func:`ml_model`: ``"paper"`` (the disturbance filter driven by unit white
+#: noise held over each sample, amplitude ``A``; the state starts at rest, as the generator's) and
+#: ``"sway"`` (for real records: the disturbance's white-noise intensity ``q_d`` in continuous time,
+#: a random-walk drift of the COP ``q_drift`` — the rambling of quiet standing — and a diffuse
+#: initial state, nothing at rest by assumption).
+NOISE_MODELS = ("paper", "sway")
+#: Bounds of the ``"sway"`` noise model's intensities: ``q_d`` (N·m·√s), ``q_drift`` (m/√s).
+SWAY_RANGES = {"q_d": (1e-2, 1e4), "q_drift": (1e-7, 1e-1), "f_c": (0.5, 45.0)}
+def _drift_index(controller: str) -> int:
+    """Index of the ``drift`` state of the ``"sway"`` model of ``controller`` (u, v, [w], td,
+    [q, qd], drift, …)."""
+    integral, delay = CONTROLLERS[controller]
+    return 3 + int(integral) + 2 * int(delay)
+
+
+#: Damping ratios of the recording's low-pass as two second-order sections: twice the same
+#: second-order Butterworth (ζ = 1/√2), whose gain is that of the zero-lag filter the BDS files went
+#: through (a second-order Butterworth run forwards and backwards, 10 Hz: the data set's PhysioNet
+#: description).  A Gaussian record's likelihood depends on its spectrum only, so this causal
+#: cascade stands exactly for the zero-lag filter's effect on it.
+LOWPASS_ZETA = (float(np.sqrt(0.5)), float(np.sqrt(0.5)))
+#: Prior SDs of the ``"sway"`` model's diffuse initial state, far above quiet standing's: sway
+#: angle (rad), its rate (rad/s), its integral (rad·s), the disturbance torque (N·m), the Padé
+#: states (N·m, N·m/s) and the COP drift (m).
+#: Where the ``"sway"`` model's noise parameters start: a disturbance of 12 N·m·√s (the ``"paper"``
+#: model's fits of the shipped BDS subject, A ≈ 120 N·m at 100 Hz, are q_d = A·√dt ≈ 12), a drift
+#: of 0.1 mm/√s and a COP noise of 20 µm.
+SWAY_START = {"q_d": 12.0, "q_drift": 1e-4, "sigma": 2e-5, "f_c": 10.0}
+DIFFUSE_SD = {"u": 0.2, "v": 1.0, "w": 0.5, "td": 200.0, "q": 2000.0, "qd": 2e4, "drift": 0.2,
+              "f1": 0.2, "f1d": 20.0, "f2": 0.2, "f2d": 20.0}
+
+
 def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | None = None,
-             filt: Mapping[str, float] | None = None, fit_disturbance: bool = False):
+             filt: Mapping[str, float] | None = None, fit_disturbance: bool = False, noise: str = "paper"):
     """The CIP as a :class:`colloc.kalman.LinearGaussianModel` (COP output, noise ``sigma``).
 
     ``controller`` (:data:`CONTROLLERS`): ``"PID"`` (the contract's model), ``"PD-delay"`` or
@@ -584,7 +616,17 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     States: u, u', [∫u (PID only)], T_d, [the two Padé states].
     ``fit_disturbance``: the filter's ``A`` and ``B`` are parameters.  Parameter order:
     gains (``KP``, [``KI``], ``KD``), [``tau``], [``A``, ``B``], ``sigma``.
+
+    ``noise="sway"`` (:data:`NOISE_MODELS`): T_d + B·T_d' = w(t) with w continuous white noise of
+    intensity ``q_d`` (N·m·√s: E w(t)w(s) = q_d² δ(t − s), so the fit does not depend on the
+    sample rate; stationary SD of T_d q_d/√(2B)), the COP ``+ drift`` with drift' = ``q_drift``
+    × white noise (m/√s), and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters:
+    gains, [``tau``], ``q_d``, ``B``, ``q_drift``, ``sigma``; ``fit_disturbance`` is implied.
     """
+    if noise not in NOISE_MODELS:
+        raise co.ModelError(f"cip ml_model: noise must be one of {', '.join(NOISE_MODELS)}, got {noise!r}")
+    sway = noise == "sway"
+    fit_disturbance = fit_disturbance or sway
     from colloc import kalman
 
     if controller not in CONTROLLERS:
@@ -593,9 +635,10 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     b, f = _body(body, filt)
     I, m, g, h = b["I"], b["m"], b["g"], b["h"]
     names = ["KP"] + (["KI"] if integral else []) + ["KD"] + (["tau"] if delay else []) + \
-        (["A", "B"] if fit_disturbance else []) + ["sigma"]
+        (["q_d", "B", "q_drift", "f_c"] if sway else ["A", "B"] if fit_disturbance else []) + ["sigma"]
 
-    states = ["u", "v"] + (["w"] if integral else []) + ["td"] + (["q", "qd"] if delay else [])
+    states = ["u", "v"] + (["w"] if integral else []) + ["td"] + (["q", "qd"] if delay else []) + \
+        (["drift", "f1", "f1d", "f2", "f2d"] if sway else [])
     at = {name: i for i, name in enumerate(states)}
     n = len(states)
 
@@ -607,7 +650,9 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
 
     def matrices(theta):
         th = {k: theta[i] for i, k in enumerate(names)}
-        A, B = (th["A"], th["B"]) if fit_disturbance else (f["A"], f["B"])
+        A, B = (th["A"], th["B"]) if fit_disturbance and not sway else (f["A"], f["B"])
+        if sway:  # the held unit sample x_k stands for w's average over the interval: variance q²/dt
+            A, B = th["q_d"] / np.sqrt(dt), th["B"]
         tc = row(u=th["KP"], v=th["KD"], **({"w": th["KI"]} if integral else {}))  # T_c(t) = tc · s
         # Padé (2, 2): q'' = (12/τ²)(T_c − q − (τ/2) q'); the delayed torque is T_c − τ q'
         torque = tc - row(qd=th["tau"]) if delay else tc
@@ -620,12 +665,24 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
         if delay:
             Amat[at["q"], :] = row(qd=1)
             Amat[at["qd"], :] = 12 / th["tau"]**2 * (tc - row(q=1, qd=th["tau"] / 2))
-        G = ca.SX.zeros(n, 1)
-        G[at["td"]] = A / B
+        G = ca.SX.zeros(n, 2 if sway else 1)
+        G[at["td"], 0] = A / B
         C = (torque - row(td=1)) / (m * g)
+        if sway:
+            G[at["drift"], 1] = th["q_drift"] / np.sqrt(dt)
+            C = C + row(drift=1)
+            # the recording's low-pass at f_c (LOWPASS_ZETA)
+            wc = 2 * np.pi * th["f_c"]
+            for (x, xd), zeta, source in ((("f1", "f1d"), LOWPASS_ZETA[0], C),
+                                          (("f2", "f2d"), LOWPASS_ZETA[1], row(f1=1))):
+                Amat[at[x], :] = row(**{xd: 1})
+                Amat[at[xd], :] = wc**2 * (source - row(**{x: 1})) - 2 * zeta * wc * row(**{xd: 1})
+            C = row(f2=1)
         return Amat, G, C, ca.reshape(th["sigma"]**2, 1, 1)
 
-    return kalman.LinearGaussianModel(names, matrices, dt=dt, name="cip_" + controller.replace("-", "_"))
+    initial = {"initial_covariance": np.diag([DIFFUSE_SD[k] ** 2 for k in states])} if sway else {}
+    return kalman.LinearGaussianModel(names, matrices, dt=dt, name="cip_" + controller.replace("-", "_")
+                                      + ("_sway" if sway else ""), **initial)
 
 
 def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0: Mapping[str, float] | None = None,
@@ -633,7 +690,7 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
                 bounds: Mapping[str, tuple] | str | None = None, controller: str = "PID",
                 fit_disturbance: bool = False, tau0: float = 0.1, center: bool = False,
                 hessian: str = "limited-memory", max_iter: int = 200, optimizer: str = "lbfgsb",
-                compiled: bool = True):
+                compiled: bool = True, noise: str = "paper"):
     """Exact maximum-likelihood gains by the Kalman-filter prediction-error method.
 
     The state (u, u', ∫u, T_d[, Padé states]) starts at rest (as the generator does); the COP
@@ -651,12 +708,15 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
     b, f = _body(body, filt)
     rng = gain_bounds(bounds, body)
     dt = float(np.median(np.diff(trial.time)))
-    lgm = ml_model(controller, dt=dt, body=body, filt=filt, fit_disturbance=fit_disturbance)
+    lgm = ml_model(controller, dt=dt, body=body, filt=filt, fit_disturbance=fit_disturbance, noise=noise)
     g0 = dict(CENTRE_NORMAL if gains0 is None else gains0)
     start = {k: _guess(k, rng[k]) if gains0 is None else float(g0[k]) for k in GAINS}
-    start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise)
+    start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise,
+                 q_d=SWAY_START["q_d"], q_drift=SWAY_START["q_drift"], f_c=SWAY_START["f_c"])
+    if noise == "sway" and cop_noise is None:
+        start["sigma"] = SWAY_START["sigma"]
     bnds = {k: rng[k] for k in GAINS}
-    bnds.update(tau=DELAY_RANGE, sigma=SIGMA_RANGE, **FILTER_RANGES)
+    bnds.update(tau=DELAY_RANGE, sigma=SIGMA_RANGE, **FILTER_RANGES, **SWAY_RANGES)
     names = lgm.parameter_names
     fixed = None if cop_noise is None else {"sigma": float(cop_noise)}
     y = trial["cop"] - (np.nanmean(trial["cop"]) if center else 0.0)
@@ -724,7 +784,8 @@ def default_method(trials: Sequence[co.Trial], options: Mapping) -> str | None:
 
 def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", guess: Mapping[str, float] | None = None,
                     bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
-                    body: Mapping[str, float] | None = None, controller: str = "PID") -> co.Result:
+                    body: Mapping[str, float] | None = None, controller: str = "PID",
+                    noise: str | None = None) -> co.Result:
     """``colloc identify cip --method kalman-ml [--controller PID|PD-delay|PID-delay]``: the exact
     Kalman maximum likelihood (:func:`ml_estimate`) of one COP trial as a :class:`colloc.Result`.
 
@@ -739,6 +800,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     "parameter_at_bound"``: the data push it beyond), and a stable identified closed loop
     (``status "unstable"``).  The trajectory shown is the filter's one-step-ahead COP
     prediction (a stochastic model has no deterministic simulation to compare with the record).
+    ``noise`` (``--noise``): :data:`NOISE_MODELS`, default ``"paper"``.
     """
     import time as _time
 
@@ -750,6 +812,8 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
         raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")
     if controller not in CONTROLLERS:
         raise co.OptionsError(f"--controller {controller}: one of {', '.join(CONTROLLERS)}")
+    if noise is not None and noise not in NOISE_MODELS:
+        raise co.OptionsError(f"--noise {noise}: one of {', '.join(NOISE_MODELS)}")
     if len(trials) != 1:
         raise co.OptionsError(f"--method kalman-ml fits one trial at a time, got {len(trials)} --data files "
                               "(colloc batch fits many)")
@@ -772,16 +836,22 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
         raise co.OptionsError(f"--guess: {', '.join(bad)} outside its bounds {[rng[k] for k in bad]}")
     dt = float(np.median(np.diff(trial.time)))
     t0 = _time.perf_counter()
-    lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real)
+    lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real, noise=noise or "paper")
     t_build = _time.perf_counter() - t0
+    noise = noise or "paper"
     fit = ml_estimate(trial, cop_noise=None, gains0=start, body=body, bounds=rng, controller=controller,
-                      fit_disturbance=real, center=True, max_iter=max_iter)
+                      fit_disturbance=real, center=True, max_iter=max_iter, noise=noise)
     theta = dict(fit.parameters)
     offset = float(np.nanmean(cop))
     measured = np.isfinite(cop)
     t_post = _time.perf_counter()
-    eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
-    stable = bool(np.all(eig.real < 0))
+    a_cont = lgm.continuous(theta)["A"]
+    if noise == "sway":  # the drift is a random walk (eigenvalue 0) outside the loop: the loop is the rest
+        keep = [i for i in range(a_cont.shape[0]) if i != _drift_index(controller)]
+        a_cont = a_cont[np.ix_(keep, keep)]
+    eig = np.linalg.eigvals(a_cont)
+    # K_I = 0 leaves ∫u an integrator outside the loop (eigenvalue 0): not an unstable loop
+    stable = bool(np.all(eig.real < 1e-9 * max(1.0, float(np.abs(eig).max()))))
     pred, sd = kalman.one_step_predictions(lgm, cop - offset, theta, missing=True)
     pred = pred[:, 0] + offset
     if not fit.success:
@@ -802,10 +872,13 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     index = pd.Index(trial.time, name="time")
     k_par = len(free)
     unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m", "B": "s",
-            "sigma": "m", "cop_offset": "m", "cop": "m"}
+            "q_d": "N·m·√s", "q_drift": "m/√s", "f_c": "Hz", "sigma": "m", "cop_offset": "m", "cop": "m"}
     describe = {"KP": "proportional gain of the ankle torque", "KI": "integral gain of the ankle torque",
                 "KD": "derivative gain of the ankle torque", "tau": "feedback delay of the ankle torque",
                 "A": "amplitude of the disturbance filter", "B": "time constant of the disturbance filter",
+                "q_d": "intensity of the white noise driving the disturbance torque (continuous time)",
+                "q_drift": "intensity of the COP's random-walk drift (continuous time)",
+                "f_c": "cut-off of the recording's low-pass (2nd-order Butterworth, zero lag)",
                 "sigma": "COP measurement noise (standard deviation)",
                 "cop_offset": "mean COP position in the plate's frame (the record's mean; no standard error)"}
     t_end = _time.perf_counter()
@@ -822,6 +895,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
         num_nodes=int(cop.size), trials=[trial.name], versions=co.versions(),
         units={k: unit[k] for k in [*names, "cop"]},
         info={"estimator": "Kalman maximum likelihood (prediction-error decomposition)", "controller": controller,
+              "noise_model": noise,
               "nll": float(fit.nll), "aic": 2 * float(fit.nll) + 2 * k_par, "num_parameters": k_par,
               "KP_over_mgh": theta["KP"] / mgh, "stable": stable, "max_real_eigenvalue": float(eig.real.max()),
               "body": dict(b), "fit_disturbance": real, "newton_decrement": fit.newton_decrement,
@@ -831,7 +905,11 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
               "missing_samples": int(cop.size - measured.sum())},
         initial_parameters=dict(start), solver_status=fit.message, descriptions={k: describe[k] for k in names})
     innovations = pd.DataFrame({"cop": np.where(measured, (cop - pred) / sd[:, 0], np.nan)}, index=index)
-    return co.finalize(result, bounds={**fit.bounds, "cop_offset": (-np.inf, np.inf)}, fit={"cop": 1.0},
+    # a noise intensity of zero is an answer (no white COP noise in a low-passed record, no drift);
+    # the other bounds are where the fit looks
+    physical = {"sigma": (True, False), "q_drift": (True, False)}
+    return co.finalize(result, bounds={**fit.bounds, "cop_offset": (-np.inf, np.inf)}, physical=physical,
+                       fit={"cop": 1.0},
                        verdict_residuals={trial.name: innovations}, warnings=warnings,
                        derived={"cop_offset": "the record's mean COP"},
                        verdict_note="the Kalman filter's one-step-ahead innovations divided by their predicted SD",
@@ -850,6 +928,6 @@ def prediction_model(result, trial):
     dt = float(np.median(np.diff(trial.time)))
     info = result.info
     lgm = ml_model(info.get("controller", "PID"), dt=dt, body=info.get("body"),
-                   fit_disturbance=bool(info.get("fit_disturbance", False)))
+                   fit_disturbance=bool(info.get("fit_disturbance", False)), noise=info.get("noise_model", "paper"))
     theta = {k: result.parameters[k] for k in lgm.parameter_names}
     return StochasticModel(lgm, theta, "cop", float(result.parameters.get("cop_offset", 0.0)))
