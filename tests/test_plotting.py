@@ -202,16 +202,22 @@ def test_a_result_without_trajectories_still_gives_a_figure():
     assert any(t.get_text().startswith("k = 1.5 N/m [") for t in plot_fit(result).texts)
 
 
-def test_a_long_record_is_thinned_to_its_envelope():
+def test_a_long_record_is_thinned_to_what_it_looks_like():
+    rng = np.random.default_rng(1)
     t = np.arange(200_000) / 1000.0
-    y = np.sin(t)
+    y = np.sin(t) + 0.1 * rng.standard_normal(t.size)
     y[123_457] = 9.0
     y[5000:7000] = np.nan
-    ts, ys = plotting._thin(t, y)
-    assert len(ts) <= plotting.MAX_POINTS + 2
-    assert np.all(np.diff(ts) > 0)
-    assert 9.0 in ys and np.nanmin(ys) == pytest.approx(-1.0, abs=1e-6)
+    ts, ys = plotting._thin(t, y)  # a line: its envelope
+    assert len(ts) <= plotting.MAX_POINTS + 2 and np.all(np.diff(ts) > 0)
+    assert 9.0 in ys and np.nanmin(ys) == np.nanmin(y)
     assert np.isnan(ys).any()  # the gap stays a gap
+    ts, ys = plotting._thin(t, y, dots=True)  # dots: the same scatter, the outlier kept
+    assert len(ts) <= plotting.MAX_POINTS + 1 and np.all(np.diff(ts) > 0)
+    assert 9.0 in ys
+    noise = (y - np.sin(t))[np.isfinite(y)]
+    kept = (ys - np.sin(ts))[np.isfinite(ys)]
+    assert np.percentile(kept, [10, 50, 90]) == pytest.approx(np.percentile(noise, [10, 50, 90]), abs=0.01)
 
 
 def test_unknown_signal_is_named():

@@ -32,9 +32,9 @@ MAX_HEIGHT_IN = 2 * 1080 / DPI
 MAX_WIDTH_IN = 2400 / DPI
 #: Most panels in one figure (each costs about the same to draw, whatever its data).
 MAX_PANELS = 48
-#: Most points drawn per curve and panel; a longer one keeps the lowest and the highest point
-#: of each run of samples, so the envelope and the outliers stay visible (:func:`_thin`).
-MAX_POINTS = 2000
+#: Most points drawn per curve and panel (a panel is about 340 px wide); a longer curve is
+#: thinned so that its envelope, or its scatter and outliers, stay as they look (:func:`_thin`).
+MAX_POINTS = 5000
 
 #: The zoomed window spans this many autocorrelation times of the trial's identified signals
 #: (the lag at which the autocorrelation falls to 1/e: 0.19 period for a sine, so about three
@@ -111,13 +111,23 @@ def _rms(values: np.ndarray) -> np.ndarray:
     return np.sqrt(total.sum(axis=0) / np.where(count > 0, count, np.nan))
 
 
-def _thin(t: np.ndarray, y: np.ndarray, most: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """At most about ``most`` points of ``(t, y)``: the lowest and the highest of each of
-    ``most // 2`` equal runs of samples, in order (a run with no finite value keeps a NaN, so a
-    gap stays a gap)."""
+def _thin(t: np.ndarray, y: np.ndarray, *, dots: bool = False, most: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most about ``most`` points of ``(t, y)``, in order.
+
+    A line keeps the lowest and the highest sample of each of ``most // 2`` equal runs of
+    samples, which draws the same envelope (a run with no finite value keeps a NaN, so a gap
+    stays a gap).  Dots keep every k-th sample, whose scatter looks like the whole one, and the
+    ``most // 100`` samples farthest from the median, so that the largest outliers stay.
+    """
     n = len(y)
     if n <= most:
         return t, y
+    if dots:
+        finite = np.isfinite(y)
+        far = np.abs(y - np.median(y[finite])) if finite.any() else np.zeros(n)
+        extreme = np.argpartition(np.where(finite, far, -1.0), n - most // 100)[n - most // 100:]
+        keep = np.union1d(np.arange(0, n, -(-n // (most - most // 100))), extreme)
+        return t[keep], y[keep]
     k = -(-n // (most // 2))
     runs = np.concatenate([y, np.full((-n) % k, np.nan)]).reshape(-1, k)
     finite = np.isfinite(runs)
@@ -373,11 +383,11 @@ def plot_fit(result, trial=None, *, signals=None, path=None):
                 key = "full" if win is None else "zoom"
                 ax = _add_axes(fig, x0 + x, top, width, sharex=shared.get(key))
                 shared.setdefault(key, ax)
-                for frame, style in ((meas, dict(ls="none", marker=".", ms=2.5, color="0.55")),
-                                     (traj, dict(lw=1.2, color="C0"))):
+                for frame, dots, style in ((meas, True, dict(ls="none", marker=".", ms=2.5, color="0.55")),
+                                           (traj, False, dict(lw=1.2, color="C0"))):
                     if frame is not None and s in frame:
                         part = frame[s] if win is None else frame[s].iloc[_inside(frame.index, win)]
-                        ax.plot(*_thin(part.index.to_numpy(dtype=float), part.to_numpy(dtype=float)), **style)
+                        ax.plot(*_thin(part.index.to_numpy(dtype=float), part.to_numpy(dtype=float), dots=dots), **style)
                 ax.set_ylabel(_label(result, s), fontsize=8 if win is None else 7)
                 if win is None and window is not None:
                     ax.axvspan(*window, facecolor="C1", edgecolor="C1", alpha=0.25, lw=1.0, zorder=3)  # edges: seen when narrow
@@ -441,7 +451,8 @@ def plot_residuals(result, trial=None, *, signals=None, path=None):
             name = f"{_short(t, 24)} · " if row == 0 else ""
             if res is not None and s in res:
                 values = res[s].to_numpy(dtype=float)
-                ax.plot(*_thin(res.index.to_numpy(dtype=float), values), ls="none", marker=".", ms=2.0, color="C3")
+                ax.plot(*_thin(res.index.to_numpy(dtype=float), values, dots=True), ls="none", marker=".", ms=2.0,
+                        color="C3")
                 unit = result.units.get(s, "")
                 ax.set_title(f"{name}RMS {_rms(values[:, None])[0]:.3g}" + (f" {unit}" if unit else ""), fontsize=8,
                              loc="right")
