@@ -11,7 +11,8 @@ import pytest
 
 from colloc import Result
 from colloc.results import plotting
-from colloc.results.plotting import DPI, MAX_HEIGHT_IN, MAX_WIDTH_IN, parameter_lines, plot_fit, plot_residuals
+from colloc.results.plotting import (DPI, MAX_HEIGHT_IN, MAX_WIDTH_IN, parameter_lines, plot_fit,
+                                     plot_residuals)
 
 
 def fake_result(trials=1, signals=("x",), duration=10.0, rate=100.0, period=1.0, units=None, times=None,
@@ -23,16 +24,18 @@ def fake_result(trials=1, signals=("x",), duration=10.0, rate=100.0, period=1.0,
     index = pd.Index(t, name="time")
     traj, meas, res = {}, {}, {}
     for k in range(trials):
-        model = pd.DataFrame({s: np.sin(2 * np.pi * t / period + j + k) for j, s in enumerate(signals)}, index=index)
+        model = pd.DataFrame({s: np.sin(2 * np.pi * t / period + j + k) for j, s in enumerate(signals)},
+                             index=index)
         noise = pd.DataFrame(0.05 * rng.standard_normal(model.shape), index=index, columns=model.columns)
         if spike_at is not None:
             noise.iloc[int(np.argmin(np.abs(t - spike_at)))] = 2.0
         name = f"trial{k + 1}.csv"
         traj[name], meas[name], res[name] = model, model - noise, noise
-    doc = dict(problem="fake", method="midpoint", success=True, status="Solve_Succeeded", message="", iterations=3,
-               objective=1.0, parameters={"k": 1.5}, standard_errors={"k": 0.1}, covariance=None, trajectories=traj,
-               measurements=meas, residuals=res, timings={}, num_nodes=len(t) * trials, trials=list(traj),
-               versions={}, units={"k": "N/m", **{s: "rad" for s in signals}} if units is None else units)
+    doc = dict(problem="fake", method="midpoint", success=True, status="Solve_Succeeded", message="",
+               iterations=3, objective=1.0, parameters={"k": 1.5}, standard_errors={"k": 0.1}, covariance=None,
+               trajectories=traj, measurements=meas, residuals=res, timings={}, num_nodes=len(t) * trials,
+               trials=list(traj), versions={},
+               units={"k": "N/m", **{s: "rad" for s in signals}} if units is None else units)
     doc.update(fields)
     return Result(**doc)
 
@@ -48,7 +51,9 @@ def data_axes(fig):
 
 # ---- size ------------------------------------------------------------------------------------
 def test_many_trials_make_a_grid_within_a_screen_pair():
-    fig = plot_fit(fake_result(trials=10, signals=("a", "b", "c", "d"), duration=21600, rate=1 / 1080, period=40000))
+    # the semibatch case: 10 experiments of 21,600 s, 21 samples each
+    fig = plot_fit(fake_result(trials=10, signals=("a", "b", "c", "d"), duration=21600, rate=1 / 1080,
+                               period=40000))
     width, height = pixels(fig)
     assert width <= 2400 and height <= 2 * 1080
     assert len(data_axes(fig)) == 40  # all ten trials, no zoomed panel (21 samples)
@@ -63,7 +68,8 @@ def test_too_many_trials_are_cut_and_the_figure_says_which():
     shown = {ax.get_title(loc="right") for ax in fig.axes} - {""}
     assert 1 < len(shown) < 30
     notes = [t.get_text() for t in fig.texts if "trials" in t.get_text()]
-    assert notes == [f"showing {len(shown)} of 30 trials: trial1.csv … trial{len(shown)}.csv (plot one with trial=NAME)"]
+    assert notes == [f"showing {len(shown)} of 30 trials: trial1.csv … trial{len(shown)}.csv "
+                     "(plot one with trial=NAME)"]
 
 
 def test_many_signals_take_several_columns_or_are_cut_with_a_note():
@@ -78,7 +84,8 @@ def test_many_signals_take_several_columns_or_are_cut_with_a_note():
     assert width <= MAX_WIDTH_IN * DPI and height <= MAX_HEIGHT_IN * DPI
     n = len(fig.axes)
     assert n < 60
-    assert any(t.get_text() == f"showing the first {n} of 60 signals (choose with signals=[…])" for t in fig.texts)
+    note = f"showing the first {n} of 60 signals (choose with signals=[…])"
+    assert any(t.get_text() == note for t in fig.texts)
 
 
 def test_the_written_png_has_the_size_of_the_figure(tmp_path):
@@ -143,7 +150,8 @@ def test_the_legend_is_outside_every_panel():
     fig = plot_fit(fake_result(trials=2, signals=("a", "b"), duration=60.0))
     fig.draw_without_rendering()
     (legend,) = fig.legends
-    assert [t.get_text() for t in legend.get_texts()] == ["measured", "identified (midpoint)", "zoomed window"]
+    labels = [t.get_text() for t in legend.get_texts()]
+    assert labels == ["measured", "identified (midpoint)", "zoomed window"]
     box = legend.get_window_extent()
     assert all(ax.get_legend() is None for ax in fig.axes)
     assert not any(box.overlaps(ax.get_window_extent()) for ax in fig.axes)
@@ -151,7 +159,8 @@ def test_the_legend_is_outside_every_panel():
 
 
 def test_parameter_lines_show_the_interval_or_say_there_is_none():
-    result = fake_result(parameters={"k": 1.23, "c": 4.0, "d": 2.0}, standard_errors={"k": float("nan"), "c": 0.5, "d": 0.1},
+    result = fake_result(parameters={"k": 1.23, "c": 4.0, "d": 2.0},
+                         standard_errors={"k": float("nan"), "c": 0.5, "d": 0.1},
                          intervals={"d": (1.8, 2.3)}, units={"k": "m", "c": "N", "d": "s"})
     assert parameter_lines(result) == ["k = 1.23 m (SE not estimable)",
                                        "c = 4 N [3.02, 4.98]",  # no interval given: ±1.96 SE

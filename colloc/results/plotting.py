@@ -111,7 +111,8 @@ def _rms(values: np.ndarray) -> np.ndarray:
     return np.sqrt(total.sum(axis=0) / np.where(count > 0, count, np.nan))
 
 
-def _thin(t: np.ndarray, y: np.ndarray, *, dots: bool = False, most: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+def _thin(t: np.ndarray, y: np.ndarray, *, dots: bool = False,
+          most: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
     """At most about ``most`` points of ``(t, y)``, in order.
 
     A line keeps the lowest and the highest sample of each of ``most // 2`` equal runs of
@@ -142,8 +143,8 @@ def _thin(t: np.ndarray, y: np.ndarray, *, dots: bool = False, most: int = MAX_P
 def _timescale(t: np.ndarray, y: np.ndarray) -> float:
     """Autocorrelation time of ``y(t)``: the first lag at which the autocorrelation of the
     signal (resampled on a uniform grid, mean removed) falls below 1/e (the record's length when
-    it never does), NaN for a constant or too short signal.  Repeated times (a
-    hybrid model's mode switch) keep their last value."""
+    it never does), NaN for a constant or too short signal.  Repeated times (a hybrid model's
+    mode switch) keep their last value."""
     ok = np.isfinite(y)
     t, y = t[ok], y[ok]
     if len(t) > 1:
@@ -259,8 +260,8 @@ def _arrange(trials: list[str], signals: list[str], zoom: bool, reserved: float,
     down = -(-n // side)
     notes = []
     if n < len(trials):
-        notes.append(f"showing {n} of {len(trials)} trials: {_short(trials[0], 24)} … {_short(trials[n - 1], 24)}"
-                     " (plot one with trial=NAME)")
+        notes.append(f"showing {n} of {len(trials)} trials: {_short(trials[0], 24)} … "
+                     f"{_short(trials[n - 1], 24)} (plot one with trial=NAME)")
     if len(shown) < len(signals):
         notes.append(f"showing the first {len(shown)} of {len(signals)} signals (choose with signals=[…])")
     return _Grid(trials[:n], shown, zoom, cols, rows, -(-n // down), row_gap, notes)
@@ -290,7 +291,8 @@ def _figure(grid: _Grid, title: str, table_w: float, table_h: float):
     fig = Figure(figsize=(width, height))
     fig.suptitle(title, fontsize=10, y=1 - _TOP / height, va="top")
     for k, note in enumerate(grid.notes):
-        fig.text(0.5, 1 - (_TOP + _LINE * (2 + k)) / height, note, ha="center", va="top", fontsize=8, style="italic")
+        fig.text(0.5, 1 - (_TOP + _LINE * (2 + k)) / height, note, ha="center", va="top", fontsize=8,
+                 style="italic")
     return fig, 0.5 * (width - grid.width)
 
 
@@ -312,7 +314,17 @@ def _bottom(ax, last: bool) -> None:
 def _inside(index, window) -> slice:
     """The rows of a sorted ``index`` in ``window``, with one more on each side (a line reaches the edges)."""
     t = np.asarray(index, dtype=float)
-    return slice(max(int(np.searchsorted(t, window[0], "left")) - 1, 0), int(np.searchsorted(t, window[1], "right")) + 1)
+    return slice(max(int(np.searchsorted(t, window[0], "left")) - 1, 0),
+                 int(np.searchsorted(t, window[1], "right")) + 1)
+
+
+def _draw_fit(ax, meas, traj, signal: str, window) -> None:
+    """The measured dots and the identified line of ``signal`` (in ``window`` only, when given)."""
+    for frame, dots, style in ((meas, True, dict(ls="none", marker=".", ms=2.5, color="0.55")),
+                               (traj, False, dict(lw=1.2, color="C0"))):
+        if frame is not None and signal in frame:
+            part = frame[signal] if window is None else frame[signal].iloc[_inside(frame.index, window)]
+            ax.plot(*_thin(part.index.to_numpy(dtype=float), part.to_numpy(dtype=float), dots=dots), **style)
 
 
 def _signals(result, trials: list[str], signals, frames: str) -> list[str]:
@@ -383,18 +395,16 @@ def plot_fit(result, trial=None, *, signals=None, path=None):
                 key = "full" if win is None else "zoom"
                 ax = _add_axes(fig, x0 + x, top, width, sharex=shared.get(key))
                 shared.setdefault(key, ax)
-                for frame, dots, style in ((meas, True, dict(ls="none", marker=".", ms=2.5, color="0.55")),
-                                           (traj, False, dict(lw=1.2, color="C0"))):
-                    if frame is not None and s in frame:
-                        part = frame[s] if win is None else frame[s].iloc[_inside(frame.index, win)]
-                        ax.plot(*_thin(part.index.to_numpy(dtype=float), part.to_numpy(dtype=float), dots=dots), **style)
+                _draw_fit(ax, meas, traj, s, win)
                 ax.set_ylabel(_label(result, s), fontsize=8 if win is None else 7)
                 if win is None and window is not None:
-                    ax.axvspan(*window, facecolor="C1", edgecolor="C1", alpha=0.25, lw=1.0, zorder=3)  # edges: seen when narrow
+                    # the edges keep a narrow window visible
+                    ax.axvspan(*window, facecolor="C1", edgecolor="C1", alpha=0.25, lw=1.0, zorder=3)
                 elif win is not None:
                     ax.set_xlim(*win)
                 if row == 0:
-                    ax.set_title(_short(t) if win is None else f"zoom {win[0]:.4g}–{win[1]:.4g} s", fontsize=8, loc="right")
+                    ax.set_title(_short(t) if win is None else f"zoom {win[0]:.4g}–{win[1]:.4g} s",
+                                 fontsize=8, loc="right")
                 _bottom(ax, last)
     w, h = fig.get_size_inches()
     if grid.trials:
@@ -437,7 +447,8 @@ def plot_residuals(result, trial=None, *, signals=None, path=None):
     signals = _signals(result, trials, signals, "residuals") if trials else []
     title = f"{result.problem}: residuals (model − measured)"
     if not any(s in result.residuals.get(t, ()) for t in trials for s in signals):
-        grid = _Grid([], [], False, 1, 1, 1, _TITLED_ROW_GAP, ["nothing to plot: the result holds no residuals"])
+        grid = _Grid([], [], False, 1, 1, 1, _TITLED_ROW_GAP,
+                     ["nothing to plot: the result holds no residuals"])
     else:
         grid = _arrange(trials, signals, False, 0.0, _TITLED_ROW_GAP)
     fig, x0 = _figure(grid, title, 0.0, 0.0)
@@ -451,11 +462,11 @@ def plot_residuals(result, trial=None, *, signals=None, path=None):
             name = f"{_short(t, 24)} · " if row == 0 else ""
             if res is not None and s in res:
                 values = res[s].to_numpy(dtype=float)
-                ax.plot(*_thin(res.index.to_numpy(dtype=float), values, dots=True), ls="none", marker=".", ms=2.0,
-                        color="C3")
+                ax.plot(*_thin(res.index.to_numpy(dtype=float), values, dots=True), ls="none", marker=".",
+                        ms=2.0, color="C3")
                 unit = result.units.get(s, "")
-                ax.set_title(f"{name}RMS {_rms(values[:, None])[0]:.3g}" + (f" {unit}" if unit else ""), fontsize=8,
-                             loc="right")
+                ax.set_title(f"{name}RMS {_rms(values[:, None])[0]:.3g}" + (f" {unit}" if unit else ""),
+                             fontsize=8, loc="right")
             elif name:
                 ax.set_title(name.rstrip(" ·"), fontsize=8, loc="right")
             ax.axhline(0.0, color="0.3", lw=0.8)
@@ -471,7 +482,7 @@ def _method_colors(comparison) -> dict[str, str]:
     return {label: f"C{i % 10}" for i, label in enumerate(comparison.methods)}
 
 
-def _legend_beside(fig, axes, fontsize: float, caption: str | None = None) -> None:
+def _legend_under(fig, axes, fontsize: float, caption: str | None = None) -> None:
     """One legend of every labelled artist of ``axes`` (and ``caption`` above its entries), under
     the panels (the constrained layout makes room for it), so that it covers no data."""
     entries: dict[str, object] = {}
@@ -479,8 +490,8 @@ def _legend_beside(fig, axes, fontsize: float, caption: str | None = None) -> No
         for handle, label in zip(*ax.get_legend_handles_labels()):
             entries.setdefault(label, handle)
     if entries:
-        fig.legend(list(entries.values()), list(entries), loc="outside lower center", ncols=min(len(entries), 3),
-                   fontsize=fontsize, frameon=False, title=caption,
+        fig.legend(list(entries.values()), list(entries), loc="outside lower center",
+                   ncols=min(len(entries), 3), fontsize=fontsize, frameon=False, title=caption,
                    title_fontproperties={"size": fontsize, "style": "italic"})
 
 
@@ -543,9 +554,9 @@ def plot_objective_history(comparison, *, path=None):
     fig.suptitle(f"{comparison.problem}: {len(comparison.runs)} runs "
                  f"({len(comparison.methods)} methods × {comparison.starts} starts; thick = start 0, "
                  f"× = not converged)", fontsize=10)
-    _legend_beside(fig, (ax_it, ax_t), 8, "Dashed (time panel): no per-iteration timing is recorded for this method "
-                   "(IPOPT collocation / multiple shooting); its solve time is spread evenly over the iterations."
-                   if any_estimated else None)
+    caption = ("Dashed (time panel): no per-iteration timing is recorded for this method (IPOPT "
+               "collocation / multiple shooting); its solve time is spread evenly over the iterations.")
+    _legend_under(fig, (ax_it, ax_t), 8, caption if any_estimated else None)
     if path is not None:
         save_figure(fig, path)
     return fig
@@ -613,7 +624,7 @@ def plot_estimates(comparison, *, path=None):
         ax.set_xticks(range(comparison.starts))
         ax.set_xlim(-0.6, comparison.starts - 0.4)
         ax.grid(True, alpha=0.3)
-    _legend_beside(fig, axes[:len(names)], 7)
+    _legend_under(fig, axes[:len(names)], 7)
     for ax in axes[len(names):]:
         ax.set_visible(False)
     more = len(comparison.parameter_names) - len(names)
