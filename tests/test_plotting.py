@@ -32,9 +32,9 @@ def fake_result(trials=1, signals=("x",), duration=10.0, rate=100.0, period=1.0,
         name = f"trial{k + 1}.csv"
         traj[name], meas[name], res[name] = model, model - noise, noise
     doc = dict(problem="fake", method="midpoint", success=True, status="Solve_Succeeded", message="",
-               iterations=3, objective=1.0, parameters={"k": 1.5}, standard_errors={"k": 0.1}, covariance=None,
-               trajectories=traj, measurements=meas, residuals=res, timings={}, num_nodes=len(t) * trials,
-               trials=list(traj), versions={},
+               iterations=3, objective=1.0, parameters={"k": 1.5}, standard_errors={"k": 0.1},
+               covariance=None, trajectories=traj, measurements=meas, residuals=res, timings={},
+               num_nodes=len(t) * trials, trials=list(traj), versions={},
                units={"k": "N/m", **{s: "rad" for s in signals}} if units is None else units)
     doc.update(fields)
     return Result(**doc)
