@@ -2,11 +2,20 @@
 
 Figures are built with :class:`matplotlib.figure.Figure` directly, so no display and no
 global pyplot state are needed; pass ``path`` to write a PNG (atomically).
+
+The fit and residual figures place their panels themselves (no layout engine: it costs more
+than the drawing and cannot promise a size): one block of panels per trial, a trial's signals
+in as many columns as the height allows, the blocks side by side and then below each other.
+A figure is never larger than :data:`MAX_WIDTH_IN` × :data:`MAX_HEIGHT_IN` at :data:`DPI`, nor
+holds more than :data:`MAX_PANELS` panels; what does not fit is left out, and a line under
+the title says which trials or signals are shown.  The legend sits in that heading, above
+every panel.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +24,38 @@ from ..base.files import atomic_path
 
 __all__ = ["parameter_lines", "plot_estimates", "plot_fit", "plot_objective_history", "plot_residuals", "save_figure"]
 
+#: Resolution of the written figures (dots per inch); the size limits hold at it.
+DPI = 120
+#: Tallest figure: two full-HD screens stacked (2 × 1080 px).
+MAX_HEIGHT_IN = 2 * 1080 / DPI
+#: Widest figure (2400 px).
+MAX_WIDTH_IN = 2400 / DPI
+#: Most panels in one figure (each costs about the same to draw, whatever its data).
+MAX_PANELS = 48
+#: Most points drawn per curve and panel (a panel is about 340 px wide); a longer curve is
+#: thinned so that its envelope, or its scatter and outliers, stay as they look (:func:`_thin`).
+MAX_POINTS = 5000
 
-def save_figure(fig, path: str | os.PathLike, dpi: int = 120) -> Path:
+#: The zoomed window spans this many autocorrelation times of the trial's identified signals
+#: (the lag at which the autocorrelation falls to 1/e: 0.19 period for a sine, so about three
+#: periods) …
+ZOOM_TIMESCALES = 16.0
+#: … and never fewer samples than this.
+ZOOM_MIN_SAMPLES = 20
+#: A trial gets a zoomed panel only when its record is longer than this many windows.
+ZOOM_AFTER_WINDOWS = 4.0
+
+# Geometry in inches: a panel, the zoomed panel beside it, the room left of each for tick
+# labels and the y label, the gaps between rows (with titles: residual figures) and between
+# the blocks of two trials (x tick labels, x label, the next block's titles).
+_PANEL_W, _ZOOM_W, _PANEL_H = 2.8, 1.7, 1.25
+_LEFT, _ZOOM_LEFT, _RIGHT = 0.85, 0.8, 0.25
+_ROW_GAP, _TITLED_ROW_GAP, _BLOCK_GAP = 0.14, 0.3, 0.75
+_TOP, _LINE, _TITLE_ROOM = 0.08, 0.28, 0.25  # margin, a heading line (title, legend, note), panel titles
+_CHAR_W, _TEXT_LINE, _TABLE_ROWS = 0.067, 0.14, 12  # parameter table: monospace 8 pt, most lines
+
+
+def save_figure(fig, path: str | os.PathLike, dpi: int = DPI) -> Path:
     """Write ``fig`` to ``path`` through a temporary file and a rename; return the path."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, format=Path(path).suffix.lstrip(".") or "png")
@@ -35,51 +74,282 @@ def _trial_names(result, trial) -> list[str]:
 
 
 def _label(result, signal: str) -> str:
-    unit = result.units.get(signal, "")
-    return f"{signal} ({unit})" if unit else signal
+    """``signal (unit)``; a signal without a declared unit says so."""
+    return f"{signal} ({result.units.get(signal) or 'unit not declared'})"
 
 
-#: Trials longer than this (s) get a zoomed panel beside the full record.
-ZOOM_AFTER_S = 20.0
-#: Width of the zoomed window (s).
-ZOOM_WINDOW_S = 4.0
-
-
-def _zoom_window(result, t: str, signals: list[str]) -> tuple[float, float]:
-    """A window of :data:`ZOOM_WINDOW_S` seconds around the largest standardised residual."""
-    traj = result.trajectories[t]
-    t0, t1 = float(traj.index[0]), float(traj.index[-1])
-    centre = 0.5 * (t0 + t1)
-    res = result.residuals.get(t)
-    if res is not None and len(res):
-        cols = [s for s in signals if s in res]
-        if cols:
-            scaled = np.abs(res[cols].to_numpy(dtype=float)) / (np.nanstd(res[cols].to_numpy(dtype=float), axis=0) + 1e-300)
-            if np.isfinite(scaled).any():  # rows not measured at all (gaps) are NaN: never the centre
-                rowmax = np.max(np.where(np.isfinite(scaled), scaled, -np.inf), axis=1)
-                centre = float(res.index[int(np.argmax(rowmax))])
-    lo = min(max(centre - ZOOM_WINDOW_S / 2, t0), t1 - ZOOM_WINDOW_S)
-    return lo, lo + ZOOM_WINDOW_S
+def _short(name: str, most: int = 36) -> str:
+    """``name``, or its end behind an ellipsis when longer than ``most`` characters."""
+    return name if len(name) <= most else "…" + name[-(most - 1):]
 
 
 def parameter_lines(result) -> list[str]:
-    """``name = value ± SE unit`` for every parameter (``± n/a`` when not estimable)."""
+    """``name = value unit [low, high]`` (95 % interval, :meth:`Result.interval`) for every
+    parameter; ``(SE not estimable)`` in place of the interval when there is no standard error."""
     se = result.standard_errors or {}
     lines = []
     for k, v in result.parameters.items():
-        e = se.get(k)
-        spread = f" ± {e:.3g}" if e is not None and np.isfinite(e) else " ± n/a"
         unit = result.units.get(k, "")
-        lines.append(f"{k} = {v:.5g}{spread}" + (f" {unit}" if unit else ""))
+        lo, hi = result.interval(k)
+        e = se.get(k)
+        if np.isfinite(lo) and np.isfinite(hi):
+            spread = f" [{lo:.5g}, {hi:.5g}]"
+        elif e is not None and np.isfinite(e):
+            spread = f" (SE {e:.3g}, no interval)"
+        else:
+            spread = " (SE not estimable)"
+        lines.append(f"{k} = {v:.5g}" + (f" {unit}" if unit else "") + spread)
     return lines
 
 
-def plot_fit(result, trial=None, *, signals=None, path=None):
-    """Measured vs identified trajectories: one row per signal, one column per trial.
+# ---- what to show ---------------------------------------------------------------------------------
+def _rms(values: np.ndarray) -> np.ndarray:
+    """Root mean square of each column over its finite entries (NaN where there are none)."""
+    finite = np.isfinite(values)
+    count = finite.sum(axis=0)
+    total = np.where(finite, values, 0.0) ** 2
+    return np.sqrt(total.sum(axis=0) / np.where(count > 0, count, np.nan))
 
-    Every parameter (± standard error, unit) is listed in a table under the panels, so
-    nothing is cut from a title.  A trial longer than :data:`ZOOM_AFTER_S` seconds gets a
-    second column zoomed on a few seconds around its largest residual.
+
+def _thin(t: np.ndarray, y: np.ndarray, *, dots: bool = False,
+          most: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """At most about ``most`` points of ``(t, y)``, in order.
+
+    A line keeps the lowest and the highest sample of each of ``most // 2`` equal runs of
+    samples, which draws the same envelope (a run with no finite value keeps a NaN, so a gap
+    stays a gap).  Dots keep every k-th sample, whose scatter looks like the whole one, and the
+    ``most // 100`` samples farthest from the median, so that the largest outliers stay.
+    """
+    n = len(y)
+    if n <= most:
+        return t, y
+    if dots:
+        finite = np.isfinite(y)
+        far = np.abs(y - np.median(y[finite])) if finite.any() else np.zeros(n)
+        extreme = np.argpartition(np.where(finite, far, -1.0), n - most // 100)[n - most // 100:]
+        keep = np.union1d(np.arange(0, n, -(-n // (most - most // 100))), extreme)
+        return t[keep], y[keep]
+    k = -(-n // (most // 2))
+    runs = np.concatenate([y, np.full((-n) % k, np.nan)]).reshape(-1, k)
+    finite = np.isfinite(runs)
+    start = np.arange(runs.shape[0]) * k
+    low = start + np.argmin(np.where(finite, runs, np.inf), axis=1)
+    high = start + np.argmax(np.where(finite, runs, -np.inf), axis=1)
+    keep = np.unique(np.concatenate([low, high]))
+    keep = keep[keep < n]
+    return t[keep], y[keep]
+
+
+def _timescale(t: np.ndarray, y: np.ndarray) -> float:
+    """Autocorrelation time of ``y(t)``: the first lag at which the autocorrelation of the
+    signal (resampled on a uniform grid, mean removed) falls below 1/e (the record's length when
+    it never does), NaN for a constant or too short signal.  Repeated times (a hybrid model's
+    mode switch) keep their last value."""
+    ok = np.isfinite(y)
+    t, y = t[ok], y[ok]
+    if len(t) > 1:
+        last = np.r_[np.diff(t) > 0, True]
+        t, y = t[last], y[last]
+    if len(t) < 3 or np.ptp(y) == 0:
+        return float("nan")
+    n = min(len(t), 1 << 15)
+    grid = np.linspace(t[0], t[-1], n)
+    x = np.interp(grid, t, y)
+    x -= x.mean()
+    spectrum = np.fft.rfft(x, 2 * n)
+    acf = np.fft.irfft(spectrum.real ** 2 + spectrum.imag ** 2, 2 * n)[:n]
+    below = np.flatnonzero(acf < acf[0] / np.e)
+    return float(below[0] * (grid[1] - grid[0])) if below.size else float(t[-1] - t[0])
+
+
+def _worst_time(result, t: str, signals: list[str], default: float) -> float:
+    """Time of the largest residual of trial ``t``, each signal's scaled by its RMS."""
+    res = result.residuals.get(t)
+    cols = [s for s in signals if res is not None and s in res]
+    if not cols:
+        return default
+    values = np.abs(res[cols].to_numpy(dtype=float))
+    rms = _rms(values)
+    scaled = np.where(np.isfinite(values) & (rms > 0), values / np.where(rms > 0, rms, 1.0), -1.0)
+    if not np.max(scaled, initial=-1.0) > 0:
+        return default
+    return float(res.index[np.unravel_index(np.argmax(scaled), scaled.shape)[0]])
+
+
+def _zoom_window(result, t: str, signals: list[str]) -> tuple[float, float] | None:
+    """The zoomed window ``(start, end)`` of trial ``t``: :data:`ZOOM_TIMESCALES` times the
+    median autocorrelation time of its identified signals, at least :data:`ZOOM_MIN_SAMPLES`
+    samples, around the largest scaled residual; None when the record is shorter than
+    :data:`ZOOM_AFTER_WINDOWS` windows."""
+    traj = result.trajectories[t]
+    meas = result.measurements.get(t)
+    times = np.asarray(meas.index if meas is not None and len(meas) else traj.index, dtype=float)
+    steps = np.diff(times)
+    steps = steps[steps > 0]
+    scales = [_timescale(traj.index.to_numpy(dtype=float), traj[s].to_numpy(dtype=float))
+              for s in signals if s in traj]
+    scales = [v for v in scales if not np.isnan(v)]
+    if not steps.size or not scales:
+        return None
+    width = max(ZOOM_TIMESCALES * float(np.median(scales)), ZOOM_MIN_SAMPLES * float(np.median(steps)))
+    t0, t1 = float(times[0]), float(times[-1])
+    if not t1 - t0 > ZOOM_AFTER_WINDOWS * width:
+        return None
+    centre = _worst_time(result, t, signals, 0.5 * (t0 + t1))
+    lo = min(max(centre - width / 2, t0), t1 - width)
+    return lo, lo + width
+
+
+# ---- where it goes --------------------------------------------------------------------------------
+@dataclass
+class _Grid:
+    """Panels of ``trials`` × ``signals``: a block of ``rows`` × ``cols`` panels per trial (the
+    signals down the columns), ``across`` blocks side by side; lengths in inches."""
+
+    trials: list[str]
+    signals: list[str]
+    zoom: bool
+    cols: int
+    rows: int
+    across: int
+    row_gap: float
+    notes: list[str]
+
+    @property
+    def cell_w(self) -> float:
+        return _LEFT + _PANEL_W + (_ZOOM_LEFT + _ZOOM_W if self.zoom else 0.0)
+
+    @property
+    def block_h(self) -> float:
+        return self.rows * (_PANEL_H + self.row_gap) - self.row_gap + _BLOCK_GAP
+
+    @property
+    def width(self) -> float:
+        return self.across * self.cols * self.cell_w + _RIGHT
+
+    @property
+    def top(self) -> float:
+        return _TOP + _LINE * (2 + len(self.notes)) + _TITLE_ROOM
+
+    @property
+    def height(self) -> float:
+        return self.top + -(-len(self.trials) // self.across) * self.block_h
+
+    def place(self, i: int, j: int) -> tuple[float, float, int]:
+        """Left and top of the panel of the i-th trial's j-th signal, and its row in the block."""
+        block_row, block_col = divmod(i, self.across)
+        col, row = divmod(j, self.rows)
+        return ((block_col * self.cols + col) * self.cell_w + _LEFT,
+                self.top + block_row * self.block_h + row * (_PANEL_H + self.row_gap), row)
+
+
+def _arrange(trials: list[str], signals: list[str], zoom: bool, reserved: float, row_gap: float) -> _Grid:
+    """The largest part of ``trials`` × ``signals`` (first ones first) that fits the size limits,
+    with ``reserved`` inches of the height taken by the parameter table."""
+    per_panel = 2 if zoom else 1
+    cell_w = _LEFT + _PANEL_W + (_ZOOM_LEFT + _ZOOM_W if zoom else 0.0)
+    max_cols = max(1, int((MAX_WIDTH_IN - _RIGHT) // cell_w))
+    room = MAX_HEIGHT_IN - reserved - (_TOP + 4 * _LINE + _TITLE_ROOM)  # with two lines of notes
+    max_rows = max(1, int((room - _BLOCK_GAP + row_gap) // (_PANEL_H + row_gap)))
+    shown = signals[:min(max_cols * max_rows, max(1, MAX_PANELS // per_panel))]
+    cols = -(-len(shown) // max_rows)
+    rows = -(-len(shown) // cols)
+    block_h = rows * (_PANEL_H + row_gap) - row_gap + _BLOCK_GAP
+    side = max(1, max_cols // cols)
+    n = min(len(trials), side * max(1, int(room // block_h)), max(1, MAX_PANELS // (per_panel * len(shown))))
+    down = -(-n // side)
+    notes = []
+    if n < len(trials):
+        notes.append(f"showing {n} of {len(trials)} trials: {_short(trials[0], 24)} … "
+                     f"{_short(trials[n - 1], 24)} (plot one with trial=NAME)")
+    if len(shown) < len(signals):
+        notes.append(f"showing the first {len(shown)} of {len(signals)} signals (choose with signals=[…])")
+    return _Grid(trials[:n], shown, zoom, cols, rows, -(-n // down), row_gap, notes)
+
+
+def _table(result) -> tuple[list[list[str]], float, float]:
+    """The parameter lines in columns that fit :data:`MAX_WIDTH_IN`, at most :data:`_TABLE_ROWS`
+    deep; the width of a column and the table's height (inches)."""
+    lines = parameter_lines(result)
+    if not lines:
+        return [], 0.0, 0.0
+    col_w = _CHAR_W * max(map(len, lines)) + 0.35
+    ncol = max(1, min(-(-len(lines) // 6), int((MAX_WIDTH_IN - 0.3) // col_w)))
+    rows = -(-len(lines) // ncol)
+    if rows > _TABLE_ROWS:
+        rows, keep = _TABLE_ROWS, _TABLE_ROWS * ncol - 1
+        lines = lines[:keep] + [f"… and {len(lines) - keep} more parameters"]
+    return [lines[k * rows:(k + 1) * rows] for k in range(ncol)], col_w, 0.15 + _TEXT_LINE * (rows + 1)
+
+
+def _figure(grid: _Grid, title: str, table_w: float, table_h: float):
+    """An empty figure for ``grid`` with its title and notes; the x offset of the panels."""
+    from matplotlib.figure import Figure
+
+    width = max(grid.width, table_w + 0.3, 5.0)
+    height = grid.height + table_h + 0.1
+    fig = Figure(figsize=(width, height))
+    fig.suptitle(title, fontsize=10, y=1 - _TOP / height, va="top")
+    for k, note in enumerate(grid.notes):
+        fig.text(0.5, 1 - (_TOP + _LINE * (2 + k)) / height, note, ha="center", va="top", fontsize=8,
+                 style="italic")
+    return fig, 0.5 * (width - grid.width)
+
+
+def _add_axes(fig, left: float, top: float, width: float, sharex=None):
+    w, h = fig.get_size_inches()
+    ax = fig.add_axes((left / w, 1 - (top + _PANEL_H) / h, width / w, _PANEL_H / h), sharex=sharex)
+    ax.tick_params(labelsize=7)
+    return ax
+
+
+def _bottom(ax, last: bool) -> None:
+    """x label and tick labels on the last row of a column only (the column shares x)."""
+    if last:
+        ax.set_xlabel("time (s)", fontsize=8)
+    else:
+        ax.tick_params(labelbottom=False)
+
+
+def _inside(index, window) -> slice:
+    """The rows of a sorted ``index`` in ``window``, with one more on each side (a line reaches the edges)."""
+    t = np.asarray(index, dtype=float)
+    return slice(max(int(np.searchsorted(t, window[0], "left")) - 1, 0),
+                 int(np.searchsorted(t, window[1], "right")) + 1)
+
+
+def _draw_fit(ax, meas, traj, signal: str, window) -> None:
+    """The measured dots and the identified line of ``signal`` (in ``window`` only, when given)."""
+    for frame, dots, style in ((meas, True, dict(ls="none", marker=".", ms=2.5, color="0.55")),
+                               (traj, False, dict(lw=1.2, color="C0"))):
+        if frame is not None and signal in frame:
+            part = frame[signal] if window is None else frame[signal].iloc[_inside(frame.index, window)]
+            ax.plot(*_thin(part.index.to_numpy(dtype=float), part.to_numpy(dtype=float), dots=dots), **style)
+
+
+def _signals(result, trials: list[str], signals, frames: str) -> list[str]:
+    """``signals`` checked against the trials' trajectories and ``frames`` (measurements or
+    residuals); by default every column of ``frames`` (of the trajectories when there are none)."""
+    if signals is None:
+        found = list(dict.fromkeys(s for t in trials for s in getattr(result, frames).get(t, ())))
+        return found or list(dict.fromkeys(s for t in trials for s in result.trajectories[t].columns))
+    known = set().union(*(result.trajectories[t].columns for t in trials),
+                        *(getattr(result, frames).get(t, ()) for t in trials))
+    missing = [s for s in signals if s not in known]
+    if missing:
+        raise KeyError(f"no signal(s) {', '.join(missing)}; available: {', '.join(sorted(known))}")
+    return list(signals)
+
+
+def plot_fit(result, trial=None, *, signals=None, path=None):
+    """Measured vs identified trajectories: a block of panels (one per signal) per trial.
+
+    A trial whose record is long in units of its own dynamics (more than
+    :data:`ZOOM_AFTER_WINDOWS` windows of :data:`ZOOM_TIMESCALES` autocorrelation times) gets
+    a zoomed panel beside each full one, on the window (shaded in the full panel) around its
+    largest scaled residual.  Every parameter with its 95 % interval and unit is listed under
+    the panels.  Trials and signals that do not fit the size limits (module docstring) are
+    left out, and the figure says so.
 
     Parameters
     ----------
@@ -95,108 +365,113 @@ def plot_fit(result, trial=None, *, signals=None, path=None):
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     trials = _trial_names(result, trial)
-    if signals is None:
-        signals = list(dict.fromkeys(s for t in trials for s in result.measurements[t].columns))
-    else:
-        known = set().union(*(result.trajectories[t].columns for t in trials))
-        missing = [s for s in signals if s not in known]
-        if missing:
-            raise KeyError(f"plot_fit: no signal(s) {', '.join(missing)}; available: {', '.join(sorted(known))}")
-    columns = []  # (trial, window or None)
-    for t in trials:
-        index = result.trajectories[t].index
-        columns.append((t, None))
-        if len(index) and float(index[-1] - index[0]) > ZOOM_AFTER_S:
-            columns.append((t, _zoom_window(result, t, signals)))
-    lines = parameter_lines(result)
-    per_col = 12
-    text_cols = max(1, -(-len(lines) // per_col))
-    text_rows = min(len(lines), per_col)
-    width = max(4.2 + 3.8 * len(columns), 3.4 * text_cols)
-    text_h = 0.35 + 0.17 * text_rows
-    fig = Figure(figsize=(width, 1.0 + 2.1 * len(signals) + text_h), layout="constrained")
-    grid = fig.add_gridspec(len(signals) + 1, len(columns), height_ratios=[2.1] * len(signals) + [text_h],
-                            width_ratios=[1.0 if w is None else 0.6 for _, w in columns])
-    axes = np.empty((len(signals), len(columns)), dtype=object)
-    for c, (t, window) in enumerate(columns):
-        meas = result.measurements[t]
-        traj = result.trajectories[t]
-        for r, s in enumerate(signals):
-            ax = fig.add_subplot(grid[r, c], sharex=axes[0, c] if r else None)
-            axes[r, c] = ax
-            if s in meas:
-                ax.plot(meas.index, meas[s], ".", ms=2.5, color="0.55", label="measured")
-            ax.plot(traj.index, traj[s], "-", lw=1.2, color="C0", label=f"identified ({result.method})")
-            if window is None:
-                ax.set_ylabel(_label(result, s))
-            else:
-                ax.set_xlim(*window)
-                inside = (traj.index >= window[0]) & (traj.index <= window[1])
-                shown = np.concatenate([traj[s].to_numpy()[inside],
-                                        meas[s].to_numpy()[(meas.index >= window[0]) & (meas.index <= window[1])]
-                                        if s in meas else []])
-                shown = shown[np.isfinite(shown)]
-                if shown.size:
-                    pad = 0.08 * (np.ptp(shown) or 1.0)
-                    ax.set_ylim(shown.min() - pad, shown.max() + pad)
-            if r == 0:
-                ax.set_title(t if window is None else f"{t}: {window[0]:.1f}–{window[1]:.1f} s", fontsize=9)
-            if r == len(signals) - 1:
-                ax.set_xlabel("time (s)")
-            else:
-                ax.tick_params(labelbottom=False)
-        if window is None:
-            axes[0, c].legend(loc="upper right", fontsize=8, framealpha=0.85)
-    table = fig.add_subplot(grid[-1, :])
-    table.axis("off")
-    for k in range(text_cols):
-        chunk = lines[k * per_col:(k + 1) * per_col]
-        table.text(k / text_cols, 1.0, "\n".join(chunk), va="top", ha="left", family="monospace", fontsize=8,
-                   transform=table.transAxes)
+    signals = _signals(result, trials, signals, "measurements") if trials else []
+    chunks, col_w, table_h = _table(result)
     state = "success" if result.success else f"FAILED ({result.status})"
-    fig.suptitle(f"{result.problem} · {result.method} · {state}", fontsize=10)
+    title = f"{result.problem} · {result.method} · {state}"
+    if not signals:
+        grid = _Grid([], [], False, 1, 1, 1, _ROW_GAP, ["nothing to plot: the result holds no trajectories"])
+    else:
+        windows = {t: _zoom_window(result, t, signals) for t in trials}
+        grid = _arrange(trials, signals, any(windows.values()), table_h, _ROW_GAP)
+        if grid.zoom and not any(windows[t] for t in grid.trials):
+            grid = _arrange(trials, signals, False, table_h, _ROW_GAP)
+    fig, x0 = _figure(grid, title, len(chunks) * col_w, table_h)
+    for i, t in enumerate(grid.trials):
+        meas, traj = result.measurements.get(t), result.trajectories[t]
+        window = windows[t] if grid.zoom else None
+        shared: dict[str, object] = {}
+        for j, s in enumerate(grid.signals):
+            left, top, row = grid.place(i, j)
+            last = row == grid.rows - 1 or j == len(grid.signals) - 1
+            panels = [(None, left, _PANEL_W)]
+            if window is not None:
+                panels.append((window, left + _PANEL_W + _ZOOM_LEFT, _ZOOM_W))
+            for win, x, width in panels:
+                key = "full" if win is None else "zoom"
+                ax = _add_axes(fig, x0 + x, top, width, sharex=shared.get(key))
+                shared.setdefault(key, ax)
+                _draw_fit(ax, meas, traj, s, win)
+                ax.set_ylabel(_label(result, s), fontsize=8 if win is None else 7)
+                if win is None and window is not None:
+                    # the edges keep a narrow window visible
+                    ax.axvspan(*window, facecolor="C1", edgecolor="C1", alpha=0.25, lw=1.0, zorder=3)
+                elif win is not None:
+                    ax.set_xlim(*win)
+                if row == 0:
+                    ax.set_title(_short(t) if win is None else f"zoom {win[0]:.4g}–{win[1]:.4g} s",
+                                 fontsize=8, loc="right")
+                _bottom(ax, last)
+    w, h = fig.get_size_inches()
+    if grid.trials:
+        handles = [Line2D([], [], ls="none", marker=".", ms=6, color="0.55", label="measured"),
+                   Line2D([], [], lw=1.2, color="C0", label=f"identified ({result.method})")]
+        if grid.zoom:
+            handles.append(Patch(facecolor="C1", edgecolor="C1", alpha=0.25, label="zoomed window"))
+        fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - (_TOP + _LINE) / h),
+                   ncols=len(handles), frameon=False, fontsize=8)
+    if chunks:
+        top = 1 - grid.height / h
+        fig.text(0.15 / w, top, "parameters, 95 % interval", va="top", fontsize=8, weight="bold")
+        for k, chunk in enumerate(chunks):
+            fig.text((0.15 + k * col_w) / w, top - _TEXT_LINE / h, "\n".join(chunk), va="top", ha="left",
+                     family="monospace", fontsize=8)
     if path is not None:
         save_figure(fig, path)
     return fig
 
 
-def plot_residuals(result, trial=None, *, path=None):
-    """Residuals (model − measurement) per fitted signal, with their RMS in the legend.
+def plot_residuals(result, trial=None, *, signals=None, path=None):
+    """Residuals (model − measurement) per fitted signal, with their RMS above each panel.
+
+    Laid out as :func:`plot_fit` (without zoomed panels or parameter table).
 
     Parameters
     ----------
     result : Result
     trial : str or int, optional
+        One trial (default: all).
+    signals : list of str, optional
+        Signals to show (default: every fitted signal).
     path : path-like, optional
 
     Returns
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.figure import Figure
-
     trials = _trial_names(result, trial)
-    signals = list(dict.fromkeys(s for t in trials for s in result.residuals[t].columns))
-    fig = Figure(figsize=(4.2 + 3.8 * len(trials), 1.0 + 1.8 * len(signals)), layout="constrained")
-    axes = np.atleast_2d(fig.subplots(len(signals), len(trials), sharex="col", squeeze=False))
-    for c, t in enumerate(trials):
-        res = result.residuals[t]
-        for r, s in enumerate(signals):
-            ax = axes[r, c]
-            if s in res:
-                rms = float(np.sqrt(np.mean(res[s] ** 2)))
-                ax.plot(res.index, res[s], ".", ms=2.0, color="C3", label=f"RMS {rms:.3g}")
-                ax.legend(loc="upper right", fontsize=8, frameon=False)
+    signals = _signals(result, trials, signals, "residuals") if trials else []
+    title = f"{result.problem}: residuals (model − measured)"
+    if not any(s in result.residuals.get(t, ()) for t in trials for s in signals):
+        grid = _Grid([], [], False, 1, 1, 1, _TITLED_ROW_GAP,
+                     ["nothing to plot: the result holds no residuals"])
+    else:
+        grid = _arrange(trials, signals, False, 0.0, _TITLED_ROW_GAP)
+    fig, x0 = _figure(grid, title, 0.0, 0.0)
+    for i, t in enumerate(grid.trials):
+        res = result.residuals.get(t)
+        shared = None
+        for j, s in enumerate(grid.signals):
+            left, top, row = grid.place(i, j)
+            ax = _add_axes(fig, x0 + left, top, _PANEL_W, sharex=shared)
+            shared = shared or ax
+            name = f"{_short(t, 24)} · " if row == 0 else ""
+            if res is not None and s in res:
+                values = res[s].to_numpy(dtype=float)
+                ax.plot(*_thin(res.index.to_numpy(dtype=float), values, dots=True), ls="none", marker=".",
+                        ms=2.0, color="C3")
+                unit = result.units.get(s, "")
+                ax.set_title(f"{name}RMS {_rms(values[:, None])[0]:.3g}" + (f" {unit}" if unit else ""),
+                             fontsize=8, loc="right")
+            elif name:
+                ax.set_title(name.rstrip(" ·"), fontsize=8, loc="right")
             ax.axhline(0.0, color="0.3", lw=0.8)
-            ax.set_ylabel(_label(result, s))
-            if r == 0:
-                ax.set_title(t, fontsize=9)
-            if r == len(signals) - 1:
-                ax.set_xlabel("time (s)")
-    fig.suptitle(f"{result.problem}: residuals (model − measured)", fontsize=10)
+            ax.set_ylabel(_label(result, s), fontsize=8)
+            _bottom(ax, row == grid.rows - 1 or j == len(grid.signals) - 1)
     if path is not None:
         save_figure(fig, path)
     return fig
@@ -205,6 +480,19 @@ def plot_residuals(result, trial=None, *, path=None):
 # ---- method comparisons (colloc.studies.compare) ---------------------------------------------------
 def _method_colors(comparison) -> dict[str, str]:
     return {label: f"C{i % 10}" for i, label in enumerate(comparison.methods)}
+
+
+def _legend_under(fig, axes, fontsize: float, caption: str | None = None) -> None:
+    """One legend of every labelled artist of ``axes`` (and ``caption`` above its entries), under
+    the panels (the constrained layout makes room for it), so that it covers no data."""
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    if entries:
+        fig.legend(list(entries.values()), list(entries), loc="outside lower center",
+                   ncols=min(len(entries), 3), fontsize=fontsize, frameon=False, title=caption,
+                   title_fontproperties={"size": fontsize, "style": "italic"})
 
 
 def plot_objective_history(comparison, *, path=None):
@@ -229,7 +517,7 @@ def plot_objective_history(comparison, *, path=None):
     from matplotlib.ticker import MaxNLocator
 
     colors = _method_colors(comparison)
-    fig = Figure(figsize=(11.0, 4.6), layout="constrained")
+    fig = Figure(figsize=(11.0, 5.2), layout="constrained")
     ax_it, ax_t = fig.subplots(1, 2, sharey=True)
     labelled: set[tuple[str, int]] = set()
     any_estimated = False
@@ -253,8 +541,6 @@ def plot_objective_history(comparison, *, path=None):
     for ax in (ax_it, ax_t):
         ax.set_yscale("log")
         ax.grid(True, which="major", alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=8, loc="upper right", framealpha=0.85)
     ax_it.xaxis.set_major_locator(MaxNLocator(integer=True))
     t_all = np.concatenate([ln.get_xdata() for ln in ax_t.lines]) if ax_t.lines else np.zeros(0)
     t_pos = t_all[np.isfinite(t_all) & (t_all > 0)]
@@ -268,11 +554,9 @@ def plot_objective_history(comparison, *, path=None):
     fig.suptitle(f"{comparison.problem}: {len(comparison.runs)} runs "
                  f"({len(comparison.methods)} methods × {comparison.starts} starts; thick = start 0, "
                  f"× = not converged)", fontsize=10)
-    if any_estimated:
-        fig.text(0.5, 0.005, "Dashed (time panel): no per-iteration timing is recorded for this method "
-                 "(IPOPT collocation / multiple shooting); its solve time is spread evenly over the iterations.",
-                 ha="center", va="bottom", fontsize=8, style="italic")
-        fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))
+    caption = ("Dashed (time panel): no per-iteration timing is recorded for this method (IPOPT "
+               "collocation / multiple shooting); its solve time is spread evenly over the iterations.")
+    _legend_under(fig, (ax_it, ax_t), 8, caption if any_estimated else None)
     if path is not None:
         save_figure(fig, path)
     return fig
@@ -300,7 +584,7 @@ def plot_estimates(comparison, *, path=None):
     n = max(len(names), 1)
     ncols = min(n, 4)
     nrows = -(-n // ncols)
-    fig = Figure(figsize=(3.4 * ncols + 0.6, 2.9 * nrows + 0.8), layout="constrained")
+    fig = Figure(figsize=(max(3.4 * ncols + 0.6, 6.0), 2.9 * nrows + 1.4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False)).ravel()
     colors = _method_colors(comparison)
     labels = list(comparison.methods)
@@ -340,8 +624,7 @@ def plot_estimates(comparison, *, path=None):
         ax.set_xticks(range(comparison.starts))
         ax.set_xlim(-0.6, comparison.starts - 0.4)
         ax.grid(True, alpha=0.3)
-        if j == 0:
-            ax.legend(fontsize=7, loc="best", framealpha=0.85)
+    _legend_under(fig, axes[:len(names)], 7)
     for ax in axes[len(names):]:
         ax.set_visible(False)
     more = len(comparison.parameter_names) - len(names)
