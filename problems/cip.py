@@ -903,7 +903,8 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
               "gain_bounds": {k: list(v) for k, v in rng.items()},
               "innovations_std": float(np.std(((cop - pred) / sd[:, 0])[measured])),
               "missing_samples": int(cop.size - measured.sum())},
-        initial_parameters=dict(start), solver_status=fit.message, descriptions={k: describe[k] for k in names})
+        initial_parameters=dict(start), solver_status=fit.message, descriptions={k: describe[k] for k in names},
+        trajectory_label=f"one-step-ahead prediction (Kalman filter, {controller})")
     innovations = pd.DataFrame({"cop": np.where(measured, (cop - pred) / sd[:, 0], np.nan)}, index=index)
     # a noise intensity of zero is an answer (no white COP noise in a low-passed record, no drift);
     # the other bounds are where the fit looks

@@ -408,8 +408,9 @@ def plot_fit(result, trial=None, *, signals=None, path=None):
                 _bottom(ax, last)
     w, h = fig.get_size_inches()
     if grid.trials:
+        model_label = getattr(result, "trajectory_label", "") or f"identified ({result.method})"
         handles = [Line2D([], [], ls="none", marker=".", ms=6, color="0.55", label="measured"),
-                   Line2D([], [], lw=1.2, color="C0", label=f"identified ({result.method})")]
+                   Line2D([], [], lw=1.2, color="C0", label=model_label)]
         if grid.zoom:
             handles.append(Patch(facecolor="C1", edgecolor="C1", alpha=0.25, label="zoomed window"))
         fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1 - (_TOP + _LINE) / h),

@@ -102,6 +102,9 @@ class Result:
         The scale of each interval: ``"log"``, ``"-log"``, ``"logit"``, ``"linear"`` or ``"none"``.
     simulation_note : str
         Why there is no forward-simulation check, when :attr:`simulation` is empty.
+    trajectory_label : str
+        What :attr:`trajectories` are, when they are not the fitted model's own trajectory (a
+        Kalman filter's one-step-ahead prediction); figures and reports name them so.
     """
 
     problem: str
@@ -132,6 +135,7 @@ class Result:
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
     interval_scales: dict[str, str] = field(default_factory=dict)
     simulation_note: str = ""
+    trajectory_label: str = ""
 
     def __post_init__(self) -> None:
         if not self.solver_status:
@@ -310,6 +314,7 @@ class Result:
         doc["violations"] = self.violations
         doc["simulation"] = self.simulation
         doc["simulation_note"] = self.simulation_note
+        doc["trajectory_label"] = self.trajectory_label
         doc["units"] = self.units
         doc["info"] = self.info
         doc["trajectories"] = {k: _frame_to_dict(v) for k, v in self.trajectories.items()}
@@ -376,6 +381,7 @@ class Result:
                        for k, v in doc.get("intervals", {}).items()},
             interval_scales=dict(doc.get("interval_scales", {})),
             simulation_note=doc.get("simulation_note", ""),
+            trajectory_label=doc.get("trajectory_label", ""),
         )
 
     # ---- prediction ---------------------------------------------------------------------
@@ -399,11 +405,11 @@ class Result:
 
         return plot_fit(self, trial=trial, signals=signals, path=path)
 
-    def plot_residuals(self, trial: str | int | None = None, *, path=None):
+    def plot_residuals(self, trial: str | int | None = None, *, signals=None, path=None):
         """Residuals (model − measurement) per fitted signal. See :mod:`colloc.results.plotting`."""
         from .plotting import plot_residuals
 
-        return plot_residuals(self, trial=trial, path=path)
+        return plot_residuals(self, trial=trial, signals=signals, path=path)
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v:.6g}" for k, v in list(self.parameters.items())[:8])
