@@ -236,8 +236,11 @@ class Result:
     def summary(self, truth: dict[str, float] | None = None) -> str:
         """A human-readable report: status, timings, parameter table, simulation check."""
         ending = self.status if self.solver_status in ("", self.status) else f"{self.status}; solver: {self.solver_status}"
+        model = "".join(f" · {label} {self.info[key]}" for key, label in (("controller", "controller"),
+                                                                          ("noise_model", "noise model"))
+                        if isinstance(self.info.get(key), str))
         lines = [
-            f"{self.problem} · {self.method} · {'success' if self.success else 'FAILED'} "
+            f"{self.problem} · {self.method}{model} · {'success' if self.success else 'FAILED'} "
             f"({ending}) · {self.iterations} iterations · objective {self.objective:.6g}",
             self.timing_line(),
             "",
