@@ -362,16 +362,26 @@ def _report_poor_fit(result) -> None:
         sys.stderr.write(f"colloc: poor fit: {reason}; {POOR_FIT_HINT}\n")
 
 
-def cmd_demo(args) -> int:
-    module = load_problem_module(args.problem)
+def _demo_data(module) -> list[str]:
+    """The shipped files of a problem's demo.  ``DEFAULT_DATA`` names one file or folder (path
+    parts under ``data/``, a folder standing for its ``.csv`` files) or a tuple of such names."""
     from colloc_problems._data import data_path  # the shipped data belong to the problems package
 
-    path = data_path(*module.DEFAULT_DATA)
+    spec = module.DEFAULT_DATA
+    entries = (spec,) if all(isinstance(part, str) for part in spec) else spec
+    return _data_files("DEFAULT_DATA", [str(data_path(*parts)) for parts in entries])
+
+
+def cmd_demo(args) -> int:
+    module = load_problem_module(args.problem)
+    paths = _demo_data(module)
     out = _check_output_dir("--out", args.out)
     stem = args.problem.replace("-", "_")
-    print(f"colloc {__version__} demo: identify the {args.problem} parameters from {path}")
+    shown = paths[0] if len(paths) == 1 else (f"{len(paths)} records in {Path(paths[0]).parent}: "
+                                              + ", ".join(Path(p).name for p in paths))
+    print(f"colloc {__version__} demo: identify the {args.problem} parameters from {shown}")
     t0 = time.perf_counter()
-    result = _identify(args.problem, [str(path)], args.method, None, args.verbose, False)
+    result = _identify(args.problem, paths, args.method, None, args.verbose, False)
     print(result.summary(module.TRUE))
     _report_poor_fit(result)
     from .results.plotting import plot_fit, plot_residuals

@@ -175,6 +175,31 @@ def test_demo_of_another_problem(capsys, tmp_path):
     assert (tmp_path / "pendulum_fit.png").stat().st_size > 10_000
 
 
+def test_demo_data_names_a_file_a_folder_or_several(tmp_path, monkeypatch):
+    """``DEFAULT_DATA``: one file, a folder (its .csv files, as ``--data FOLDER``) or several names."""
+    from types import SimpleNamespace
+
+    from colloc.cli import UsageError, _demo_data
+    from colloc_problems import _data, fes_muscle
+
+    (tmp_path / "recs").mkdir()
+    for name in ("b.csv", "a.csv", "notes.md"):
+        (tmp_path / "recs" / name).write_text("time\n")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setattr(_data, "data_path", lambda *parts: tmp_path.joinpath(*parts))
+    recs = tmp_path / "recs"
+    assert _demo_data(SimpleNamespace(DEFAULT_DATA=("recs", "b.csv"))) == [str(recs / "b.csv")]
+    assert _demo_data(SimpleNamespace(DEFAULT_DATA=("recs",))) == [str(recs / "a.csv"), str(recs / "b.csv")]
+    assert _demo_data(SimpleNamespace(DEFAULT_DATA=(("recs", "b.csv"), ("recs", "a.csv")))) \
+        == [str(recs / "b.csv"), str(recs / "a.csv")]
+    with pytest.raises(UsageError, match="empty: folder holds no .csv file"):
+        _demo_data(SimpleNamespace(DEFAULT_DATA=("empty",)))
+    # fes-muscle's demo fits the four noisy trains (a user's records are noisy), not their clean twins
+    monkeypatch.undo()
+    names = [Path(p).name for p in _demo_data(fes_muscle)]
+    assert names == ["noisy_10hz.csv", "noisy_20hz.csv", "noisy_30hz.csv", "noisy_50hz.csv"]
+
+
 def test_readme_quick_start_matches_ci():
     """README has exactly two quick-start commands; CI runs the second verbatim."""
     readme = (REPO / "README.md").read_text()
