@@ -503,13 +503,20 @@ def cmd_batch(args) -> int:
           + (f" on the scheduler {args.scheduler}" if args.scheduler else ""), flush=True)
     with capture_native_output() as native:
         report = batch(args.manifest, out, workers=args.workers, scheduler=args.scheduler, resume=args.resume,
-                       summary=args.summary, stream=native.terminal)
+                       retry_failed=args.retry_failed, summary=args.summary, stream=native.terminal)
     _replay(native)
     ok = report.succeeded
     print(f"{report.total} fits: {ok} succeeded, {report.total - ok} failed"
-          + (f", {report.skipped} already done (--resume)" if report.skipped else "")
+          + (f", {report.skipped} kept from {out / 'fits'}/ (--resume)" if report.skipped else "")
+          + (f", {report.retried} failed fit(s) run again (--retry-failed)" if report.retried else "")
           + f" · {report.seconds:.1f} s")
     print(f"results written to {out / 'results.csv'} and {out / 'fits'}/")
+    if report.total - ok:
+        kept = (f"; {report.skipped_failed} of them recorded by an earlier run and not run again"
+                if report.skipped_failed else "")
+        print(f"{report.total - ok} failed fit(s): see the status and message columns of results.csv{kept}. "
+              f"Once their cause is fixed, run them again (and keep the fits that succeeded) with: "
+              f"colloc batch {args.manifest} --out {args.out} --resume --retry-failed")
     for kind, path in report.summary_paths.items():
         print(f"summary {kind} written to {path}")
     return EXIT_OK
@@ -834,6 +841,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "parallel on Dask: a local cluster by default, or a running scheduler. Each "
                                    "fit is the fit `colloc identify` makes. DIR/results.csv and DIR/fits/<fit_id>.json "
                                    "are written as fits finish; a failed fit is a row with its status and message. "
+                                   "--resume keeps every fit that has a document (a failed fit's document "
+                                   "records its failure); --retry-failed runs the failed ones again. "
                                    "Exit 0 when the batch completed (failed fits included).")
     b.add_argument("manifest", metavar="MANIFEST.csv", help="the fits (data paths relative to the manifest's folder)")
     b.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
@@ -842,7 +851,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes of the local cluster (default: one per core)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="address of a running Dask scheduler (tcp://host:8786); its workers need colloc installed")
-    b.add_argument("--resume", action="store_true", help="skip the fits whose DIR/fits/<fit_id>.json exists")
+    b.add_argument("--resume", action="store_true",
+                   help="skip the fits whose DIR/fits/<fit_id>.json exists, failed ones included (after an "
+                        "interruption: only the fits not yet done run)")
+    b.add_argument("--retry-failed", action="store_true",
+                   help="run again the fits whose document records a failure (a data file since supplied or "
+                        "fixed, a solver failure); implies --resume, so the fits that succeeded are kept")
     b.add_argument("--summary", action="store_true",
                    help="also write DIR/summary.csv (mean, sd, n per parameter and group) and DIR/summary.png")
     b.set_defaults(func=cmd_batch)

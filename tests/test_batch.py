@@ -236,6 +236,38 @@ def test_profile_on_a_client(client, fitted):
         co.profile(problem, "p", grid, segments=2)
 
 
+def test_retry_failed_runs_a_failed_fit_again_once_its_file_is_supplied(tmp_path, client, capsys):
+    (tmp_path / "manifest.csv").write_text("fit_id,problem,data\nok,pendulum,a.csv\nlate,pendulum,b.csv\n")
+    pendulum.simulate_trial(duration=2.0, noise_std=0.01, seed=1).to_csv(tmp_path / "a.csv")
+    manifest, out = tmp_path / "manifest.csv", tmp_path / "out"
+    first = co.batch(manifest, out, client=client, progress=False)
+    assert first.run == 2 and first.failed == 1
+    assert _table(out / "results.csv")["late"]["status"] == "bad_input"  # b.csv does not exist yet
+    pendulum.simulate_trial(duration=2.0, theta0=0.4, noise_std=0.01, seed=2).to_csv(tmp_path / "b.csv")
+    kept = (out / "fits" / "ok.json").stat().st_mtime_ns
+    # --resume keeps the recorded failure and says how to run it again
+    code = main(["batch", str(manifest), "--out", str(out), "--resume"])
+    stdout = capsys.readouterr().out
+    assert code == 0 and "1 succeeded, 1 failed, 2 kept from" in stdout, stdout
+    assert "1 of them recorded by an earlier run and not run again" in stdout
+    assert f"colloc batch {manifest} --out {out} --resume --retry-failed" in stdout
+    assert _table(out / "results.csv")["late"]["success"] == "False"
+    # --retry-failed runs it again; the fit that succeeded is kept as it was
+    code = main(["batch", str(manifest), "--out", str(out), "--resume", "--retry-failed",
+                 "--scheduler", client.scheduler.address])  # the fixture's cluster: none started here
+    stdout = capsys.readouterr().out
+    assert code == 0 and "2 succeeded, 0 failed, 1 kept from" in stdout, stdout
+    assert "1 failed fit(s) run again (--retry-failed)" in stdout and "failed fit(s): see" not in stdout
+    table = _table(out / "results.csv")
+    assert table["late"]["success"] == "True" and table["late"]["message"] == ""
+    serial = identify_files("pendulum", [str(tmp_path / "b.csv")])
+    assert json.loads((out / "fits" / "late.json").read_text())["parameters"] == serial.parameters
+    assert (out / "fits" / "ok.json").stat().st_mtime_ns == kept
+    # retry_failed implies resume: with nothing failed, nothing runs
+    again = co.batch(manifest, out, client=client, retry_failed=True, progress=False)
+    assert again.run == 0 and again.skipped == 2 and again.retried == 0
+
+
 def test_progress_line_counts_and_time_left():
     import io
 

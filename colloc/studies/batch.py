@@ -11,7 +11,9 @@ result document of each is written to ``OUT/fits/<fit_id>.json`` and the table
 every parameter and ``se_<parameter>``) is rewritten, both atomically, so an interrupted batch
 leaves consistent files and ``resume=True`` redoes only the fits without a document.  A fit
 that fails (a missing or broken file, a solver failure) is a row with its status and message;
-the batch goes on.  A worker process that dies is replaced and its task retried by Dask.
+the batch goes on.  Its document is kept as the record of the failure, so ``resume=True`` does
+not run it again; ``retry_failed=True`` (which implies ``resume``) does, once its cause is
+fixed.  A worker process that dies is replaced and its task retried by Dask.
 """
 
 from __future__ import annotations
@@ -106,7 +108,9 @@ class BatchReport:
 
     out: Path
     total: int
-    skipped: int = 0
+    skipped: int = 0  #: fits whose recorded document was kept (resume)
+    skipped_failed: int = 0  #: of those, fits recorded as failed (``retry_failed`` runs them again)
+    retried: int = 0  #: fits recorded as failed that were run again (``retry_failed``)
     run: int = 0
     failed: int = 0
     seconds: float = 0.0
@@ -297,8 +301,8 @@ class _Bar:
 
 
 def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, scheduler: str | None = None,
-          client=None, resume: bool = False, summary: bool = False, progress: bool | Callable = True,
-          stream=None) -> BatchReport:
+          client=None, resume: bool = False, retry_failed: bool = False, summary: bool = False,
+          progress: bool | Callable = True, stream=None) -> BatchReport:
     """Run every fit of ``manifest`` on Dask; write ``out/results.csv`` and ``out/fits/``.
 
     Parameters
@@ -315,7 +319,11 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
     client : dask.distributed.Client, optional
         A client to use as it is.
     resume : bool
-        Skip the fits whose document ``out/fits/<fit_id>.json`` exists.
+        Skip the fits whose document ``out/fits/<fit_id>.json`` exists, failed ones included
+        (their document records the failure).
+    retry_failed : bool
+        Run again the fits whose document records a failure (a file since supplied, a
+        solver failure to retry); implies ``resume``: successful fits are kept.
     summary : bool
         Also write ``summary.csv`` (mean, sd, n per parameter and group) and ``summary.png``.
     progress : bool or callable
@@ -337,16 +345,22 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
     if len(set(names.values())) != len(names):
         raise DataError(f"{manifest}: fit ids that differ only in characters not allowed in file names")
     report = BatchReport(out=out, total=len(specs))
+    resume = resume or retry_failed
     todo = []
     for spec in specs:
         doc_path = fits_dir / f"{names[spec.fit_id]}.json"
         if resume and doc_path.is_file():
             try:
-                report.rows[spec.fit_id] = _row(json.loads(doc_path.read_text(encoding="utf-8")))
-                report.skipped += 1
-                continue
+                row = _row(json.loads(doc_path.read_text(encoding="utf-8")))
             except (json.JSONDecodeError, KeyError, OSError):
-                pass  # unreadable: redo it
+                row = None  # unreadable: redo it
+            if row is not None and retry_failed and not row["success"]:
+                report.retried += 1
+            elif row is not None:
+                report.rows[spec.fit_id] = row
+                report.skipped += 1
+                report.skipped_failed += not row["success"]
+                continue
         todo.append(spec)
     bar = _Bar(len(todo), stream, enabled=progress is True)
     t0 = time.perf_counter()
