@@ -858,7 +858,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run again the fits whose document records a failure (a data file since supplied or "
                         "fixed, a solver failure); implies --resume, so the fits that succeeded are kept")
     b.add_argument("--summary", action="store_true",
-                   help="also write DIR/summary.csv (mean, sd, n per parameter and group) and DIR/summary.png")
+                   help="also write DIR/summary.csv (unit, mean, sd, n per problem, group and parameter) and "
+                        "DIR/summary.png (the estimates by group, one block of panels per problem)")
     b.set_defaults(func=cmd_batch)
 
     sm = sub.add_parser("ship-motion", help="deck motion of the MSS supply vessel in a JONSWAP sea state (CSV)",
