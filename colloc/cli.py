@@ -870,8 +870,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--tp", type=_number, required=True, metavar="S", help="peak period (s, > 0)")
     sm.add_argument("--gamma", type=_number, default=3.3, help="JONSWAP peak enhancement, 1-7 (default 3.3)")
     sm.add_argument("--heading", type=_number, default=180.0, metavar="DEG",
-                    help="wave direction of travel relative to the bow: 0 following, 90 towards starboard, "
-                         "180 head seas (default)")
+                    help="wave direction of travel relative to the bow, 0-360: 0 following, 90 towards "
+                         "starboard, 180 head seas (default)")
     sm.add_argument("--point", default=None, metavar="X,Y,Z",
                     help="deck point (m; x to the bow, y to port, z up) from the vessel's CG (default 0,0,0)")
     sm.add_argument("--duration", type=_number, default=60.0, metavar="S", help="record length (default 60 s)")
