@@ -284,10 +284,8 @@ def cmd_identify(args) -> int:
 
     imported = time.perf_counter()
     # every check before the solve: outputs, inputs, options
-    _check_output_file("--out", args.out)
+    _check_output_file("--out", args.out, (".json",))  # the result document is JSON (and so never the figure)
     _check_output_file("--plot", args.plot, PLOT_SUFFIXES)
-    if args.out and args.plot and Path(args.out).resolve() == Path(args.plot).resolve():
-        raise UsageError(f"--out and --plot name the same file {args.out}")
     paths = _data_files("--data", args.data)
     guess = _assignments("--guess", args.guess, _finite_number)
     bounds = _assignments("--bounds", args.bounds, _bounds_pair)
@@ -711,7 +709,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",
                    help="mesh intervals per sample interval (default 1; the data stay at the samples)")
-    p.add_argument("--out", metavar="RESULT.json", help="write the result document here (atomically)")
+    p.add_argument("--out", metavar="RESULT.json", help="write the result document here (JSON, atomically; the "
+                                                        "file name ends in .json)")
     p.add_argument("--json", action="store_true", help="print the result document on stdout and nothing else")
     p.add_argument("--plot", metavar="FIG.png", help="write measured vs identified trajectories")
     p.add_argument("--max-iter", type=int, default=500, metavar="K", help="IPOPT iteration limit (default 500)")

@@ -72,15 +72,16 @@ def _unwritable_folder(tmp_path: Path) -> Path:
 
 
 # ---- every check before the solve --------------------------------------------------------------------------
-@pytest.mark.parametrize("case", ["out-is-folder", "out-read-only", "out-no-folder", "plot-suffix", "plot-read-only",
-                                  "out-equals-plot"])
+@pytest.mark.parametrize("case", ["out-is-folder", "out-read-only", "out-no-folder", "out-suffix", "plot-suffix",
+                                  "plot-read-only", "out-equals-plot"])
 def test_identify_output_paths_are_checked_first(capsys, tmp_path, good_csv, no_solve, case):
     ro = _unwritable_folder(tmp_path)
-    (tmp_path / "existing").mkdir()
+    (tmp_path / "existing.json").mkdir()
     extra = {
-        "out-is-folder": ["--out", tmp_path / "existing"],
+        "out-is-folder": ["--out", tmp_path / "existing.json"],
         "out-read-only": ["--out", ro / "r.json"],
         "out-no-folder": ["--out", tmp_path / "nope" / "r.json"],
+        "out-suffix": ["--out", tmp_path / "r.txt"],  # JSON in a .txt: refused
         "plot-suffix": ["--plot", tmp_path / "f.xyz"],
         "plot-read-only": ["--plot", ro / "f.png"],
         "out-equals-plot": ["--out", tmp_path / "f.png", "--plot", tmp_path / "f.png"],
@@ -88,6 +89,8 @@ def test_identify_output_paths_are_checked_first(capsys, tmp_path, good_csv, no_
     code, out, err = run(capsys, "identify", "pendulum", "--data", good_csv, *extra)
     _one_line_error(code, err)
     assert out == ""
+    if case in ("out-suffix", "out-equals-plot"):
+        assert "--out" in err and "unknown file type" in err and "use one of .json" in err, err
 
 
 def test_demo_and_compare_output_folders_are_checked_first(capsys, tmp_path, good_csv, no_solve):
