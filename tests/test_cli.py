@@ -210,6 +210,20 @@ def test_readme_quick_start_matches_ci():
     assert commands[1] in ci.splitlines()
 
 
+def test_the_quick_start_output_is_ignored_by_git():
+    """`colloc demo` in the checkout (the README's quick start) leaves `git status` clean."""
+    git = shutil.which("git")
+    if git is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    from colloc.cli import build_parser
+
+    demo = build_parser()._subparsers._group_actions[0].choices["demo"]
+    folder = demo.get_default("out")
+    names = [f"{folder}/{stem}" for stem in ("two_link_result.json", "two_link_fit.png", "fes_muscle_result.json")]
+    proc = subprocess.run([git, "check-ignore", "--no-index", *names], cwd=REPO, capture_output=True, text=True)
+    assert proc.stdout.split() == names, proc.stdout + proc.stderr
+
+
 def test_module_entry_point_runs(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "colloc.cli", "problems"], capture_output=True, text=True,
                           cwd=tmp_path, timeout=120)
