@@ -1,0 +1,30 @@
+"""Smoke test of benchmarks/spine_stability.py --quick (one start of the spine's activation
+optimisation: the timings the test suite no longer asserts, reported against their targets)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_spine_stability_benchmark_reports_the_timings(tmp_path, monkeypatch, capsys):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))  # its `_report` helper
+    spec = importlib.util.spec_from_file_location("spine_stability", ROOT / "benchmarks" / "spine_stability.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "spine.json"
+    assert module.main(["--quick", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["case"]["starts"] == 1 and doc["targets_s"] == {"optimization_s": 30.0, "total_s": 60.0,
+                                                                 "delay_margin_s": 2.0}
+    (solve,) = doc["solves"]
+    assert solve["stable"] is True and solve["delay_margin"] > 0
+    assert set(solve["targets"]) == set(doc["targets_s"]) and set(solve["targets"].values()) <= {"PASS", "FAIL"}
+    t = solve["timings"]
+    assert {"build_s", "optimization_s", "delay_margin_s", "total_s"} <= set(t)
+    assert t["total_s"] >= t["build_s"] + t["optimization_s"] + t["delay_margin_s"]
+    printed = capsys.readouterr().out
+    assert "optimization PASS" in printed or "optimization FAIL" in printed
