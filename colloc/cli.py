@@ -299,7 +299,23 @@ def cmd_identify(args) -> int:
                            absolute_sigma=args.absolute_sigma, time_limit=args.time_limit, **_lab_options(args))
     if _T_MAIN is not None:  # from main() to the problem and its libraries imported (not the interpreter's start)
         result.timings["import_s"] = imported - _T_MAIN
-    if args.out:
+    _report_poor_fit(result)
+    note = sys.stderr if args.json else sys.stdout
+    if not args.json:
+        print(result.summary())
+    try:
+        if args.plot:  # before the document is written, so that it carries the figure's time (plot_s)
+            _plot(result, args.verbose, args.plot)
+    finally:  # the result document is written even when the figure fails
+        _write_result(result, args.out, args.json)
+    if args.plot:
+        note.write(f"figure written to {args.plot}\n")
+    return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _write_result(result, out: str | None, as_json: bool) -> None:
+    """``--out`` (atomically) and ``--json`` (stdout) of ``colloc identify``."""
+    if out:
         # the document carries the time of its own serialisation: serialised once with a
         # placeholder number in its place, which is then replaced by the time it took
         from .base.files import write_atomic
@@ -308,23 +324,26 @@ def cmd_identify(args) -> int:
         result.timings["write_s"] = _WRITE_PLACEHOLDER
         text = result.to_json()
         result.timings["write_s"] = time.perf_counter() - t_write
-        write_atomic(args.out, text.replace(repr(_WRITE_PLACEHOLDER), repr(result.timings["write_s"]), 1) + "\n")
-    _report_poor_fit(result)
-    note = sys.stderr if args.json else sys.stdout
-    if args.json:
+        write_atomic(out, text.replace(repr(_WRITE_PLACEHOLDER), repr(result.timings["write_s"]), 1) + "\n")
+    if as_json:
         sys.stdout.write(result.to_json(indent=None) + "\n")
-    else:
-        print(result.summary())
-        if args.out:
-            print(f"result written to {args.out}")
-    if args.plot:
-        from .results.plotting import plot_fit
+    elif out:
+        print(f"result written to {out}")
 
-        with capture_native_output(enabled=not args.verbose) as native:
-            plot_fit(result, path=args.plot)
+
+def _plot(result, verbose: bool, fit_path, residuals_path=None, signals=None) -> None:
+    """Draw and write the fit figure (and the residuals figure); their time is ``timings["plot_s"]``."""
+    from .results.plotting import plot_fit, plot_residuals
+
+    t_plot = time.perf_counter()
+    try:
+        with capture_native_output(enabled=not verbose) as native:
+            plot_fit(result, signals=signals, path=fit_path)
+            if residuals_path is not None:
+                plot_residuals(result, path=residuals_path)
         _replay(native)
-        note.write(f"figure written to {args.plot}\n")
-    return EXIT_OK if result.success else EXIT_FAILED
+    finally:
+        result.timings["plot_s"] = time.perf_counter() - t_plot
 
 
 def _lab_options(args) -> dict:
@@ -382,13 +401,12 @@ def cmd_demo(args) -> int:
     result = _identify(args.problem, paths, args.method, None, args.verbose, False)
     print(result.summary(module.TRUE))
     _report_poor_fit(result)
-    from .results.plotting import plot_fit, plot_residuals
-
     fig_path = out / f"{stem}_fit.png"
     states = getattr(module, "STATE_NAMES", None)
-    plot_fit(result, signals=list(states) if states else None, path=fig_path)
-    plot_residuals(result, path=out / f"{stem}_residuals.png")
-    result.to_json(out / f"{stem}_result.json")
+    try:
+        _plot(result, args.verbose, fig_path, out / f"{stem}_residuals.png", list(states) if states else None)
+    finally:  # with the figures' time, plot_s; written even when a figure fails
+        result.to_json(out / f"{stem}_result.json")
     print(f"\nfigure written to {fig_path.resolve()}")
     print(f"residual figure written to {(out / f'{stem}_residuals.png').resolve()}")
     print(f"result document written to {(out / f'{stem}_result.json').resolve()}")

@@ -173,6 +173,8 @@ def test_demo_of_another_problem(capsys, tmp_path):
     assert code == 0
     assert re.search(r"^p\s+10\s+\d+\.\d+\s+[+-]\d", out, re.M), out
     assert (tmp_path / "pendulum_fit.png").stat().st_size > 10_000
+    timings = json.loads((tmp_path / "pendulum_result.json").read_text())["timings"]
+    assert timings["plot_s"] > 0 and "total_s" in timings  # the figures' time, apart from the solve call's
 
 
 def test_demo_data_names_a_file_a_folder_or_several(tmp_path, monkeypatch):

@@ -185,6 +185,34 @@ def test_the_command_adds_its_import_and_write_phases(capsys, good_csv, tmp_path
     assert "import_s" in json.loads(out)["timings"] and "write_s" not in json.loads(out)["timings"]
 
 
+def test_the_figure_is_timed_in_the_document_and_a_failed_figure_keeps_it(capsys, good_csv, tmp_path, monkeypatch):
+    """--plot is drawn before the document is written, so the document has its time (plot_s);
+    total_s stays the solve call's (README "timings"): the parts add up within the command."""
+    import time
+
+    import colloc.results.plotting as plotting
+
+    out_json, fig = tmp_path / "r.json", tmp_path / "f.png"
+    start = time.perf_counter()
+    code, out, _ = run(capsys, "identify", "pendulum", "--data", good_csv, "--out", out_json, "--plot", fig)
+    wall = time.perf_counter() - start
+    t = json.loads(out_json.read_text())["timings"]
+    assert code == 0 and fig.read_bytes()[:4] == b"\x89PNG" and 0 < t["plot_s"] < wall
+    assert t["import_s"] + t["total_s"] + t["plot_s"] + t["write_s"] <= wall
+    code, out, _ = run(capsys, "identify", "pendulum", "--data", good_csv, "--json", "--plot", tmp_path / "g.png")
+    assert code == 0 and json.loads(out)["timings"]["plot_s"] > 0
+
+    def broken(*a, **k):
+        raise RuntimeError("the figure broke")
+    monkeypatch.setattr(plotting, "plot_fit", broken)
+    code, out, err = run(capsys, "identify", "pendulum", "--data", good_csv, "--out", tmp_path / "kept.json",
+                         "--plot", tmp_path / "h.png")
+    _one_line_error(code, err, expected_code=1)
+    assert "internal error: RuntimeError: the figure broke" in err
+    kept = json.loads((tmp_path / "kept.json").read_text())
+    assert kept["success"] and kept["timings"]["plot_s"] >= 0 and not (tmp_path / "h.png").exists()
+
+
 def test_matrix_gains_carry_their_own_units_and_meaning(capsys):
     code, out, err = run(capsys, "identify", "two-link", "--data", REPO / "data" / "two_link" / "two_link_seed.csv",
                          "--nodes", "400", "--json")
