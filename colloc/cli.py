@@ -502,7 +502,7 @@ def cmd_compare(args) -> int:
     print(f"\ncomparison written to {paths['json']}")
     print(f"figures written to {paths['objective_history']} and {paths['estimates']}")
     if not ok:
-        sys.stderr.write("colloc: no run succeeded (see the status column); exit 1\n")
+        sys.stderr.write("colloc: no run succeeded (see the table's solver_converged and status columns)\n")
     return EXIT_OK if ok else EXIT_FAILED
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -141,8 +140,9 @@ def _demo_files(problem: str, folder: Path, code: int, out: str, err: str, refer
 
 # ---- the commands as a user runs them, on the shipped records ---------------------------------------------
 def _command() -> list[str]:
-    found = shutil.which("colloc")
-    return [found] if found else [sys.executable, "-m", "colloc.cli"]
+    """The console script of this interpreter's installation (not another one on PATH)."""
+    script = Path(sys.executable).with_name("colloc")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "colloc.cli"]
 
 
 def _run(args: list, cwd: Path) -> subprocess.CompletedProcess:

@@ -290,8 +290,8 @@ def plot_estimates(comparison, *, path=None):
 
     Filled markers: successful runs; half-filled: the solver converged but the fit is not
     accepted (poor fit, a parameter on its search range's bound); open: the solver did not
-    converge; grey crosses: the initial guesses; dashed line: the true value when known.  A panel uses a log scale
-    when its positive values span more than two decades.
+    converge; grey crosses: the initial guesses; dashed line: the true value when known.  A
+    panel uses a log scale when its positive values span more than two decades.
 
     Parameters
     ----------
@@ -326,7 +326,8 @@ def plot_estimates(comparison, *, path=None):
                 values.append(g)
         for i, lab in enumerate(labels):
             runs = [r for r in comparison.runs if r.method == lab]
-            for kind, fill, suffix in (("success", "full", ""), ("rejected", "bottom", " (converged, fit not accepted)"),
+            for kind, fill, suffix in (("success", "full", ""),
+                                       ("rejected", "bottom", " (converged, fit not accepted)"),
                                        ("failed", "none", " (solver did not converge)")):
                 sel = [r for r in runs if _run_kind(r.result) == kind]
                 xs = [r.start + offsets[lab] for r in sel]
