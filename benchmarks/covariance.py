@@ -1,7 +1,7 @@
 """Time of the standard errors against the time of the solve, per shipped problem.
 
 For each problem the shipped data are identified with ``colloc.Midpoint()`` (the
-semibatch reactor on a 90 s grid, ``num_nodes=241``, all ten experiments) and the default
+semibatch reactor on a 90 s grid, ``num_nodes=241``, all nine experiments) and the default
 ``colloc.Ipopt()``; ``--method radau2`` uses the command line's default method instead
 (two collocation points per interval: twice the variables, a KKT matrix of ~1.7 M non-zeros
 on the two-link seed case).  Reported: IPOPT's solve time (``timings["solve_s"]``), the covariance

@@ -300,10 +300,8 @@ def cmd_identify(args) -> int:
 
     imported = time.perf_counter()
     # every check before the solve: outputs, inputs, options
-    _check_output_file("--out", args.out)
+    _check_output_file("--out", args.out, (".json",))  # the result document is JSON (and so never the figure)
     _check_output_file("--plot", args.plot, PLOT_SUFFIXES)
-    if args.out and args.plot and Path(args.out).resolve() == Path(args.plot).resolve():
-        raise UsageError(f"--out and --plot name the same file {args.out}")
     paths = _data_files("--data", args.data)
     guess = _assignments("--guess", args.guess, _finite_number)
     bounds = _assignments("--bounds", args.bounds, _bounds_pair)
@@ -318,7 +316,23 @@ def cmd_identify(args) -> int:
                            **_lab_options(args))
     if _T_MAIN is not None:  # from main() to the problem and its libraries imported (not the interpreter's start)
         result.timings["import_s"] = imported - _T_MAIN
-    if args.out:
+    _report_poor_fit(result)
+    note = sys.stderr if args.json else sys.stdout
+    if not args.json:
+        print(result.summary())
+    try:
+        if args.plot:  # before the document is written, so that it carries the figure's time (plot_s)
+            _plot(result, args.verbose, args.plot)
+    finally:  # the result document is written even when the figure fails
+        _write_result(result, args.out, args.json)
+    if args.plot:
+        note.write(f"figure written to {args.plot}\n")
+    return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _write_result(result, out: str | None, as_json: bool) -> None:
+    """``--out`` (atomically) and ``--json`` (stdout) of ``colloc identify``."""
+    if out:
         # the document carries the time of its own serialisation: serialised once with a
         # placeholder number in its place, which is then replaced by the time it took
         from .base.files import write_atomic
@@ -327,23 +341,26 @@ def cmd_identify(args) -> int:
         result.timings["write_s"] = _WRITE_PLACEHOLDER
         text = result.to_json()
         result.timings["write_s"] = time.perf_counter() - t_write
-        write_atomic(args.out, text.replace(repr(_WRITE_PLACEHOLDER), repr(result.timings["write_s"]), 1) + "\n")
-    _report_poor_fit(result)
-    note = sys.stderr if args.json else sys.stdout
-    if args.json:
+        write_atomic(out, text.replace(repr(_WRITE_PLACEHOLDER), repr(result.timings["write_s"]), 1) + "\n")
+    if as_json:
         sys.stdout.write(result.to_json(indent=None) + "\n")
-    else:
-        print(result.summary())
-        if args.out:
-            print(f"result written to {args.out}")
-    if args.plot:
-        from .results.plotting import plot_fit
+    elif out:
+        print(f"result written to {out}")
 
-        with capture_native_output(enabled=not args.verbose) as native:
-            plot_fit(result, path=args.plot)
+
+def _plot(result, verbose: bool, fit_path, residuals_path=None, signals=None) -> None:
+    """Draw and write the fit figure (and the residuals figure); their time is ``timings["plot_s"]``."""
+    from .results.plotting import plot_fit, plot_residuals
+
+    t_plot = time.perf_counter()
+    try:
+        with capture_native_output(enabled=not verbose) as native:
+            plot_fit(result, signals=signals, path=fit_path)
+            if residuals_path is not None:
+                plot_residuals(result, path=residuals_path)
         _replay(native)
-        note.write(f"figure written to {args.plot}\n")
-    return EXIT_OK if result.success else EXIT_FAILED
+    finally:
+        result.timings["plot_s"] = time.perf_counter() - t_plot
 
 
 def _lab_options(args) -> dict:
@@ -381,25 +398,34 @@ def _report_poor_fit(result) -> None:
         sys.stderr.write(f"colloc: poor fit: {reason}; {POOR_FIT_HINT}\n")
 
 
-def cmd_demo(args) -> int:
-    module = load_problem_module(args.problem)
+def _demo_data(module) -> list[str]:
+    """The shipped files of a problem's demo.  ``DEFAULT_DATA`` names one file or folder (path
+    parts under ``data/``, a folder standing for its ``.csv`` files) or a tuple of such names."""
     from colloc_problems._data import data_path  # the shipped data belong to the problems package
 
-    path = data_path(*module.DEFAULT_DATA)
+    spec = module.DEFAULT_DATA
+    entries = (spec,) if all(isinstance(part, str) for part in spec) else spec
+    return _data_files("DEFAULT_DATA", [str(data_path(*parts)) for parts in entries])
+
+
+def cmd_demo(args) -> int:
+    module = load_problem_module(args.problem)
+    paths = _demo_data(module)
     out = _check_output_dir("--out", args.out)
     stem = args.problem.replace("-", "_")
-    print(f"colloc {__version__} demo: identify the {args.problem} parameters from {path}")
+    shown = paths[0] if len(paths) == 1 else (f"{len(paths)} records in {Path(paths[0]).parent}: "
+                                              + ", ".join(Path(p).name for p in paths))
+    print(f"colloc {__version__} demo: identify the {args.problem} parameters from {shown}")
     t0 = time.perf_counter()
-    result = _identify(args.problem, [str(path)], args.method, None, args.verbose, False)
+    result = _identify(args.problem, paths, args.method, None, args.verbose, False)
     print(result.summary(module.TRUE))
     _report_poor_fit(result)
-    from .results.plotting import plot_fit, plot_residuals
-
     fig_path = out / f"{stem}_fit.png"
     states = getattr(module, "STATE_NAMES", None)
-    plot_fit(result, signals=list(states) if states else None, path=fig_path)
-    plot_residuals(result, path=out / f"{stem}_residuals.png")
-    result.to_json(out / f"{stem}_result.json")
+    try:
+        _plot(result, args.verbose, fig_path, out / f"{stem}_residuals.png", list(states) if states else None)
+    finally:  # with the figures' time, plot_s; written even when a figure fails
+        result.to_json(out / f"{stem}_result.json")
     print(f"\nfigure written to {fig_path.resolve()}")
     print(f"residual figure written to {(out / f'{stem}_residuals.png').resolve()}")
     print(f"result document written to {(out / f'{stem}_result.json').resolve()}")
@@ -422,7 +448,19 @@ def _parse_methods(text: str, nodes: int | None) -> dict:
     return {n: make_method(n, nodes if n in METHODS else None) for n in names}
 
 
+def _run_outcome(result) -> str:
+    """The solver's ending and the fit's judgement of one compare run, apart."""
+    from .results.report import solver_converged
+
+    if result.success:
+        return "converged, fit accepted"
+    if solver_converged(result):
+        return f"converged, fit NOT accepted ({result.status})"
+    return f"solver FAILED ({result.solver_status or result.status})"
+
+
 def cmd_compare(args) -> int:
+    from .results.report import solver_converged
     from .studies.compare import compare
 
     methods = _parse_methods(args.methods, args.nodes)
@@ -450,8 +488,8 @@ def cmd_compare(args) -> int:
             return
         r = event.result
         terminal[0].write(f"  [{event.index + 1}/{event.total}] {event.method} start {event.start}: "
-                          f"{'converged' if r.success else 'FAILED (' + r.status + ')'} · "
-                          f"{r.iterations} iterations · {r.timings.get('total_s', float('nan')):.2f} s\n")
+                          f"{_run_outcome(r)} · {r.iterations} iterations · "
+                          f"{r.timings.get('total_s', float('nan')):.2f} s\n")
         terminal[0].flush()
 
     solver = Ipopt(max_iter=args.max_iter)
@@ -476,12 +514,15 @@ def cmd_compare(args) -> int:
     comparison.notes["trials"] = [str(p) for p in paths]
     paths = comparison.write(out)
     ok = sum(r.result.success for r in comparison.runs)
+    converged = sum(solver_converged(r.result) for r in comparison.runs)
     print(f"{args.problem} · {len(methods)} methods × {args.starts} starts (seed {args.seed}) · "
-          f"{ok}/{len(comparison.runs)} runs converged")
+          f"{converged}/{len(comparison.runs)} runs converged, {ok} succeeded (fit accepted)")
     print(comparison.format_table())
     print(f"\ncomparison written to {paths['json']}")
     print(f"figures written to {paths['objective_history']} and {paths['estimates']}")
-    return EXIT_OK if comparison.all_succeeded else EXIT_FAILED
+    if not ok:
+        sys.stderr.write("colloc: no run succeeded (see the table's solver_converged and status columns)\n")
+    return EXIT_OK if ok else EXIT_FAILED
 
 
 def cmd_batch(args) -> int:
@@ -497,13 +538,20 @@ def cmd_batch(args) -> int:
           + (f" on the scheduler {args.scheduler}" if args.scheduler else ""), flush=True)
     with capture_native_output() as native:
         report = batch(args.manifest, out, workers=args.workers, scheduler=args.scheduler, resume=args.resume,
-                       summary=args.summary, stream=native.terminal)
+                       retry_failed=args.retry_failed, summary=args.summary, stream=native.terminal)
     _replay(native)
     ok = report.succeeded
     print(f"{report.total} fits: {ok} succeeded, {report.total - ok} failed"
-          + (f", {report.skipped} already done (--resume)" if report.skipped else "")
+          + (f", {report.skipped} kept from {out / 'fits'}/ (--resume)" if report.skipped else "")
+          + (f", {report.retried} failed fit(s) run again (--retry-failed)" if report.retried else "")
           + f" · {report.seconds:.1f} s")
     print(f"results written to {out / 'results.csv'} and {out / 'fits'}/")
+    if report.total - ok:
+        kept = (f"; {report.skipped_failed} of them recorded by an earlier run and not run again"
+                if report.skipped_failed else "")
+        print(f"{report.total - ok} failed fit(s): see the status and message columns of results.csv{kept}. "
+              f"Once their cause is fixed, run them again (and keep the fits that succeeded) with: "
+              f"colloc batch {args.manifest} --out {args.out} --resume --retry-failed")
     for kind, path in report.summary_paths.items():
         print(f"summary {kind} written to {path}")
     return EXIT_OK
@@ -748,7 +796,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",
                    help="mesh intervals per sample interval (default 1; the data stay at the samples)")
-    p.add_argument("--out", metavar="RESULT.json", help="write the result document here (atomically)")
+    p.add_argument("--out", metavar="RESULT.json", help="write the result document here (JSON, atomically; the "
+                                                        "file name ends in .json)")
     p.add_argument("--json", action="store_true", help="print the result document on stdout and nothing else")
     p.add_argument("--plot", metavar="FIG.png", help="write measured vs identified trajectories")
     p.add_argument("--max-iter", type=int, default=500, metavar="K", help="IPOPT iteration limit (default 500)")
@@ -795,7 +844,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "the others drawn with --seed: log-uniform within finite positive bounds, "
                                    "uniform within other finite bounds, else guess ± 50 %), print a summary "
                                    "table and write DIR/comparison.json, DIR/objective_history.png and "
-                                   "DIR/estimates.png. Exit 0 when every run converged, 1 when some did not.")
+                                   "DIR/estimates.png. Each run reports two facts apart: solver_converged "
+                                   "(the solver's own ending, JSON solver_status) and success (the fit "
+                                   "accepted too; status poor_fit or parameter_at_bound when the solver "
+                                   "converged to a fit that is not). Exit 0 when the comparison was made and "
+                                   "written and at least one run succeeded (runs that fail, e.g. a local "
+                                   "minimum, are results of the comparison), 1 when no run succeeded, 2 on "
+                                   "bad usage or input.")
     c.add_argument("problem", type=_known_problem, help="problem name (see `colloc problems`)")
     c.add_argument("--data", action="append", required=True, metavar="FILE.csv",
                    help="measured trial (CSV); repeat for several trials")
@@ -875,6 +930,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "parallel on Dask: a local cluster by default, or a running scheduler. Each "
                                    "fit is the fit `colloc identify` makes. DIR/results.csv and DIR/fits/<fit_id>.json "
                                    "are written as fits finish; a failed fit is a row with its status and message. "
+                                   "--resume keeps every fit that has a document (a failed fit's document "
+                                   "records its failure); --retry-failed runs the failed ones again. "
                                    "Exit 0 when the batch completed (failed fits included).")
     b.add_argument("manifest", metavar="MANIFEST.csv", help="the fits (data paths relative to the manifest's folder)")
     b.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
@@ -883,9 +940,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="worker processes of the local cluster (default: one per core)")
     where.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="address of a running Dask scheduler (tcp://host:8786); its workers need colloc installed")
-    b.add_argument("--resume", action="store_true", help="skip the fits whose DIR/fits/<fit_id>.json exists")
+    b.add_argument("--resume", action="store_true",
+                   help="skip the fits whose DIR/fits/<fit_id>.json exists, failed ones included (after an "
+                        "interruption: only the fits not yet done run)")
+    b.add_argument("--retry-failed", action="store_true",
+                   help="run again the fits whose document records a failure (a data file since supplied or "
+                        "fixed, a solver failure); implies --resume, so the fits that succeeded are kept")
     b.add_argument("--summary", action="store_true",
-                   help="also write DIR/summary.csv (mean, sd, n per parameter and group) and DIR/summary.png")
+                   help="also write DIR/summary.csv (unit, mean, sd, n per problem, group and parameter) and "
+                        "DIR/summary.png (the estimates by group, one block of panels per problem)")
     b.set_defaults(func=cmd_batch)
 
     sm = sub.add_parser("ship-motion", help="deck motion of the MSS supply vessel in a JONSWAP sea state (CSV)",
@@ -896,8 +959,8 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("--tp", type=_number, required=True, metavar="S", help="peak period (s, > 0)")
     sm.add_argument("--gamma", type=_number, default=3.3, help="JONSWAP peak enhancement, 1-7 (default 3.3)")
     sm.add_argument("--heading", type=_number, default=180.0, metavar="DEG",
-                    help="wave direction of travel relative to the bow: 0 following, 90 towards starboard, "
-                         "180 head seas (default)")
+                    help="wave direction of travel relative to the bow, 0-360: 0 following, 90 towards "
+                         "starboard, 180 head seas (default)")
     sm.add_argument("--point", default=None, metavar="X,Y,Z",
                     help="deck point (m; x to the bow, y to port, z up) from the vessel's CG (default 0,0,0)")
     sm.add_argument("--duration", type=_number, default=60.0, metavar="S", help="record length (default 60 s)")

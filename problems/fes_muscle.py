@@ -49,7 +49,9 @@ KNOWN = {"L_c0": 0.10, "k_s": 2.0e5}
 #: A poor default guess (every parameter off by 30–100 %).
 GUESS = {"F0": 400.0, "k0": 5.0e4, "U_p": 15.0, "U_m": -4.0, "tau": 0.010, "tau1": 0.030, "tau2": 0.025}
 COLUMNS = ("time", "force", "pulse", "alpha")
-DEFAULT_DATA = ("fes_muscle",)
+#: The demo's records (``colloc demo --problem fes-muscle``): the four noisy trains (σ = 2 N), as a
+#: user's measured records are; their clean copies are the same trains, not more experiments.
+DEFAULT_DATA = tuple(("fes_muscle", f"noisy_{f}hz.csv") for f in (10, 20, 30, 50))
 CLOCK = ("rest", "plateau", "fall")
 
 

@@ -1,4 +1,4 @@
-"""Semibatch reactor kinetics from ten experiments (Abel & Marquardt 2000, as in Pyomo's parmest).
+"""Semibatch reactor kinetics from nine experiments (Abel & Marquardt 2000, as in Pyomo's parmest).
 
 Two consecutive first-order reactions A → B → C run in a cooled semibatch reactor fed with
 pure A.  The model is the one of the parmest "semibatch" example (Nicholson et al. 2018,
@@ -16,20 +16,21 @@ temperature T_c (K) are switched once, at :data:`SWITCH_TIME` = 10 800 s, from
 columns of its CSV file.  The initial state is known (the example fixes it): C_a, C_b, C_c
 from the experiment's constant columns ``Ca0, Cb0, Cc0``, T_r = 300 K, V_r = 1 m³.
 
-Unknown parameters ``k1``, ``k2`` (1/s) and ``E1``, ``E2`` (kJ/kmol), shared by the ten
+Unknown parameters ``k1``, ``k2`` (1/s) and ``E1``, ``E2`` (kJ/kmol), shared by the
 experiments.  Measured every 1 080 s over 6 h: ``Ca``, ``Cb``, ``Cc`` (kmol/m³) and ``Tr`` (K).
 The sampling is coarse against the thermal time constant (about 640 s), so collocate on a finer
 grid than the samples, e.g. ``Midpoint(num_nodes=241)`` (90 s; a node sits on the switch).
 
 Noise.  The data files do not state it (the example weights ``Tr`` 100 times less than the
 concentrations).  :data:`NOISE_STD` holds the residual RMS of each signal, pooled over the
-ten experiments, of a fit with those relative weights (``Midpoint(num_nodes=241)``; see
+source's ten files, of a fit with those relative weights (``Midpoint(num_nodes=241)``; see
 ``data/semibatch/README.md``), rounded; they are the fit weights 1/σ².  A fit verdict on
 these data therefore checks the shape of the residuals (their whiteness and how they split
 between experiments), not an independent noise level.
 
-Data: ``data/semibatch/exp1.csv … exp10.csv``, converted from the parmest example's
-``exp*.out`` files (Pyomo, BSD-3-Clause; see the folder's README and licence file).
+Data: ``data/semibatch/exp1.csv … exp8.csv, exp10.csv``, converted from the parmest example's
+``exp*.out`` files (Pyomo, BSD-3-Clause; see the folder's README and licence file); the source's
+``exp9.out`` repeats ``exp7.out`` and is not shipped.
 
 References: Abel, O. & Marquardt, W. (2000). Scenario-integrated modeling and optimization
 of dynamic systems. AIChE J. 46(4), 803–823.  Nicholson, B. et al. (2018). pyomo.dae.
@@ -60,8 +61,8 @@ INITIAL = ("Ca0", "Cb0", "Cc0")
 REQUIRED_COLUMNS = INPUTS + INITIAL + SIGNALS
 OPTIONAL_COLUMNS: tuple[str, ...] = ()
 DEFAULT_DATA = ("semibatch", "exp1.csv")
-#: The ten shipped experiments (relative to the data folder).
-DATA_FILES = tuple(("semibatch", f"exp{i}.csv") for i in range(1, 11))
+#: The nine shipped experiments (relative to the data folder; the source's exp9 repeats exp7).
+DATA_FILES = tuple(("semibatch", f"exp{i}.csv") for i in (1, 2, 3, 4, 5, 6, 7, 8, 10))
 #: Time (s) at which feed and coil temperature switch from the first to the second value.
 SWITCH_TIME = 10800.0
 #: Measurement noise (standard deviations, units of each signal), the fit weights 1/σ².
@@ -110,7 +111,7 @@ def model() -> co.Model:
 
 
 def problem(trials: co.Trial | Sequence[co.Trial], noise_std: dict | None = None) -> co.Problem:
-    """All ten (or any) experiments with shared kinetics; initial states fixed as in the example.
+    """All nine (or any) experiments with shared kinetics; initial states fixed as in the example.
 
     Each trial's initial concentrations are its ``Ca0, Cb0, Cc0`` columns; ``Tr(0) = 300 K``,
     ``Vr(0) = 1 m³``.  ``noise_std`` overrides entries of :data:`NOISE_STD`.

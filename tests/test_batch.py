@@ -236,6 +236,71 @@ def test_profile_on_a_client(client, fitted):
         co.profile(problem, "p", grid, segments=2)
 
 
+def test_retry_failed_runs_a_failed_fit_again_once_its_file_is_supplied(tmp_path, client, capsys):
+    (tmp_path / "manifest.csv").write_text("fit_id,problem,data\nok,pendulum,a.csv\nlate,pendulum,b.csv\n")
+    pendulum.simulate_trial(duration=2.0, noise_std=0.01, seed=1).to_csv(tmp_path / "a.csv")
+    manifest, out = tmp_path / "manifest.csv", tmp_path / "out"
+    first = co.batch(manifest, out, client=client, progress=False)
+    assert first.run == 2 and first.failed == 1
+    assert _table(out / "results.csv")["late"]["status"] == "bad_input"  # b.csv does not exist yet
+    pendulum.simulate_trial(duration=2.0, theta0=0.4, noise_std=0.01, seed=2).to_csv(tmp_path / "b.csv")
+    kept = (out / "fits" / "ok.json").stat().st_mtime_ns
+    # --resume keeps the recorded failure and says how to run it again
+    code = main(["batch", str(manifest), "--out", str(out), "--resume"])
+    stdout = capsys.readouterr().out
+    assert code == 0 and "1 succeeded, 1 failed, 2 kept from" in stdout, stdout
+    assert "1 of them recorded by an earlier run and not run again" in stdout
+    assert f"colloc batch {manifest} --out {out} --resume --retry-failed" in stdout
+    assert _table(out / "results.csv")["late"]["success"] == "False"
+    # --retry-failed runs it again; the fit that succeeded is kept as it was
+    code = main(["batch", str(manifest), "--out", str(out), "--resume", "--retry-failed",
+                 "--scheduler", client.scheduler.address])  # the fixture's cluster: none started here
+    stdout = capsys.readouterr().out
+    assert code == 0 and "2 succeeded, 0 failed, 1 kept from" in stdout, stdout
+    assert "1 failed fit(s) run again (--retry-failed)" in stdout and "failed fit(s): see" not in stdout
+    table = _table(out / "results.csv")
+    assert table["late"]["success"] == "True" and table["late"]["message"] == ""
+    serial = identify_files("pendulum", [str(tmp_path / "b.csv")])
+    assert json.loads((out / "fits" / "late.json").read_text())["parameters"] == serial.parameters
+    assert (out / "fits" / "ok.json").stat().st_mtime_ns == kept
+    # retry_failed implies resume: with nothing failed, nothing runs
+    again = co.batch(manifest, out, client=client, retry_failed=True, progress=False)
+    assert again.run == 0 and again.skipped == 2 and again.retried == 0
+
+
+def test_summary_of_several_problems_has_every_problem_units_and_a_whole_title(tmp_path):
+    """A cohort of two problems: each problem's parameters are summarised (not only the first
+    problem's), with the units of the fits' documents on the axes and a title that fits."""
+    from colloc.studies.batch import summary_figure, write_summary
+
+    rows = {"a1": {"fit_id": "a1", "problem": "pendulum", "success": True, "p": 9.0, "se_p": 0.1, "group": "x"},
+            "a2": {"fit_id": "a2", "problem": "pendulum", "success": True, "p": 11.0, "se_p": 0.1, "group": "x"},
+            "b1": {"fit_id": "b1", "problem": "cip", "success": True, "KP": 1000.0, "KD": 200.0, "group": "y"},
+            "b2": {"fit_id": "b2", "problem": "cip", "success": False, "KP": 5.0, "KD": 5.0, "group": "y"}}
+    units = {"pendulum": {"p": "1/s^2"}, "cip": {"KP": "N·m/rad", "KD": "N·m·s/rad"}}
+    paths = write_summary(tmp_path, rows, list(rows), units)
+    table = list(csv.DictReader(paths["table"].read_text().splitlines()))
+    assert [(r["problem"], r["group"], r["parameter"], r["unit"], float(r["mean"]), r["n"]) for r in table] == [
+        ("pendulum", "x", "p", "1/s^2", 10.0, "2"), ("cip", "y", "KP", "N·m/rad", 1000.0, "1"),
+        ("cip", "y", "KD", "N·m·s/rad", 200.0, "1")]
+    assert paths["figure"].read_bytes()[:4] == b"\x89PNG"
+    good = {"pendulum": [rows["a1"], rows["a2"]], "cip": [rows["b1"]]}
+    fig = summary_figure(good, {"pendulum": ["p"], "cip": ["KP", "KD"]}, units)
+    labels = {ax.get_ylabel() for sub in fig.subfigs for ax in sub.axes if ax.axison}
+    assert labels == {"p (1/s^2)", "KP (N·m/rad)", "KD (N·m·s/rad)"}
+    assert [sub._suptitle.get_text() for sub in fig.subfigs] == ["pendulum: 2 successful fits",
+                                                                 "cip: 1 successful fit"]
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    inside = fig.bbox
+    for title in (fig._suptitle, *(sub._suptitle for sub in fig.subfigs)):
+        box = title.get_window_extent(renderer)
+        assert inside.x0 <= box.x0 and box.x1 <= inside.x1 and box.y1 <= inside.y1, title.get_text()
+
+
 def test_progress_line_counts_and_time_left():
     import io
 
@@ -288,6 +353,8 @@ def test_two_link_cohort_equals_serial_identify(tmp_path):
             rows.append(f"subject{s},two-link,s{s}t{k}.csv,{'young' if s else 'old'}")
     (tmp_path / "short.csv").write_text("time,q1\n0,0.1\n")
     rows += ["broken,two-link,short.csv,old", "missing,two-link,nowhere.csv,old"]
+    pendulum.simulate_trial(duration=2.0, noise_std=0.01, seed=4).to_csv(tmp_path / "swing.csv")
+    rows.append("swing,pendulum,swing.csv,old")  # a second problem: the summary has both
     (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
     code = main(["batch", str(tmp_path / "m.csv"), "--out", str(tmp_path / "out"), "--workers", "2", "--summary"])
     assert code == 0
@@ -301,6 +368,10 @@ def test_two_link_cohort_equals_serial_identify(tmp_path):
         assert float(table[f"subject{s}"]["k_00"]) == serial.parameters["k_00"]
     for fid in ("broken", "missing"):
         assert table[fid]["success"] == "False" and table[fid]["message"]
+    summary = list(csv.DictReader((tmp_path / "out" / "summary.csv").read_text().splitlines()))
+    assert {(r["problem"], r["parameter"]) for r in summary} == \
+        {("two-link", f"k_{i}{j}") for i in range(2) for j in range(4)} | {("pendulum", "p")}
+    assert {r["unit"] for r in summary if r["parameter"] in ("k_00", "p")} == {"N·m/rad", "1/s^2"}
 
 
 def test_a_cohort_of_real_subjects_with_their_bodies_and_lab_columns(tmp_path):

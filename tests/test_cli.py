@@ -173,6 +173,33 @@ def test_demo_of_another_problem(capsys, tmp_path):
     assert code == 0
     assert re.search(r"^p\s+10\s+\d+\.\d+\s+[+-]\d", out, re.M), out
     assert (tmp_path / "pendulum_fit.png").stat().st_size > 10_000
+    timings = json.loads((tmp_path / "pendulum_result.json").read_text())["timings"]
+    assert timings["plot_s"] > 0 and "total_s" in timings  # the figures' time, apart from the solve call's
+
+
+def test_demo_data_names_a_file_a_folder_or_several(tmp_path, monkeypatch):
+    """``DEFAULT_DATA``: one file, a folder (its .csv files, as ``--data FOLDER``) or several names."""
+    from types import SimpleNamespace
+
+    from colloc.cli import UsageError, _demo_data
+    from colloc_problems import _data, fes_muscle
+
+    (tmp_path / "recs").mkdir()
+    for name in ("b.csv", "a.csv", "notes.md"):
+        (tmp_path / "recs" / name).write_text("time\n")
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setattr(_data, "data_path", lambda *parts: tmp_path.joinpath(*parts))
+    recs = tmp_path / "recs"
+    assert _demo_data(SimpleNamespace(DEFAULT_DATA=("recs", "b.csv"))) == [str(recs / "b.csv")]
+    assert _demo_data(SimpleNamespace(DEFAULT_DATA=("recs",))) == [str(recs / "a.csv"), str(recs / "b.csv")]
+    assert _demo_data(SimpleNamespace(DEFAULT_DATA=(("recs", "b.csv"), ("recs", "a.csv")))) \
+        == [str(recs / "b.csv"), str(recs / "a.csv")]
+    with pytest.raises(UsageError, match="empty: folder holds no .csv file"):
+        _demo_data(SimpleNamespace(DEFAULT_DATA=("empty",)))
+    # fes-muscle's demo fits the four noisy trains (a user's records are noisy), not their clean twins
+    monkeypatch.undo()
+    names = [Path(p).name for p in _demo_data(fes_muscle)]
+    assert names == ["noisy_10hz.csv", "noisy_20hz.csv", "noisy_30hz.csv", "noisy_50hz.csv"]
 
 
 def test_readme_quick_start_matches_ci():
@@ -183,6 +210,20 @@ def test_readme_quick_start_matches_ci():
     assert commands == ['pip install . && colloc demo', 'pip install ".[test]" && python -m pytest']
     ci = (REPO / ".ci" / "run").read_text()
     assert commands[1] in ci.splitlines()
+
+
+def test_the_quick_start_output_is_ignored_by_git():
+    """`colloc demo` in the checkout (the README's quick start) leaves `git status` clean."""
+    git = shutil.which("git")
+    if git is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    from colloc.cli import build_parser
+
+    demo = build_parser()._subparsers._group_actions[0].choices["demo"]
+    folder = demo.get_default("out")
+    names = [f"{folder}/{stem}" for stem in ("two_link_result.json", "two_link_fit.png", "fes_muscle_result.json")]
+    proc = subprocess.run([git, "check-ignore", "--no-index", *names], cwd=REPO, capture_output=True, text=True)
+    assert proc.stdout.split() == names, proc.stdout + proc.stderr
 
 
 def test_module_entry_point_runs(tmp_path):

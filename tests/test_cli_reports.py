@@ -72,15 +72,16 @@ def _unwritable_folder(tmp_path: Path) -> Path:
 
 
 # ---- every check before the solve --------------------------------------------------------------------------
-@pytest.mark.parametrize("case", ["out-is-folder", "out-read-only", "out-no-folder", "plot-suffix", "plot-read-only",
-                                  "out-equals-plot"])
+@pytest.mark.parametrize("case", ["out-is-folder", "out-read-only", "out-no-folder", "out-suffix", "plot-suffix",
+                                  "plot-read-only", "out-equals-plot"])
 def test_identify_output_paths_are_checked_first(capsys, tmp_path, good_csv, no_solve, case):
     ro = _unwritable_folder(tmp_path)
-    (tmp_path / "existing").mkdir()
+    (tmp_path / "existing.json").mkdir()
     extra = {
-        "out-is-folder": ["--out", tmp_path / "existing"],
+        "out-is-folder": ["--out", tmp_path / "existing.json"],
         "out-read-only": ["--out", ro / "r.json"],
         "out-no-folder": ["--out", tmp_path / "nope" / "r.json"],
+        "out-suffix": ["--out", tmp_path / "r.txt"],  # JSON in a .txt: refused
         "plot-suffix": ["--plot", tmp_path / "f.xyz"],
         "plot-read-only": ["--plot", ro / "f.png"],
         "out-equals-plot": ["--out", tmp_path / "f.png", "--plot", tmp_path / "f.png"],
@@ -88,6 +89,8 @@ def test_identify_output_paths_are_checked_first(capsys, tmp_path, good_csv, no_
     code, out, err = run(capsys, "identify", "pendulum", "--data", good_csv, *extra)
     _one_line_error(code, err)
     assert out == ""
+    if case in ("out-suffix", "out-equals-plot"):
+        assert "--out" in err and "unknown file type" in err and "use one of .json" in err, err
 
 
 def test_demo_and_compare_output_folders_are_checked_first(capsys, tmp_path, good_csv, no_solve):
@@ -180,6 +183,34 @@ def test_the_command_adds_its_import_and_write_phases(capsys, good_csv, tmp_path
     assert t["import_s"] + t["total_s"] + t["write_s"] <= wall
     code, out, _ = run(capsys, "identify", "pendulum", "--data", good_csv, "--json")
     assert "import_s" in json.loads(out)["timings"] and "write_s" not in json.loads(out)["timings"]
+
+
+def test_the_figure_is_timed_in_the_document_and_a_failed_figure_keeps_it(capsys, good_csv, tmp_path, monkeypatch):
+    """--plot is drawn before the document is written, so the document has its time (plot_s);
+    total_s stays the solve call's (README "timings"): the parts add up within the command."""
+    import time
+
+    import colloc.results.plotting as plotting
+
+    out_json, fig = tmp_path / "r.json", tmp_path / "f.png"
+    start = time.perf_counter()
+    code, out, _ = run(capsys, "identify", "pendulum", "--data", good_csv, "--out", out_json, "--plot", fig)
+    wall = time.perf_counter() - start
+    t = json.loads(out_json.read_text())["timings"]
+    assert code == 0 and fig.read_bytes()[:4] == b"\x89PNG" and 0 < t["plot_s"] < wall
+    assert t["import_s"] + t["total_s"] + t["plot_s"] + t["write_s"] <= wall
+    code, out, _ = run(capsys, "identify", "pendulum", "--data", good_csv, "--json", "--plot", tmp_path / "g.png")
+    assert code == 0 and json.loads(out)["timings"]["plot_s"] > 0
+
+    def broken(*a, **k):
+        raise RuntimeError("the figure broke")
+    monkeypatch.setattr(plotting, "plot_fit", broken)
+    code, out, err = run(capsys, "identify", "pendulum", "--data", good_csv, "--out", tmp_path / "kept.json",
+                         "--plot", tmp_path / "h.png")
+    _one_line_error(code, err, expected_code=1)
+    assert "internal error: RuntimeError: the figure broke" in err
+    kept = json.loads((tmp_path / "kept.json").read_text())
+    assert kept["success"] and kept["timings"]["plot_s"] >= 0 and not (tmp_path / "h.png").exists()
 
 
 def test_matrix_gains_carry_their_own_units_and_meaning(capsys):

@@ -1,5 +1,5 @@
 """Standard errors: equal to a dense reduced Gauss–Newton computation done here, finite on the
-ten-experiment semibatch reactor."""
+nine-experiment semibatch reactor."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ def test_non_identifiable_parameter_gives_nan_and_a_reason():
     assert "identifiable" in r.info["covariance_message"]
 
 
-def test_ten_experiment_semibatch_standard_errors_are_finite():
+def test_nine_experiment_semibatch_standard_errors_are_finite():
     trials = [semibatch.load_trial(data_path(*f)) for f in semibatch.DATA_FILES]
     result = co.solve(semibatch.problem(trials), co.Midpoint(num_nodes=241), solver=co.Ipopt(print_level=0),
                       throw=False)

@@ -7,6 +7,7 @@ shipped CSV parsed by numpy), rotation matrices and finite differences written h
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -141,19 +142,32 @@ def test_seeded_reproducible_and_columns():
 @pytest.mark.parametrize("kwargs, name", [({"hs": -1.0, "tp": 8.0}, "hs"), ({"hs": 2.0, "tp": 0.0}, "tp"),
                                           ({"hs": 2.0, "tp": float("nan")}, "tp"),
                                           ({"hs": 2.0, "tp": 8.0, "heading": float("inf")}, "heading"),
+                                          ({"hs": 2.0, "tp": 8.0, "heading": 400.0}, "heading"),
+                                          ({"hs": 2.0, "tp": 8.0, "heading": -90.0}, "heading"),
                                           ({"hs": 2.0, "tp": 8.0, "gamma": 0.5}, "gamma")])
 def test_bad_sea_state_names_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=f"^{name} must"):
         co.SeaState(**kwargs)
 
 
+def test_a_heading_outside_0_360_is_refused_not_wrapped():
+    from colloc.seakeeping.motion import MotionRAO
+
+    assert co.SeaState(2.0, 8.0, heading=360.0).heading == 0.0  # the same direction as 0
+    rao = MotionRAO.supply_vessel()
+    assert np.array_equal(rao([0.5, 0.8], 360.0), rao([0.5, 0.8], 0.0))
+    with pytest.raises(co.OptionsError, match="heading must be within 0-360 degrees.*got 400"):
+        rao([0.5], 400.0)
+
+
 @pytest.mark.parametrize("args, name", [(["--hs", "0", "--tp", "8"], "hs"), (["--hs", "2", "--tp", "-3"], "tp"),
-                                        (["--hs", "2", "--tp", "8", "--heading", "nan"], "heading")])
+                                        (["--hs", "2", "--tp", "8", "--heading", "nan"], "heading"),
+                                        (["--hs", "2", "--tp", "8", "--heading", "400"], "heading must be within 0-360 degrees.*got 400")])
 def test_cli_ship_motion(tmp_path, args, name):
     out = tmp_path / "deck.csv"
     bad = subprocess.run([sys.executable, "-m", "colloc.cli", "ship-motion", *args, "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
-    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and name in bad.stderr
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and re.search(name, bad.stderr)
     assert "Traceback" not in bad.stderr and not out.exists()
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..base.files import atomic_path
+from .report import solver_converged
 
 __all__ = ["parameter_lines", "plot_estimates", "plot_fit", "plot_objective_history", "plot_residuals", "save_figure"]
 
@@ -479,6 +480,11 @@ def plot_residuals(result, trial=None, *, signals=None, path=None):
 
 
 # ---- method comparisons (colloc.studies.compare) ---------------------------------------------------
+def _run_kind(result) -> str:
+    """``"success"``, ``"rejected"`` (the solver converged, the fit is not accepted) or ``"failed"``."""
+    return "success" if result.success else "rejected" if solver_converged(result) else "failed"
+
+
 def _method_colors(comparison) -> dict[str, str]:
     return {label: f"C{i % 10}" for i, label in enumerate(comparison.methods)}
 
@@ -537,8 +543,9 @@ def plot_objective_history(comparison, *, path=None):
                 label = run.method + (" (time spread evenly)" if panel == 1 and estimated else "")
             ls = "--" if panel == 1 and estimated else "-"
             ax.plot(x[keep], obj[keep], ls, color=color, lw=lw, alpha=0.9, label=label)
-            if not run.result.success:
-                ax.plot(x[keep][-1], obj[keep][-1], "x", color=color, ms=7, mew=1.8)
+            if not run.result.success:  # ×: the solver failed; ○: it converged, the fit is not accepted
+                ax.plot(x[keep][-1], obj[keep][-1], "o" if solver_converged(run.result) else "x",
+                        color=color, ms=7, mew=1.8, mfc="none")
     for ax in (ax_it, ax_t):
         ax.set_yscale("log")
         ax.grid(True, which="major", alpha=0.3)
@@ -554,7 +561,7 @@ def plot_objective_history(comparison, *, path=None):
     ax_t.set_title("objective vs wall time", fontsize=10)
     fig.suptitle(f"{comparison.problem}: {len(comparison.runs)} runs "
                  f"({len(comparison.methods)} methods × {comparison.starts} starts; thick = start 0, "
-                 f"× = not converged)", fontsize=10)
+                 f"× = solver did not converge, ○ = converged, fit not accepted)", fontsize=10)
     caption = ("Dashed (time panel): no per-iteration timing is recorded for this method (IPOPT "
                "collocation / multiple shooting); its solve time is spread evenly over the iterations.")
     _legend_under(fig, (ax_it, ax_t), 8, caption if any_estimated else None)
@@ -566,9 +573,10 @@ def plot_objective_history(comparison, *, path=None):
 def plot_estimates(comparison, *, path=None):
     """Parameter estimates per start, one panel per parameter (at most 8), every method.
 
-    Filled markers: converged runs; open markers: runs that did not converge; grey crosses:
-    the initial guesses; dashed line: the true value when known.  A panel uses a log scale
-    when its positive values span more than two decades.
+    Filled markers: successful runs; half-filled: the solver converged but the fit is not
+    accepted (poor fit, a parameter on its search range's bound); open: the solver did not
+    converge; grey crosses: the initial guesses; dashed line: the true value when known.  A
+    panel uses a log scale when its positive values span more than two decades.
 
     Parameters
     ----------
@@ -603,16 +611,17 @@ def plot_estimates(comparison, *, path=None):
                 values.append(g)
         for i, lab in enumerate(labels):
             runs = [r for r in comparison.runs if r.method == lab]
-            for ok in (True, False):
-                sel = [r for r in runs if bool(r.result.success) is ok]
+            for kind, fill, suffix in (("success", "full", ""),
+                                       ("rejected", "bottom", " (converged, fit not accepted)"),
+                                       ("failed", "none", " (solver did not converge)")):
+                sel = [r for r in runs if _run_kind(r.result) == kind]
                 xs = [r.start + offsets[lab] for r in sel]
                 ys = [r.result.parameters.get(name, np.nan) for r in sel]
                 if not sel:
                     continue
                 values += [y for y in ys if np.isfinite(y)]
                 ax.plot(xs, ys, markers[i % len(markers)], ls="none", color=colors[lab], ms=6,
-                        mfc=colors[lab] if ok else "none",
-                        label=(lab if ok else f"{lab} (not converged)"))
+                        fillstyle=fill, mfc=colors[lab] if fill != "none" else "none", label=lab + suffix)
         if name in truth:
             ax.axhline(truth[name], color="k", ls="--", lw=1.0, label="truth")
             values.append(truth[name])

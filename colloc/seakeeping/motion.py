@@ -66,6 +66,16 @@ def _real(value, name: str, *, low: float | None = None, high: float | None = No
     return value
 
 
+def _heading(value) -> float:
+    """A wave direction in degrees within [0, 360] (360 is 0); anything else is refused, not
+    wrapped, so that a mistyped 400 is not taken as 40."""
+    value = _real(value, "heading")
+    if not 0.0 <= value <= 360.0:
+        raise OptionsError(f"heading must be within 0-360 degrees (0 following, 90 towards starboard, "
+                           f"180 head seas), got {value:g}")
+    return value % 360.0
+
+
 def jonswap(omega, hs: float, tp: float, gamma: float = 3.3) -> np.ndarray:
     """JONSWAP wave spectrum S(ω) in m²·s/rad, normalised so that 4·√m0 = ``hs``.
 
@@ -107,7 +117,7 @@ class SeaState:
         object.__setattr__(self, "hs", _real(self.hs, "hs", low=0.0, low_open=True))
         object.__setattr__(self, "tp", _real(self.tp, "tp", low=0.0, low_open=True))
         object.__setattr__(self, "gamma", _real(self.gamma, "gamma", low=1.0, high=7.0))
-        object.__setattr__(self, "heading", _real(self.heading, "heading") % 360.0)
+        object.__setattr__(self, "heading", _heading(self.heading))
 
     @property
     def peak_frequency(self) -> float:
@@ -206,7 +216,7 @@ class MotionRAO:
         """H_k(ω, β) in MSS axes, shape (6, len(omega))."""
         omega = np.atleast_1d(np.asarray(omega, dtype=float))
         h = np.concatenate([self.headings, [self.headings[0] + 360.0]])
-        beta = float(heading_deg) % 360.0
+        beta = _heading(heading_deg)
         j = int(np.clip(np.searchsorted(h, beta, side="right") - 1, 0, h.size - 2))
         f = (beta - h[j]) / (h[j + 1] - h[j])
         table = np.concatenate([self.values, self.values[:, :, :1]], axis=2)

@@ -11,7 +11,9 @@ result document of each is written to ``OUT/fits/<fit_id>.json`` and the table
 every parameter and ``se_<parameter>``) is rewritten, both atomically, so an interrupted batch
 leaves consistent files and ``resume=True`` redoes only the fits without a document.  A fit
 that fails (a missing or broken file, a solver failure) is a row with its status and message;
-the batch goes on.  A worker process that dies is replaced and its task retried by Dask.
+the batch goes on.  Its document is kept as the record of the failure, so ``resume=True`` does
+not run it again; ``retry_failed=True`` (which implies ``resume``) does, once its cause is
+fixed.  A worker process that dies is replaced and its task retried by Dask.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ..base.versions import versions
 from .identify import (METHODS, BASELINES, DEFAULT_METHOD, identify_files, problem_registry, signal_pairs,
                        subject_body)
 
-__all__ = ["BatchReport", "FitSpec", "batch", "read_manifest"]
+__all__ = ["BatchReport", "FitSpec", "batch", "read_manifest", "summary_figure", "write_summary"]
 
 REQUIRED = ("fit_id", "problem", "data")
 OPTIONAL = ("method", "group", "height", "mass", "column", "unit", "controller", "missing")
@@ -106,12 +108,23 @@ class BatchReport:
 
     out: Path
     total: int
-    skipped: int = 0
+    skipped: int = 0  #: fits whose recorded document was kept (resume)
+    skipped_failed: int = 0  #: of those, fits recorded as failed (``retry_failed`` runs them again)
+    retried: int = 0  #: fits recorded as failed that were run again (``retry_failed``)
     run: int = 0
     failed: int = 0
     seconds: float = 0.0
     rows: dict[str, dict] = field(default_factory=dict)
     summary_paths: dict[str, Path] = field(default_factory=dict)
+    #: Problem → parameter → unit, from the fits' documents (``units``).
+    units: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def add(self, fit_id: str, doc: dict) -> dict:
+        """Record a fit's document: its results.csv row and its parameters' units."""
+        self.rows[fit_id] = row = _row(doc)
+        if doc.get("success") and doc.get("units"):
+            self.units.setdefault(doc.get("problem") or "", {}).update(doc["units"])
+        return row
 
     @property
     def succeeded(self) -> int:
@@ -297,8 +310,8 @@ class _Bar:
 
 
 def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, scheduler: str | None = None,
-          client=None, resume: bool = False, summary: bool = False, progress: bool | Callable = True,
-          stream=None) -> BatchReport:
+          client=None, resume: bool = False, retry_failed: bool = False, summary: bool = False,
+          progress: bool | Callable = True, stream=None) -> BatchReport:
     """Run every fit of ``manifest`` on Dask; write ``out/results.csv`` and ``out/fits/``.
 
     Parameters
@@ -315,9 +328,14 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
     client : dask.distributed.Client, optional
         A client to use as it is.
     resume : bool
-        Skip the fits whose document ``out/fits/<fit_id>.json`` exists.
+        Skip the fits whose document ``out/fits/<fit_id>.json`` exists, failed ones included
+        (their document records the failure).
+    retry_failed : bool
+        Run again the fits whose document records a failure (a file since supplied, a
+        solver failure to retry); implies ``resume``: successful fits are kept.
     summary : bool
-        Also write ``summary.csv`` (mean, sd, n per parameter and group) and ``summary.png``.
+        Also write ``summary.csv`` (unit, mean, sd, n per problem, group and parameter) and
+        ``summary.png`` (one block of panels per problem).
     progress : bool or callable
         A status line on ``stream`` (stderr), or a callable given ``(done, failed, running)``.
 
@@ -337,16 +355,23 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
     if len(set(names.values())) != len(names):
         raise DataError(f"{manifest}: fit ids that differ only in characters not allowed in file names")
     report = BatchReport(out=out, total=len(specs))
+    resume = resume or retry_failed
     todo = []
     for spec in specs:
         doc_path = fits_dir / f"{names[spec.fit_id]}.json"
         if resume and doc_path.is_file():
             try:
-                report.rows[spec.fit_id] = _row(json.loads(doc_path.read_text(encoding="utf-8")))
-                report.skipped += 1
-                continue
+                doc = json.loads(doc_path.read_text(encoding="utf-8"))
+                row = _row(doc)
             except (json.JSONDecodeError, KeyError, OSError):
-                pass  # unreadable: redo it
+                row = None  # unreadable: redo it
+            if row is not None and retry_failed and not row["success"]:
+                report.retried += 1
+            elif row is not None:
+                report.add(spec.fit_id, doc)
+                report.skipped += 1
+                report.skipped_failed += not row["success"]
+                continue
         todo.append(spec)
     bar = _Bar(len(todo), stream, enabled=progress is True)
     t0 = time.perf_counter()
@@ -369,7 +394,7 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
                                "method": spec.method, "success": False, "status": "lost",
                                "message": f"{type(exc).__name__}: {exc}", "timings": {}, "versions": versions()}
                     write_atomic(fits_dir / f"{names[spec.fit_id]}.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
-                    report.rows[spec.fit_id] = _row(doc)
+                    report.add(spec.fit_id, doc)
                     _write_table(out, report.rows, order)
                     done += 1
                     failed += not doc.get("success")
@@ -387,48 +412,76 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
     _write_table(out, report.rows, order)
     report.seconds = time.perf_counter() - t0
     if summary:
-        report.summary_paths = write_summary(out, report.rows, order)
+        report.summary_paths = write_summary(out, report.rows, order, report.units)
     return report
 
 
-def write_summary(out: Path, rows: dict[str, dict], order: Sequence[str]) -> dict[str, Path]:
-    """``summary.csv`` (per group and parameter: mean, sd, n over the successful fits) and
-    ``summary.png`` (each parameter's estimates across fits, by group)."""
+def write_summary(out: Path, rows: dict[str, dict], order: Sequence[str],
+                  units: dict[str, dict[str, str]] | None = None) -> dict[str, Path]:
+    """``summary.csv`` (per problem, group and parameter: unit, mean, sd, n over the successful
+    fits) and ``summary.png`` (each parameter's estimates across fits, by group; one block of
+    panels per problem).  ``units`` maps problem → parameter → unit (the fits' ``units``)."""
     import numpy as np
 
     from ..results.plotting import save_figure
 
+    units = units or {}
     good = [rows[f] for f in order if f in rows and rows[f].get("success") is True]
-    params = [k for k in (good[0] if good else {}) if k not in RESULT_COLUMNS and not k.startswith("se_")
-              and k not in ("method", "group", "message")]
-    groups = sorted({r.get("group", "") for r in good})
-    lines = ["group,parameter,mean,sd,n"]
-    for g in groups:
-        for p in params:
-            vals = np.array([r[p] for r in good if r.get("group", "") == g and r.get(p) is not None], dtype=float)
-            sd = float(np.std(vals, ddof=1)) if vals.size > 1 else float("nan")
-            lines.append(",".join([_cell(g), p, _cell(float(np.mean(vals)) if vals.size else None), _cell(sd),
-                                   str(vals.size)]))
+    problems: dict[str, list[dict]] = {}
+    for r in good:
+        problems.setdefault(r.get("problem") or "", []).append(r)
+    params = {prob: [k for k in dict.fromkeys(k for r in fits for k in r)
+                     if k not in RESULT_COLUMNS and not k.startswith("se_") and k not in ("method", "group", "message")]
+              for prob, fits in problems.items()}
+    lines = ["problem,group,parameter,unit,mean,sd,n"]
+    for prob, fits in problems.items():
+        for g in sorted({r.get("group", "") for r in fits}):
+            for p in params[prob]:
+                vals = np.array([r[p] for r in fits if r.get("group", "") == g and r.get(p) is not None], dtype=float)
+                sd = float(np.std(vals, ddof=1)) if vals.size > 1 else float("nan")
+                lines.append(",".join([_cell(prob), _cell(g), p, _cell(units.get(prob, {}).get(p, "")),
+                                       _cell(float(np.mean(vals)) if vals.size else None), _cell(sd), str(vals.size)]))
     write_atomic(out / "summary.csv", "\n".join(lines) + "\n")
     paths = {"table": out / "summary.csv"}
-    if params:
-        from matplotlib.figure import Figure
-
-        cols = min(4, len(params))
-        nrows = -(-len(params) // cols)
-        fig = Figure(figsize=(3.2 * cols, 2.6 * nrows + 0.6), layout="constrained")
-        axes = np.atleast_1d(fig.subplots(nrows, cols, squeeze=False)).ravel()
-        for ax, p in zip(axes, params):
-            for k, g in enumerate(groups):
-                vals = [r[p] for r in good if r.get("group", "") == g and r.get(p) is not None]
-                jitter = np.linspace(-0.15, 0.15, len(vals)) if len(vals) > 1 else np.zeros(len(vals))
-                ax.plot(k + jitter, vals, "o", ms=3.5, alpha=0.7, color=f"C{k % 10}")
-                if vals:
-                    ax.plot([k - 0.3, k + 0.3], [np.mean(vals)] * 2, "k-", lw=1.5)
-            ax.set_xticks(range(len(groups)), [g or "(no group)" for g in groups], fontsize=8)
-            ax.set_title(p, fontsize=9)
-        for ax in axes[len(params):]:
-            ax.axis("off")
-        fig.suptitle(f"{len(good)} successful fits: estimates by group (bar: mean)", fontsize=10)
+    fig = summary_figure(problems, params, units)
+    if fig is not None:
         paths["figure"] = save_figure(fig, out / "summary.png")
     return paths
+
+
+def summary_figure(problems: dict[str, list[dict]], params: dict[str, list[str]],
+                   units: dict[str, dict[str, str]]):
+    """The figure of :func:`write_summary` (``None`` when no fit has a parameter): problem →
+    its successful rows, problem → parameter names, problem → parameter → unit."""
+    import numpy as np
+
+    blocks = [(prob, params[prob]) for prob in problems if params[prob]]
+    if blocks:
+        from matplotlib.figure import Figure
+
+        cols = min(4, max(len(ps) for _, ps in blocks))
+        heights = [-(-len(ps) // cols) for _, ps in blocks]
+        fig = Figure(figsize=(max(3.2 * cols, 6.4), sum(2.6 * h + 0.5 for h in heights) + 0.5), layout="constrained")
+        subfigs = np.atleast_1d(fig.subfigures(len(blocks), 1, height_ratios=[2.6 * h + 0.5 for h in heights]))
+        for sub, (prob, ps), nrows in zip(subfigs, blocks, heights):
+            fits = problems[prob]
+            groups = sorted({r.get("group", "") for r in fits})
+            axes = np.atleast_1d(sub.subplots(nrows, cols, squeeze=False)).ravel()
+            for ax, p in zip(axes, ps):
+                for k, g in enumerate(groups):
+                    vals = [r[p] for r in fits if r.get("group", "") == g and r.get(p) is not None]
+                    jitter = np.linspace(-0.15, 0.15, len(vals)) if len(vals) > 1 else np.zeros(len(vals))
+                    ax.plot(k + jitter, vals, "o", ms=3.5, alpha=0.7, color=f"C{k % 10}")
+                    if vals:
+                        ax.plot([k - 0.3, k + 0.3], [np.mean(vals)] * 2, "k-", lw=1.5)
+                ax.set_xticks(range(len(groups)), [g or "(no group)" for g in groups], fontsize=8)
+                ax.set_xlim(-0.6, len(groups) - 0.4)
+                unit = units.get(prob, {}).get(p, "")
+                ax.set_ylabel(f"{p} ({unit})" if unit else p, fontsize=8)
+                ax.tick_params(axis="y", labelsize=8)
+            for ax in axes[len(ps):]:
+                ax.axis("off")
+            sub.suptitle(f"{prob}: {len(fits)} successful fit{'s' if len(fits) != 1 else ''}", fontsize=10)
+        fig.suptitle("Estimates by group (bar: group mean)", fontsize=11)
+        return fig
+    return None

@@ -38,6 +38,7 @@ from ..base.errors import OptionsError
 from ..base.files import json_safe, write_atomic
 from ..base.versions import versions
 from ..definition.problem import Problem
+from ..results.report import solver_converged
 from ..results.result import Result
 from ..solving.ipopt import Ipopt
 from ..solving.solve import solve
@@ -189,18 +190,25 @@ class Comparison:
 
     @property
     def all_succeeded(self) -> bool:
-        """Every run converged."""
+        """Every run succeeded (its solver converged and its fit is accepted)."""
         return all(r.result.success for r in self.runs)
+
+    @property
+    def any_succeeded(self) -> bool:
+        """At least one run succeeded (``colloc compare`` exits 1 when none did)."""
+        return any(r.result.success for r in self.runs)
 
     # ---- outputs -----------------------------------------------------------------------
     def table(self) -> pd.DataFrame:
-        """One row per run: method, start, converged, iterations, time_s, objective,
-        max_error_% (when the truth is known), time_ratio (to the fastest successful run),
-        and the estimates themselves when there are at most 4 parameters."""
+        """One row per run: method, start, solver_converged (the solver's own ending),
+        success (the fit accepted too), status, iterations, time_s, objective, max_error_%
+        (when the truth is known), time_ratio (to the fastest successful run), and the
+        estimates themselves when there are at most 4 parameters."""
         rows = []
         for run in self.runs:
             r = run.result
-            row = {"method": run.method, "start": run.start, "converged": bool(r.success),
+            row = {"method": run.method, "start": run.start, "solver_converged": solver_converged(r),
+                   "success": bool(r.success), "status": r.status,
                    "iterations": int(r.iterations), "time_s": run.time_s, "objective": float(r.objective)}
             if self.truth:
                 row["max_error_%"] = 100.0 * self.parameter_error(run)
@@ -232,7 +240,9 @@ class Comparison:
                 "time_s": run.time_s,
                 "objective": float(r.objective),
                 "parameters": dict(r.parameters),
+                "solver_converged": solver_converged(r),
                 "status": r.status,
+                "solver_status": r.solver_status,
                 "message": r.message,
                 "method_name": r.method,
                 "initial_guess": dict(run.initial_guess),
@@ -292,8 +302,9 @@ class Comparison:
 
     def __repr__(self) -> str:
         ok = sum(r.result.success for r in self.runs)
+        converged = sum(solver_converged(r.result) for r in self.runs)
         return (f"Comparison({self.problem}, methods={list(self.methods)}, starts={self.starts}, "
-                f"{ok}/{len(self.runs)} runs converged)")
+                f"{converged}/{len(self.runs)} runs converged, {ok} succeeded)")
 
 
 def _run_task(blob: bytes, label: str, guess: dict[str, float]) -> Result:

@@ -1,4 +1,4 @@
-"""The semibatch reactor problem: data conversion, model against scipy, ten-experiment fit."""
+"""The semibatch reactor problem: data conversion, model against scipy, nine-experiment fit."""
 
 from __future__ import annotations
 
@@ -47,7 +47,16 @@ def test_clean_synthetic_experiment_recovers_the_kinetics():
         assert r.parameters[k] == pytest.approx(v, rel=2e-2), k
 
 
-def test_ten_experiments_fit_well_and_the_cli_runs(capsys, tmp_path):
+def test_the_shipped_experiments_are_distinct_and_all_listed():
+    """The source's exp9.out repeats exp7.out (data/semibatch/README.md): one record fitted as
+    two experiments would count its samples twice, so it is not shipped."""
+    folder = data_path("semibatch", "exp1.csv").parent
+    texts = {p.name: p.read_bytes() for p in sorted(folder.glob("*.csv"))}
+    assert sorted(texts) == sorted(f[-1] for f in semibatch.DATA_FILES) and len(texts) == 9
+    assert len(set(texts.values())) == len(texts), "two shipped experiments hold the same record"
+
+
+def test_nine_experiments_fit_well_and_the_cli_runs(capsys, tmp_path):
     paths = [str(data_path(*f)) for f in semibatch.DATA_FILES]
     argv = ["identify", "semibatch", "--nodes", "241", "--out", str(tmp_path / "r.json")]
     for p in paths:
@@ -56,6 +65,7 @@ def test_ten_experiments_fit_well_and_the_cli_runs(capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0, out
     doc = json.loads((tmp_path / "r.json").read_text())
+    assert len(doc["trials"]) == 9
     assert doc["success"] and doc["info"]["fit_verdict"]["verdict"] == "good"
     assert all(np.isfinite(v) for v in doc["standard_errors"].values())
     assert "fit verdict: good" in out
