@@ -214,7 +214,8 @@ def test_compare_on_a_client_equals_the_serial_compare(client, fitted):
     for a, b in zip(parallel.runs, serial.runs):
         assert a.initial_guess == b.initial_guess
         assert a.result.parameters == b.result.parameters and a.result.objective == b.result.objective
-        assert a.result.success and b.result.success
+        assert a.result.success == b.result.success and a.result.status == b.result.status
+    assert parallel.runs[0].result.success  # start 0, the declared guess, finds the record's p
     assert len(events) == 8 and sum(e.result is not None for e in events) == 4
 
 
