@@ -445,8 +445,7 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     plus ``homotopy`` (one row per ε).  Failure statuses: ``homotopy_failed`` (a step did not
     converge), ``poor_fit`` (the library's verdict, :func:`colloc.fit_verdict`, of the residuals
     divided by the record's noise), ``parameter_on_bound``, ``friction_bound`` (the stand-in for
-    unlimited friction binds),
-    ``lost_contact`` (both contacts open), ``time_limit`` (``time_limit`` s, default
+    unlimited friction binds), ``lost_contact`` (both contacts open), ``time_limit`` (``time_limit`` s, default
     :data:`heel_off.TIME_LIMIT`, checked after every IPOPT iteration), and with ``polish`` those
     of :func:`heel_off.identify` (``phases_not_settled``, ``poor_fit``, IPOPT's).  ``start``:
     the gains start at the equation-error estimate (:func:`equation_error`, default) or at
@@ -534,7 +533,7 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     params = {"kp": float(x[0] * ho.SCALE[0]), "kd": float(x[1] * ho.SCALE[1])}
     modes, switches, touch = _read_modes(nlp, x)
     standardized = _standardized(nlp, x, trials, sigs)
-    verdict = ho._verdict(trials, standardized, len(ho.NAMES))
+    verdict = ho._verdict(ho._named(trials, standardized), len(ho.NAMES))
     rms = ho._rms(standardized)
     cov, s2 = _covariance(nlp, x, touch, sigs)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0)) * ho.SCALE
@@ -958,8 +957,9 @@ def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = "complem
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                     max_iter: int = 500, print_level: int = 0, **options) -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (``colloc identify heel-off --method
-    complementarity``); ``info`` holds the modes and switching times found, the homotopy and
-    the noise assumed per signal.  ``options`` are keyword arguments of :func:`identify`."""
+    complementarity``), judged as the multi-phase method's (:func:`heel_off.finish`); ``info``
+    holds the modes and switching times found, the homotopy and the noise assumed per signal.
+    ``options`` are keyword arguments of :func:`identify`."""
     if method != "complementarity":
         raise co.OptionsError(f"--method {method}: heel-off runs {', '.join(ho.OWN_METHODS)} itself")
     if bounds:
@@ -967,8 +967,6 @@ def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = "complem
     unknown = [k for k in (guess or {}) if k not in ho.NAMES]
     if unknown:
         raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(ho.NAMES)}")
-    import pandas as pd
-
     out = identify(trials, guess, max_iter=max_iter, print_level=print_level, **options)
     last = out["homotopy"][-1]["status"] if out["homotopy"] else ""
     where = out.get("window")
