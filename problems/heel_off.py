@@ -1619,8 +1619,9 @@ def finish(out: Mapping, trials: Sequence[HeelOffTrial], *, method: str, message
     verdict["residuals"] = ("model − measurement divided by the noise σ of its signal in its record, estimated "
                             "from the record's second differences (info['noise']): the fit's own weights")
     if out["status"] == "poor_fit":  # the same verdict of the same residuals in identify
-        message += (f". But the fit is poor: {verdict['reason']}: a local minimum (try other guesses) or a "
-                    "model that does not explain the record")
+        why = verdict["reason"] if verdict["verdict"] == "poor_fit" else "the fit of a window is poor"
+        message += (f". But the fit is poor: {why}: a local minimum (try other guesses) or a model that does "
+                    "not explain the record")
     result = co.Result(
         problem="heel-off", method=method, success=bool(out["success"]), status=out["status"], message=message,
         iterations=out["iterations"], objective=out["objective"], parameters=dict(out["parameters"]),

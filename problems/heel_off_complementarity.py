@@ -652,6 +652,7 @@ def _windowed(trials, guess, window: float, overlap: float, limit: float, clock0
             rows.append({"window": sub.name, "status": out["status"], "success": out["success"],
                          "parameters": out["parameters"], "standard_errors": out["standard_errors"],
                          "iterations": out["iterations"], "switches": out["switches"][0],
+                         "solver_status": out["solver_status"], "converged": out["converged"],
                          "residual_rms": out["residual_rms"], "time_s": out["time_s"]})
             lo = t[a] + overlap / 2 if j > 0 else -np.inf
             hi = t[b] - overlap / 2 if j < len(firsts) - 1 else np.inf
@@ -682,10 +683,12 @@ def _windowed(trials, guess, window: float, overlap: float, limit: float, clock0
     with np.errstate(invalid="ignore", divide="ignore"):
         pooled, pooled_se = (w * p).sum(0) / w.sum(0), 1.0 / np.sqrt(w.sum(0))
     switches = [_switches_of(seq) for seq in phases]
-    status = "Solve_Succeeded" if all(r["success"] for r in rows) else rows[-1]["status"]
+    ok = all(r["success"] for r in rows)
+    status = "Solve_Succeeded" if ok else rows[-1]["status"]
+    solver_status = "Solve_Succeeded" if ok else rows[-1]["solver_status"]
     comp = {"parameters": dict(zip(ho.NAMES, pooled.tolist())), "standard_errors": dict(zip(ho.NAMES, pooled_se.tolist())),
             "covariance": np.diag(pooled_se ** 2).tolist(), "success": all(r["success"] for r in rows),
-            "status": status, "solver_status": status, "converged": all(r["success"] for r in rows),
+            "status": status, "solver_status": solver_status, "converged": all(r["converged"] for r in rows),
             "records": records,
             "iterations": int(sum(r["iterations"] for r in rows)), "residual_rms": float(np.sqrt(np.mean(
                 [r["residual_rms"] ** 2 for r in rows]))), "residual_scale": float("nan"),
