@@ -132,8 +132,12 @@ def test_the_time_limit_stops_a_solve_inside_it(short_heel_off, tmp_path):
     assert np.array_equal(r.index, trial.time) and list(r.columns) == list(heel_off.STATE_NAMES)
     mesh = traj[np.isin(traj.index, trial.time)].groupby(level=0).last()  # after any impulse
     np.testing.assert_allclose(r["theta_body"] + trial.signals["theta_body"], mesh["theta_body"], atol=1e-12)
-    assert res.simulation["short.csv"]["status"] in ("ok", "lost_contact")
-    assert res.info["fit_verdict"]["verdict"] in ("good", "poor_fit")
+    check = res.simulation["short.csv"]  # from where the fit stopped: it ran, or it says why not
+    if check["status"] == "ok":
+        assert set(check["nrmse"]) == set(heel_off.STATE_NAMES)
+    else:
+        assert check["message"]
+    assert res.info["fit_verdict"]["verdict"] != "not_applicable"
     plot_fit(res, path=tmp_path / "stopped.png")
     assert (tmp_path / "stopped.png").stat().st_size > 0
     with pytest.raises(co.OptionsError, match="start 'zero'"):
@@ -232,7 +236,8 @@ def test_cli_complementarity_on_the_shipped_flat_record(tmp_path):
     keys = {"problem", "method", "success", "status", "iterations", "objective", "parameters", "standard_errors",
             "timings", "num_nodes", "trials", "versions", "warnings", "intervals", "simulation"}
     assert keys <= set(doc) and json.loads(out.read_text())["status"] == doc["status"]
-    assert doc["info"]["fit_verdict"]["verdict"] in ("good", "poor_fit") and plot.stat().st_size > 0
+    assert doc["info"]["fit_verdict"]["verdict"] == "good" or not doc["success"]
+    assert plot.stat().st_size > 0
     (name,) = doc["trajectories"]
     assert doc["simulation"][name]["status"] == "ok" and len(doc["residuals"][name]["time"]) == 401
     assert doc["method"] == "complementarity" and doc["problem"] == "heel-off"
