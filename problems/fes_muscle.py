@@ -36,8 +36,8 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["COLUMNS", "DEFAULT_DATA", "DEFAULT_METHOD", "DESCRIPTIONS", "default_method", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "FesTrial",
-           "clock_u", "hybrid_model", "identify", "identify_result", "identify_smoothed", "load_trial", "make_trial", "problem", "simulate", "simulate_smoothed", "smoothed_rates",
+__all__ = ["COLUMNS", "DEFAULT_DATA", "DEFAULT_METHOD", "DESCRIPTIONS", "default_method", "GUESS", "KNOWN", "NAMES", "TRUE", "UNITS", "SIGNAL_UNITS", "NOISE_FLOOR", "FesTrial",
+           "clock_u", "force_noise", "hybrid_model", "identify", "identify_result", "identify_smoothed", "load_trial", "make_trial", "problem", "simulate", "simulate_smoothed", "smoothed_rates",
            "write_trial"]
 
 #: Seed-case parameter values (contract §2 `fes-muscle`).
@@ -460,7 +460,7 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
     every interval of every record; built once and reused by every round); exact Hessians.
     Standard errors by the Gauss–Newton covariance s²(JᵀJ)⁻¹, J the sample sensitivities
     (implicit function theorem on the collocation equations).  Returns a dict (parameters,
-    standard_errors, success, ...)."""
+    standard_errors, success, ..., ``bounds``: those of the unknowns in their units)."""
     import time as _time
 
     trials = list(trials)
@@ -537,13 +537,15 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
             "covariance": cov.tolist(), "success": bool(stats["success"] and settled), "settled": bool(settled), "iterations": int(sum(timing["round_iterations"])),
             "rounds": rounds, "residual_std": float(np.sqrt(s2)), "time_s": _time.perf_counter() - t_start,
             **timing, "samples": len(rv), "variables": int(V.shape[0]), "states": states,
-            "objective": float(0.5 * rv @ rv), "status": stats["return_status"]}
+            "objective": float(0.5 * rv @ rv), "status": stats["return_status"],
+            "bounds": {n: (float(lo[i] * scale[i]), float(hi[i] * scale[i])) for i, n in enumerate(NAMES)}}
 
 
 def _gauss_newton(jac, Vv, V, r, reads, ng: int, scale: np.ndarray):
     """The Gauss–Newton covariance s²(JᵀJ)⁻¹ at the solution ``Vv``, J the sample sensitivities
-    through the collocation equations (implicit function theorem), per physical unit; also the
-    states read at the samples, the residuals and s²."""
+    through the collocation equations (implicit function theorem), per physical unit (NaN where
+    JᵀJ is singular: the records do not determine every unknown); also the states read at the
+    samples, the residuals and s²."""
     from scipy.sparse import csc_matrix
     from scipy.sparse.linalg import splu
 
@@ -558,7 +560,10 @@ def _gauss_newton(jac, Vv, V, r, reads, ng: int, scale: np.ndarray):
     rv = np.asarray(rv.full()).ravel()
     dof = max(len(rv) - len(NAMES), 1)
     s2 = float(rv @ rv) / dof
-    cov = s2 * np.linalg.inv(J.T @ J)
+    try:
+        cov = s2 * np.linalg.inv(J.T @ J)
+    except np.linalg.LinAlgError:  # measured: k0 on its bound in the fit of a record the model cannot follow
+        cov = np.full((len(NAMES), len(NAMES)), np.nan)
     return cov, np.sqrt(np.diag(cov)), states, rv, s2
 
 
@@ -683,11 +688,24 @@ DESCRIPTIONS = {"F0": "maximal isometric force", "k0": "maximal stiffness of the
                 "U_p": "calcium rate while the clock is up", "U_m": "calcium rate at rest (< 0)",
                 "tau": "delay from pulse to cycle start", "tau1": "plateau of the calcium clock",
                 "tau2": "linear fall of the calcium clock"}
+#: Units of the signals: the measured force F_c and the contractile element's stiffness k_c.
+SIGNAL_UNITS = {"force": "N", "k_c": "N/m"}
+#: The least force noise assumed (N): a clean record is judged as if this noisy (the fit of the
+#: shipped clean records leaves residuals of ~1e-6 N rms, their rounding to nine digits).
+NOISE_FLOOR = 1e-3
 #: ``colloc identify`` methods → Radau degree of the multi-phase collocation.
 DEGREES = {"radau2": 2, "radau3": 3}
 #: The method when none is named (``colloc identify fes-muscle`` without ``--method``, a batch
 #: row without one, :func:`identify_result`): degree 3, that of :func:`identify`.
 DEFAULT_METHOD = "radau3"
+
+
+def force_noise(force: np.ndarray) -> float:
+    """The noise σ (N) of a force record sampled finely, at least :data:`NOISE_FLOOR`: from its
+    third differences, which leave the noise (their variance 20σ²) and remove a smooth signal,
+    by the median absolute deviation (robust to the kinks at the clock's events)."""
+    d3 = np.diff(np.asarray(force, dtype=float), 3)
+    return max(1.4826 * float(np.median(np.abs(d3 - np.median(d3)))) / float(np.sqrt(20.0)), NOISE_FLOOR)
 
 
 def default_method(trials: Sequence[FesTrial], options: Mapping) -> str:
@@ -700,9 +718,12 @@ def identify_result(trials: Sequence[FesTrial], *, method: str = DEFAULT_METHOD,
                     bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
                     h_max: float = 0.002) -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (the table, JSON document and plot of
-    ``colloc identify``), with the event-driven simulation check of every trial.  ``method``:
-    ``radau3`` (default, :data:`DEFAULT_METHOD`) or ``radau2`` (the Radau degree); ``bounds``
-    narrow the unknowns' bounds."""
+    ``colloc identify``), with the event-driven simulation check of every trial, judged by
+    :func:`colloc.finalize`: the fit verdict of each record's residuals against its noise
+    (:func:`force_noise`, ``info["noise"]``; the fit itself is unweighted least squares), the
+    warnings and the intervals.  ``method``: ``radau3`` (default, :data:`DEFAULT_METHOD`) or
+    ``radau2`` (the Radau degree); ``bounds`` narrow the unknowns' bounds, all of them search
+    ranges except τ ≥ 0 (no delay), a limit of the model."""
     import time as _time
 
     import pandas as pd
@@ -718,12 +739,14 @@ def identify_result(trials: Sequence[FesTrial], *, method: str = DEFAULT_METHOD,
     res = identify(trials, guess, degree=DEGREES[method], max_iter=max_iter, print_level=print_level, h_max=h_max,
                    bounds=bounds)
     t_sim = _time.perf_counter()
-    trajectories, measurements, residuals, simulation = {}, {}, {}, {}
+    trajectories, measurements, residuals, standardized, simulation, noise = {}, {}, {}, {}, {}, {}
     for tr, states in zip(trials, res["states"]):
         index = pd.Index(tr.time, name="time")
         trajectories[tr.name] = pd.DataFrame({"force": states[:, 1], "k_c": states[:, 0]}, index=index)
         measurements[tr.name] = pd.DataFrame({"force": tr.force}, index=index)
         residuals[tr.name] = pd.DataFrame({"force": states[:, 1] - tr.force}, index=index)
+        noise[tr.name] = force_noise(tr.force)
+        standardized[tr.name] = residuals[tr.name] / noise[tr.name]
         try:
             sim = simulate(res["parameters"], tr.time, tr.pulse, tr.alpha, rtol=1e-10, atol=1e-8)
             span = float(np.ptp(tr.force))
@@ -738,16 +761,22 @@ def identify_result(trials: Sequence[FesTrial], *, method: str = DEFAULT_METHOD,
     message = (f"{res['rounds']} round(s) of phase re-assignment"
                + ("" if res["settled"] else f"; the clock times still moved after {res['rounds']} rounds"))
     cov = pd.DataFrame(res["covariance"], index=list(NAMES), columns=list(NAMES))
-    return co.Result(problem="fes-muscle", method=method, success=res["success"], status=status, message=message,
-                     iterations=res["iterations"], objective=res["objective"], parameters=dict(res["parameters"]),
-                     standard_errors=dict(res["standard_errors"]), covariance=cov, trajectories=trajectories,
-                     measurements=measurements, residuals=residuals, timings=timings,
-                     num_nodes=(res["variables"] - len(NAMES)) // 2, trials=[tr.name for tr in trials],
-                     versions=co.versions(), simulation=simulation, units=dict(UNITS),
-                     info={"rounds": res["rounds"], "round_iterations": res["round_iterations"],
-                           "residual_std": res["residual_std"], "samples": res["samples"], "h_max_s": h_max,
-                           "degree": DEGREES[method], "formulation": "multi-phase Radau collocation"},
-                     initial_parameters={**GUESS, **(guess or {})}, descriptions=dict(DESCRIPTIONS))
+    result = co.Result(problem="fes-muscle", method=method, success=res["success"], status=status,
+                       message=message, iterations=res["iterations"], objective=res["objective"],
+                       parameters=dict(res["parameters"]), standard_errors=dict(res["standard_errors"]),
+                       covariance=cov, trajectories=trajectories, measurements=measurements,
+                       residuals=residuals, timings=timings,
+                       num_nodes=(res["variables"] - len(NAMES)) // 2, trials=[tr.name for tr in trials],
+                       versions=co.versions(), simulation=simulation, units={**UNITS, **SIGNAL_UNITS},
+                       info={"rounds": res["rounds"], "round_iterations": res["round_iterations"],
+                             "residual_std": res["residual_std"], "noise": noise, "samples": res["samples"],
+                             "h_max_s": h_max, "degree": DEGREES[method],
+                             "formulation": "multi-phase Radau collocation"},
+                       initial_parameters={**GUESS, **(guess or {})}, descriptions=dict(DESCRIPTIONS))
+    return co.finalize(result, bounds=res["bounds"], physical={n: (n == "tau", False) for n in NAMES},
+                       fit={"force": 1.0}, verdict_residuals=standardized,
+                       verdict_note="model − measurement divided by the record's force noise σ estimated "
+                                    "from its third differences (info['noise']); the fit is unweighted")
 
 
 def problem(trials):

@@ -443,9 +443,9 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
     each solve warm-started from the last.  Returns a dict like :func:`heel_off.identify`
     (``parameters``, ``standard_errors``, ``success``, ``status``, ``modes``, ``switches``, …)
     plus ``homotopy`` (one row per ε).  Failure statuses: ``homotopy_failed`` (a step did not
-    converge), ``poor_fit`` (weighted residuals' rms above :data:`heel_off.POOR_FIT`),
-    ``parameter_on_bound``, ``friction_bound`` (the stand-in for unlimited friction binds),
-    ``lost_contact`` (both contacts open), ``time_limit`` (``time_limit`` s, default
+    converge), ``poor_fit`` (the library's verdict, :func:`colloc.fit_verdict`, of the residuals
+    divided by the record's noise), ``parameter_on_bound``, ``friction_bound`` (the stand-in for
+    unlimited friction binds), ``lost_contact`` (both contacts open), ``time_limit`` (``time_limit`` s, default
     :data:`heel_off.TIME_LIMIT`, checked after every IPOPT iteration), and with ``polish`` those
     of :func:`heel_off.identify` (``phases_not_settled``, ``poor_fit``, IPOPT's).  ``start``:
     the gains start at the equation-error estimate (:func:`equation_error`, default) or at
@@ -480,7 +480,8 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
             kw = {"degree": degree, "per_sample": per_sample, "eps_start": eps_start, "eps_end": eps_end,
                   "eps_factor": eps_factor, "formulation": formulation, "max_iter": max_iter,
                   "print_level": print_level, "ipopt_options": ipopt_options, "start": start}
-            return _windowed(trials, guess, window, overlap, limit, clock0, polish, kw)
+            out = _windowed(trials, guess, window, overlap, limit, clock0, polish, kw)
+            return {**out, "start_parameters": dict(cur)}
     nlp = _NLP(trials, degree, per_sample, formulation == "penalty")
     noisy = any(sg[n] > 10 * ho.NOISE_FLOOR[n] for sg in sigs for n in sg)
     problem = {"x": nlp.V, "p": nlp.P, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples + SPLIT * nlp.split + nlp.penalty,
@@ -531,8 +532,9 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
             break
     params = {"kp": float(x[0] * ho.SCALE[0]), "kd": float(x[1] * ho.SCALE[1])}
     modes, switches, touch = _read_modes(nlp, x)
-    rms = float(np.sqrt(np.mean(np.asarray(ca.Function("r", [nlp.V, nlp.P], [nlp.r])(
-        x, nlp.parameters(0.0, sigs))).ravel() ** 2)))
+    standardized = _standardized(nlp, x, trials, sigs)
+    verdict = ho._verdict(ho._named(trials, standardized), len(ho.NAMES))
+    rms = ho._rms(standardized)
     cov, s2 = _covariance(nlp, x, touch, sigs)
     se = np.sqrt(np.maximum(np.diag(cov), 0.0)) * ho.SCALE
     success = ok
@@ -543,27 +545,80 @@ def identify(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | Non
             status = "parameter_on_bound"
         elif _friction_binds(nlp, x):
             status = "friction_bound"
-        elif rms > ho.POOR_FIT:
-            status = "poor_fit"
         success = status in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
     if not success and _time.perf_counter() - clock0 >= limit:
         status = "time_limit"
+    converged, solver_status = success, status
+    if success and verdict["verdict"] == "poor_fit":
+        success, status = False, "poor_fit"
     out = {"problem": "heel-off", "method": "complementarity", "parameters": params,
            "standard_errors": dict(zip(ho.NAMES, se.tolist())),
            "covariance": (cov * np.outer(ho.SCALE, ho.SCALE)).tolist(), "success": bool(success),
-           "status": status, "iterations": int(sum(h["iterations"] for h in history)), "homotopy": history,
+           "status": status, "solver_status": solver_status, "converged": bool(converged),
+           "fit_verdict": verdict, "iterations": int(sum(h["iterations"] for h in history)),
+           "homotopy": history,
            "objective": float(history[-1]["objective"]) if history else float("nan"), "residual_rms": rms,
            "residual_scale": float(np.sqrt(s2)), "noise": sigs, "modes": [[m for m, _a, _b in seq] for seq in modes],
            "phases": modes, "switches": switches, "eps": history[-1]["eps"] if history else None,
            "degree": degree, "per_sample": per_sample, "polished": False,
            "time_s": _time.perf_counter() - clock0, "build_s": build_s, "solve_s": solve_s,
-           "samples": nlp.samples, "variables": int(nlp.n)}
+           "samples": nlp.samples, "variables": int(nlp.n), "start_parameters": dict(cur),
+           "records": _records(nlp, x, trials, sigs, standardized)}
     if polish and status in POLISHED:
         out = _polish(trials, out, max_iter, print_level, limit - (_time.perf_counter() - clock0), ipopt_options)
         out["time_s"] = _time.perf_counter() - clock0
     return out
 
 
+
+
+def _standardized(nlp: _NLP, x: np.ndarray, trials, sigs) -> list[dict]:
+    """Per record, each fitted signal's residuals at its samples (the mesh points on them)
+    divided by the signal's noise σ: the NLP's residual vector at the record's own weights, cut
+    into its pieces."""
+    r = np.asarray(ca.Function("r", [nlp.V, nlp.P], [nlp.r])(x, nlp.parameters(0.0, sigs))).ravel()
+    out, i = [{} for _ in trials], 0
+    for k, name in nlp.weights:
+        n = len(trials[k].time)
+        out[k][name], i = r[i:i + n], i + n
+    return out
+
+
+def _records(nlp: _NLP, x: np.ndarray, trials, sigs, standardized) -> list[dict]:
+    """What the fit says of each record, as :func:`heel_off.identify` gives it (``records``):
+    the states at the nodes (each interval's start, the mesh state after any impulse, then its
+    collocation points, the last at its end before the next impulse), the initial state, the
+    residuals at the samples (unweighted) and the noise σ they were weighted by."""
+    out = []
+    for k, rec in enumerate(nlp.recs):
+        xm = ho.contract_state(x[rec.ix_mesh])
+        xc = ho.contract_state(x[rec.ix_coll].reshape(-1, 8)).reshape(rec.N, rec.d, 4)
+        times = np.append(np.column_stack([rec.mesh[:-1], rec.tc]).ravel(), rec.mesh[-1])
+        states = np.vstack([np.concatenate([xm[:-1, None, :], xc], axis=1).reshape(-1, 4), xm[-1:]])
+        out.append({"name": trials[k].name, "node_time": times, "node_states": states, "initial_state": xm[0],
+                    "noise": dict(sigs[k]), "samples": np.arange(len(trials[k].time)),
+                    "residuals": {n: r * sigs[k][n] for n, r in standardized[k].items()}})
+    return out
+
+
+def _stitched(time: np.ndarray, parts: list) -> dict:
+    """One record's fit from the fits of its windows (a failed windowed fit: the windows so
+    far): ``time`` the record's sample times, ``parts`` ``(first sample, lo, hi, record)`` of each
+    window, whose core lo ≤ t < hi is kept."""
+    rec0, end = parts[0][3], -np.inf
+    times, states, samples, residuals = [], [], [], {n: [] for n in rec0["residuals"]}
+    for a, lo, hi, rec in parts:
+        lo, end = max(lo, end), hi  # the last window may overlap the one before by more than the others
+        keep = (rec["node_time"] >= lo) & (rec["node_time"] < hi)
+        times.append(rec["node_time"][keep]), states.append(rec["node_states"][keep])
+        core = (time[a + rec["samples"]] >= lo) & (time[a + rec["samples"]] < hi)
+        samples.append(a + rec["samples"][core])
+        for n in residuals:
+            residuals[n].append(rec["residuals"][n][core])
+    return {"name": rec0["name"], "node_time": np.concatenate(times), "node_states": np.vstack(states),
+            "initial_state": rec0["initial_state"], "noise": rec0["noise"],
+            "samples": np.concatenate(samples),
+            "residuals": {n: np.concatenate(v) for n, v in residuals.items()}}
 
 
 def _windowed(trials, guess, window: float, overlap: float, limit: float, clock0: float, polish: bool,
@@ -574,15 +629,19 @@ def _windowed(trials, guess, window: float, overlap: float, limit: float, clock0
     of phases per record (a switch must leave the mode the last one entered, else
     ``windows_disagree``), then polished on the whole records (:func:`_polish`).  A window whose
     fit fails ends the fit with that window's status, named in ``window``."""
-    rows, phases = [], []
-    for tr in trials:
+    rows, phases, records = [], [], []
+    noise = _noise(trials)
+    for k, tr in enumerate(trials):
         t = np.asarray(tr.time, dtype=float)
         n, dt = len(t), float(np.median(np.diff(t)))
         width, step = int(round(window / dt)), int(round((window - overlap) / dt))
         firsts = list(range(0, max(n - 1 - width, 0) + 1, step))
         if firsts[-1] + width < n - 1:
             firsts.append(n - 1 - width)
-        found, first_mode = [], None
+        found, first_mode, parts = [], None, []
+
+        def stitched():
+            return records + [{**_stitched(t, parts), "noise": noise[k]}]
         for j, a in enumerate(firsts):
             b = min(a + width, n - 1)
             sub = ho.HeelOffTrial(f"{tr.name}[{t[a]:.2f} s, {t[b]:.2f} s]", t[a:b + 1],
@@ -593,13 +652,15 @@ def _windowed(trials, guess, window: float, overlap: float, limit: float, clock0
             rows.append({"window": sub.name, "status": out["status"], "success": out["success"],
                          "parameters": out["parameters"], "standard_errors": out["standard_errors"],
                          "iterations": out["iterations"], "switches": out["switches"][0],
+                         "solver_status": out["solver_status"], "converged": out["converged"],
                          "residual_rms": out["residual_rms"], "time_s": out["time_s"]})
-            if out["status"] == "time_limit":
-                return _window_failure(trials, rows, out, sub.name, clock0)
-            # a window whose fit failed still offers its modes: the polish judges them (a wrong
-            # sequence does not fit the record there)
             lo = t[a] + overlap / 2 if j > 0 else -np.inf
             hi = t[b] - overlap / 2 if j < len(firsts) - 1 else np.inf
+            parts.append((a, lo, hi, out["records"][0]))
+            if out["status"] == "time_limit":
+                return _window_failure(trials, rows, out, sub.name, clock0, stitched())
+            # a window whose fit failed still offers its modes: the polish judges them (a wrong
+            # sequence does not fit the record there)
             seq = _without_chatter(out["phases"][0])
             rows[-1]["phases"] = seq
             found += [sw for sw in _switches_of(seq) if lo <= sw["time"] < hi]
@@ -608,12 +669,13 @@ def _windowed(trials, guess, window: float, overlap: float, limit: float, clock0
         seq = _stitch(first_mode, found, float(t[0]), float(t[-1]))
         if isinstance(seq, float):
             out = {**out, "status": "windows_disagree", "success": False}
-            return _window_failure(trials, rows, out, f"{tr.name} at {seq:.3f} s", clock0)
+            return _window_failure(trials, rows, out, f"{tr.name} at {seq:.3f} s", clock0, stitched())
         lost = [a for m, a, _b in seq if m is None]
         if lost:
             out = {**out, "status": "lost_contact", "success": False}
-            return _window_failure(trials, rows, out, f"{tr.name} at {lost[0]:.3f} s", clock0)
+            return _window_failure(trials, rows, out, f"{tr.name} at {lost[0]:.3f} s", clock0, stitched())
         phases.append(seq)
+        records = stitched()
     # the windows' gains pooled by their standard errors: the figures of the fixed grid
     p = np.array([[r["parameters"][k] for k in ho.NAMES] for r in rows])
     se = np.array([[r["standard_errors"][k] for k in ho.NAMES] for r in rows])
@@ -621,14 +683,18 @@ def _windowed(trials, guess, window: float, overlap: float, limit: float, clock0
     with np.errstate(invalid="ignore", divide="ignore"):
         pooled, pooled_se = (w * p).sum(0) / w.sum(0), 1.0 / np.sqrt(w.sum(0))
     switches = [_switches_of(seq) for seq in phases]
+    ok = all(r["success"] for r in rows)
+    status = "Solve_Succeeded" if ok else rows[-1]["status"]
+    solver_status = "Solve_Succeeded" if ok else rows[-1]["solver_status"]
     comp = {"parameters": dict(zip(ho.NAMES, pooled.tolist())), "standard_errors": dict(zip(ho.NAMES, pooled_se.tolist())),
             "covariance": np.diag(pooled_se ** 2).tolist(), "success": all(r["success"] for r in rows),
-            "status": "Solve_Succeeded" if all(r["success"] for r in rows) else rows[-1]["status"],
+            "status": status, "solver_status": solver_status, "converged": all(r["converged"] for r in rows),
+            "records": records,
             "iterations": int(sum(r["iterations"] for r in rows)), "residual_rms": float(np.sqrt(np.mean(
                 [r["residual_rms"] ** 2 for r in rows]))), "residual_scale": float("nan"),
             "modes": [[m for m, _a, _b in seq] for seq in phases], "phases": phases, "switches": switches,
             "homotopy": [], "windows": rows, "problem": "heel-off", "method": "complementarity",
-            "objective": float("nan"), "noise": _noise(trials), "eps": kw["eps_end"], "degree": kw["degree"],
+            "objective": float("nan"), "noise": noise, "eps": kw["eps_end"], "degree": kw["degree"],
             "per_sample": kw["per_sample"], "polished": False, "build_s": float("nan"),
             "solve_s": float(sum(r["time_s"] for r in rows)), "samples": int(sum(len(tr.time) for tr in trials)),
             "variables": 0, "time_s": _time.perf_counter() - clock0}
@@ -692,11 +758,13 @@ def _stitch(first_mode: str, switches: list, t_start: float, t_end: float):
     return seq + [(mode, t0, t_end)]
 
 
-def _window_failure(trials, rows, out, where: str, clock0: float) -> dict:
-    """A windowed fit ended by one window: its status and figures, the windows so far."""
-    fail = {**out, "success": False, "windows": rows, "window": where, "polished": False,
-            "modes": [[]] * len(trials), "phases": [[]] * len(trials), "switches": [[]] * len(trials),
-            "time_s": _time.perf_counter() - clock0}
+def _window_failure(trials, rows, out, where: str, clock0: float, records: list) -> dict:
+    """A windowed fit ended by one window: its status and figures, the windows so far (their
+    fits stitched in ``records``)."""
+    fail = {**out, "success": False, "converged": False, "solver_status": out["status"], "windows": rows,
+            "window": where, "polished": False, "modes": [[]] * len(trials), "phases": [[]] * len(trials),
+            "switches": [[]] * len(trials), "records": records, "time_s": _time.perf_counter() - clock0}
+    fail.pop("fit_verdict", None)  # the window's, not the records'
     return fail
 
 
@@ -718,10 +786,12 @@ def _polish(trials, comp: dict, max_iter: int, print_level: int, left: float, ip
             "residual_scale", "modes", "switches", "phases", "homotopy", "time_s")
     stage = {k: comp[k] for k in keep}
     if left <= 0:
-        return {**comp, "success": False, "status": "time_limit", "complementarity": stage}
+        return {**comp, "success": False, "status": "time_limit", "solver_status": "time_limit",
+                "converged": False, "complementarity": stage}
     pol = ho.identify(trials, comp["parameters"], sequences=comp["phases"], max_iter=max_iter,
                       print_level=print_level, time_limit=left, ipopt_options=ipopt_options)
     out = {**comp, **{k: pol[k] for k in ("parameters", "standard_errors", "covariance", "success", "status",
+                                          "solver_status", "converged", "fit_verdict", "records",
                                           "residual_rms", "residual_scale", "switches")}}
     out.update(polished=True, complementarity=stage, iterations=comp["iterations"] + pol["iterations"],
                rounds=pol["rounds"], solve_s=comp["solve_s"] + pol["solve_s"])
@@ -878,8 +948,6 @@ def _covariance(nlp: _NLP, x: np.ndarray, touch, sigs):
 #: Messages of the failure statuses (the Result's ``message``).
 _FAILURES = {
     "homotopy_failed": "a step of the relaxation homotopy did not converge (IPOPT: {ipopt})",
-    "poor_fit": "poor fit: the weighted residuals' rms is {rms:.2f} (> {limit}; the noise's is 1): a local minimum, "
-                "a model that does not explain the record, or the fixed grid's error at the contact events",
     "parameter_on_bound": "kp or kd ended on its bound",
     "friction_bound": "the stand-in for unlimited friction (|tangential force| <= {kappa}·normal force) binds",
     "lost_contact": "both contacts open at some point of the fit (an error of the contract, not a mode)",
@@ -892,8 +960,9 @@ def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = "complem
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                     max_iter: int = 500, print_level: int = 0, **options) -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (``colloc identify heel-off --method
-    complementarity``); ``info`` holds the modes and switching times found, the homotopy and
-    the noise assumed per signal.  ``options`` are keyword arguments of :func:`identify`."""
+    complementarity``), judged as the multi-phase method's (:func:`heel_off.finish`); ``info``
+    holds the modes and switching times found, the homotopy and the noise assumed per signal.
+    ``options`` are keyword arguments of :func:`identify`."""
     if method != "complementarity":
         raise co.OptionsError(f"--method {method}: heel-off runs {', '.join(ho.OWN_METHODS)} itself")
     if bounds:
@@ -901,28 +970,24 @@ def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = "complem
     unknown = [k for k in (guess or {}) if k not in ho.NAMES]
     if unknown:
         raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(ho.NAMES)}")
-    import pandas as pd
-
     out = identify(trials, guess, max_iter=max_iter, print_level=print_level, **options)
     last = out["homotopy"][-1]["status"] if out["homotopy"] else ""
     where = out.get("window")
-    message = "" if out["success"] else _FAILURES.get(out["status"], "IPOPT: {ipopt}").format(
-        ipopt=last, rms=out["residual_rms"], limit=ho.POOR_FIT, kappa=KAPPA, window=where) + (
-        f" (window {where})" if where and out["status"] != "windows_disagree" else "")
+    failed = not out["success"] and out["status"] != "poor_fit"
+    message = (_FAILURES.get(out["status"], "IPOPT: {ipopt}").format(ipopt=last, kappa=KAPPA, window=where)
+               + (f" (window {where})" if where and out["status"] != "windows_disagree" else "")
+               if failed else f"IPOPT: {out['solver_status']}")
     info = {k: out[k] for k in ("modes", "phases", "switches", "homotopy", "noise", "residual_rms", "residual_scale",
                                 "eps", "degree", "per_sample", "samples", "variables", "polished")}
     info.update({k: out[k] for k in ("complementarity", "windows", "window") if k in out})
     info["method_note"] = (f"penalised complementarity on a fixed Radau grid of degree {out['degree']}, "
                            f"{out['per_sample']} interval(s) per sample, impulses at mesh points"
-                           + (f", in windows of {WINDOW} s overlapping by {OVERLAP} s" if "windows" in out else "")
+                           + (f", in windows of {WINDOW} s overlapping by {OVERLAP} s, each started from its "
+                              "own equation-error estimate" if "windows" in out else "")
                            + "; modes and switching times read from the fit"
                            + ("; polished: the modes found kept, their switching times freed (multi-phase "
                               "collocation with that sequence)" if out.get("polished") else ""))
-    return co.Result(problem="heel-off", method="complementarity", success=out["success"], status=out["status"],
-                     message=message, iterations=out["iterations"], objective=out["objective"],
-                     parameters=out["parameters"], standard_errors=out["standard_errors"],
-                     covariance=pd.DataFrame(out["covariance"], index=list(ho.NAMES), columns=list(ho.NAMES)),
-                     trajectories={}, measurements={}, residuals={},
-                     timings={"build_s": out["build_s"], "solve_s": out["solve_s"], "total_s": out["time_s"]},
-                     num_nodes=int(out["variables"]), trials=[t.name for t in trials], versions=co.versions(),
-                     units=dict(ho.UNITS), info=info, initial_parameters={**ho.GUESS, **(guess or {})})
+    bounds = {k: (float(lo), float(hi))
+              for k, lo, hi in zip(ho.NAMES, P_LOWER * ho.SCALE, P_UPPER * ho.SCALE)}
+    return ho.finish(out, trials, method="complementarity", message=message, info=info, bounds=bounds,
+                     initial_parameters=out["start_parameters"], descriptions=dict(ho.DESCRIPTIONS))

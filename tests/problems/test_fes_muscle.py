@@ -65,6 +65,16 @@ def test_cli_identifies_a_record_into_a_normal_result(tmp_path):
         assert np.isfinite(res.standard_errors[name])
     assert res.simulation["twitch.csv"]["nrmse"]["force"] < 1e-4
     assert plot.stat().st_size > 0
+    # the report every problem gives: signals with units, the fit at the samples, the verdict of
+    # the residuals against the record's noise (a clean record: the floor), warnings, intervals
+    assert res.units["force"] == "N" and res.units["k_c"] == "N/m"
+    traj, meas, r = (frame["twitch.csv"] for frame in (res.trajectories, res.measurements, res.residuals))
+    assert len(traj) == len(meas) == len(r) == 301 and {"force", "k_c"} <= set(traj.columns)
+    np.testing.assert_allclose(r["force"], traj["force"] - meas["force"], atol=1e-12)
+    assert res.info["noise"]["twitch.csv"] == fm.NOISE_FLOOR
+    verdict = res.info["fit_verdict"]
+    assert verdict["verdict"] == "good" and set(verdict["signals"]) == {"force"}
+    assert isinstance(res.warnings, list) and set(res.intervals) == set(fm.NAMES)
 
 
 @pytest.mark.parametrize("args,fragment", [(["--nodes", "5"], "--nodes"), (["--method", "midpoint"], "radau"),
@@ -89,6 +99,28 @@ def test_default_method_is_the_problems_own_everywhere(tmp_path):
     assert [spec.method for spec in read_manifest(manifest)] == [None, "radau2"]
     run = _colloc("identify", "--help")
     assert "fes-muscle's default is radau3" in " ".join(run.stdout.split())
+
+
+def test_force_noise_is_read_from_the_record_not_from_the_fit():
+    # seeded white noise of 2 N on a clean shipped train (the noisy records' σ): found within 5 %
+    # (2001 samples: the MAD's standard error is ~3 %); a clean record gets the floor
+    clean = fm.load_trial(data_path("fes_muscle", "clean_30hz.csv")).force
+    noisy = clean + np.random.default_rng(7).normal(0.0, 2.0, clean.size)
+    assert abs(fm.force_noise(noisy) / 2.0 - 1) < 0.05
+    assert fm.force_noise(clean) == fm.NOISE_FLOOR
+
+
+@pytest.mark.slow
+def test_a_record_the_model_cannot_follow_is_a_poor_fit():
+    # a 25 Hz square wave of ±20 N added to a twitch pair with 0.5 N of noise: no muscle
+    # parameters make it; the fit converges, the verdict fails it
+    twitch = fm.make_trial(10, duration=0.3, first=0.05, last=0.15)
+    wave = 20.0 * np.sign(np.sin(2 * np.pi * 25 * twitch.time))
+    noise = np.random.default_rng(0).normal(0.0, 0.5, twitch.time.size)
+    res = fm.identify_result([fm.FesTrial("bad", twitch.time, twitch.force + wave + noise, twitch.pulse,
+                                          twitch.alpha)])
+    assert not res.success and res.status == "poor_fit" and res.solver_status != "poor_fit"
+    assert res.info["fit_verdict"]["signals"]["force"]["rms_over_sigma"] > 10
 
 
 def test_shipped_records_load_and_follow_the_contract():

@@ -113,15 +113,33 @@ def test_the_equation_error_start_is_near_the_simulators_gains():
             assert abs(est[k] / heel_off.TRUE[k] - 1) < tol, (noise, est)
 
 
-def test_the_time_limit_stops_a_solve_inside_it(short_heel_off):
+def test_the_time_limit_stops_a_solve_inside_it(short_heel_off, tmp_path):
     # the first homotopy step of this record takes hundreds of iterations; a limit of a few
     # seconds ends inside it (IPOPT asks the clock after every iteration), reported as time_limit
+    from colloc.results.plotting import plot_fit
+
     trial, _sim = short_heel_off
-    out = hc.identify([trial], time_limit=4.0)
-    assert not out["success"] and out["status"] == "time_limit"
-    assert len(out["homotopy"]) <= 1
-    if out["homotopy"]:  # the build took less than the limit: the stop came inside the first solve
-        assert out["homotopy"][0]["status"] == "User_Requested_Stop"
+    res = hc.identify_result([trial], time_limit=4.0)
+    assert not res.success and res.status == "time_limit" and "time limit" in res.message
+    assert len(res.info["homotopy"]) <= 1
+    if res.info["homotopy"]:  # the build took less than the limit: the stop came inside the first solve
+        assert res.info["homotopy"][0]["status"] == "User_Requested_Stop"
+    # a failed fit still reports where it stopped: the states of the fixed grid (its mesh and
+    # collocation points), the residuals at the samples, the simulation check and the verdict
+    traj, r = res.trajectories["short.csv"], res.residuals["short.csv"]
+    assert list(traj.columns) == list(heel_off.STATE_NAMES) and np.all(np.diff(traj.index) >= 0)
+    assert len(traj) == 3 * (len(trial.time) - 1) + 1  # degree 2: the mesh points and two points per interval
+    assert np.array_equal(r.index, trial.time) and list(r.columns) == list(heel_off.STATE_NAMES)
+    mesh = traj[np.isin(traj.index, trial.time)].groupby(level=0).last()  # after any impulse
+    np.testing.assert_allclose(r["theta_body"] + trial.signals["theta_body"], mesh["theta_body"], atol=1e-12)
+    check = res.simulation["short.csv"]  # from where the fit stopped: it ran, or it says why not
+    if check["status"] == "ok":
+        assert set(check["nrmse"]) == set(heel_off.STATE_NAMES)
+    else:
+        assert check["message"]
+    assert res.info["fit_verdict"]["verdict"] != "not_applicable"
+    plot_fit(res, path=tmp_path / "stopped.png")
+    assert (tmp_path / "stopped.png").stat().st_size > 0
     with pytest.raises(co.OptionsError, match="start 'zero'"):
         hc.identify([trial], start="zero")
 
@@ -158,6 +176,29 @@ def test_chatter_shorter_than_a_phase_is_merged_into_its_neighbours():
     assert hc._without_chatter(real) == real
 
 
+def test_the_fits_of_the_windows_are_stitched_core_by_core():
+    # hand-made fits of three windows of a 0–3 s record sampled at 0.5 s (nodes at the samples and
+    # half-way); the cores: [−∞, 1.25), [1.25, 2.25) and the last window's from 2.25 (its own core
+    # would start at 1.75: it overlaps the one before by more than the others)
+    t = np.arange(7) * 0.5
+
+    def window(a, b, value):
+        nodes = np.arange(t[a], t[b] + 1e-9, 0.25)
+        samples = np.arange(b - a + 1)
+        return {"name": "r", "node_time": nodes, "node_states": np.full((nodes.size, 4), value),
+                "initial_state": np.full(4, value), "noise": {"theta_body": 1.0}, "samples": samples,
+                "residuals": {"theta_body": np.full(samples.size, value)}}
+
+    parts = [(0, -np.inf, 1.25, window(0, 3, 1.0)), (2, 1.25, 2.25, window(2, 5, 2.0)),
+             (3, 1.75, np.inf, window(3, 6, 3.0))]
+    rec = hc._stitched(t, parts)
+    np.testing.assert_array_equal(rec["node_time"], np.arange(0, 3.01, 0.25))
+    np.testing.assert_array_equal(rec["node_states"][:, 0], [1] * 5 + [2] * 4 + [3] * 4)
+    np.testing.assert_array_equal(rec["samples"], np.arange(7))
+    np.testing.assert_array_equal(rec["residuals"]["theta_body"], [1, 1, 1, 2, 2, 3, 3])
+    assert rec["initial_state"][0] == 1.0
+
+
 def test_lift_off_time_is_where_the_force_line_reaches_zero():
     # a force falling linearly (hand-made: 300 N at t = 0, zero at t = 0.0537 s) with the
     # relaxation's tail of a few N after it: the tail is not extrapolated
@@ -187,14 +228,18 @@ def test_cli_bad_option_of_the_complementarity_method_exits_2_in_one_line():
 def test_cli_complementarity_on_the_shipped_flat_record(tmp_path):
     from colloc_problems._data import data_path
 
-    out = tmp_path / "flat.json"
+    out, plot = tmp_path / "flat.json", tmp_path / "flat.png"
     r = _cli("identify", "heel-off", "--data", str(data_path("heel_off", "flat.csv")), "--method", "complementarity",
-             "--out", str(out), "--json")
+             "--out", str(out), "--json", "--plot", str(plot))
     assert r.returncode in (0, 1), r.stderr
     doc = json.loads(r.stdout)
     keys = {"problem", "method", "success", "status", "iterations", "objective", "parameters", "standard_errors",
-            "timings", "num_nodes", "trials", "versions"}
+            "timings", "num_nodes", "trials", "versions", "warnings", "intervals", "simulation"}
     assert keys <= set(doc) and json.loads(out.read_text())["status"] == doc["status"]
+    assert doc["info"]["fit_verdict"]["verdict"] == "good" or not doc["success"]
+    assert plot.stat().st_size > 0
+    (name,) = doc["trajectories"]
+    assert doc["simulation"][name]["status"] == "ok" and len(doc["residuals"][name]["time"]) == 401
     assert doc["method"] == "complementarity" and doc["problem"] == "heel-off"
     assert doc["success"] == (r.returncode == 0)
     if r.returncode == 0:
