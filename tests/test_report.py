@@ -100,7 +100,7 @@ def test_intervals_survive_the_result_document():
     assert all(math.isnan(v) for v in back.intervals["c"])
     table = back.parameter_table()
     assert table.loc["k", "ci95_low"] == pytest.approx(r.intervals["k"][0])
-    assert "95 % intervals of k on the log scale" in back.format_table()
+    assert "95 % intervals of k on the log scale (parameters of one sign)" in back.format_table()
 
 
 # ---- the model's declaration ---------------------------------------------------------------------------

@@ -221,7 +221,7 @@ class Result:
         logs = [n for n, k in self.interval_scales.items() if k in ("log", "-log", "logit")]
         if logs:
             lines.append(f"95 % intervals of {', '.join(logs)} on the "
-                         + ("log scale (positive parameters)" if all(self.interval_scales[n] != "logit" for n in logs)
+                         + ("log scale (parameters of one sign)" if all(self.interval_scales[n] != "logit" for n in logs)
                             else "log or logit scale (inside their physical bounds)"))
         return "\n".join(lines)
 
