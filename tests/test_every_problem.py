@@ -47,7 +47,13 @@ def test_every_problem_of_pyproject_is_registered_and_has_a_quick_length():
 
 
 def _shortened(path: Path, folder: Path, seconds: float | None) -> Path:
-    """A copy of the first ``seconds`` of a shipped CSV record (its lines as they are)."""
+    """A copy of the first ``seconds`` of a shipped CSV record (its lines as they are); a folder
+    (a demo's default data) is copied record by record."""
+    if path.is_dir():
+        copies = folder / path.name
+        for record in sorted(path.glob("*.csv")):
+            _shortened(record, copies, seconds)
+        return copies
     folder.mkdir(parents=True, exist_ok=True)
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     if seconds is not None:

@@ -253,6 +253,6 @@ def test_the_delayed_controller_is_refused_by_the_complementarity_method(tmp_pat
     fits the undelayed feedback only and says so in one line (exit 2)."""
     data = Path(__file__).resolve().parents[2] / "data" / "heel_off" / "heel_off_delay.csv"
     run = _cli("identify", "heel-off", "--data", str(data), "--method", "complementarity", "--controller", "PD-delay",
-               "--out", str(tmp_path / "o"))
+               "--out", str(tmp_path / "o.json"))
     assert run.returncode == 2, run.stderr
     assert run.stderr.count("\n") == 1 and "--controller PD-delay" in run.stderr and "complementarity" in run.stderr
