@@ -583,23 +583,33 @@ def cmd_predict(args) -> int:
             trial = trial.window(None, end)
     table = result.predict(trial, horizon=args.horizon, window=args.window, model=registered_model(result, trial))
     write_atomic(args.out, table.to_csv(index=False, float_format="%.10g"))
-    print(_prediction_line(table, args.horizon))
+    print(_prediction_line(table, trial, args.horizon, args.window))
     print(f"predictions written to {args.out}")
     return EXIT_OK
 
 
-def _prediction_line(table, horizon: float) -> str:
-    """Coverage of the 95 % intervals and RMSE against persistence (y(t) predicted by y(t − H))."""
+def _prediction_line(table, trial, horizon: float, window) -> str:
+    """Coverage of the 95 % intervals and the mean log score, beside persistence's (y(t) predicted
+    by y(t − H), its SD that of the H-changes before the window)."""
     import numpy as np
 
-    groups = [c[len("observed"):] for c in table.columns if c.startswith("observed")]
+    from .signals.forecast import coverage, log_score, persistence_forecast
+
+    names = table.attrs["signals"]
+    rows = np.searchsorted(trial.time, table["time"].to_numpy())
+    steps = int(round(horizon / float(np.median(np.diff(trial.time)))))
+    start = trial.time[0] if window is None or window[0] is None else window[0]
     parts = []
-    for g in groups:
+    for name in names:
+        g = "" if len(names) == 1 else f"_{name}"
         y, mu, sd = (table[f"{c}{g}"].to_numpy(dtype=float) for c in ("observed", "mean", "sd"))
-        ok = np.isfinite(y) & np.isfinite(mu) & np.isfinite(sd)
-        cover = float(np.mean(np.abs(y[ok] - mu[ok]) <= 1.959963984540054 * sd[ok])) if ok.any() else float("nan")
-        rmse = float(np.sqrt(np.mean((y[ok] - mu[ok]) ** 2))) if ok.any() else float("nan")
-        parts.append(f"{g.lstrip('_') or 'signal'}: 95 % interval coverage {cover:.3f}, RMSE {rmse:.4g}")
+        signal = np.asarray(trial[name], dtype=float)
+        before = signal[trial.time < start]
+        reference = before if np.isfinite(before).sum() > steps + 1 else signal
+        pm, ps = persistence_forecast(signal, steps, fit=reference)
+        parts.append(f"{name}: 95 % interval coverage {coverage(y, mu, sd):.3f}, "
+                     f"log score {log_score(y, mu, sd):.3f} nats a sample (persistence "
+                     f"{log_score(y, pm[rows], ps[rows]):.3f})")
     return f"{len(table)} predictions {horizon:g} s ahead · " + "; ".join(parts)
 
 

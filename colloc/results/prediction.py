@@ -87,7 +87,7 @@ def predict(result, trial, *, horizon: float, window: tuple[float | None, float 
     -------
     pandas.DataFrame
         Columns ``time, observed, mean, sd`` for one signal, else ``observed_<s>, mean_<s>,
-        sd_<s>`` per signal (SI units).
+        sd_<s>`` per signal (SI units); ``attrs["signals"]`` names the signals.
     """
     import pandas as pd
 
@@ -115,7 +115,9 @@ def predict(result, trial, *, horizon: float, window: tuple[float | None, float 
         table[cols[0]] = np.asarray(trial[name], dtype=float)[rows]
         table[cols[1]] = mean[rows, k]
         table[cols[2]] = sd[rows, k]
-    return pd.DataFrame(table)
+    frame = pd.DataFrame(table)
+    frame.attrs["signals"] = list(names)  # which signal each column group is
+    return frame
 
 
 def registered_model(result, trial):
