@@ -22,7 +22,6 @@ Writes JSON atomically (default benchmarks/results/real_sway_heldout.json).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _report import write_report  # noqa: E402
 
-import colloc as co  # noqa: E402
 from colloc.signals.forecast import coverage, fit_ar, ljung_box, log_score, persistence_forecast  # noqa: E402
 from colloc.studies.identify import identify_files  # noqa: E402
 

@@ -904,7 +904,11 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
               "innovations_std": float(np.std(((cop - pred) / sd[:, 0])[measured])),
               "missing_samples": int(cop.size - measured.sum())},
         initial_parameters=dict(start), solver_status=fit.message, descriptions={k: describe[k] for k in names},
-        trajectory_label=f"one-step-ahead prediction (Kalman filter, {controller})")
+        trajectory_label=f"one-step-ahead prediction (Kalman filter, {controller})",
+        notes=[f"K_P/(m·g·h) {theta['KP'] / mgh:.3g} (m·g·h {mgh:.4g} N·m/rad) · K_D/K_P {theta['KD'] / theta['KP']:.3g} s"
+               + (f" · τ {theta['tau']:.3g} s" if "tau" in theta else ""),
+               f"NLL {float(fit.nll):.6g} · AIC {2 * float(fit.nll) + 2 * k_par:.6g} ({k_par} free parameters) · "
+               f"closed loop {'stable' if stable else 'UNSTABLE'} (largest real eigenvalue {eig.real.max():.3g} 1/s)"])
     innovations = pd.DataFrame({"cop": np.where(measured, (cop - pred) / sd[:, 0], np.nan)}, index=index)
     # a noise intensity of zero is an answer (no white COP noise in a low-passed record, no drift);
     # the other bounds are where the fit looks

@@ -105,6 +105,9 @@ class Result:
     trajectory_label : str
         What :attr:`trajectories` are, when they are not the fitted model's own trajectory (a
         Kalman filter's one-step-ahead prediction); figures and reports name them so.
+    notes : list of str
+        Quantities derived from the estimates that a reader judges them by (a gain over m·g·h,
+        an information criterion), one line each, printed under the table.
     """
 
     problem: str
@@ -136,6 +139,7 @@ class Result:
     interval_scales: dict[str, str] = field(default_factory=dict)
     simulation_note: str = ""
     trajectory_label: str = ""
+    notes: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.solver_status:
@@ -246,6 +250,7 @@ class Result:
             "",
             self.format_table(truth),
         ]
+        lines += self.notes
         if self.info.get("fit_verdict"):
             from .verdict import verdict_line
 
@@ -318,6 +323,7 @@ class Result:
         doc["simulation"] = self.simulation
         doc["simulation_note"] = self.simulation_note
         doc["trajectory_label"] = self.trajectory_label
+        doc["notes"] = self.notes
         doc["units"] = self.units
         doc["info"] = self.info
         doc["trajectories"] = {k: _frame_to_dict(v) for k, v in self.trajectories.items()}
@@ -385,6 +391,7 @@ class Result:
             interval_scales=dict(doc.get("interval_scales", {})),
             simulation_note=doc.get("simulation_note", ""),
             trajectory_label=doc.get("trajectory_label", ""),
+            notes=list(doc.get("notes", [])),
         )
 
     # ---- prediction ---------------------------------------------------------------------

@@ -48,6 +48,14 @@ def test_real_trial_by_kalman_ml(capsys, tmp_path):
     assert doc["objective"] == pytest.approx(negative_log_likelihood(lgm, cop - cop.mean(), theta), rel=1e-9)
     # innovations are close to white with unit variance under the fitted model
     assert 0.9 < info["innovations_std"] < 1.1
+    # the one report: a verdict on the standardised innovations, intervals above zero, what the
+    # trajectory is, no simulation and why, the gains over m·g·h printed under the table
+    assert doc["info"]["fit_verdict"]["verdict"] == "good" and "innovations" in doc["info"]["fit_verdict"]["residuals"]
+    assert all(doc["intervals"][k][0] > 0 for k in ("KP", "KI", "KD", "A", "B", "sigma"))
+    assert doc["trajectory_label"].startswith("one-step-ahead prediction") and doc["simulation"] == {}
+    assert "stochastic model" in doc["simulation_note"]
+    mgh = info["body"]["m"] * info["body"]["g"] * info["body"]["h"]
+    assert f"K_P/(m·g·h) {doc['parameters']['KP'] / mgh:.3g}" in out and "K_P/(m·g·h)" in doc["notes"][0]
 
 
 def test_one_step_predictions_reproduce_the_likelihood():

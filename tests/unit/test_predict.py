@@ -32,7 +32,7 @@ def _joint_gaussian_prediction(model, theta, y, t, steps):
     record (built from the discretised model, no filter involved)."""
     d = model.discretize(theta)
     Phi, Gam, C, D, R, m0, P0 = (d[k] for k in ("Phi", "Gamma", "C", "D", "R", "m0", "P0"))
-    n, q, N = Phi.shape[0], Gam.shape[1], t + 1
+    q, N = Gam.shape[1], t + 1
     # y = M x0 + W w + e, with x_k = Φ^k x0 + Σ_{i<k} Φ^{k−1−i} Γ w_i
     M = np.vstack([C @ np.linalg.matrix_power(Phi, k) for k in range(N)])
     W = np.zeros((N, N * q))
