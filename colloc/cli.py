@@ -800,8 +800,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "tau, Pade (2,2)); heel-off: PD (default) or PD-delay (the delay tau identified too)")
     p.add_argument("--noise", default=None, metavar="MODEL",
                    help="cip with --method kalman-ml: the noise model, paper (default: the paper's disturbance, "
-                        "state at rest) or sway (continuous-time disturbance, COP drift, the recording's low-pass, "
-                        "diffuse initial state)")
+                        "state at rest) or sway (continuous-time disturbance, the recording's low-pass, diffuse "
+                        "initial state)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",

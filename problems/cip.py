@@ -572,18 +572,10 @@ SIGMA_RANGE = (1e-7, 1e-2)
 #: Noise models of :func:`ml_model`: ``"paper"`` (the disturbance filter driven by unit white
 #: noise held over each sample, amplitude ``A``; the state starts at rest, as the generator's) and
 #: ``"sway"`` (for real records: the disturbance's white-noise intensity ``q_d`` in continuous time,
-#: a random-walk drift of the COP ``q_drift`` — the rambling of quiet standing — and a diffuse
-#: initial state, nothing at rest by assumption).
+#: the recording's low-pass and a diffuse initial state, nothing at rest by assumption).
 NOISE_MODELS = ("paper", "sway")
-#: Bounds of the ``"sway"`` noise model's intensities: ``q_d`` (N·m·√s), ``q_drift`` (m/√s).
-SWAY_RANGES = {"q_d": (1e-2, 1e4), "q_drift": (1e-7, 1e-1), "f_c": (0.5, 45.0)}
-def _drift_index(controller: str) -> int:
-    """Index of the ``drift`` state of the ``"sway"`` model of ``controller`` (u, v, [w], td,
-    [q, qd], drift, …)."""
-    integral, delay = CONTROLLERS[controller]
-    return 3 + int(integral) + 2 * int(delay)
-
-
+#: Bounds of the ``"sway"`` noise model's parameters: ``q_d`` (N·m·√s), ``f_c`` (Hz).
+SWAY_RANGES = {"q_d": (1e-2, 1e4), "f_c": (0.5, 45.0)}
 #: Damping ratios of the recording's low-pass as two second-order sections: twice the same
 #: second-order Butterworth (ζ = 1/√2), whose gain is that of the zero-lag filter the BDS files went
 #: through (a second-order Butterworth run forwards and backwards, 10 Hz: the data set's PhysioNet
@@ -592,12 +584,12 @@ def _drift_index(controller: str) -> int:
 LOWPASS_ZETA = (float(np.sqrt(0.5)), float(np.sqrt(0.5)))
 #: Prior SDs of the ``"sway"`` model's diffuse initial state, far above quiet standing's: sway
 #: angle (rad), its rate (rad/s), its integral (rad·s), the disturbance torque (N·m), the Padé
-#: states (N·m, N·m/s) and the COP drift (m).
+#: states (N·m, N·m/s) and the low-pass states (m, m/s).
 #: Where the ``"sway"`` model's noise parameters start: a disturbance of 12 N·m·√s (the ``"paper"``
-#: model's fits of the shipped BDS subject, A ≈ 120 N·m at 100 Hz, are q_d = A·√dt ≈ 12), a drift
-#: of 0.1 mm/√s and a COP noise of 20 µm.
-SWAY_START = {"q_d": 12.0, "q_drift": 1e-4, "sigma": 2e-5, "f_c": 10.0}
-DIFFUSE_SD = {"u": 0.2, "v": 1.0, "w": 0.5, "td": 200.0, "q": 2000.0, "qd": 2e4, "drift": 0.2,
+#: model's fits of the shipped BDS subject, A ≈ 120 N·m at 100 Hz, are q_d = A·√dt ≈ 12), the data
+#: set's 10 Hz low-pass and a COP noise of 20 µm.
+SWAY_START = {"q_d": 12.0, "sigma": 2e-5, "f_c": 10.0}
+DIFFUSE_SD = {"u": 0.2, "v": 1.0, "w": 0.5, "td": 200.0, "q": 2000.0, "qd": 2e4,
               "f1": 0.2, "f1d": 20.0, "f2": 0.2, "f2d": 20.0}
 
 
@@ -619,9 +611,10 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
 
     ``noise="sway"`` (:data:`NOISE_MODELS`): T_d + B·T_d' = w(t) with w continuous white noise of
     intensity ``q_d`` (N·m·√s: E w(t)w(s) = q_d² δ(t − s), so the fit does not depend on the
-    sample rate; stationary SD of T_d q_d/√(2B)), the COP ``+ drift`` with drift' = ``q_drift``
-    × white noise (m/√s), and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters:
-    gains, [``tau``], ``q_d``, ``B``, ``q_drift``, ``sigma``; ``fit_disturbance`` is implied.
+    sample rate; stationary SD of T_d q_d/√(2B); B beyond the record is a random-walk torque), the
+    measured COP the model's through the recording's low-pass at ``f_c`` (:data:`LOWPASS_ZETA`),
+    and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters: gains, [``tau``], ``q_d``,
+    ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.
     """
     if noise not in NOISE_MODELS:
         raise co.ModelError(f"cip ml_model: noise must be one of {', '.join(NOISE_MODELS)}, got {noise!r}")
@@ -635,10 +628,10 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     b, f = _body(body, filt)
     I, m, g, h = b["I"], b["m"], b["g"], b["h"]
     names = ["KP"] + (["KI"] if integral else []) + ["KD"] + (["tau"] if delay else []) + \
-        (["q_d", "B", "q_drift", "f_c"] if sway else ["A", "B"] if fit_disturbance else []) + ["sigma"]
+        (["q_d", "B", "f_c"] if sway else ["A", "B"] if fit_disturbance else []) + ["sigma"]
 
     states = ["u", "v"] + (["w"] if integral else []) + ["td"] + (["q", "qd"] if delay else []) + \
-        (["drift", "f1", "f1d", "f2", "f2d"] if sway else [])
+        (["f1", "f1d", "f2", "f2d"] if sway else [])
     at = {name: i for i, name in enumerate(states)}
     n = len(states)
 
@@ -665,13 +658,10 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
         if delay:
             Amat[at["q"], :] = row(qd=1)
             Amat[at["qd"], :] = 12 / th["tau"]**2 * (tc - row(q=1, qd=th["tau"] / 2))
-        G = ca.SX.zeros(n, 2 if sway else 1)
+        G = ca.SX.zeros(n, 1)
         G[at["td"], 0] = A / B
         C = (torque - row(td=1)) / (m * g)
-        if sway:
-            G[at["drift"], 1] = th["q_drift"] / np.sqrt(dt)
-            C = C + row(drift=1)
-            # the recording's low-pass at f_c (LOWPASS_ZETA)
+        if sway:  # the recording's low-pass at f_c (LOWPASS_ZETA)
             wc = 2 * np.pi * th["f_c"]
             for (x, xd), zeta, source in ((("f1", "f1d"), LOWPASS_ZETA[0], C),
                                           (("f2", "f2d"), LOWPASS_ZETA[1], row(f1=1))):
@@ -712,7 +702,7 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
     g0 = dict(CENTRE_NORMAL if gains0 is None else gains0)
     start = {k: _guess(k, rng[k]) if gains0 is None else float(g0[k]) for k in GAINS}
     start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise,
-                 q_d=SWAY_START["q_d"], q_drift=SWAY_START["q_drift"], f_c=SWAY_START["f_c"])
+                 q_d=SWAY_START["q_d"], f_c=SWAY_START["f_c"])
     if noise == "sway" and cop_noise is None:
         start["sigma"] = SWAY_START["sigma"]
     bnds = {k: rng[k] for k in GAINS}
@@ -845,11 +835,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     offset = float(np.nanmean(cop))
     measured = np.isfinite(cop)
     t_post = _time.perf_counter()
-    a_cont = lgm.continuous(theta)["A"]
-    if noise == "sway":  # the drift is a random walk (eigenvalue 0) outside the loop: the loop is the rest
-        keep = [i for i in range(a_cont.shape[0]) if i != _drift_index(controller)]
-        a_cont = a_cont[np.ix_(keep, keep)]
-    eig = np.linalg.eigvals(a_cont)
+    eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
     # K_I = 0 leaves ∫u an integrator outside the loop (eigenvalue 0): not an unstable loop
     stable = bool(np.all(eig.real < 1e-9 * max(1.0, float(np.abs(eig).max()))))
     pred, sd = kalman.one_step_predictions(lgm, cop - offset, theta, missing=True)
@@ -872,12 +858,11 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     index = pd.Index(trial.time, name="time")
     k_par = len(free)
     unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m", "B": "s",
-            "q_d": "N·m·√s", "q_drift": "m/√s", "f_c": "Hz", "sigma": "m", "cop_offset": "m", "cop": "m"}
+            "q_d": "N·m·√s", "f_c": "Hz", "sigma": "m", "cop_offset": "m", "cop": "m"}
     describe = {"KP": "proportional gain of the ankle torque", "KI": "integral gain of the ankle torque",
                 "KD": "derivative gain of the ankle torque", "tau": "feedback delay of the ankle torque",
                 "A": "amplitude of the disturbance filter", "B": "time constant of the disturbance filter",
                 "q_d": "intensity of the white noise driving the disturbance torque (continuous time)",
-                "q_drift": "intensity of the COP's random-walk drift (continuous time)",
                 "f_c": "cut-off of the recording's low-pass (2nd-order Butterworth, zero lag)",
                 "sigma": "COP measurement noise (standard deviation)",
                 "cop_offset": "mean COP position in the plate's frame (the record's mean; no standard error)"}
@@ -910,9 +895,10 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
                f"NLL {float(fit.nll):.6g} · AIC {2 * float(fit.nll) + 2 * k_par:.6g} ({k_par} free parameters) · "
                f"closed loop {'stable' if stable else 'UNSTABLE'} (largest real eigenvalue {eig.real.max():.3g} 1/s)"])
     innovations = pd.DataFrame({"cop": np.where(measured, (cop - pred) / sd[:, 0], np.nan)}, index=index)
-    # a noise intensity of zero is an answer (no white COP noise in a low-passed record, no drift);
-    # the other bounds are where the fit looks
-    physical = {"sigma": (True, False), "q_drift": (True, False)}
+    # a white COP noise of (nearly) zero is an answer in a low-passed record; so, in the sway model,
+    # is a disturbance time constant beyond any record's length (a random-walk torque); the other
+    # bounds are where the fit looks
+    physical = {"sigma": (True, False), **({"B": (False, True)} if noise == "sway" else {})}
     return co.finalize(result, bounds={**fit.bounds, "cop_offset": (-np.inf, np.inf)}, physical=physical,
                        fit={"cop": 1.0},
                        verdict_residuals={trial.name: innovations}, warnings=warnings,
