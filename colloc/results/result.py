@@ -155,7 +155,9 @@ class Result:
         value = self.parameters.get(name, float("nan"))
         if se is None or not np.isfinite(se):
             return float("nan"), float("nan")
-        return value - 1.959963984540054 * se, value + 1.959963984540054 * se
+        from .report import INTERVAL_Z
+
+        return value - INTERVAL_Z * se, value + INTERVAL_Z * se
 
     # ---- convenience --------------------------------------------------------------------
     @property
