@@ -43,6 +43,8 @@ _LAZY = {
     "StochasticProblem": "definition.stochastic",
     "KalmanML": "solving.kalman_ml",
     "on_one_grid": "solving.kalman_ml",
+    "select_model": "studies.select",
+    "ModelSelection": "studies.select",
     "Body": "multibody.chain",
     "Chain": "multibody.chain",
     "ChainEquations": "multibody.chain",

@@ -72,7 +72,7 @@ __all__ = [
     "simulate_trial", "surrogate_disturbance", "discrete_system", "com_from_cop",
     "initial_trajectories", "jt_inverse_dynamics", "sdf_objective", "ml_estimate", "cop_from_states",
     "CONTROLLERS", "DELAY_RANGE", "SIGMA_RANGE", "ml_model", "stochastic_problem", "plausibility", "PLAUSIBLE",
-    "SHORT_RECORD_S",
+    "SHORT_RECORD_S", "select_controller",
 ]
 
 #: Body of the paper's subject (after Peterka 2000): I (kg·m²), m (kg), h (m), g (m/s²).
@@ -799,8 +799,8 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     """
     if method not in OWN_METHODS:
         raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")
-    if controller not in CONTROLLERS:
-        raise co.OptionsError(f"--controller {controller}: one of {', '.join(CONTROLLERS)}")
+    if controller not in CONTROLLERS and controller != "auto":
+        raise co.OptionsError(f"--controller {controller}: one of {', '.join(CONTROLLERS)} or auto")
     if noise is not None and noise not in NOISE_MODELS:
         raise co.OptionsError(f"--noise {noise}: one of {', '.join(NOISE_MODELS)}")
     if len(trials) != 1:
@@ -811,9 +811,38 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
         if unknown:
             raise co.OptionsError(f"{option}: {', '.join(unknown)} not allowed with --method kalman-ml; "
                                   f"it takes the gains {', '.join(GAINS)}")
-    sp = stochastic_problem(trials[0], controller=controller, body=body, noise=noise or "paper",
-                            guess=guess, bounds=bounds)
-    return co.solve(sp, co.KalmanML(max_iter=max_iter), throw=False)
+    method = co.KalmanML(max_iter=max_iter)
+    if controller != "auto":
+        sp = stochastic_problem(trials[0], controller=controller, body=body, noise=noise or "paper",
+                                guess=guess, bounds=bounds)
+        return co.solve(sp, method, throw=False)
+    return select_controller(trials[0], body=body, noise=noise or "sway", guess=guess, bounds=bounds,
+                             method=method)
+
+
+def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = None, noise: str = "sway",
+                      guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
+                      method=None, candidates: Sequence[str] = tuple(CONTROLLERS)) -> co.Result:
+    """``--controller auto``: each controller of ``candidates`` fitted on the first half of the
+    record and scored on the second (:func:`colloc.select_model`: held-out log score at 0.1 and
+    0.5 s against persistence and an AR(20)); the best that succeeded is fitted on the whole
+    record.  The comparison table is printed under the result's table
+    (``info["model_selection"]``)."""
+    trial = _on_one_grid(trial)
+    make = {c: (lambda tr, c=c: stochastic_problem(tr, controller=c, body=body, noise=noise, guess=guess,
+                                                   bounds=bounds)) for c in candidates}
+    import sys
+
+    selection = co.select_model(make, trial, method=method,
+                                progress=lambda line: print(line, file=sys.stderr, flush=True))
+    chosen = selection.best or "PID"
+    result = co.solve(make[chosen](trial), method or co.KalmanML(), throw=False)
+    result.notes = [*selection.text().splitlines(), *result.notes]
+    if selection.best is None:
+        result.warnings.insert(0, {"code": "no_candidate", "parameters": [],
+                                   "message": "no controller's fit on the first half succeeded; PID is shown"})
+    result.info["model_selection"] = selection.to_info()
+    return result
 
 
 def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mapping[str, float] | None = None,

@@ -171,3 +171,41 @@ def test_bad_input_errors():
     uneven = co.Trial(np.r_[0.0, 0.01, 0.03, 0.04], {"x": np.ones(4)}, name="gappy")
     with pytest.raises(co.OptionsError, match="not evenly sampled"):
         co.solve(problem(y).with_trials(uneven), co.KalmanML())
+
+
+def ou(dt: float) -> kalman.LinearGaussianModel:
+    """A first-order (Ornstein–Uhlenbeck) position: the wrong model for an oscillator's record."""
+    import casadi as ca
+
+    def mats(th):
+        return ca.reshape(-th[0], 1, 1), ca.reshape(th[1] / np.sqrt(dt), 1, 1), ca.DM([[1.0]]), th[2] ** 2
+
+    return kalman.LinearGaussianModel(["a", "q", "sigma"], mats, dt=dt, name="ou", initial_covariance=[[1.0]])
+
+
+def test_select_model_prefers_the_true_model_on_held_out_data():
+    y = record(TRUTH, 4000, seed=21)
+    tr = trial(y)
+    wrong = lambda t: co.StochasticProblem(ou, t, outputs=["x"], start={"a": 1.0, "q": 0.5, "sigma": 0.05},
+                                           bounds={"a": (1e-3, 50.0), "q": (1e-3, 100.0), "sigma": (1e-5, 1.0)},
+                                           physical={"sigma": (True, False)})
+    # the true structure with a search range that excludes the truth: it must fail, not be chosen
+    boxed = lambda t: co.StochasticProblem(
+        oscillator, t, outputs=["x"], start={"k": 2.0, "c": 0.3, "q": 1.0, "sigma": 0.05},
+        bounds={"k": (0.1, 2.5), "c": (0.01, 20.0), "q": (1e-3, 100.0), "sigma": (1e-5, 1.0)})
+    good = lambda t: co.StochasticProblem(
+        oscillator, t, outputs=["x"], start={"k": 2.0, "c": 0.3, "q": 1.0, "sigma": 0.05},
+        bounds={"k": (0.1, 100.0), "c": (0.01, 20.0), "q": (1e-3, 100.0), "sigma": (1e-5, 1.0)})
+    sel = co.select_model({"ou": wrong, "boxed": boxed, "oscillator": good}, tr, horizons=(0.05, 0.2), ar_order=10)
+    table = sel.table
+    assert sel.best == "oscillator"
+    assert not table.loc["boxed", "success"]
+    assert table.loc["oscillator", "score_0.2"] > table.loc["ou", "score_0.2"]
+    assert {"persistence", "AR(10)"} <= set(table.index)
+    assert table.loc["oscillator", "vs_persistence_0.05"] > 0
+    assert 0.9 < table.loc["oscillator", "coverage_0.2"] < 0.99
+    text = sel.text()
+    assert "oscillator" in text and "←" in text and "chosen: oscillator" in text
+    assert sel.to_info()["best"] == "oscillator"
+    with pytest.raises(co.OptionsError, match="split 99 s lies outside"):
+        co.select_model({"oscillator": good}, tr, split=99.0)
