@@ -55,8 +55,8 @@ class ModelSelection:
         hs = [f"{h:g}" for h in self.horizons]
         head = (f"{'model':<12}{'status':<20}{'free':>5}{'AIC(fit)':>12}"
                 + "".join(f"{'score ' + h + ' s':>12}{'cov ' + h:>9}" for h in hs) + f"{'LB p':>8}")
-        lines = [f"held-out comparison: fitted before t = {self.split:g} s, scored after it "
-                 "(mean log density, nats a sample; higher is better)", head]
+        lines = [(f"held-out comparison: fitted before t = {self.split:g} s, scored after it "
+                 "(mean log density, nats a sample; higher is better)"), head]
         for name, row in self.table.iterrows():
             aic = "" if not np.isfinite(row["aic"]) else f"{row['aic']:.6g}"
             free = "" if not np.isfinite(row["free"]) else f"{int(row['free'])}"
@@ -161,7 +161,7 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
         refs[f"AR({ar_order})"] = {"kind": "reference", "status": "reference", "success": False,
                                    "free": float(ar_order + 2), "aic": math.nan, "ljung_box_p": math.nan}
     for h in horizons:
-        steps = int(round(h / dt))
+        steps = round(h / dt)
         rows_h = np.flatnonzero(tg >= split + h - 1e-9 * dt)
         y = y_all[rows_h]
         pm, ps = persistence_forecast(y_all, steps, fit=y_fit)
