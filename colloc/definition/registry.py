@@ -307,6 +307,11 @@ def _signature(function: Any) -> str:
 
 # ---- the registry -----------------------------------------------------------------------------------
 
+#: The usual cause of an entry point declared in pyproject.toml but not found.
+_STALE = ("a package's entry points are read from its installed metadata: reinstall it after changing them, "
+          "and remove a stale <name>.egg-info left in the working folder, which is read first")
+
+
 def problem_entry_points() -> dict[str, metadata.EntryPoint]:
     """The problems installed under the ``colloc.problems`` entry-point group, by name."""
     return {ep.name: ep for ep in metadata.entry_points(group=PROBLEMS_GROUP)}
@@ -339,7 +344,7 @@ def data_locator(package: str, problem: str | None = None) -> Callable[..., Path
     what = f"problem '{problem}'" if problem else f"package '{package}'"
     if package not in eps:
         raise ProblemError(f"{what} ships no data: it has no data_path hook and no {DATA_GROUP} entry point "
-                           f"named '{package}' (installed: {', '.join(sorted(eps)) or 'none'})")
+                           f"named '{package}' (installed: {', '.join(sorted(eps)) or 'none'}; {_STALE})")
     locator = _load(eps[package], what)
     if not _calls("a", "b.csv")(locator):
         raise ProblemError(f"{what}: the {DATA_GROUP} entry point {eps[package].value} is not a function "
