@@ -38,8 +38,8 @@ def _module(name: str, **attrs) -> types.ModuleType:
 
 
 def _good(name: str = "mine.problem", **extra) -> types.ModuleType:
-    attrs = dict(TRUE={"p": 1.0}, DEFAULT_DATA=("mine", "mine.csv"), REQUIRED_COLUMNS=("y",),
-                 load_trial=lambda path, missing="error": path, problem=lambda trials, noise=0.1: trials)
+    attrs = {"TRUE": {"p": 1.0}, "DEFAULT_DATA": ("mine", "mine.csv"), "REQUIRED_COLUMNS": ("y",),
+             "load_trial": lambda path, missing="error": path, "problem": lambda trials, noise=0.1: trials}
     return _module(name, **{**attrs, **extra})
 
 
