@@ -753,12 +753,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "COP-only trial of a subject given by --height/--mass); fes-muscle's default is radau3; "
                         "heel-off also runs complementarity (modes out of the fit)")
     p.add_argument("--controller", default=None, metavar="NAME",
-                   help="cip with --method kalman-ml: PID (default), PD-delay or PID-delay (a feedback delay "
-                        "tau, Pade (2,2)); heel-off: PD (default) or PD-delay (the delay tau identified too)")
+                   help="cip with --method kalman-ml: PID (default), PD-delay, PID-delay (a feedback delay "
+                        "tau, Pade (2,2)) or auto (each fitted on the first half and scored on the second; the best "
+                        "held-out prediction is fitted on the whole, with the comparison table); heel-off: PD "
+                        "(default) or PD-delay (the delay tau identified too)")
     p.add_argument("--noise", default=None, metavar="MODEL",
-                   help="cip with --method kalman-ml: the noise model, paper (default: the paper's disturbance, "
-                        "state at rest) or sway (continuous-time disturbance, the recording's low-pass, diffuse "
-                        "initial state)")
+                   help="cip with --method kalman-ml: the noise model, sway (the default with --height/--mass: "
+                        "continuous-time disturbance, the recording's low-pass, diffuse initial state) or paper (the "
+                        "paper's disturbance, state at rest; the default for the paper's subject)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",
