@@ -4,7 +4,7 @@ A manifest is a CSV with the columns ``fit_id, problem, data`` (one row per tria
 with the same ``fit_id`` are trials that share the parameters) and optionally ``method`` and
 ``group``, and the options of ``colloc identify`` that differ between subjects and labs:
 ``height`` and ``mass`` (the subject's body, m and kg), ``column`` and ``unit`` (``cop=COPx``,
-several joined by ``;``), ``controller`` and ``missing`` (``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
+several joined by ``;``), ``controller``, ``noise`` (as ``--noise``) and ``missing`` (``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
 the same code path as ``colloc identify``, on a single-threaded worker.  As fits finish, the
 result document of each is written to ``OUT/fits/<fit_id>.json`` and the table
 ``OUT/results.csv`` (``fit_id, problem, success, status, iterations, objective, total_s``, then
@@ -38,9 +38,9 @@ from .identify import (METHODS, BASELINES, DEFAULT_METHOD, identify_files, probl
 __all__ = ["BatchReport", "FitSpec", "batch", "read_manifest", "summary_figure", "write_summary"]
 
 REQUIRED = ("fit_id", "problem", "data")
-OPTIONAL = ("method", "group", "height", "mass", "column", "unit", "controller", "missing")
+OPTIONAL = ("method", "group", "height", "mass", "column", "unit", "controller", "noise", "missing")
 #: Manifest columns that are options of one fit (every row of a fit must agree on them).
-FIT_OPTIONS = ("height", "mass", "column", "unit", "controller", "missing")
+FIT_OPTIONS = ("height", "mass", "column", "unit", "controller", "noise", "missing")
 #: The first columns of results.csv (CONTRACTS §3), then parameters and standard errors.
 RESULT_COLUMNS = ("fit_id", "problem", "success", "status", "iterations", "objective", "total_s")
 
@@ -87,8 +87,9 @@ def _fit_options(path: Path, line: int, problem: str, row: dict) -> dict:
             options["body"] = subject_body(problem, float(height), float(mass))
         except ValueError as exc:
             raise DataError(f"{path}: columns 'height'/'mass', line {line}: {exc}") from None
-    if row.get("controller"):
-        options["controller"] = row["controller"]
+    for col in ("controller", "noise"):
+        if row.get(col):
+            options[col] = row[col]
     if options:
         out["problem_options"] = options
     return out
