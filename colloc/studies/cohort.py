@@ -273,9 +273,9 @@ def _quantities(doc: dict) -> list[dict]:
     if p.get("KP") is not None and mgh:
         kp, e = p["KP"], se.get("KP")
         lo, hi = (_finite(x) for x in (intervals.get("KP") or (None, None)))
-        out.append(dict(name="KP/mgh", label="K_P/(m·g·h)", unit="1", estimate=kp / mgh,
-                        se=None if e is None else e / mgh, low=None if lo is None else lo / mgh,
-                        high=None if hi is None else hi / mgh, at_bound="KP" in bound))
+        out.append({"name": "KP/mgh", "label": "K_P/(m·g·h)", "unit": "1", "estimate": kp / mgh,
+                    "se": None if e is None else e / mgh, "low": None if lo is None else lo / mgh,
+                    "high": None if hi is None else hi / mgh, "at_bound": "KP" in bound})
         replaced.add("KP")
     if p.get("KP") and p.get("KD") and p["KP"] > 0 and p["KD"] > 0:
         kp, kd = p["KP"], p["KD"]
@@ -287,15 +287,15 @@ def _quantities(doc: dict) -> list[dict]:
             if var >= 0:
                 s = math.sqrt(var)
                 e, lo, hi = ratio * s, ratio * math.exp(-INTERVAL_Z * s), ratio * math.exp(INTERVAL_Z * s)
-        out.append(dict(name="KD/KP", label="K_D/K_P", unit="s", estimate=ratio, se=e, low=lo, high=hi,
-                        at_bound=bool({"KP", "KD"} & bound)))
+        out.append({"name": "KD/KP", "label": "K_D/K_P", "unit": "s", "estimate": ratio, "se": e, "low": lo,
+                    "high": hi, "at_bound": bool({"KP", "KD"} & bound)})
         replaced.add("KD")
     for name, value in p.items():
         if name in replaced and name in _REPLACED:
             continue
         lo, hi = (_finite(x) for x in (intervals.get(name) or (None, None)))
-        out.append(dict(name=name, label=name, unit=units.get(name, ""), estimate=value, se=se.get(name),
-                        low=lo, high=hi, at_bound=name in bound))
+        out.append({"name": name, "label": name, "unit": units.get(name, ""), "estimate": value,
+                    "se": se.get(name), "low": lo, "high": hi, "at_bound": name in bound})
     return out
 
 
@@ -336,8 +336,8 @@ class Cohort:
         """The printed cohort table and tests."""
         n = self.trials["trial"].nunique()
         described = ", ".join(f"{f} ({'/'.join(self.levels[f])})" for f in self.factors)
-        lines = [f"cohort: {n} successful fit{'s' if n != 1 else ''} of {self.model} · "
-                 f"{self.n_subjects} subject{'s' if self.n_subjects != 1 else ''} · factors {described}"]
+        lines = [(f"cohort: {n} successful fit{'s' if n != 1 else ''} of {self.model} · "
+                  f"{self.n_subjects} subject{'s' if self.n_subjects != 1 else ''} · factors {described}")]
         if self.failed:
             lines.append(f"not in the view (the fit failed): {', '.join(self.failed)}")
         fw = [max(len(f), *(len(v) for v in self.levels[f])) for f in self.factors]
@@ -345,11 +345,11 @@ class Cohort:
                 + f" {'n':>3s} {'mean':>10s} {'sd':>10s} {'min':>10s} {'max':>10s} {'fit SE':>10s}")
         lines += ["", head]
         for _, r in self.table.iterrows():
-            cells = " ".join(f"{str(r[f]):{w}s}" for f, w in zip(self.factors, fw))
+            cells = " ".join(f"{r[f]!s:{w}s}" for f, w in zip(self.factors, fw))
             bound = f"  ({int(r['n_at_bound'])} on a bound)" if r["n_at_bound"] else ""
             lines.append(f"{r['label']:14s} {r['unit']:12s} {cells} {int(r['n']):3d} {_g(r['mean'])} {_g(r['sd'])} "
                          f"{_g(r['min'])} {_g(r['max'])} {_g(r['median_se'])}{bound}".rstrip())
-        lines += ["", f"sd: between the trials of a condition; fit SE: the median of the fits' own standard errors",
+        lines += ["", "sd: between the trials of a condition; fit SE: the median of the fits' own standard errors",
                   "", f"test: {self.test_name}", f"  why: {self.test_reason}", ""]
         tw = max([len("term"), *(len(t) for t in self.tests["term"])])
         cw = max([len("contrast"), *(len(str(t)) for t in self.tests["contrast"].fillna(""))])
@@ -367,8 +367,8 @@ class Cohort:
             lines.append(f"{r['label']:14s} {r['scale']:6s} {r['term']:{tw}s} {r['contrast']:{cw}s} {eff:30s} "
                          f"{stat:>18s} {_p(r['p'])} {_p(r['p_holm'])} {int(r['n']):3d}"
                          + (f"  ({r['note']})" if r["note"] else ""))
-        lines += ["", "effect: the second level against the first, averaged over the other factor(s); × a ratio "
-                  "(log scale), Δ a difference; p Holm: adjusted over all the tests above"]
+        lines += ["", ("effect: the second level against the first, averaged over the other factor(s); × a ratio "
+                       "(log scale), Δ a difference; p Holm: adjusted over all the tests above")]
         return "\n".join(lines)
 
     def figure(self):
@@ -566,10 +566,10 @@ _WHY_MIXED = ("several subjects: the trials of one subject are repeated measures
 
 
 def _design(data: pd.DataFrame, factors: Sequence[str], levels: dict, interaction: bool):
-    """Sum-to-zero coded design: columns, names, and per term its columns; two-level factors
+    """Sum-to-zero coded design: the matrix, and per term its columns; two-level factors
     are coded −1 (first level) / +1 (second), so twice the coefficient is the second level
     minus the first, averaged over the other factors."""
-    cols, names, terms = [np.ones(len(data))], ["Intercept"], {}
+    cols, terms = [np.ones(len(data))], {}
     coded = {}
     for f in factors:
         lv = levels[f]
@@ -579,7 +579,6 @@ def _design(data: pd.DataFrame, factors: Sequence[str], levels: dict, interactio
         coded[f] = block
         terms[f] = list(range(len(cols), len(cols) + len(block)))
         cols += block
-        names += [f"{f}[{v}]" for v in lv[1:]]
     if interaction:
         for i, f in enumerate(factors):
             for g in factors[i + 1:]:
@@ -588,9 +587,8 @@ def _design(data: pd.DataFrame, factors: Sequence[str], levels: dict, interactio
                 for a in coded[f]:
                     for b in coded[g]:
                         cols.append(a * b)
-                        names.append(term)
                 terms[term] = list(range(start, len(cols)))
-    return np.column_stack(cols), names, terms
+    return np.column_stack(cols), terms
 
 
 def _tests(trials: pd.DataFrame, factors: Sequence[str], levels: dict, several: bool):
@@ -606,7 +604,8 @@ def _tests(trials: pd.DataFrame, factors: Sequence[str], levels: dict, several: 
     for q in dict.fromkeys(trials["quantity"]):
         sub = trials[trials["quantity"] == q]
         label, unit = sub["label"].iloc[0], sub["unit"].iloc[0]
-        base = {"quantity": q, "label": label, "unit": unit}
+        base = {"quantity": q, "label": label, "unit": unit, "test": "", "scale": "", "term": "", "contrast": "",
+                "stat_name": "", "df": "", "note": ""}
         data = sub[~sub["at_bound"]]
         left_out = int(sub["at_bound"].sum())
         note_bound = f"{left_out} estimate(s) on a bound left out" if left_out else ""
@@ -621,11 +620,15 @@ def _tests(trials: pd.DataFrame, factors: Sequence[str], levels: dict, several: 
         lv = {f: tuple(v for v in levels[f] if v in set(data[f])) for f in live}
         log = bool((data["estimate"] > 0).all())
         y = np.log(data["estimate"].to_numpy(float)) if log else data["estimate"].to_numpy(float)
+        if np.ptp(y) <= 1e-12 * max(1.0, float(np.max(np.abs(y)))):
+            rows.append({**base, "note": "; ".join(filter(None, ["the same in every trial", note_bound])),
+                         "n": len(data)})
+            continue
         n_cells = len(data[live].drop_duplicates())
         interaction = len(live) > 1 and len(data) - n_cells >= 2
-        X, names, terms = _design(data, live, lv, interaction)
+        X, terms = _design(data, live, lv, interaction)
         if interaction and np.linalg.matrix_rank(X) < X.shape[1]:  # a condition missing: no interaction
-            X, names, terms = _design(data, live, lv, False)
+            X, terms = _design(data, live, lv, False)
         rank = np.linalg.matrix_rank(X)
         if rank < X.shape[1] or len(y) - rank < MIN_RESIDUAL_DF:
             why = ("the factors are confounded among these trials" if rank < X.shape[1] else
@@ -679,8 +682,6 @@ def _tests(trials: pd.DataFrame, factors: Sequence[str], levels: dict, several: 
     tests = pd.DataFrame(rows, columns=["quantity", "label", "unit", "test", "scale", "term", "contrast", "effect",
                                         "effect_low", "effect_high", "stat_name", "statistic", "df", "p", "p_holm",
                                         "n", "n_subjects", "note"])
-    tests["term"] = tests["term"].fillna("")
-    tests["note"] = tests["note"].fillna("")
     ps = tests["p"].to_numpy(float)
     ok = np.isfinite(ps)
     holm = np.full(len(ps), math.nan)
