@@ -371,3 +371,23 @@ def test_batch_of_four_shipped_trials_with_the_sway_model_ends_in_the_cohort_vie
     assert set(kp_tests) == {"Vision", "Surface"}  # one trial per condition: no interaction, 1 residual df
     assert {r["df"] for r in kp_tests.values()} == {"1,1"} and {r["test"] for r in kp_tests.values()} == {"OLS"}
     assert (tmp_path / "out" / "cohort.png").stat().st_size > 10_000
+
+
+def test_help_of_cohort_and_of_batch_cohort(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["cohort", "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and "usage: colloc cohort" in out and "--conditions" in out and "--factors" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["batch", "--help"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and "--cohort CONDITIONS" in out and "--cohort-factors" in out
+
+
+def test_manifest_column_noise_is_the_fit_option(tmp_path):
+    from colloc.studies.batch import read_manifest
+
+    (tmp_path / "m.csv").write_text("fit_id,problem,data,height,mass,column,noise\n"
+                                    "a,cip,a.txt.gz,1.575,54.2,cop=COPx,sway\nb,cip,b.txt.gz,1.575,54.2,cop=COPx,\n")
+    a, b = read_manifest(tmp_path / "m.csv")
+    assert a.options["problem_options"]["noise"] == "sway" and "noise" not in b.options["problem_options"]
