@@ -141,12 +141,7 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
     not an error here: that fit fails in the batch and is recorded.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such manifest file")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the manifest ({exc})") from None
+    text = table_text(path, "manifest")
     reader = csv.reader(text.splitlines())
     try:
         header = [h.strip() for h in next(reader)]
@@ -166,15 +161,7 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
     known = problem_registry()
     methods = set(METHODS) | set(BASELINES)
     fits: dict[str, dict] = {}
-    for line, cells in enumerate(reader, start=2):
-        if not "".join(cells).strip():
-            continue
-        if len(cells) != len(header):
-            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} ({', '.join(header)})")
-        row = {h: c.strip() for h, c in zip(header, cells)}
-        for col in REQUIRED:
-            if not row[col]:
-                raise DataError(f"{path}: column '{col}', line {line}: empty cell")
+    for line, row in csv_rows(path, reader, header, REQUIRED):
         if row["problem"] not in known:
             raise DataError(f"{path}: column 'problem', line {line}: unknown problem '{row['problem']}'; "
                             f"available: {', '.join(sorted(known))}")
@@ -200,6 +187,31 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
         raise DataError(f"{path}: the manifest has a header but no fits")
     return [FitSpec(fid, e["problem"], tuple(e["data"]), e["method"], e["group"], tuple(e["rows"]), e["options"])
             for fid, e in fits.items()]
+
+
+def table_text(path: Path, what: str) -> str:
+    """The text of the table file ``path`` (a byte-order mark dropped); ``what`` names it in errors."""
+    if not path.is_file():
+        raise DataError(f"{path}: no such {what} file")
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the {what} ({exc})") from None
+
+
+def csv_rows(path: Path, reader, header: Sequence[str], required: Sequence[str]):
+    """``(line, row)`` of each non-blank row after the header (cells stripped): as many fields
+    as the header, none of the ``required`` columns empty; errors name the file, line and column."""
+    for line, cells in enumerate(reader, start=2):
+        if not "".join(cells).strip():
+            continue
+        if len(cells) != len(header):
+            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} ({', '.join(header)})")
+        row = {h: c.strip() for h, c in zip(header, cells)}
+        for col in required:
+            if not row[col]:
+                raise DataError(f"{path}: column '{col}', line {line}: empty cell")
+        yield line, row
 
 
 def _safe_id(fit_id: str) -> str:

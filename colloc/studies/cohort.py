@@ -52,6 +52,7 @@ import pandas as pd
 from ..base.errors import DataError, OptionsError
 from ..base.files import write_atomic
 from ..results.report import INTERVAL_Z
+from .batch import csv_rows, table_text
 
 __all__ = ["Cohort", "Conditions", "cohort", "read_conditions", "read_results", "trial_key"]
 
@@ -121,13 +122,7 @@ def read_conditions(path: str | Path, factors: Sequence[str] | None = None) -> C
     regard to case.  Errors name the file, column and line.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such conditions file")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the conditions file ({exc})") from None
-    lines = text.splitlines()
+    lines = table_text(path, "conditions").splitlines()
     if not lines or not lines[0].strip():
         raise DataError(f"{path}: empty conditions file; expected a header 'trial,<condition>,...'")
     delimiter = "\t" if "\t" in lines[0] else ","
@@ -158,15 +153,7 @@ def read_conditions(path: str | Path, factors: Sequence[str] | None = None) -> C
                         f"(its header is: {', '.join(header)})")
     used = [trial_col, *([subject_col] if subject_col else []), *factors]
     rows, where = [], {}
-    for line, cells in enumerate(reader, start=2):
-        if not "".join(cells).strip():
-            continue
-        if len(cells) != len(header):
-            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} ({', '.join(header)})")
-        row = {h: c.strip() for h, c in zip(header, cells)}
-        for col in used:
-            if not row[col]:
-                raise DataError(f"{path}: column '{col}', line {line}: empty cell")
+    for line, row in csv_rows(path, reader, header, used):
         key = trial_key(row[trial_col])
         if key in where:
             raise DataError(f"{path}: column '{trial_col}', line {line}: trial '{key}' is also on line {where[key]}")
