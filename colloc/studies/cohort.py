@@ -14,8 +14,8 @@ quantity and condition their mean, spread and the fits' own typical standard err
 against the repeat-to-repeat spread of the trials rather than the fits' standard errors
 (which assume white innovations).  The quantities are the documents' parameters; when a
 fit has ankle-torque gains ``KP`` and ``KD`` and its ``info`` has the body (``m, g, h``)
-they are shown as K_P/(m·g·h) and K_D/K_P (Peterka 2002, J Neurophysiol 88:1097, gives
-both in those units).
+they are shown as K_P/(m·g·h), the stiffness relative to gravity's toppling torque (as in
+Peterka 2002, J Neurophysiol 88:1097), and K_D/K_P, the controller's derivative time (s).
 
 The test (statsmodels, Seabold & Perktold 2010):
 
@@ -31,8 +31,8 @@ coded sum-to-zero, so a factor's test is its effect averaged over the other fact
 (type III; type II when the design is balanced); their interaction is in the model when each
 condition has repeats to spare (at least two residual degrees of freedom beyond the cells).
 Estimates on a search-range bound are shown, but left out of the test (their value is the
-bound's, not the data's).  p-values are also given adjusted by Holm's method over all the
-tests of the cohort.
+bound's, not the data's).  p-values are also given adjusted by Holm's (1979, Scand J Stat
+6:65) method over all the tests of the cohort.
 """
 
 from __future__ import annotations
@@ -60,8 +60,6 @@ __all__ = ["Cohort", "Conditions", "cohort", "read_conditions", "read_results", 
 SUFFIXES = (".gz", ".bz2", ".xz", ".zip", ".json", ".csv", ".tsv", ".txt")
 #: The condition columns of the BDS metadata (``BDSinfoCOP.txt``, Santos & Duarte 2016).
 BDS_FACTORS = ("Vision", "Surface")
-#: Parameters shown through their normalised forms (when the document has what it takes).
-_REPLACED = ("KP", "KD")
 #: What a factor's test needs: at least this many residual degrees of freedom.
 MIN_RESIDUAL_DF = 1
 
@@ -278,7 +276,7 @@ def _quantities(doc: dict) -> list[dict]:
                     "high": hi, "at_bound": bool({"KP", "KD"} & bound)})
         replaced.add("KD")
     for name, value in p.items():
-        if name in replaced and name in _REPLACED:
+        if name in replaced:  # shown through its normalised form
             continue
         lo, hi = (_finite(x) for x in (intervals.get(name) or (None, None)))
         out.append({"name": name, "label": name, "unit": units.get(name, ""), "estimate": value,
