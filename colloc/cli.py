@@ -560,6 +560,84 @@ def cmd_batch(args) -> int:
     return EXIT_OK
 
 
+def add_cohort_commands(sub) -> None:
+    """``colloc cohort RESULTS... --conditions FILE --out DIR`` and ``colloc batch ... --cohort
+    CONDITIONS``: the cohort view of colloc/studies/cohort.py (every cohort option is here)."""
+
+    def factor_list(text: str) -> list[str]:
+        names = [t.strip() for t in text.split(",")]
+        if not all(names):
+            raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of column names")
+        return names
+
+    def write_view(results, conditions, out: Path) -> None:
+        from .studies.cohort import cohort
+
+        view = cohort(results, conditions)
+        paths = view.write(out)
+        print(view.format())
+        print(f"cohort written to {paths['table']}, {paths['tests']}, {paths['trials']}, {paths['text']} "
+              f"and {paths['figure']}")
+
+    def cmd_cohort(args) -> int:
+        from .studies.cohort import read_conditions
+
+        conditions = read_conditions(args.conditions, args.factors)
+        out = _check_output_dir("--out", args.out)
+        write_view(args.results, conditions, out)
+        return EXIT_OK
+
+    c = sub.add_parser("cohort", help="estimates by condition over many fits, and a test of the conditions' effects",
+                       description="The cohort view of result documents (a batch's output folder, a folder of "
+                                   "`colloc identify --out` files, or the files): per quantity and condition the "
+                                   "estimates' mean and spread (DIR/cohort.csv, every trial in cohort_trials.csv), "
+                                   "a test of each condition factor against the repeat-to-repeat spread "
+                                   "(cohort_tests.csv: a mixed-effects model with a random intercept per subject "
+                                   "when the conditions name several subjects, else least squares over the "
+                                   "trials; on the log scale for positive quantities) and a figure (cohort.png). "
+                                   "Exit 0 when written, 2 on bad input.")
+    c.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="result documents (.json) or folders of them (a batch's DIR: its fits/)")
+    c.add_argument("--conditions", required=True, metavar="FILE",
+                   help="CSV trial,<factor>,...[,subject] (a trial: the fit id or the data file's name without "
+                        "extensions), or the BDS metadata BDSinfoCOP.txt (factors Vision, Surface)")
+    c.add_argument("--factors", type=factor_list, default=None, metavar="A,B",
+                   help="the condition columns to compare (default: every column but trial and subject; the BDS "
+                        "metadata's Vision and Surface)")
+    c.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    c.set_defaults(func=cmd_cohort)
+
+    b = sub.choices["batch"]
+    b.add_argument("--cohort", default=None, metavar="CONDITIONS",
+                   help="after the fits, the cohort view by these conditions (as colloc cohort DIR --conditions "
+                        "CONDITIONS --out DIR): DIR/cohort.csv, cohort_tests.csv, cohort_trials.csv, cohort.png")
+    b.add_argument("--cohort-factors", type=factor_list, default=None, metavar="A,B",
+                   help="with --cohort: the condition columns to compare (as colloc cohort --factors)")
+    run_batch = b.get_default("func")
+
+    def cmd_batch_cohort(args) -> int:
+        if args.cohort is None:
+            if args.cohort_factors is not None:
+                raise UsageError("--cohort-factors needs --cohort CONDITIONS")
+            return run_batch(args)
+        from .studies.batch import read_manifest
+        from .studies.cohort import read_conditions
+
+        conditions = read_conditions(args.cohort, args.cohort_factors)  # bad input before any fit
+        conditions.check_manifest(read_manifest(args.manifest), args.manifest)
+        code = run_batch(args)
+        if code != EXIT_OK:
+            return code
+        try:
+            write_view(Path(args.out), conditions, Path(args.out))
+        except CollocInputError as exc:  # e.g. no fit succeeded: the batch's files are written all the same
+            sys.stderr.write(f"colloc: cohort: {' '.join(str(exc).splitlines())}\n")
+            return EXIT_FAILED
+        return EXIT_OK
+
+    b.set_defaults(func=cmd_batch_cohort)
+
+
 def cmd_predict(args) -> int:
     from .base.files import write_atomic
     from .results.prediction import registered_model
@@ -913,6 +991,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
     ls.set_defaults(func=cmd_problems)
+    add_cohort_commands(sub)
     _add_plugin_commands(sub)
     return parser
 
