@@ -28,7 +28,7 @@ from colloc.definition.registry import (
 REPO = Path(__file__).resolve().parents[1]
 ENTRY_POINTS = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]
 #: The sub-commands of colloc itself (the others come from the colloc.commands entry points).
-BUILT_IN = {"identify", "demo", "compare", "delay-margin", "batch", "predict", "problems"}
+BUILT_IN = {"identify", "demo", "compare", "delay-margin", "batch", "predict", "problems", "cohort"}
 
 
 def _module(name: str, **attrs) -> types.ModuleType:
