@@ -750,6 +750,11 @@ def _on_one_grid(trial: co.Trial) -> co.Trial:
 #: with a feedback delay of 0.1–0.2 s and K_D/K_P of a few tenths of a second.  The ranges checked
 #: (a warning outside) are the wider ones of the project's acceptance for real records.
 PLAUSIBLE = {"KP_over_mgh": (1.0, 3.0), "tau": (0.05, 0.3), "KD_over_KP": (0.2, 0.65)}
+#: The second start of a real subject's fit (:func:`stochastic_problem`): gains as multiples of
+#: m·g·h (K_P 1.3, K_D/K_P 0.3 s, little integral action), and a disturbance of a few seconds
+#: whose stationary torque SD q_d/√(2B) is ≈ 2.5 N·m (the size found on the shipped records).
+SECOND_START_PER_MGH = {"KP": 1.3, "KI": 0.02, "KD": 0.39}
+SECOND_START_NOISE = {"B": 2.0, "q_d": 5.0}
 #: A record shorter than this many closed-loop time constants (≈ B or 2 s) per free parameter is
 #: too short for the parameters asked: the Fisher information is then that of a few sway cycles.
 SHORT_RECORD_S = 20.0
@@ -876,6 +881,14 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     start, search = _ml_start(lgm, rng=rng, gains0=gains0, filt=None, cop_noise=None, tau0=0.1, noise=noise)
     mgh = b["m"] * b["g"] * b["h"]
     duration = float(trial.time[-1] - trial.time[0])
+    # a real record's likelihood has two families of optima (a stiff loop with an integral gain
+    # and a slow disturbance; a softer, better damped loop with a fast one): a second start in the
+    # other (:data:`SECOND_START_PER_MGH`), unless the user gave a guess
+    second = []
+    if real and not guess:
+        point = {k: v * mgh for k, v in SECOND_START_PER_MGH.items()}
+        point.update({k: v for k, v in SECOND_START_NOISE.items() if k in lgm.parameter_names})
+        second = [{k: min(max(v, search[k][0]), search[k][1]) for k, v in point.items()}]
 
     def notes(theta):
         return [f"K_P/(m·g·h) {theta['KP'] / mgh:.3g} (m·g·h {mgh:.4g} N·m/rad; plausible "
@@ -916,7 +929,8 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     def model_at(step):
         return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)
 
-    return co.StochasticProblem(model_at, trial, outputs=["cop"], start=start, bounds=search, physical=physical,
+    return co.StochasticProblem(model_at, trial, outputs=["cop"], start=start, starts=second, bounds=search,
+                                physical=physical,
                                 center=True, units=unit, descriptions=describe, notes=notes, checks=checks,
                                 info=info, name="cip", label=controller)
 

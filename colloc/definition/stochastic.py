@@ -63,6 +63,10 @@ class StochasticProblem:
     physical : mapping, optional
         ``name -> True`` (both bounds are physical limits, so an estimate there is an answer),
         or ``(lower_is_physical, upper_is_physical)``.
+    starts : sequence of mapping, optional
+        Further start points (each overrides some of ``start``), where the likelihood is known
+        to have several optima: the estimate is the lowest NLL among the fits that succeed, and
+        another optimum within the likelihood-ratio threshold is reported as ambiguous.
     fixed : mapping, optional
         ``name -> value`` held fixed.
     center : bool
@@ -91,6 +95,7 @@ class StochasticProblem:
                  bounds: Mapping[str, tuple] | None = None,
                  physical: Mapping[str, bool | tuple[bool, bool]] | None = None,
                  fixed: Mapping[str, float] | None = None, center: bool = False,
+                 starts: Sequence[Mapping[str, float]] = (),
                  units: Mapping[str, str] | None = None, descriptions: Mapping[str, str] | None = None,
                  stable: bool = True, notes: Callable[[dict], list[str]] | None = None,
                  checks: Callable[[dict], list[dict]] | None = None,
@@ -115,6 +120,7 @@ class StochasticProblem:
         self.outputs = outputs
         self.fixed = {k: float(v) for k, v in (fixed or {}).items()}
         self.start = {k: float(v) for k, v in start.items()}
+        self.starts = [{k: float(v) for k, v in point.items()} for point in starts]
         self.bounds = {k: _pair(k, v) for k, v in (bounds or {}).items()}
         self.physical = dict(physical or {})
         self.center = bool(center)
@@ -128,15 +134,16 @@ class StochasticProblem:
         self.label = str(label)
         names = self.model_at(self.sample_step(0)).parameter_names
         self.parameter_names = tuple(names)
-        unknown = sorted((set(self.start) | set(self.bounds) | set(self.fixed) | set(self.physical)) - set(names))
+        given = set(self.start) | set(self.bounds) | set(self.fixed) | set(self.physical)
+        unknown = sorted((given | {k for point in self.starts for k in point}) - set(names))
         if unknown:
             raise ModelError(f"StochasticProblem: unknown parameter(s) {', '.join(unknown)}; the model's: "
                              f"{', '.join(names)}")
         lacking = [k for k in names if k not in self.start and k not in self.fixed]
         if lacking:
             raise ModelError(f"StochasticProblem: no start value for {', '.join(lacking)}")
-        outside = [k for k, v in self.start.items() if k in self.bounds
-                   and not self.bounds[k][0] <= v <= self.bounds[k][1]]
+        outside = sorted({k for point in [self.start, *self.starts] for k, v in point.items() if k in self.bounds
+                          and not self.bounds[k][0] <= v <= self.bounds[k][1]})
         if outside:
             raise OptionsError(f"StochasticProblem: the start of {', '.join(outside)} lies outside its bounds "
                                f"{[self.bounds[k] for k in outside]}")

@@ -35,6 +35,30 @@ __all__ = ["KalmanML", "on_one_grid"]
 
 #: Lags of the Ljung–Box check of the innovations (at 100 Hz: the first 0.2 s).
 LJUNG_BOX_LAGS = 20
+#: Another optimum whose NLL is within this of the best is not told apart by the record: half the
+#: 95 % point of χ² with one degree of freedom (3.84/2), the likelihood-ratio test's threshold.
+AMBIGUOUS_NLL = 1.92
+
+
+def _other_optima(best, rest, names) -> list[dict]:
+    """The fits of ``rest`` that succeeded at an optimum distinct from ``best``'s: some parameter
+    more than 3 of ``best``'s standard errors (or 1 % where it has none) away."""
+    out = []
+    for fit in rest:
+        if not fit.success:
+            continue
+        apart = []
+        for k in names:
+            a, b = float(best.parameters[k]), float(fit.parameters[k])
+            se = best.standard_errors.get(k, np.nan)
+            tol = 3 * se if np.isfinite(se) and se > 0 else 0.01 * max(abs(a), 1e-12)
+            if abs(a - b) > tol:
+                apart.append(k)
+        if apart and all(any(abs(o["parameters"][k] - fit.parameters[k]) > 1e-6 * max(1.0, abs(fit.parameters[k]))
+                             for k in names) for o in out):
+            out.append({"nll": float(fit.nll), "parameters": {k: float(v) for k, v in fit.parameters.items()},
+                        "apart": apart})
+    return out
 
 
 def on_one_grid(trial: Trial, columns, who: str = "KalmanML") -> Trial:
@@ -110,11 +134,19 @@ class KalmanML(AbstractMethod):
         offsets = np.nanmean(y, axis=0) if problem.center else np.zeros(y.shape[1])
         yc = y - offsets
         start = {**problem.start, **problem.fixed, **{k: float(v) for k, v in (guess or {}).items()}}
-        fit = kalman.maximum_likelihood(lgm, yc, [start[k] for k in names],
-                                        bounds={k: problem.bounds.get(k, (None, None)) for k in names},
-                                        fixed=problem.fixed or None, hessian=self.hessian,
-                                        max_iter=self.max_iter, optimizer=self.optimizer,
-                                        compiled=self.compiled, missing=bool(np.isnan(y).any()))
+        # the start, then the problem's other starts (where the likelihood is known to have several
+        # optima); the lowest NLL among the fits that succeeded is the estimate
+        points = [start] + ([] if guess else [{**start, **extra} for extra in problem.starts])
+        fits = []
+        for point in points:
+            fits.append(kalman.maximum_likelihood(lgm, yc, [point[k] for k in names],
+                                                  bounds={k: problem.bounds.get(k, (None, None)) for k in names},
+                                                  fixed=problem.fixed or None, hessian=self.hessian,
+                                                  max_iter=self.max_iter, optimizer=self.optimizer,
+                                                  compiled=self.compiled, missing=bool(np.isnan(y).any())))
+        ranked = sorted(range(len(fits)), key=lambda i: (not fits[i].success, fits[i].nll))
+        fit, start = fits[ranked[0]], points[ranked[0]]
+        others = _other_optima(fit, [fits[i] for i in ranked[1:]], names)
         theta = {k: float(v) for k, v in fit.parameters.items()}
         t_post = time.perf_counter()
         eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
@@ -153,6 +185,13 @@ class KalmanML(AbstractMethod):
                 whiteness[c] = {"Q": q, "p": p, "lags": LJUNG_BOX_LAGS, "std": float(np.std(finite)),
                                 "lag1": float(np.corrcoef(finite[1:], finite[:-1])[0, 1])}
         params = {**theta, **dict(zip(offset_names, map(float, offsets)))}
+        close = [o for o in others if o["nll"] - float(fit.nll) < AMBIGUOUS_NLL]
+        if close:
+            warnings.append({"code": "ambiguous_optimum", "parameters": sorted({k for o in close for k in o["apart"]}),
+                             "message": f"{len(close)} other optimum(s) of the likelihood within {AMBIGUOUS_NLL:g} of "
+                             "the best (" + "; ".join(f"NLL +{o['nll'] - float(fit.nll):.3g} at " + ", ".join(
+                                 f"{k} {o['parameters'][k]:.4g}" for k in o["apart"]) for o in close)
+                             + "): the record does not tell them apart; the standard errors describe one of them"})
         if problem.checks:
             warnings.extend(problem.checks(params))
         label = f" ({problem.label})" if problem.label else ""
@@ -171,7 +210,7 @@ class KalmanML(AbstractMethod):
                 "newton_decrement": fit.newton_decrement, "fisher_condition": fit.fisher_condition,
                 "active_bounds": list(fit.active_bounds), "innovations_whiteness": whiteness,
                 "innovations_std": float(np.nanstd(z)), "missing_samples": int(np.size(y) - measured.sum()),
-                "sample_step_s": dt, "standard_errors": "inverse observed Fisher information of the parameters "
+                "sample_step_s": dt, "starts": len(points), "other_optima": others, "standard_errors": "inverse observed Fisher information of the parameters "
                 "off their bounds; assumes white Gaussian innovations"}
         if problem.extra_info:
             info.update(problem.extra_info(params))
@@ -185,7 +224,7 @@ class KalmanML(AbstractMethod):
                                                    index=index)},
             residuals={trial.name: pd.DataFrame({c: y[:, j] - pred[:, j] for j, c in enumerate(problem.outputs)},
                                                 index=index)},
-            timings={"build_s": t_build, "solve_s": fit.time_s, "prediction_s": t_end - t_post,
+            timings={"build_s": t_build, "solve_s": sum(f.time_s for f in fits), "prediction_s": t_end - t_post,
                      "total_s": t_end - t0},
             num_nodes=int(y.shape[0]), trials=[trial.name], versions=versions(),
             units={k: problem.units[k] for k in [*all_names, *problem.outputs] if k in problem.units},

@@ -209,3 +209,20 @@ def test_select_model_prefers_the_true_model_on_held_out_data():
     assert sel.to_info()["best"] == "oscillator"
     with pytest.raises(co.OptionsError, match="split 99 s lies outside"):
         co.select_model({"oscillator": good}, tr, split=99.0)
+
+
+def test_further_starts_find_the_better_optimum_and_report_the_other():
+    """A record with two clearly different likelihood optima is not constructed here; instead the
+    start is put in a poor place (k far too stiff) and a second start near the truth: the
+    estimate is the lower NLL, and the start count is recorded."""
+    y = record(TRUTH, 3000, seed=13)
+    p = problem(y, start={"k": 60.0, "c": 15.0, "q": 0.01, "sigma": 0.5}, starts=[{"k": 3.0, "c": 1.0, "q": 0.5}])
+    result = co.solve(p, co.KalmanML(), throw=False)
+    alone = co.solve(problem(y, start={"k": 60.0, "c": 15.0, "q": 0.01, "sigma": 0.5}), co.KalmanML(), throw=False)
+    assert result.info["starts"] == 2 and alone.info["starts"] == 1
+    assert result.objective <= alone.objective + 1e-9
+    assert abs(result.parameters["k"] - TRUTH["k"]) < 3 * result.standard_errors["k"]
+    with pytest.raises(co.ModelError, match="unknown parameter.*zeta"):
+        problem(y, starts=[{"zeta": 1.0}])
+    with pytest.raises(co.OptionsError, match="start of k lies outside"):
+        problem(y, starts=[{"k": 1000.0}])
