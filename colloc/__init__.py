@@ -74,6 +74,11 @@ _LAZY = {
     "IntervalChain": "transcription.multiphase",
     "PointFunction": "transcription.multiphase",
     "transcribe_phases": "transcription.multiphase",
+    "ChainLayout": "transcription.layout",
+    "RadauBasis": "transcription.grid",
+    "radau_basis": "transcription.grid",
+    "Covariance": "inference.covariance",
+    "constrained_covariance": "inference.covariance",
     "Cvodes": "simulation.integrators",
     "RungeKutta": "simulation.integrators",
     "Simulation": "simulation.ode",
@@ -210,6 +215,13 @@ __all__ = [
     "Switch",
     "transcribe_phases",
     "TimeEvent",
+    # building blocks of one's own transcriptions: a record laid on an IntervalChain, the Radau basis
+    "ChainLayout",
+    "RadauBasis",
+    "radau_basis",
+    # ... and the Gauss–Newton covariance under equality constraints
+    "Covariance",
+    "constrained_covariance",
     # unilateral point contacts (Signorini's law) and their event-driven simulation
     "ContactPoint",
     "ContactSimulation",
