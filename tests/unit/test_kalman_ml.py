@@ -226,3 +226,18 @@ def test_further_starts_find_the_better_optimum_and_report_the_other():
         problem(y, starts=[{"zeta": 1.0}])
     with pytest.raises(co.OptionsError, match="start of k lies outside"):
         problem(y, starts=[{"k": 1000.0}])
+
+
+def test_the_readme_example_of_a_users_stochastic_model_runs_and_succeeds(capsys):
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    at = text.index("The estimator is the library's")
+    start = text.index("```python", at) + len("```python")
+    scope: dict = {}
+    exec(compile(text[start:text.index("```", start)], "README.md", "exec"), scope)  # noqa: S102
+    result = scope["result"]
+    assert result.success and result.method == "kalman-ml"
+    for k, v in scope["truth"].items():
+        assert abs(result.parameters[k] - v) < 3 * result.standard_errors[k], k
+    assert "Ljung–Box" in capsys.readouterr().out
