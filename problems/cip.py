@@ -879,6 +879,9 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     dt = float(np.median(np.diff(trial.time)))
     lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real, noise=noise)
     start, search = _ml_start(lgm, rng=rng, gains0=gains0, filt=None, cop_noise=None, tau0=0.1, noise=noise)
+    if "f_c" in search:  # a cut-off above 0.9 of the Nyquist frequency is not seen in the samples
+        search["f_c"] = (search["f_c"][0], min(search["f_c"][1], 0.45 / dt))
+        start["f_c"] = min(start["f_c"], 0.5 * search["f_c"][1])
     mgh = b["m"] * b["g"] * b["h"]
     duration = float(trial.time[-1] - trial.time[0])
     # a real record's likelihood has two families of optima (a stiff loop with an integral gain
