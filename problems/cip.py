@@ -889,7 +889,7 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     # other (:data:`SECOND_START_PER_MGH`), unless the user gave a guess
     second = []
     if real and not guess:
-        point = {k: v * mgh for k, v in SECOND_START_PER_MGH.items()}
+        point = {k: v * mgh for k, v in SECOND_START_PER_MGH.items() if k in lgm.parameter_names}
         point.update({k: v for k, v in SECOND_START_NOISE.items() if k in lgm.parameter_names})
         second = [{k: min(max(v, search[k][0]), search[k][1]) for k, v in point.items()}]
 

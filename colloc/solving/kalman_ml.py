@@ -25,7 +25,6 @@ from ..base.errors import OptionsError
 from ..base.versions import versions
 from ..definition.stochastic import StochasticProblem
 from ..definition.trial import Trial
-from ..inference import kalman
 from ..results.report import finalize
 from ..results.result import Result
 from ..signals.forecast import ljung_box
@@ -124,6 +123,8 @@ class KalmanML(AbstractMethod):
         if len(problem.trials) != 1:
             raise OptionsError(f"KalmanML fits one record at a time, got {len(problem.trials)} trials "
                                "(colloc batch fits many)")
+        from ..inference import kalman  # pandas and the filter's functions: not on the command's start path
+
         t0 = time.perf_counter()
         trial = on_one_grid(problem.trials[0], problem.outputs)
         dt = float(np.median(np.diff(trial.time)))
