@@ -59,6 +59,7 @@ _LAZY = {
     "Switch": "definition.hybrid",
     "TimeEvent": "definition.hybrid",
     "HybridModel": "definition.hybrid",
+    "HybridProblem": "definition.hybrid_problem",
     "simulate_hybrid": "simulation.hybrid",
     "HybridSimulation": "simulation.hybrid",
     "ContactPoint": "definition.contact",
@@ -197,6 +198,7 @@ __all__ = [
     # hybrid models (modes, guards, switches, time events) and their event-driven simulation
     "Guard",
     "HybridModel",
+    "HybridProblem",
     "HybridSimulation",
     "IntervalChain",
     "Mode",

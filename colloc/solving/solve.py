@@ -14,10 +14,11 @@ import numpy as np
 
 from ..base.engine import check_client
 from ..base.errors import OptionsError, SolveFailed
+from ..definition.hybrid_problem import HybridProblem
 from ..definition.problem import Problem
 from ..results.report import POOR_FIT_HINT, finalize, model_bounds
 from ..results.result import Result
-from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, default_method
+from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, Radau, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
 from .start import InitialEstimate, equation_error, residual_is_linear
@@ -47,7 +48,9 @@ def solve(
 
     Parameters
     ----------
-    problem : Problem
+    problem : Problem or HybridProblem
+        A :class:`~colloc.HybridProblem` is fitted phase by phase with free switching
+        times (:func:`colloc.solving.hybrid.solve_hybrid`; method ``Radau``, one start).
     method : AbstractMethod, optional
         A transcription (default ``Radau(degree=2)``; ``Radau()``, ``HermiteSimpson()``, ``Midpoint()``,
         ``BackwardEuler()``, ``Trapezoidal()``)
@@ -97,8 +100,10 @@ def solve(
     Result
     """
     t_call = time.perf_counter()
+    if isinstance(problem, HybridProblem):
+        return _solve_hybrid(problem, method, solver, guess, progress, throw, start, starts, client, verdict)
     if not isinstance(problem, Problem):
-        raise OptionsError(f"solve() needs a colloc.Problem, got {type(problem).__name__}")
+        raise OptionsError(f"solve() needs a colloc.Problem or colloc.HybridProblem, got {type(problem).__name__}")
     method = default_method() if method is None else method
     if not isinstance(method, AbstractMethod):
         raise OptionsError(
@@ -161,6 +166,27 @@ def solve(
     # ``total_s`` is the whole call: start, build, solve(s), covariance, simulation, verdict
     result.timings["start_s"] = start_s
     result.timings["total_s"] = time.perf_counter() - t_call
+    if throw and not result.success:
+        raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
+    return result
+
+
+def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw, start, starts, client,
+                  verdict) -> Result:
+    """``solve`` of a hybrid problem: the arguments it takes checked, then
+    :func:`colloc.solving.hybrid.solve_hybrid`."""
+    from .hybrid import solve_hybrid
+
+    method = Radau() if method is None else method
+    solver = Ipopt() if solver is None else solver
+    if not isinstance(solver, Ipopt):
+        raise OptionsError(f"solve(solver=...): expected colloc.Ipopt, got {type(solver).__name__}")
+    if starts != 1 or client is not None:
+        raise OptionsError(f"solve(HybridProblem, starts={starts!r}): a hybrid problem is fitted from one start "
+                           "(its guess); pass starts=1")
+    if start not in (None, "guess"):
+        raise OptionsError(f"solve(HybridProblem, start={start!r}): a hybrid problem starts from its guess")
+    result = solve_hybrid(problem, method, solver=solver, guess=guess, progress=progress, verdict=verdict)
     if throw and not result.success:
         raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
     return result
