@@ -67,7 +67,7 @@ class HybridProblem:
     def __init__(self, model: HybridModel, trials: Trial | Sequence[Trial], *, guess: Mapping[str, float],
                  bounds: Mapping[str, tuple[float, float]] | None = None, fit: Mapping[str, float] | None = None,
                  initial_state: Mapping[str, float] | None = None, sequence=None, switch_times=None,
-                 fixed_switches: bool = False, samples_per_interval: float = 2.0, name: str | None = None):
+                 fixed_switches: bool = False, samples_per_interval: float = 5.0, name: str | None = None):
         if not isinstance(model, HybridModel):
             raise ProblemError(f"HybridProblem(model=...): expected a colloc.HybridModel, got {type(model).__name__}")
         self.model = model

@@ -40,6 +40,9 @@ from .ipopt import Ipopt, IterationInfo, progress_callback
 
 __all__ = ["MAX_ROUNDS", "solve_hybrid"]
 
+#: IPOPT's acceptable level (its options) unless the solver's ``extra`` sets them.
+ACCEPTABLE = {"acceptable_tol": 1e-4, "acceptable_iter": 5}
+
 #: Solves of one fit at most (each after re-assigning the samples to the phases).
 MAX_ROUNDS = 10
 
@@ -89,12 +92,16 @@ def _layout(problem: HybridProblem, k: int, p0: dict, x0: np.ndarray) -> tuple[T
     elif sw is None:
         modes, times = _boundaries(sim) if sim is not None else ([None], [])
         modes[0] = modes[0] or problem.model.initial_mode
-        if modes[:len(seq)] == seq and len(times) >= len(seq) - 1:
-            sw = times[:len(seq) - 1]
-            source = "simulation at the start guess"
-        else:  # evenly spread over the record
-            sw = list(np.linspace(time[0], time[-1], len(seq) + 1)[1:-1])
-            source = "evenly spread (the simulation at the start guess went through other modes)"
+        # the simulation's times as far as its modes agree with the sequence, the rest evenly
+        # spread over what is left of the record
+        agree = 0
+        while agree < min(len(seq), len(modes)) - 1 and modes[agree + 1] == seq[agree + 1] and modes[0] == seq[0]:
+            agree += 1
+        known = [t for t in times[:agree] if time[0] < t < time[-1]]
+        after = known[-1] if known else time[0]
+        sw = known + list(np.linspace(after, time[-1], len(seq) - len(known) + 1)[1:-1])
+        source = ("simulation at the start guess" if len(known) == len(seq) - 1 else
+                  f"simulation at the start guess for the first {len(known)}, the others evenly spread")
     guards = [problem.transition(a, b) for a, b in zip(seq[:-1], seq[1:])]
     sw = np.asarray(sw, dtype=float)
     bounds = np.concatenate([[time[0]], sw, [time[-1]]])
@@ -139,7 +146,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         layouts.append(lay)
         guesses.append(_state_guess(problem, trial, sim, x0s[k]))
         info_trials[trial.name] = note
-    w_start = None
+    w_start, round_log = None, []
     rounds, stats, x, build_s, solve_s = 0, {}, None, 0.0, 0.0
     t0 = _time.perf_counter()
     nlp = HybridNLP(problem, layouts, p0, x0s, guesses, method.degree)
@@ -149,6 +156,12 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
             nlp.read_samples()
         nobs = max(nlp.num_observations, 1)
         opts = solver.nlpsol_options()
+        # the optimum of a record with many switching times is often found to a dual
+        # infeasibility of ~1e-5 only (its objective flat to the last digit while the line
+        # search backtracks for hundreds of iterations): accept it then, unless the caller
+        # said otherwise
+        for key, value in ACCEPTABLE.items():
+            opts.setdefault(f"ipopt.{key}", value)
         if progress is not None:
             opts["iteration_callback"] = progress_callback(nlp.w.shape[0], nlp.g.shape[0], 0, nlp.lbg, nlp.ubg,
                                                             1.0 / nobs, progress, t0)
@@ -159,25 +172,37 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         sol = nlpsol(x0=np.clip(start, nlp.lbw, nlp.ubw), lbx=nlp.lbw, ubx=nlp.ubw, lbg=nlp.lbg, ubg=nlp.ubg)
         solve_s += _time.perf_counter() - t1
         stats = nlpsol.stats()
+        round_log.append({"status": str(stats.get("return_status")), "iterations": int(stats.get("iter_count", 0)),
+                          "solve_s": _time.perf_counter() - t1})
         x = np.array(sol["x"]).ravel()
-        # the samples re-assigned at the solution's switching times
+        # the samples re-assigned at the solution's switching times; a switching time that
+        # moved by more than half a step leaves the samples it crossed out of the next
+        # solve (read in the wrong phase they would hold it back), until it settles
         changed = False
         for k, (trial, lay) in enumerate(zip(problem.trials, layouts)):
-            new = x[nlp.tau_index[k]] if len(nlp.tau_index[k]) else lay.switches
+            new = np.asarray(x[nlp.tau_index[k]] if len(nlp.tau_index[k]) else lay.switches, dtype=float)
             old = assign(lay, trial.time)
-            lay.switches = np.asarray(new, dtype=float)
-            now = assign(lay, trial.time)
-            changed |= not np.array_equal(old[0], now[0])
-        if not stats.get("success", False) or not changed:
+            moved = np.abs(new - lay.switches)
+            lay.switches = new
+            lay.bands = np.where(moved > 0.5 * lay.dt, moved, 0.0)
+            changed |= not np.array_equal(old[0], assign(lay, trial.time)[0]) or bool(np.any(lay.bands > 0))
+        if not stats.get("success", False) or not changed or rounds == MAX_ROUNDS:
             break
         w_start = x  # the same unknowns (the phases keep their intervals): start from the solution
+    for lay in layouts:  # what the result reports: every sample
+        lay.bands = None
+    nlp.read_samples()
     success = bool(stats.get("success", False))
     status = str(stats.get("return_status", "unknown"))
+    settled = not changed
+    if success and not settled:
+        # the last solve read some samples in phases they are no longer in
+        success, status = False, "switching_times_not_settled"
     fn = nlp.functions()
     res = np.array(fn["res"](x)).ravel()
     params = nlp.parameters(x)
     names = problem.parameters
-    info: dict = {"rounds": rounds, "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
+    info: dict = {"rounds": rounds, "round_log": round_log, "settled": settled, "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
                   "num_observations": nlp.num_observations}
     se = cov = None
     t2 = _time.perf_counter()
@@ -221,9 +246,14 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
     info["phases"] = phases
     info["objective_history"] = [float(v) * max(nlp.num_observations, 1)
                                  for v in stats.get("iterations", {}).get("obj", [])]
-    message = ("IPOPT converged to a local optimum within tolerance." if success else
-               f"IPOPT stopped with {status}: try other guesses, a given sequence of modes and switch_times, or "
-               "check that the model can produce the data.")
+    if success:
+        message = "IPOPT converged to a local optimum within tolerance."
+    elif status == "switching_times_not_settled":
+        message = (f"the switching times still moved across samples after {rounds} solves: give switch_times "
+                   "closer to the data's events or better guesses.")
+    else:
+        message = (f"IPOPT stopped with {status}: try other guesses, switch_times read from the data, or check "
+                   "that the model and the sequence of modes can produce the data.")
     result = Result(
         problem=problem.name, method=f"hybrid-{method.name}", success=success, status=status, message=message,
         iterations=int(stats.get("iter_count", 0)), objective=0.5 * float(res @ res), parameters=params,

@@ -58,13 +58,24 @@ def _symbols(x: ca.SX) -> np.ndarray:
 class TrialLayout:
     """One trial's phases: the ``sequence`` of modes, the ``guards`` between them, the
     switching times ``switches`` (numbers: the current values), the collocation
-    ``intervals`` of each phase and the sampling step ``dt``."""
+    ``intervals`` of each phase, the sampling step ``dt`` and the ``bands``."""
 
     sequence: list
     guards: list
     switches: np.ndarray
     intervals: list
     dt: float
+    #: half-widths of bands around the switching times whose samples are left out of the fit
+    #: (while a switching time is still moving between re-assignments; 0: every sample fitted)
+    bands: np.ndarray | None = None
+
+    def kept(self, times: np.ndarray) -> np.ndarray:
+        """Whether each time is fitted (outside every band)."""
+        keep = np.ones(len(times), dtype=bool)
+        for tau, band in zip(self.switches, self.bands if self.bands is not None else ()):
+            if band > 0:
+                keep &= np.abs(times - tau) > band
+        return keep
 
     def phase_of(self, times: np.ndarray) -> np.ndarray:
         """The phase holding each time (a sample at a switching time belongs to the later phase)."""
@@ -213,7 +224,7 @@ class HybridNLP:
                 if s not in trial:
                     continue
                 j = problem.states.index(s)
-                present = np.flatnonzero(np.isfinite(trial[s]))
+                present = np.flatnonzero(np.isfinite(trial[s]) & lay.kept(time))
                 y = np.asarray(trial[s])[present]
                 res.append(math.sqrt(wgt) * (states[j, present.tolist()].T - ca.DM(y)))
         self.res = ca.vertcat(*res)
