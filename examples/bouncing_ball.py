@@ -17,8 +17,9 @@ heights = co.simulate_hybrid(ball, [1.2, 0.0], (0.0, t[-1]), truth, t_eval=t).x[
 heights = heights + np.random.default_rng(1).normal(0.0, 0.002, t.size)
 drop = co.Trial(t, {"h": heights}, name="drop")
 
+# the record shows four bounces: five flights; the bounce times are unknowns of the fit
 problem = co.HybridProblem(ball, drop, guess={"e": 0.7, "c": 0.02}, bounds={"e": (0, 1), "c": (0, 1)},
-                           fit={"h": 1 / 0.002**2})
+                           fit={"h": 1 / 0.002**2}, sequence=["flight"] * 5)
 result = co.solve(problem, co.Radau(degree=3))
 print(result.summary(truth))
 print("bounces at", np.round(result.info["phases"]["drop"]["switch_times"], 4), "s")

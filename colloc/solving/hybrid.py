@@ -104,10 +104,14 @@ def _layout(problem: HybridProblem, k: int, p0: dict, x0: np.ndarray) -> tuple[T
                   f"simulation at the start guess for the first {len(known)}, the others evenly spread")
     guards = [problem.transition(a, b) for a, b in zip(seq[:-1], seq[1:])]
     sw = np.asarray(sw, dtype=float)
-    bounds = np.concatenate([[time[0]], sw, [time[-1]]])
+    return TrialLayout(list(seq), guards, sw, _intervals(problem, time, sw), dt), sim, {"switch_times_start": source}
+
+
+def _intervals(problem: HybridProblem, time: np.ndarray, switches: np.ndarray) -> list:
+    """Collocation intervals of each phase: its samples over ``samples_per_interval``, at least 2."""
+    bounds = np.concatenate([[time[0]], switches, [time[-1]]])
     counts = [int(np.sum((time >= a) & (time < b))) for a, b in zip(bounds[:-1], bounds[1:])]
-    intervals = [max(2, math.ceil(c / problem.samples_per_interval)) for c in counts]
-    return TrialLayout(list(seq), guards, sw, intervals, dt), sim, {"switch_times_start": source}
+    return [max(2, math.ceil(c / problem.samples_per_interval)) for c in counts]
 
 
 def _state_guess(problem: HybridProblem, trial, sim, x0: np.ndarray) -> Callable:
@@ -146,12 +150,12 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         layouts.append(lay)
         guesses.append(_state_guess(problem, trial, sim, x0s[k]))
         info_trials[trial.name] = note
-    w_start, round_log = None, []
+    w_start, round_log, remeshed = None, [], False
     rounds, stats, x, build_s, solve_s = 0, {}, None, 0.0, 0.0
     t0 = _time.perf_counter()
     nlp = HybridNLP(problem, layouts, p0, x0s, guesses, method.degree)
     for rounds in range(1, MAX_ROUNDS + 1):
-        if rounds > 1:
+        if rounds > 1 and w_start is not None:
             t0 = _time.perf_counter()
             nlp.read_samples()
         nobs = max(nlp.num_observations, 1)
@@ -186,8 +190,25 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
             lay.switches = new
             lay.bands = np.where(moved > 0.5 * lay.dt, moved, 0.0)
             changed |= not np.array_equal(old[0], assign(lay, trial.time)[0]) or bool(np.any(lay.bands > 0))
-        if not stats.get("success", False) or not changed or rounds == MAX_ROUNDS:
+        if not stats.get("success", False) or rounds == MAX_ROUNDS:
             break
+        if not changed:
+            # settled; but a phase that grew from a short start has too few intervals for its
+            # samples: once, lay the mesh out again at the estimate and solve on it
+            if remeshed or all(lay.intervals == _intervals(problem, t.time, lay.switches)
+                               for t, lay in zip(problem.trials, layouts)):
+                break
+            remeshed = True
+            t0 = _time.perf_counter()
+            p0 = nlp.parameters(x)
+            x0s = [x[i] for i in nlp.x0_index]
+            guesses = []
+            for trial, lay, x0 in zip(problem.trials, layouts, x0s):
+                lay.intervals = _intervals(problem, trial.time, lay.switches)
+                guesses.append(_state_guess(problem, trial, _simulate(problem, trial, x0, p0)[0], x0))
+            nlp = HybridNLP(problem, layouts, p0, x0s, guesses, method.degree)
+            w_start = None
+            continue
         w_start = x  # the same unknowns (the phases keep their intervals): start from the solution
     for lay in layouts:  # what the result reports: every sample
         lay.bands = None
@@ -202,7 +223,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
     res = np.array(fn["res"](x)).ravel()
     params = nlp.parameters(x)
     names = problem.parameters
-    info: dict = {"rounds": rounds, "round_log": round_log, "settled": settled, "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
+    info: dict = {"rounds": rounds, "round_log": round_log, "settled": settled, "remeshed": remeshed, "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
                   "num_observations": nlp.num_observations}
     se = cov = None
     t2 = _time.perf_counter()
