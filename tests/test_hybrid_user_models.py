@@ -35,7 +35,7 @@ def ball_record(e: float, c: float, h0: float = 1.2, duration: float = 2.5, rate
     """Heights of a ball dropped from rest at ``h0``: flight ḣ = v, v̇ = −g − c·v|v|; at h = 0
     (falling) v → −e·v.  Returns the sample times, heights and bounce times."""
     t = np.arange(0.0, duration, 1.0 / rate)
-    hits = lambda _t, y: y[0]  # noqa: E731
+    hits = lambda _t, y: y[0]
     hits.terminal, hits.direction = True, -1
     t0, y0, pieces, bounces = 0.0, np.array([h0, 0.0]), [], []
     while t0 < t[-1]:
@@ -73,7 +73,7 @@ def belt_record(k: float, mu_s: float, mu_k: float, x0: float = 0.5, duration: f
             state = np.array([mu_s * G / k, BELT])
             t0, mode = t_break, "slip"
         else:
-            lock = lambda _t, y: y[1] - BELT  # noqa: E731
+            lock = lambda _t, y: y[1] - BELT
             lock.terminal, lock.direction = True, +1
             sol = solve_ivp(lambda _t, y: [y[1], -k * y[0] + mu_k * G], (t0, t[-1]), state, events=lock,
                             dense_output=True, rtol=1e-12, atol=1e-12, method="DOP853",
@@ -219,7 +219,7 @@ def test_ball_with_too_few_bounces_forced_is_a_failure():
 def test_ball_sequence_detected_from_a_simulation_at_the_guess():
     """Without a sequence the phases are those of the simulation at the start guess; from a
     close guess that is the record's."""
-    t, h, bounces = ball_record(**BALL)
+    t, h, _bounces = ball_record(**BALL)
     r = co.solve(ball_problem(h, t, guess={"e": 0.78, "c": 0.045}, sequence=None), co.Radau(degree=3))
     assert r.success and r.info["phases"]["drop"]["modes"] == ["flight"] * 5
     assert r.info["phases"]["drop"]["switch_times_start"] == "simulation at the start guess"
@@ -322,3 +322,9 @@ def test_bouncing_ball_example_runs():
 def test_stick_slip_example_runs():
     text = _run("stick_slip.py")
     assert "success (Solve_Succeeded)" in text and "fit verdict: good" in text
+
+
+def test_readme_shows_the_bouncing_ball_example_verbatim():
+    code = (EXAMPLES / "bouncing_ball.py").read_text(encoding="utf-8").split('"""', 2)[2].strip("\n")
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    assert "## Your own hybrid model" in readme and f"```python\n{code}\n```" in readme

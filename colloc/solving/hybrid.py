@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time as _time
 from collections.abc import Callable, Mapping
@@ -102,7 +103,7 @@ def _layout(problem: HybridProblem, k: int, p0: dict, x0: np.ndarray) -> tuple[T
         sw = known + list(np.linspace(after, time[-1], len(seq) - len(known) + 1)[1:-1])
         source = ("simulation at the start guess" if len(known) == len(seq) - 1 else
                   f"simulation at the start guess for the first {len(known)}, the others evenly spread")
-    guards = [problem.transition(a, b) for a, b in zip(seq[:-1], seq[1:])]
+    guards = [problem.transition(a, b) for a, b in itertools.pairwise(seq)]
     sw = np.asarray(sw, dtype=float)
     return TrialLayout(list(seq), guards, sw, _intervals(problem, time, sw), dt), sim, {"switch_times_start": source}
 
@@ -110,7 +111,7 @@ def _layout(problem: HybridProblem, k: int, p0: dict, x0: np.ndarray) -> tuple[T
 def _intervals(problem: HybridProblem, time: np.ndarray, switches: np.ndarray) -> list:
     """Collocation intervals of each phase: its samples over ``samples_per_interval``, at least 2."""
     bounds = np.concatenate([[time[0]], switches, [time[-1]]])
-    counts = [int(np.sum((time >= a) & (time < b))) for a, b in zip(bounds[:-1], bounds[1:])]
+    counts = [int(np.sum((time >= a) & (time < b))) for a, b in itertools.pairwise(bounds)]
     return [max(2, math.ceil(c / problem.samples_per_interval)) for c in counts]
 
 

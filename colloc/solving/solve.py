@@ -181,6 +181,9 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
     solver = Ipopt() if solver is None else solver
     if not isinstance(solver, Ipopt):
         raise OptionsError(f"solve(solver=...): expected colloc.Ipopt, got {type(solver).__name__}")
+    if solver.hessian == "gauss-newton":
+        raise OptionsError("solve(HybridProblem, solver=Ipopt(hessian='gauss-newton')): the hybrid fit uses the exact "
+                           "Hessian or 'limited-memory'")
     if starts != 1 or client is not None:
         raise OptionsError(f"solve(HybridProblem, starts={starts!r}): a hybrid problem is fitted from one start "
                            "(its guess); pass starts=1")
