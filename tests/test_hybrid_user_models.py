@@ -214,6 +214,7 @@ def test_ball_with_too_few_bounces_forced_is_a_failure():
     assert r.info["fit_verdict"]["signals"]["h"]["chi2_red"] > 4
     # the simulation check at the estimate goes through other modes than the forced ones
     assert not r.simulation["drop"]["same_modes"]
+    assert "simulation_modes" in {w["code"] for w in r.warnings}
 
 
 def test_ball_sequence_detected_from_a_simulation_at_the_guess():
@@ -224,6 +225,24 @@ def test_ball_sequence_detected_from_a_simulation_at_the_guess():
     assert r.success and r.info["phases"]["drop"]["modes"] == ["flight"] * 5
     assert r.info["phases"]["drop"]["switch_times_start"] == "simulation at the start guess"
     assert r.parameters["e"] == pytest.approx(BALL["e"], rel=5e-3)
+
+
+def test_two_trials_share_the_parameters_and_the_result_plots(tmp_path):
+    trials = []
+    for k, h0 in enumerate((1.2, 0.8)):
+        t, h, _ = ball_record(**BALL, h0=h0, duration=2.0)
+        y = h + np.random.default_rng(20 + k).normal(0.0, SIGMA_H, t.size)
+        trials.append(co.Trial(t, {"h": y}, name=f"drop{k}"))
+    seqs = [["flight"] * 4, ["flight"] * 5]
+    problem = co.HybridProblem(ball_model(), trials, guess={"e": 0.7, "c": 0.02}, bounds={"e": (0, 1), "c": (0, 1)},
+                               fit={"h": 1 / SIGMA_H**2}, sequence=seqs)
+    r = co.solve(problem, co.Radau(degree=3))
+    assert r.success and r.trials == ["drop0", "drop1"]
+    assert [r.info["phases"][n]["modes"] for n in r.trials] == seqs
+    for name, value in BALL.items():
+        assert abs(r.parameters[name] - value) < 3 * r.standard_errors[name]
+    r.plot_fit("drop1", path=tmp_path / "fit.png")
+    assert (tmp_path / "fit.png").stat().st_size > 0
 
 
 def test_fixed_switching_times():

@@ -286,8 +286,13 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         num_nodes=int(sum(sum(lay.intervals) * method.degree + 1 for lay in layouts)),
         trials=[t.name for t in problem.trials], versions=versions(), simulation=simulation, info=info,
         initial_parameters=dict(p0), solver_status=status)
+    other = [name for name, check in simulation.items() if check.get("status") == "ok" and not check["same_modes"]]
+    found = [{"code": "simulation_modes", "trials": other,
+              "message": "the event-driven simulation at the estimate goes through other phases than the fit in "
+                         + "; ".join(f"{n} ({simulation[n]['message']})" for n in other)}] if other else []
     finalize(result, bounds=problem.bounds, physical={n: True for n in names},
-             scales={n: abs(v) if v else 1.0 for n, v in problem.guess.items()}, fit=problem.fit, verdict=verdict)
+             scales={n: abs(v) if v else 1.0 for n, v in problem.guess.items()}, fit=problem.fit, verdict=verdict,
+             warnings=found)
     result.timings["total_s"] = _time.perf_counter() - t_call
     return result
 
