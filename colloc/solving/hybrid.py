@@ -108,6 +108,11 @@ def _layout(problem: HybridProblem, k: int, p0: dict, x0: np.ndarray) -> tuple[T
     return TrialLayout(list(seq), guards, sw, _intervals(problem, time, sw), dt), sim, {"switch_times_start": source}
 
 
+def _coarse(intervals: list, target: list) -> bool:
+    """Whether a phase has fewer than 80 % of the intervals its samples ask for."""
+    return any(n < 0.8 * m for n, m in zip(intervals, target))
+
+
 def _intervals(problem: HybridProblem, time: np.ndarray, switches: np.ndarray) -> list:
     """Collocation intervals of each phase: its samples over ``samples_per_interval``, at least 2."""
     bounds = np.concatenate([[time[0]], switches, [time[-1]]])
@@ -194,10 +199,11 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         if not stats.get("success", False) or rounds == MAX_ROUNDS:
             break
         if not changed:
-            # settled; but a phase that grew from a short start has too few intervals for its
-            # samples: once, lay the mesh out again at the estimate and solve on it
-            if remeshed or all(lay.intervals == _intervals(problem, t.time, lay.switches)
-                               for t, lay in zip(problem.trials, layouts)):
+            # settled; but a phase that grew from a short start may have too few intervals for
+            # its samples (fewer than 80 %): once, lay the mesh out again at the estimate and
+            # solve on it
+            if remeshed or not any(_coarse(lay.intervals, _intervals(problem, t.time, lay.switches))
+                                   for t, lay in zip(problem.trials, layouts)):
                 break
             remeshed = True
             t0 = _time.perf_counter()
