@@ -243,12 +243,17 @@ def test_two_trials_share_the_parameters_and_the_result_plots(tmp_path):
         assert abs(r.parameters[name] - value) < 3 * r.standard_errors[name]
     r.plot_fit("drop1", path=tmp_path / "fit.png")
     assert (tmp_path / "fit.png").stat().st_size > 0
+    back = co.Result.from_json(r.to_json(tmp_path / "fit.json") and tmp_path / "fit.json")
+    assert back.parameters == r.parameters and back.info["phases"]["drop1"]["modes"] == seqs[1]
 
 
 def test_fixed_switching_times():
     t, h, bounces = ball_record(**BALL)
-    r = co.solve(ball_problem(h, t, switch_times=bounces, fixed_switches=True), co.Radau(degree=3))
+    seen = []
+    r = co.solve(ball_problem(h, t, switch_times=bounces, fixed_switches=True), co.Radau(degree=3),
+                 progress=seen.append)
     assert r.success and r.info["phases"]["drop"]["switch_times"] == pytest.approx(bounces.tolist())
+    assert len(seen) >= r.iterations and seen[-1].objective == pytest.approx(r.objective, rel=1e-6)
     assert r.parameters["e"] == pytest.approx(BALL["e"], rel=5e-3)
 
 

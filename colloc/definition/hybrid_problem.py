@@ -88,7 +88,7 @@ class HybridProblem:
         self.guess = self._parameter_map(guess, "guess", required=True)
         self.bounds = {p: (-math.inf, math.inf) for p in self.parameters}
         for p, b in (bounds or {}).items():
-            self._known(p, "bounds")
+            self.check_parameter(p, "bounds")
             lo, hi = map(float, b)
             if not lo < hi:
                 raise ProblemError(f"HybridProblem(bounds=...): {p}: lower {lo} must be below upper {hi}")
@@ -140,7 +140,8 @@ class HybridProblem:
             raise ProblemError(f"HybridProblem(samples_per_interval={samples_per_interval!r}): must be > 0")
         self.samples_per_interval = float(samples_per_interval)
 
-    def _known(self, name: str, what: str) -> None:
+    def check_parameter(self, name: str, what: str) -> None:
+        """Refuse a name that is not a parameter of the model (``what``: the argument it came in)."""
         if name not in self.parameters:
             raise ProblemError(f"HybridProblem({what}=...): {name!r} is not a parameter of {self.model.name!r} "
                                f"(parameters: {', '.join(self.parameters)})")
@@ -148,7 +149,7 @@ class HybridProblem:
     def _parameter_map(self, values, what: str, required: bool) -> dict[str, float]:
         values = dict(values or {})
         for k in values:
-            self._known(k, what)
+            self.check_parameter(k, what)
         missing = [p for p in self.parameters if p not in values]
         if required and missing:
             raise ProblemError(f"HybridProblem({what}=...): missing {', '.join(missing)}")

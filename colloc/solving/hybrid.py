@@ -147,7 +147,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
                            "phase on Radau points; pass colloc.Radau(degree=...)")
     p0 = dict(problem.guess)
     for k, v in (guess or {}).items():
-        problem._known(k, "guess")
+        problem.check_parameter(k, "guess")
         p0[k] = float(v)
     x0s = [problem.state_guess(t) for t in problem.trials]
     layouts, guesses, info_trials = [], [], {}
