@@ -109,10 +109,13 @@ def belt_model() -> co.HybridModel:
                           guards=guards, parameters=["k", "mu_s", "mu_k"])
 
 
-def ball_problem(h, t, guess=None, sequence=None, **kw) -> co.HybridProblem:
+FIVE_FLIGHTS = ["flight"] * 5  # the records below bounce four times
+
+
+def ball_problem(h, t, guess=None, sequence=FIVE_FLIGHTS, **kw) -> co.HybridProblem:
     return co.HybridProblem(ball_model(), co.Trial(t, {"h": h}, name="drop"), guess=guess or {"e": 0.7, "c": 0.02},
                             bounds={"e": (0, 1), "c": (0, 1)}, fit={"h": 1 / SIGMA_H**2},
-                            sequence=sequence or ["flight"] * 5, **kw)
+                            sequence=sequence, **kw)
 
 
 def belt_problem(x, t, guess=None) -> co.HybridProblem:
@@ -202,6 +205,19 @@ def test_ball_poor_guess_converges_through_re_assigned_samples():
     for name, value in BALL.items():
         assert abs(r.parameters[name] - value) < 3 * r.standard_errors[name]
         assert r.parameters[name] == pytest.approx(good.parameters[name], rel=1e-4)
+
+
+def test_ball_poor_guess_without_a_sequence_is_a_failure():
+    """Without a sequence the phases come from the simulation at the guess: at e = 0.5 the
+    ball bounces ever faster (fourteen bounces in the record against four): the fit fails, and
+    says so."""
+    t, h, _ = ball_record(**BALL)
+    y = h + np.random.default_rng(3).normal(0.0, SIGMA_H, t.size)
+    with pytest.raises(co.SolveFailed) as err:
+        co.solve(ball_problem(y, t, guess={"e": 0.5, "c": 0.02}, sequence=None), co.Radau(degree=3))
+    r = err.value.result
+    assert r is not None and not r.success
+    assert len(r.info["phases"]["drop"]["modes"]) > 5
 
 
 def test_ball_with_too_few_bounces_forced_is_a_failure():
