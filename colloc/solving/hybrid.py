@@ -37,6 +37,7 @@ from ..results.result import Result
 from ..simulation.hybrid import simulate_hybrid
 from ..transcription.hybrid_fit import HybridNLP, TrialLayout, assign
 from ..transcription.methods import Radau
+from .collocation import worst_violations
 from .ipopt import Ipopt, IterationInfo, progress_callback
 
 __all__ = ["MAX_ROUNDS", "solve_hybrid"]
@@ -228,6 +229,8 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         success, status = False, "switching_times_not_settled"
     fn = nlp.functions()
     res = np.array(fn["res"](x)).ravel()
+    violations = [] if success else worst_violations(np.array(fn["g"](x)).ravel(), nlp.lbg, nlp.ubg,
+                                                     lambda i: f"{nlp.kinds[i]} (row {i})", tol=1e-6)
     params = nlp.parameters(x)
     names = problem.parameters
     info: dict = {"rounds": rounds, "round_log": round_log, "settled": settled, "remeshed": remeshed, "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
@@ -291,6 +294,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
                  "simulation_s": simulation_s},
         num_nodes=int(sum(sum(lay.intervals) * method.degree + 1 for lay in layouts)),
         trials=[t.name for t in problem.trials], versions=versions(), simulation=simulation, info=info,
+        violations=violations,
         initial_parameters=dict(p0), solver_status=status)
     other = [name for name, check in simulation.items() if check.get("status") == "ok" and not check["same_modes"]]
     found = [{"code": "simulation_modes", "trials": other,

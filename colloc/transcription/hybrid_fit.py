@@ -168,19 +168,20 @@ class HybridNLP:
                 lbw.append(np.full(m, t0)), ubw.append(np.full(m, tf))
                 offset += m
                 gap = 0.1 * lay.dt
-                add(ca.vertcat(tau[0] - t0, ca.diff(tau), tf - tau[m - 1]), gap, np.inf, "order")
+                add(ca.vertcat(tau[0] - t0, ca.diff(tau), tf - tau[m - 1]), gap, np.inf, f"switching times in order ({trial.name})")
             else:
                 self.tau_index.append(np.zeros(0, dtype=int))
             w.append(tr.w), w0.append(tr.w_guess)
             lbw.append(np.full(tr.w.shape[0], -np.inf)), ubw.append(np.full(tr.w.shape[0], np.inf))
             offset += tr.w.shape[0]
-            add(tr.g, 0.0, 0.0, "defect")
+            add(tr.g, 0.0, 0.0, f"collocation defect ({trial.name})")
             tau_pts = tr.tau
             for i, mode in enumerate(lay.sequence):
                 h, nodes = tr.blocks[i]
                 if i < m:  # the guard that ends the phase is zero there
                     guard = lay.guards[i]
-                    add(self._guard(guard, ends[i + 1], nodes[-1][-1], p, mode, ends[i]), 0.0, 0.0, "guard")
+                    add(self._guard(guard, ends[i + 1], nodes[-1][-1], p, mode, ends[i]), 0.0, 0.0,
+                        f"guard {guard.name} at switch {i + 1} of {trial.name}")
                 if not sides:
                     continue
                 for guard in model.all_guards():
@@ -194,7 +195,8 @@ class HybridNLP:
                             t = ends[i] + (k + tau_pts[j - 1]) * h
                             vals.append(-guard.direction * self._guard(guard, t, X[j], p, mode, ends[i]))
                     if vals:
-                        add(ca.vertcat(*vals), 0.0, np.inf, "side")
+                        add(ca.vertcat(*vals), 0.0, np.inf,
+                            f"guard {guard.name} on its side in phase {i + 1} ({mode}) of {trial.name}")
             self._pieces.append((tr.blocks, ends))
         self.w = ca.vertcat(*w)
         self.w0 = np.concatenate(w0)
@@ -240,9 +242,10 @@ class HybridNLP:
         return dict(zip(self.problem.parameters, (self.scale * w[self.p_index]).tolist()))
 
     def functions(self) -> dict:
-        """CasADi Functions of the unknowns: ``res`` (weighted residuals) and ``states`` (per
-        trial, nx × samples), and the Jacobians ``jac_res`` and ``jac_g``."""
-        return {"res": ca.Function("res", [self.w], [self.res]),
+        """CasADi Functions of the unknowns: ``res`` (weighted residuals), ``g`` (the
+        constraints, whose rows :attr:`kinds` names), ``states`` (per trial, nx × samples), and
+        the Jacobians ``jac_res`` and ``jac_g``."""
+        return {"res": ca.Function("res", [self.w], [self.res]), "g": ca.Function("g", [self.w], [self.g]),
                 "jac_res": ca.Function("jac_res", [self.w], [ca.jacobian(self.res, self.w)]),
                 "jac_g": ca.Function("jac_g", [self.w], [ca.jacobian(self.g, self.w)]),
                 "states": [ca.Function(f"states_{k}", [self.w], [s]) for k, s in enumerate(self.reads)]}
