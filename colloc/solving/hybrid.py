@@ -63,7 +63,7 @@ def _simulate(problem: HybridProblem, trial, x0, p):
 def _boundaries(sim) -> tuple[list, list]:
     """The modes and switching times of a simulation: one boundary per group of state events
     at one time (the mode after the group)."""
-    modes, times = [sim.events[0].before if sim.events else None], []
+    modes, times = [sim.modes[0] if sim.modes else None], []
     for e in sim.events:
         if times and abs(e.time - times[-1]) <= 1e-12 * max(1.0, abs(e.time)):
             modes[-1] = e.after
