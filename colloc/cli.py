@@ -21,15 +21,16 @@ from typing import TYPE_CHECKING
 from .base.capture import capture_native_output
 from .base.errors import CollocInputError, ExtraColumnsWarning
 from .base.versions import __version__
+from .definition.registry import command_entry_points, load_command
 from .studies.identify import (  # the names the command line maps to objects
     BASELINES,
     DEFAULT_METHOD,
     METHODS,
     identify_files,
-    load_problem_module,
     make_method,
     method_names,
     problem_registry,
+    problem_spec,
     signal_pairs,
     subject_body,
     trial_names,
@@ -40,7 +41,14 @@ if TYPE_CHECKING:
     from .solving.ipopt import IterationInfo
 
 # The library itself (CasADi, SciPy, pandas, matplotlib) is imported where a command needs
-# it, so that `colloc --help` and `colloc problems` answer at once.
+# it, so that `colloc --help` and `colloc problems` answer at once.  Sub-commands of other
+# packages (``colloc spine``, ``colloc ship-motion``) come through the ``colloc.commands``
+# entry-point group (:mod:`colloc.definition.registry`); what they may use of this module is
+# :data:`PLUGIN_API`.
+
+#: The names of this module that a ``colloc.commands`` plugin uses: its one-line usage error,
+#: the check of an output file, the number type of its options, the delay-margin printout.
+PLUGIN_API = ("UsageError", "check_output_file", "format_matrix", "margin_lines", "number")
 
 
 def Ipopt(**kwargs):  # noqa: N802 - stands for the class
@@ -125,7 +133,7 @@ def _starts_count(text: str) -> int:
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
 
 
-def _check_output_file(option: str, path: str | None, suffixes: tuple[str, ...] | None = None) -> None:
+def check_output_file(option: str, path: str | None, suffixes: tuple[str, ...] | None = None) -> None:
     """Refuse, before any work, an output file that cannot be written (one-line error)."""
     if path is None:
         return
@@ -203,7 +211,7 @@ def _assignments(option: str, items: list[str] | None, parse) -> dict:
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
 
 
-def _number(text: str) -> float:
+def number(text: str) -> float:
     """A decimal number as people write it (no ``1_0``, no hex); ``inf`` and ``nan`` are read
     (callers refuse what they cannot use)."""
     if not _NUMBER.fullmatch(text.strip()):
@@ -212,7 +220,7 @@ def _number(text: str) -> float:
 
 
 def _finite_number(text: str) -> float:
-    value = _number(text)
+    value = number(text)
     if not math.isfinite(value):
         raise ValueError(f"'{text}' is not a finite number")
     return value
@@ -238,7 +246,7 @@ def _bounds_pair(text: str) -> tuple[float | None, float | None]:
     lo, sep, hi = text.partition(":")
     if not sep:
         raise ValueError("expected LO:HI (either side may be empty)")
-    pair = (_number(lo) if lo.strip() else None, _number(hi) if hi.strip() else None)
+    pair = (number(lo) if lo.strip() else None, number(hi) if hi.strip() else None)
     if any(v is not None and math.isnan(v) for v in pair):
         raise ValueError("a bound may not be NaN")
     if pair[0] is not None and pair[1] is not None and pair[0] > pair[1]:
@@ -293,15 +301,15 @@ _WRITE_PLACEHOLDER = 1.2345678901234567e-300
 
 
 def cmd_identify(args) -> int:
-    load_problem_module(args.problem)  # an unknown or broken problem is refused first
+    problem_spec(args.problem)  # an unknown or broken problem is refused first
     import casadi  # noqa: F401  (the heavy libraries: part of the import phase, not of the build)
 
     from .solving import solve  # noqa: F401  (SciPy's and pandas' parts the solve path uses: imports too)
 
     imported = time.perf_counter()
     # every check before the solve: outputs, inputs, options
-    _check_output_file("--out", args.out, (".json",))  # the result document is JSON (and so never the figure)
-    _check_output_file("--plot", args.plot, PLOT_SUFFIXES)
+    check_output_file("--out", args.out, (".json",))  # the result document is JSON (and so never the figure)
+    check_output_file("--plot", args.plot, PLOT_SUFFIXES)
     paths = _data_files("--data", args.data)
     guess = _assignments("--guess", args.guess, _finite_number)
     bounds = _assignments("--bounds", args.bounds, _bounds_pair)
@@ -398,19 +406,17 @@ def _report_poor_fit(result) -> None:
         sys.stderr.write(f"colloc: poor fit: {reason}; {POOR_FIT_HINT}\n")
 
 
-def _demo_data(module) -> list[str]:
-    """The shipped files of a problem's demo.  ``DEFAULT_DATA`` names one file or folder (path
-    parts under ``data/``, a folder standing for its ``.csv`` files) or a tuple of such names."""
-    from colloc_problems._data import data_path  # the shipped data belong to the problems package
-
-    spec = module.DEFAULT_DATA
-    entries = (spec,) if all(isinstance(part, str) for part in spec) else spec
-    return _data_files("DEFAULT_DATA", [str(data_path(*parts)) for parts in entries])
+def _demo_data(spec) -> list[str]:
+    """The shipped files of a problem's demo (a :class:`~colloc.definition.registry.ProblemSpec`).
+    ``DEFAULT_DATA`` names one file or folder (path parts of its shipped data, a folder
+    standing for its ``.csv`` files) or a tuple of such names; the problem's registry entry
+    finds them (its ``data_path`` hook or its package's ``colloc.data`` entry point)."""
+    return _data_files("DEFAULT_DATA", [str(spec.data_path(*parts)) for parts in spec.default_data])
 
 
 def cmd_demo(args) -> int:
-    module = load_problem_module(args.problem)
-    paths = _demo_data(module)
+    spec = problem_spec(args.problem)
+    paths = _demo_data(spec)
     out = _check_output_dir("--out", args.out)
     stem = args.problem.replace("-", "_")
     shown = paths[0] if len(paths) == 1 else (f"{len(paths)} records in {Path(paths[0]).parent}: "
@@ -418,10 +424,10 @@ def cmd_demo(args) -> int:
     print(f"colloc {__version__} demo: identify the {args.problem} parameters from {shown}")
     t0 = time.perf_counter()
     result = _identify(args.problem, paths, args.method, None, args.verbose, False)
-    print(result.summary(module.TRUE))
+    print(result.summary(spec.true))
     _report_poor_fit(result)
     fig_path = out / f"{stem}_fit.png"
-    states = getattr(module, "STATE_NAMES", None)
+    states = spec.state_names
     try:
         _plot(result, args.verbose, fig_path, out / f"{stem}_residuals.png", list(states) if states else None)
     finally:  # with the figures' time, plot_s; written even when a figure fails
@@ -471,15 +477,12 @@ def cmd_compare(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     out = _check_output_dir("--out", args.out)
-    module = load_problem_module(args.problem)
+    spec = problem_spec(args.problem)
     paths = _data_files("--data", args.data)
-    trials = [t.renamed(n) for t, n in zip(_load_trials(module, args.problem, paths, args.missing),
-                                           trial_names(paths))]
-    problem = module.problem(trials)
-    truth = getattr(module, "TRUE", None)
-    if truth is not None:
-        names = set(problem.model.element_names("parameter"))
-        truth = {k: v for k, v in truth.items() if k in names} or None
+    trials = [t.renamed(n) for t, n in zip(_load_trials(spec, paths, args.missing), trial_names(paths))]
+    problem = spec.problem(trials)
+    names = set(problem.model.element_names("parameter"))
+    truth = {k: v for k, v in spec.true.items() if k in names} or None
 
     terminal = [sys.stderr]
 
@@ -557,12 +560,90 @@ def cmd_batch(args) -> int:
     return EXIT_OK
 
 
+def add_cohort_commands(sub) -> None:
+    """``colloc cohort RESULTS... --conditions FILE --out DIR`` and ``colloc batch ... --cohort
+    CONDITIONS``: the cohort view of colloc/studies/cohort.py (every cohort option is here)."""
+
+    def factor_list(text: str) -> list[str]:
+        names = [t.strip() for t in text.split(",")]
+        if not all(names):
+            raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of column names")
+        return names
+
+    def write_view(results, conditions, out: Path) -> None:
+        from .studies.cohort import cohort
+
+        view = cohort(results, conditions)
+        paths = view.write(out)
+        print(view.format())
+        print(f"cohort written to {paths['table']}, {paths['tests']}, {paths['trials']}, {paths['text']} "
+              f"and {paths['figure']}")
+
+    def cmd_cohort(args) -> int:
+        from .studies.cohort import read_conditions
+
+        conditions = read_conditions(args.conditions, args.factors)
+        out = _check_output_dir("--out", args.out)
+        write_view(args.results, conditions, out)
+        return EXIT_OK
+
+    c = sub.add_parser("cohort", help="estimates by condition over many fits, and a test of the conditions' effects",
+                       description="The cohort view of result documents (a batch's output folder, a folder of "
+                                   "`colloc identify --out` files, or the files): per quantity and condition the "
+                                   "estimates' mean and spread (DIR/cohort.csv, every trial in cohort_trials.csv), "
+                                   "a test of each condition factor against the repeat-to-repeat spread "
+                                   "(cohort_tests.csv: a mixed-effects model with a random intercept per subject "
+                                   "when the conditions name several subjects, else least squares over the "
+                                   "trials; on the log scale for positive quantities) and a figure (cohort.png). "
+                                   "Exit 0 when written, 2 on bad input.")
+    c.add_argument("results", nargs="+", metavar="RESULTS",
+                   help="result documents (.json) or folders of them (a batch's DIR: its fits/)")
+    c.add_argument("--conditions", required=True, metavar="FILE",
+                   help="CSV trial,<factor>,...[,subject] (a trial: the fit id or the data file's name without "
+                        "extensions), or the BDS metadata BDSinfoCOP.txt (factors Vision, Surface)")
+    c.add_argument("--factors", type=factor_list, default=None, metavar="A,B",
+                   help="the condition columns to compare (default: every column but trial and subject; the BDS "
+                        "metadata's Vision and Surface)")
+    c.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    c.set_defaults(func=cmd_cohort)
+
+    b = sub.choices["batch"]
+    b.add_argument("--cohort", default=None, metavar="CONDITIONS",
+                   help="after the fits, the cohort view by these conditions (as colloc cohort DIR --conditions "
+                        "CONDITIONS --out DIR): DIR/cohort.csv, cohort_tests.csv, cohort_trials.csv, cohort.png")
+    b.add_argument("--cohort-factors", type=factor_list, default=None, metavar="A,B",
+                   help="with --cohort: the condition columns to compare (as colloc cohort --factors)")
+    run_batch = b.get_default("func")
+
+    def cmd_batch_cohort(args) -> int:
+        if args.cohort is None:
+            if args.cohort_factors is not None:
+                raise UsageError("--cohort-factors needs --cohort CONDITIONS")
+            return run_batch(args)
+        from .studies.batch import read_manifest
+        from .studies.cohort import read_conditions
+
+        conditions = read_conditions(args.cohort, args.cohort_factors)  # bad input before any fit
+        conditions.check_manifest(read_manifest(args.manifest), args.manifest)
+        code = run_batch(args)
+        if code != EXIT_OK:
+            return code
+        try:
+            write_view(Path(args.out), conditions, Path(args.out))
+        except CollocInputError as exc:  # e.g. no fit succeeded: the batch's files are written all the same
+            sys.stderr.write(f"colloc: cohort: {' '.join(str(exc).splitlines())}\n")
+            return EXIT_FAILED
+        return EXIT_OK
+
+    b.set_defaults(func=cmd_batch_cohort)
+
+
 def cmd_predict(args) -> int:
     from .base.files import write_atomic
     from .results.prediction import registered_model
     from .results.result import Result
 
-    _check_output_file("--out", args.out, (".csv",))
+    check_output_file("--out", args.out, (".csv",))
     source = Path(args.result)
     if not source.is_file():
         raise UsageError(f"RESULT {args.result}: no such file")
@@ -570,13 +651,12 @@ def cmd_predict(args) -> int:
         result = Result.from_json(source)
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"RESULT {args.result}: not a colloc result document ({type(exc).__name__}: {exc})") from None
-    module = load_problem_module(result.problem)
+    spec = problem_spec(result.problem)
     paths = _data_files("--data", args.data)
     if len(paths) != 1:
         raise UsageError(f"--data: give one record to predict, got {len(paths)} files")
     options = _lab_options(args)
-    trial = _load_trials(module, result.problem, paths, args.missing, options.get("columns"),
-                         options.get("units"))[0]
+    trial = _load_trials(spec, paths, args.missing, options.get("columns"), options.get("units"))[0]
     if args.window is not None:  # the filter is conditioned from the record's start on
         end = args.window[1]
         if end is not None:
@@ -656,7 +736,7 @@ def _read_matrix_csv(path: str, option: str):
                 for col, cell in enumerate(cells, start=1):
                     text = cell.strip()
                     try:
-                        value = _number(text)
+                        value = number(text)
                     except ValueError:
                         raise UsageError(f"{option} {path}: row {lineno}, column {col}: "
                                          f"{text!r} is not a number (headerless numeric CSV expected)") from None
@@ -674,14 +754,16 @@ def _read_matrix_csv(path: str, option: str):
     return np.array(rows, dtype=float)
 
 
-def _format_matrix(name: str, m) -> str:
+def format_matrix(name: str, m) -> str:
+    """``name =`` and the rows of matrix ``m`` (the delay-margin commands' printout)."""
     lines = [f"{name} ="]
     for row in m:
         lines.append("  [" + "  ".join(f"{v:11.5g}" for v in row) + " ]")
     return "\n".join(lines)
 
 
-def _margin_lines(margin) -> list[str]:
+def margin_lines(margin) -> list[str]:
+    """The lines that report a :class:`colloc.DelayMargin` (the delay-margin commands' printout)."""
     if not margin.stable_at_zero_delay:
         worst = margin.max_real_eigenvalue_zero_delay
         return [f"unstable at zero delay (max Re eig(J_i + J_d) = {worst:.6g} 1/s): delay margin 0 s"]
@@ -710,55 +792,8 @@ def cmd_delay_margin(args) -> int:
         sys.stdout.write(json.dumps(margin.to_dict()) + "\n")
     else:
         print(f"x'(t) = J_i x(t) + J_d x(t - tau), n = {ji.shape[0]}")
-        print("\n".join(_margin_lines(margin)))
+        print("\n".join(margin_lines(margin)))
     return EXIT_OK if margin.stable_at_zero_delay else EXIT_FAILED
-
-
-def cmd_spine_one_dof(args) -> int:
-    import json
-
-    from colloc_problems.spine.one_dof import one_dof
-
-    result = one_dof(q=args.q, b=args.b, alpha2=args.alpha2, gp=args.gp, gd=args.gd, g=args.g, f0=args.f0,
-                     m=args.m, length=args.length, lm1=args.lm1, lm2=args.lm2,
-                     angle_m1_deg=args.angle_m1, angle_m2_deg=args.angle_m2, method=args.method)
-    if args.json:
-        sys.stdout.write(json.dumps(result.to_dict()) + "\n")
-    else:
-        p = result.parameters
-        print("Franklin (2006) §3.D 1-DoF reflexive pendulum, x = [theta, theta']")
-        print(f"q = {p['q']:g}, b = {p['b']:g} s, alpha2 = {p['alpha2']:g} (alpha1 = {result.alpha1:.6g}), "
-              f"Gp = {p['gp']:g}, Gd = {p['gd']:g} s, g = {p['g']:g}, f0 = {p['f0']:g}")
-        print(_format_matrix("J_i", result.J_i))
-        print(_format_matrix("J_d", result.J_d))
-        print("\n".join(_margin_lines(result.margin)))
-    return EXIT_OK if result.stable_at_zero_delay else EXIT_FAILED
-
-
-def cmd_ship_motion(args) -> int:
-    import numpy as np
-
-    from .base.files import write_atomic
-    from .seakeeping.motion import SHIP_COLUMNS, SeaState, ship_motion
-
-    _check_output_file("--out", args.out, (".csv",))
-    sea = SeaState(args.hs, args.tp, args.gamma, args.heading)
-    point = [_number(v) for v in args.point.split(",")] if args.point else [0.0, 0.0, 0.0]
-    if len(point) != 3:
-        raise UsageError(f"--point {args.point}: give three numbers x,y,z (m)")
-    if not (math.isfinite(args.duration) and args.duration > 0):
-        raise UsageError(f"--duration {args.duration:g}: must be a finite number > 0 (s)")
-    if not (math.isfinite(args.rate) and args.rate > 0):
-        raise UsageError(f"--rate {args.rate:g}: must be a finite number > 0 (Hz)")
-    motion = ship_motion(sea, point=point, seed=args.seed, harmonics=args.harmonics)
-    time = np.arange(int(round(args.duration * args.rate)) + 1) / args.rate
-    table = np.column_stack([time, motion(time)])
-    lines = [",".join(("time",) + SHIP_COLUMNS)] + [",".join(f"{v:.10g}" for v in row) for row in table]
-    write_atomic(args.out, "\n".join(lines) + "\n")
-    print(f"{args.out}: {time.size} rows, Hs {sea.hs:g} m, Tp {sea.tp:g} s, gamma {sea.gamma:g}, "
-          f"heading {sea.heading:g} deg, seed {args.seed}; roll std {np.degrees(table[:, 1].std()):.2f} deg, "
-          f"pitch std {np.degrees(table[:, 2].std()):.2f} deg")
-    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -796,12 +831,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "COP-only trial of a subject given by --height/--mass); fes-muscle's default is radau3; "
                         "heel-off also runs complementarity (modes out of the fit)")
     p.add_argument("--controller", default=None, metavar="NAME",
-                   help="cip with --method kalman-ml: PID (default), PD-delay or PID-delay (a feedback delay "
-                        "tau, Pade (2,2)); heel-off: PD (default) or PD-delay (the delay tau identified too)")
+                   help="cip with --method kalman-ml: PID (default), PD-delay, PID-delay (a feedback delay "
+                        "tau, Pade (2,2)) or auto (each fitted on the first half and scored on the second; the best "
+                        "held-out prediction is fitted on the whole, with the comparison table); heel-off: PD "
+                        "(default) or PD-delay (the delay tau identified too)")
     p.add_argument("--noise", default=None, metavar="MODEL",
-                   help="cip with --method kalman-ml: the noise model, paper (default: the paper's disturbance, "
-                        "state at rest) or sway (continuous-time disturbance, the recording's low-pass, diffuse "
-                        "initial state)")
+                   help="cip with --method kalman-ml: the noise model, sway (the default with --height/--mass: "
+                        "continuous-time disturbance, the recording's low-pass, diffuse initial state) or paper (the "
+                        "paper's disturbance, state at rest; the default for the paper's subject)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",
@@ -902,38 +939,6 @@ def build_parser() -> argparse.ArgumentParser:
                          "...) as JSON and nothing else")
     dm.set_defaults(func=cmd_delay_margin)
 
-    sp = sub.add_parser("spine", help="Franklin (2006) reflexive spine model",
-                        description="Analyses of the Franklin (2006) reflexive spine model.")
-    spine_sub = sp.add_subparsers(dest="spine_command", metavar="ANALYSIS", required=True, parser_class=_Parser)
-    od = spine_sub.add_parser("one-dof", help="J_i, J_d and delay margin of the §3.D 1-DoF example",
-                              description="Linearise the §3.D one-degree-of-freedom reflexive pendulum "
-                                          "(CasADi AD) and compute its delay margin. Defaults are the "
-                                          "thesis values (J_i = [[0,1],[4.88,-1.09]], J_d = [[0,0],"
-                                          "[-8.15,-1.63]], margin 0.317 s). Exit 1 when unstable at "
-                                          "zero delay.")
-    od.add_argument("--q", type=float, default=20.0, help="intrinsic stiffness gain (default 20)")
-    od.add_argument("--b", type=float, default=2.0, help="intrinsic damping gain, s (default 2)")
-    od.add_argument("--alpha2", type=float, default=0.5, help="activation of muscle M2, in (0, 1] (default 0.5)")
-    od.add_argument("--gp", type=float, default=15.0, help="proportional reflex gain G_p (default 15)")
-    od.add_argument("--gd", type=float, default=3.0, help="derivative reflex gain G_d, s (default 3)")
-    od.add_argument("--g", type=float, default=None, help="gravity (default 10, as in §3.D.iv)")
-    od.add_argument("--f0", type=float, default=None, help="maximum muscle force (default 1)")
-    od.add_argument("--m", type=float, default=None, help="pendulum mass (default 1)")
-    od.add_argument("--length", type=float, default=None, help="pendulum length L (default 1)")
-    od.add_argument("--lm1", type=float, default=None, help="length of M1 at equilibrium (default 0.5)")
-    od.add_argument("--lm2", type=float, default=None, help="length of M2 at equilibrium (default 2)")
-    od.add_argument("--angle-m1", type=float, default=None, metavar="DEG",
-                    help="angle between pendulum and M1, degrees (default 90)")
-    od.add_argument("--angle-m2", type=float, default=None, metavar="DEG",
-                    help="angle between pendulum and M2, degrees (default 10)")
-    od.add_argument("--method", choices=("sweep", "exact"), default="sweep", help="delay-margin method")
-    od.add_argument("--json", action="store_true", help="print the result as JSON and nothing else")
-    od.set_defaults(func=cmd_spine_one_dof)
-
-    from colloc_problems.spine.command import add_stability_parser
-
-    add_stability_parser(spine_sub)
-
     b = sub.add_parser("batch", help="identify many fits from a manifest on a Dask cluster",
                        description="Identify every fit of MANIFEST.csv (columns fit_id, problem, data; optional "
                                    "method, group; rows with one fit_id are trials that share the parameters) in "
@@ -961,25 +966,6 @@ def build_parser() -> argparse.ArgumentParser:
                         "DIR/summary.png (the estimates by group, one block of panels per problem)")
     b.set_defaults(func=cmd_batch)
 
-    sm = sub.add_parser("ship-motion", help="deck motion of the MSS supply vessel in a JONSWAP sea state (CSV)",
-                        description="Write the 12 ship columns of CONTRACTS §2 (ship-stance) for one seeded "
-                                    "realisation of a long-crested JONSWAP sea through the supply vessel's "
-                                    "motion RAOs (zero speed), with exact derivatives.")
-    sm.add_argument("--hs", type=_number, required=True, metavar="M", help="significant wave height (m, > 0)")
-    sm.add_argument("--tp", type=_number, required=True, metavar="S", help="peak period (s, > 0)")
-    sm.add_argument("--gamma", type=_number, default=3.3, help="JONSWAP peak enhancement, 1-7 (default 3.3)")
-    sm.add_argument("--heading", type=_number, default=180.0, metavar="DEG",
-                    help="wave direction of travel relative to the bow, 0-360: 0 following, 90 towards "
-                         "starboard, 180 head seas (default)")
-    sm.add_argument("--point", default=None, metavar="X,Y,Z",
-                    help="deck point (m; x to the bow, y to port, z up) from the vessel's CG (default 0,0,0)")
-    sm.add_argument("--duration", type=_number, default=60.0, metavar="S", help="record length (default 60 s)")
-    sm.add_argument("--rate", type=_number, default=100.0, metavar="HZ", help="sampling rate (default 100 Hz)")
-    sm.add_argument("--seed", type=int, default=0, help="seed of the random phases (default 0)")
-    sm.add_argument("--harmonics", type=int, default=200, metavar="N", help="wave components (default 200)")
-    sm.add_argument("--out", required=True, metavar="FILE.csv", help="where to write the record (atomically)")
-    sm.set_defaults(func=cmd_ship_motion)
-
     pr = sub.add_parser("predict", help="k-step-ahead prediction of a record with an identified model",
                         description="For each sample time t with A + H <= t < B, the predictive distribution of "
                                     "each measured signal at t given the data up to t - H (the record before A "
@@ -1005,7 +991,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("problems", help="list installed problems", description="List installed problems.")
     ls.set_defaults(func=cmd_problems)
+    add_cohort_commands(sub)
+    _add_plugin_commands(sub)
     return parser
+
+
+def _add_plugin_commands(sub) -> None:
+    """The sub-commands of the ``colloc.commands`` entry points (``colloc spine``, ``colloc
+    ship-motion``), each checked to add the command its entry point is named after.  One that
+    cannot be loaded or added is left out with a one-line warning: the other commands still work."""
+    from .definition.registry import COMMANDS_GROUP
+
+    for name, ep in sorted(command_entry_points().items()):
+        try:
+            added = load_command(ep)(sub)
+            if not isinstance(added, argparse.ArgumentParser) or added.prog.split()[-1] != name:
+                raise UsageError(f"{ep.value} did not add and return the parser of 'colloc {name}'")
+        except (CollocInputError, argparse.ArgumentError) as exc:
+            sys.stderr.write(f"colloc: warning: command '{name}' ({COMMANDS_GROUP}) left out: "
+                             f"{' '.join(str(exc).split())}\n")
 
 
 def _one_line_warnings(message, category, filename, lineno, file=None, line=None):

@@ -71,7 +71,8 @@ __all__ = [
     "WIDE_RANGES_PER_MGH", "FILTER_RANGES", "gain_bounds",
     "simulate_trial", "surrogate_disturbance", "discrete_system", "com_from_cop",
     "initial_trajectories", "jt_inverse_dynamics", "sdf_objective", "ml_estimate", "cop_from_states",
-    "CONTROLLERS", "DELAY_RANGE", "SIGMA_RANGE", "ml_model",
+    "CONTROLLERS", "DELAY_RANGE", "SIGMA_RANGE", "ml_model", "stochastic_problem", "plausibility", "PLAUSIBLE",
+    "SHORT_RECORD_S", "select_controller",
 ]
 
 #: Body of the paper's subject (after Peterka 2000): I (kg·m²), m (kg), h (m), g (m/s²).
@@ -86,9 +87,10 @@ RANGES = {"KP": (1005.54, 1228.99), "KI": (0.0, 114.59), "KD": (232.05, 283.61)}
 #: (Santos & Duarte 2016) 34 fits ended on one of its bounds, so these ranges only exclude
 #: the physically meaningless: a stiffness from half the gravity term (an unstable loop is
 #: still representable, so the data can show it) to six times it, a damping from 1 % to
-#: 100 % of m·g·h·s (Peterka 2000 reports K_D/K_P ≈ 0.2–0.4 s) and an integral gain up to
+#: 200 % of m·g·h·s (Peterka 2000 reports K_D/K_P ≈ 0.2–0.4 s; 0.65 s with K_P at 3 m·g·h needs
+#: about 2 m·g·h·s) and an integral gain up to
 #: 3·m·g·h/s.  Our choice, not a published range.
-WIDE_RANGES_PER_MGH = {"KP": (0.5, 6.0), "KI": (0.0, 3.0), "KD": (0.01, 1.0)}
+WIDE_RANGES_PER_MGH = {"KP": (0.5, 6.0), "KI": (0.0, 3.0), "KD": (0.01, 2.0)}
 #: Bounds of the fitted disturbance filter (``fit_disturbance=True``): amplitude A (N·m) and
 #: time constant B (s).  The paper's values (A = 1000, B = 80) are the guess.
 FILTER_RANGES = {"A": (1.0, 1e5), "B": (0.05, 500.0)}
@@ -675,6 +677,20 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
                                       + ("_sway" if sway else ""), **initial)
 
 
+def _ml_start(lgm, *, rng: Mapping[str, tuple], gains0: Mapping[str, float] | None, filt, cop_noise, tau0, noise):
+    """Start values and search ranges of the Kalman ML parameters of ``lgm`` (gains in ``rng``)."""
+    _, f = _body(None, filt)
+    start = {k: _guess(k, rng[k]) if gains0 is None else float(gains0[k]) for k in GAINS}
+    start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise,
+                 q_d=SWAY_START["q_d"], f_c=SWAY_START["f_c"])
+    if noise == "sway" and cop_noise is None:
+        start["sigma"] = SWAY_START["sigma"]
+    bnds = {k: rng[k] for k in GAINS}
+    bnds.update(tau=DELAY_RANGE, sigma=SIGMA_RANGE, **FILTER_RANGES, **SWAY_RANGES)
+    names = lgm.parameter_names
+    return {k: start[k] for k in names}, {k: bnds[k] for k in names}
+
+
 def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0: Mapping[str, float] | None = None,
                 body: Mapping[str, float] | None = None, filt: Mapping[str, float] | None = None,
                 bounds: Mapping[str, tuple] | str | None = None, controller: str = "PID",
@@ -695,24 +711,14 @@ def ml_estimate(trial: co.Trial, *, cop_noise: float | None = COP_NOISE, gains0:
     """
     from colloc import kalman
 
-    b, f = _body(body, filt)
-    rng = gain_bounds(bounds, body)
     dt = float(np.median(np.diff(trial.time)))
     lgm = ml_model(controller, dt=dt, body=body, filt=filt, fit_disturbance=fit_disturbance, noise=noise)
-    g0 = dict(CENTRE_NORMAL if gains0 is None else gains0)
-    start = {k: _guess(k, rng[k]) if gains0 is None else float(g0[k]) for k in GAINS}
-    start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise,
-                 q_d=SWAY_START["q_d"], f_c=SWAY_START["f_c"])
-    if noise == "sway" and cop_noise is None:
-        start["sigma"] = SWAY_START["sigma"]
-    bnds = {k: rng[k] for k in GAINS}
-    bnds.update(tau=DELAY_RANGE, sigma=SIGMA_RANGE, **FILTER_RANGES, **SWAY_RANGES)
-    names = lgm.parameter_names
+    start, bnds = _ml_start(lgm, rng=gain_bounds(bounds, body), gains0=gains0, filt=filt, cop_noise=cop_noise,
+                            tau0=tau0, noise=noise)
     fixed = None if cop_noise is None else {"sigma": float(cop_noise)}
     y = trial["cop"] - (np.nanmean(trial["cop"]) if center else 0.0)
-    return kalman.maximum_likelihood(lgm, y[:, None], [start[k] for k in names],
-                                     bounds={k: bnds[k] for k in names}, fixed=fixed, hessian=hessian,
-                                     max_iter=max_iter, optimizer=optimizer, compiled=compiled,
+    return kalman.maximum_likelihood(lgm, y[:, None], list(start.values()), bounds=bnds, fixed=fixed,
+                                     hessian=hessian, max_iter=max_iter, optimizer=optimizer, compiled=compiled,
                                      missing=bool(np.isnan(y).any()))
 
 
@@ -722,26 +728,10 @@ COP_SPAN_MAX = 0.3
 
 
 def _on_one_grid(trial: co.Trial) -> co.Trial:
-    """The trial on one evenly spaced time grid, for the Kalman likelihood.
-
-    Empty COP cells (``--missing allow``) stay missing.  With ``--missing allow`` a hole in
-    time of a whole number of sample steps is rows lost: they come back as missing samples.
-    Anything else not on the grid is refused, naming the step.  At least 100 measured
-    samples are needed, and a COP span under :data:`COP_SPAN_MAX` (else it is in cm or mm)."""
-    time = np.asarray(trial.time, dtype=float)
+    """The trial on one evenly spaced time grid, for the Kalman likelihood
+    (:func:`colloc.on_one_grid`), with the checks of a quiet-standing COP:
+    at least 100 measured samples and a span under :data:`COP_SPAN_MAX` (else it is in cm or mm)."""
     cop = np.asarray(trial["cop"], dtype=float)
-    steps = np.diff(time)
-    dt = float(np.median(steps))
-    whole = np.rint(steps / dt)
-    off = np.flatnonzero((np.abs(steps - whole * dt) > 1e-3 * dt) | (whole < 1)
-                         | ((whole > 1) & (trial.missing != "allow")))
-    if off.size:
-        i = int(off[0])
-        hint = (f" (a hole of {int(whole[i]) - 1} samples: --missing allow takes lost rows as missing samples)"
-                if whole[i] > 1 and abs(steps[i] - whole[i] * dt) <= 1e-3 * dt else "")
-        raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' is not evenly sampled (the step from "
-                              f"t = {time[i]:.6g} s to {time[i + 1]:.6g} s is not {dt:.6g} s){hint}; the "
-                              "Kalman likelihood here needs one sample rate")
     measured = int(np.isfinite(cop).sum())
     span = float(np.nanmax(cop) - np.nanmin(cop)) if measured else 0.0
     if span > COP_SPAN_MAX:
@@ -751,12 +741,40 @@ def _on_one_grid(trial: co.Trial) -> co.Trial:
     if measured < 100:
         raise co.OptionsError(f"--method kalman-ml: trial '{trial.name}' has {measured} measured COP samples; "
                               "at least 100 are needed")
-    if np.all(whole == 1):
-        return trial
-    at = np.concatenate([[0], np.cumsum(whole).astype(int)])
-    filled = np.full(at[-1] + 1, np.nan)
-    filled[at] = cop
-    return co.Trial(time[0] + dt * np.arange(filled.size), {"cop": filled}, name=trial.name, missing="allow")
+    return co.on_one_grid(trial, ["cop"], who="--method kalman-ml")
+
+
+#: Where quiet-standing gains are plausible: the proportional gain must exceed the gravitational
+#: stiffness m·g·h for the body to stay up, and fits of the independent-channel model put it near
+#: 1.2–2 m·g·h (Peterka 2002, J Neurophysiol 88:1097; Maurer & Peterka 2005, J Neurophysiol 93:189),
+#: with a feedback delay of 0.1–0.2 s and K_D/K_P of a few tenths of a second.  The ranges checked
+#: (a warning outside) are the wider ones of the project's acceptance for real records.
+PLAUSIBLE = {"KP_over_mgh": (1.0, 3.0), "tau": (0.05, 0.3), "KD_over_KP": (0.2, 0.65)}
+#: The second start of a real subject's fit (:func:`stochastic_problem`): gains as multiples of
+#: m·g·h (K_P 1.3, K_D/K_P 0.3 s, little integral action), and a disturbance of a few seconds
+#: whose stationary torque SD q_d/√(2B) is ≈ 2.5 N·m (the size found on the shipped records).
+SECOND_START_PER_MGH = {"KP": 1.3, "KI": 0.02, "KD": 0.39}
+SECOND_START_NOISE = {"B": 2.0, "q_d": 5.0}
+#: A record shorter than this many closed-loop time constants (≈ B or 2 s) per free parameter is
+#: too short for the parameters asked: the Fisher information is then that of a few sway cycles.
+SHORT_RECORD_S = 20.0
+
+
+def plausibility(theta: Mapping[str, float], mgh: float) -> list[dict]:
+    """Warnings for gains outside :data:`PLAUSIBLE` (``code`` ``implausible``)."""
+    found = {"KP_over_mgh": theta["KP"] / mgh, "KD_over_KP": theta["KD"] / theta["KP"]}
+    if "tau" in theta:
+        found["tau"] = theta["tau"]
+    text = {"KP_over_mgh": ("K_P/(m·g·h)", ""), "KD_over_KP": ("K_D/K_P", " s"), "tau": ("τ", " s")}
+    out = []
+    for k, v in found.items():
+        lo, hi = PLAUSIBLE[k]
+        if not lo <= v <= hi:
+            label, unit = text[k]
+            out.append({"code": "implausible", "parameters": [k],
+                        "message": f"{label} = {v:.3g}{unit} is outside the physiological range [{lo:g}, {hi:g}]{unit} "
+                                   "of quiet standing (cip.PLAUSIBLE): the model may be describing something else"})
+    return out
 
 
 #: ``colloc identify cip --method kalman-ml``: methods this problem runs itself (not a transcription).
@@ -777,86 +795,123 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
                     body: Mapping[str, float] | None = None, controller: str = "PID",
                     noise: str | None = None) -> co.Result:
     """``colloc identify cip --method kalman-ml [--controller PID|PD-delay|PID-delay]``: the exact
-    Kalman maximum likelihood (:func:`ml_estimate`) of one COP trial as a :class:`colloc.Result`.
+    Kalman maximum likelihood of one COP trial, ``co.solve(stochastic_problem(...), co.KalmanML())``.
 
     With a ``body`` (``--height/--mass``: a real subject) the gains are bounded by
-    :data:`WIDE_RANGES_PER_MGH` and the disturbance filter's ``A`` and ``B`` are fitted; without
-    one, the paper's subject, Table 1 ranges and filter.  The COP noise ``sigma`` is always
-    fitted; the record's mean is the plate-to-ankle offset ``cop_offset`` (subtracted, as the
-    plate's origin is not the ankle).  ``guess``/``bounds`` concern the gains.
-
-    ``success`` needs: the optimiser converged with a positive definite information matrix for
-    the parameters off their bounds, no gain or delay on a bound (``status
-    "parameter_at_bound"``: the data push it beyond), and a stable identified closed loop
-    (``status "unstable"``).  The trajectory shown is the filter's one-step-ahead COP
-    prediction (a stochastic model has no deterministic simulation to compare with the record).
-    ``noise`` (``--noise``): :data:`NOISE_MODELS`, default ``"paper"``.
+    :data:`WIDE_RANGES_PER_MGH` and the disturbance is fitted; without one, the paper's subject,
+    Table 1 ranges and filter.  ``guess``/``bounds`` concern the gains.  ``noise``
+    (``--noise``): :data:`NOISE_MODELS`, default ``"paper"``.  See :func:`stochastic_problem`.
     """
-    import time as _time
-
-    import pandas as pd
-
-    from colloc import kalman
-
     if method not in OWN_METHODS:
         raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")
-    if controller not in CONTROLLERS:
-        raise co.OptionsError(f"--controller {controller}: one of {', '.join(CONTROLLERS)}")
+    if controller not in CONTROLLERS and controller != "auto":
+        raise co.OptionsError(f"--controller {controller}: one of {', '.join(CONTROLLERS)} or auto")
     if noise is not None and noise not in NOISE_MODELS:
         raise co.OptionsError(f"--noise {noise}: one of {', '.join(NOISE_MODELS)}")
     if len(trials) != 1:
         raise co.OptionsError(f"--method kalman-ml fits one trial at a time, got {len(trials)} --data files "
                               "(colloc batch fits many)")
-    trial = _on_one_grid(trials[0])
-    cop = np.asarray(trial["cop"], dtype=float)
     for option, given in (("--guess", guess), ("--bounds", bounds)):
         unknown = [k for k in (given or {}) if k not in GAINS]
         if unknown:
             raise co.OptionsError(f"{option}: {', '.join(unknown)} not allowed with --method kalman-ml; "
                                   f"it takes the gains {', '.join(GAINS)}")
+    method = co.KalmanML(max_iter=max_iter)
+    # a real subject's record: the noise model written for real records (it predicts held-out sway
+    # better than persistence where the paper's does not: benchmarks/real_sway_heldout.py)
+    noise = noise or ("sway" if body is not None else "paper")
+    if controller != "auto":
+        sp = stochastic_problem(trials[0], controller=controller, body=body, noise=noise, guess=guess, bounds=bounds)
+        return co.solve(sp, method, throw=False)
+    return select_controller(trials[0], body=body, noise=noise, guess=guess, bounds=bounds, method=method)
+
+
+def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = None, noise: str = "sway",
+                      guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
+                      method=None, candidates: Sequence[str] = tuple(CONTROLLERS)) -> co.Result:
+    """``--controller auto``: each controller of ``candidates`` fitted on the first half of the
+    record and scored on the second (:func:`colloc.select_model`: held-out log score at 0.1 and
+    0.5 s against persistence and an AR(20)); the best that succeeded is fitted on the whole
+    record.  The comparison table is printed under the result's table
+    (``info["model_selection"]``)."""
+    trial = _on_one_grid(trial)
+    make = {c: (lambda tr, c=c: stochastic_problem(tr, controller=c, body=body, noise=noise, guess=guess,
+                                                   bounds=bounds)) for c in candidates}
+    import sys
+
+    selection = co.select_model(make, trial, method=method,
+                                progress=lambda line: print(line, file=sys.stderr, flush=True))
+    chosen = selection.best or "PID"
+    result = co.solve(make[chosen](trial), method or co.KalmanML(), throw=False)
+    result.notes = [*selection.text().splitlines(), *result.notes]
+    if selection.best is None:
+        result.warnings.insert(0, {"code": "no_candidate", "parameters": [],
+                                   "message": "no controller's fit on the first half succeeded; PID is shown"})
+    result.info["model_selection"] = selection.to_info()
+    return result
+
+
+def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mapping[str, float] | None = None,
+                       noise: str = "paper", guess: Mapping[str, float] | None = None,
+                       bounds: Mapping[str, tuple] | None = None) -> co.StochasticProblem:
+    """The CIP of one COP record as a :class:`colloc.StochasticProblem` (the model :func:`ml_model`).
+
+    The COP noise ``sigma`` is always fitted; the record's mean is the plate-to-ankle offset
+    ``cop_offset`` (subtracted, as the plate's origin is not the ankle).  ``success`` needs the
+    library's verdict: converged, a positive definite information matrix for the parameters off
+    their bounds, no parameter on a search-range bound, and a stable identified closed loop.
+    Gains outside :data:`PLAUSIBLE` and a record shorter than :data:`SHORT_RECORD_S` are warned of.
+    """
+    trial = _on_one_grid(trial)
     real = body is not None
     b, _ = _body(body)
     rng = gain_bounds("wide" if real else None, body)
     for k, (lo, hi) in (bounds or {}).items():
         old = rng[k]
         rng[k] = (old[0] if lo is None else float(lo), old[1] if hi is None else float(hi))
-    start = {k: float((guess or {}).get(k, _guess(k, rng[k]))) for k in GAINS}
-    bad = [k for k in GAINS if not rng[k][0] <= start[k] <= rng[k][1]]
+    # a real subject's start: the paper's centre-normal gains scaled to this body's m·g·h
+    ratio = b["m"] * b["g"] * b["h"] / (BODY["m"] * BODY["g"] * BODY["h"]) if real else 1.0
+    gains0 = {k: float((guess or {}).get(k, min(max(CENTRE_NORMAL[k] * ratio, rng[k][0]), rng[k][1])))
+              for k in GAINS}
+    bad = [k for k in GAINS if not rng[k][0] <= gains0[k] <= rng[k][1]]
     if bad:
         raise co.OptionsError(f"--guess: {', '.join(bad)} outside its bounds {[rng[k] for k in bad]}")
     dt = float(np.median(np.diff(trial.time)))
-    t0 = _time.perf_counter()
-    lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real, noise=noise or "paper")
-    t_build = _time.perf_counter() - t0
-    noise = noise or "paper"
-    fit = ml_estimate(trial, cop_noise=None, gains0=start, body=body, bounds=rng, controller=controller,
-                      fit_disturbance=real, center=True, max_iter=max_iter, noise=noise)
-    theta = dict(fit.parameters)
-    offset = float(np.nanmean(cop))
-    measured = np.isfinite(cop)
-    t_post = _time.perf_counter()
-    eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
-    # K_I = 0 leaves ∫u an integrator outside the loop (eigenvalue 0): not an unstable loop
-    stable = bool(np.all(eig.real < 1e-9 * max(1.0, float(np.abs(eig).max()))))
-    pred, sd = kalman.one_step_predictions(lgm, cop - offset, theta, missing=True)
-    pred = pred[:, 0] + offset
-    if not fit.success:
-        status = "not_identifiable" if "not positive definite" in fit.message else "not_converged"
-    elif not stable:
-        status = "unstable"
-    else:
-        status = "Solve_Succeeded"
-    warnings = [] if stable else [{"code": "unstable", "message": "the identified closed loop is unstable (largest "
-                                   f"real part of its eigenvalues {eig.real.max():.3g} 1/s)"}]
-    names = list(theta) + ["cop_offset"]
-    se = {k: (float(v) if np.isfinite(v) else None) for k, v in fit.standard_errors.items()}
-    se["cop_offset"] = None
-    free = list(fit.covariance.index)
-    cov = pd.DataFrame(np.nan, index=names, columns=names)
-    cov.loc[free, free] = fit.covariance.to_numpy()
+    lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real, noise=noise)
+    start, search = _ml_start(lgm, rng=rng, gains0=gains0, filt=None, cop_noise=None, tau0=0.1, noise=noise)
     mgh = b["m"] * b["g"] * b["h"]
-    index = pd.Index(trial.time, name="time")
-    k_par = len(free)
+    duration = float(trial.time[-1] - trial.time[0])
+    # a real record's likelihood has two families of optima (a stiff loop with an integral gain
+    # and a slow disturbance; a softer, better damped loop with a fast one): a second start in the
+    # other (:data:`SECOND_START_PER_MGH`), unless the user gave a guess
+    second = []
+    if real and not guess:
+        point = {k: v * mgh for k, v in SECOND_START_PER_MGH.items()}
+        point.update({k: v for k, v in SECOND_START_NOISE.items() if k in lgm.parameter_names})
+        second = [{k: min(max(v, search[k][0]), search[k][1]) for k, v in point.items()}]
+
+    def notes(theta):
+        return [f"K_P/(m·g·h) {theta['KP'] / mgh:.3g} (m·g·h {mgh:.4g} N·m/rad; plausible "
+                f"{PLAUSIBLE['KP_over_mgh'][0]:g}–{PLAUSIBLE['KP_over_mgh'][1]:g}) · K_D/K_P "
+                f"{theta['KD'] / theta['KP']:.3g} s (plausible {PLAUSIBLE['KD_over_KP'][0]:g}–"
+                f"{PLAUSIBLE['KD_over_KP'][1]:g} s)"
+                + (f" · τ {theta['tau']:.3g} s (plausible {PLAUSIBLE['tau'][0]:g}–{PLAUSIBLE['tau'][1]:g} s)"
+                   if "tau" in theta else "")]
+
+    def checks(theta):
+        out = plausibility(theta, mgh)
+        if duration < SHORT_RECORD_S:
+            out.append({"code": "short_record", "parameters": [],
+                        "message": f"the record is {duration:.3g} s long: under {SHORT_RECORD_S:g} s a quiet-standing "
+                                   f"record holds a few sway cycles, too few for {len(lgm.parameter_names)} "
+                                   "parameters; the standard errors are then unreliable"})
+        return out
+
+    def info(theta):
+        return {"controller": controller, "noise_model": noise, "KP_over_mgh": theta["KP"] / mgh, "body": dict(b),
+                "fit_disturbance": real, "gain_bounds": {k: list(v) for k, v in rng.items()},
+                "plausible_ranges": {k: list(v) for k, v in PLAUSIBLE.items()}}
+
     unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m", "B": "s",
             "q_d": "N·m·√s", "f_c": "Hz", "sigma": "m", "cop_offset": "m", "cop": "m"}
     describe = {"KP": "proportional gain of the ankle torque", "KI": "integral gain of the ankle torque",
@@ -866,46 +921,18 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
                 "f_c": "cut-off of the recording's low-pass (2nd-order Butterworth, zero lag)",
                 "sigma": "COP measurement noise (standard deviation)",
                 "cop_offset": "mean COP position in the plate's frame (the record's mean; no standard error)"}
-    t_end = _time.perf_counter()
-    result = co.Result(
-        problem="cip", method=method, success=status == "Solve_Succeeded", status=status,
-        message=f"Kalman maximum likelihood ({controller}): {fit.message}", iterations=fit.iterations,
-        objective=float(fit.nll), parameters={**{k: float(v) for k, v in theta.items()}, "cop_offset": offset},
-        standard_errors=se, covariance=cov,
-        trajectories={trial.name: pd.DataFrame({"cop": pred}, index=index)},
-        measurements={trial.name: pd.DataFrame({"cop": cop}, index=index)},
-        residuals={trial.name: pd.DataFrame({"cop": cop - pred}, index=index)},
-        timings={"build_s": t_build, "solve_s": fit.time_s,  # the fit, its standard errors included
-                 "prediction_s": t_end - t_post, "total_s": t_end - t0},
-        num_nodes=int(cop.size), trials=[trial.name], versions=co.versions(),
-        units={k: unit[k] for k in [*names, "cop"]},
-        info={"estimator": "Kalman maximum likelihood (prediction-error decomposition)", "controller": controller,
-              "noise_model": noise,
-              "nll": float(fit.nll), "aic": 2 * float(fit.nll) + 2 * k_par, "num_parameters": k_par,
-              "KP_over_mgh": theta["KP"] / mgh, "stable": stable, "max_real_eigenvalue": float(eig.real.max()),
-              "body": dict(b), "fit_disturbance": real, "newton_decrement": fit.newton_decrement,
-              "fisher_condition": fit.fisher_condition, "active_bounds": list(fit.active_bounds),
-              "gain_bounds": {k: list(v) for k, v in rng.items()},
-              "innovations_std": float(np.std(((cop - pred) / sd[:, 0])[measured])),
-              "missing_samples": int(cop.size - measured.sum())},
-        initial_parameters=dict(start), solver_status=fit.message, descriptions={k: describe[k] for k in names},
-        trajectory_label=f"one-step-ahead prediction (Kalman filter, {controller})",
-        notes=[f"K_P/(m·g·h) {theta['KP'] / mgh:.3g} (m·g·h {mgh:.4g} N·m/rad) · K_D/K_P {theta['KD'] / theta['KP']:.3g} s"
-               + (f" · τ {theta['tau']:.3g} s" if "tau" in theta else ""),
-               f"NLL {float(fit.nll):.6g} · AIC {2 * float(fit.nll) + 2 * k_par:.6g} ({k_par} free parameters) · "
-               f"closed loop {'stable' if stable else 'UNSTABLE'} (largest real eigenvalue {eig.real.max():.3g} 1/s)"])
-    innovations = pd.DataFrame({"cop": np.where(measured, (cop - pred) / sd[:, 0], np.nan)}, index=index)
     # a white COP noise of (nearly) zero is an answer in a low-passed record; so, in the sway model,
     # is a disturbance time constant beyond any record's length (a random-walk torque); the other
     # bounds are where the fit looks
     physical = {"sigma": (True, False), **({"B": (False, True)} if noise == "sway" else {})}
-    return co.finalize(result, bounds={**fit.bounds, "cop_offset": (-np.inf, np.inf)}, physical=physical,
-                       fit={"cop": 1.0},
-                       verdict_residuals={trial.name: innovations}, warnings=warnings,
-                       derived={"cop_offset": "the record's mean COP"},
-                       verdict_note="the Kalman filter's one-step-ahead innovations divided by their predicted SD",
-                       no_simulation="a stochastic model: the trajectory shown is the Kalman filter's one-step-ahead "
-                                     "prediction, not a free simulation")
+
+    def model_at(step):
+        return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)
+
+    return co.StochasticProblem(model_at, trial, outputs=["cop"], start=start, starts=second, bounds=search,
+                                physical=physical,
+                                center=True, units=unit, descriptions=describe, notes=notes, checks=checks,
+                                info=info, name="cip", label=controller)
 
 
 def prediction_model(result, trial):

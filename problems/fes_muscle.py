@@ -321,30 +321,15 @@ def _value(aff, q: np.ndarray) -> np.ndarray:
     return aff[0] + aff[1] @ q
 
 
-@dataclass
-class _Layout:
-    """One record's intervals at the current estimate: numbers only (the symbolic part is the
-    mapped interval Function).  Times are affine ``(a, b)``: ``a + b·q``."""
-
-    t_abs: tuple  # interval starts
-    h: tuple  # interval lengths
-    t_rel: tuple  # time since the phase began, at each interval start
-    keep: tuple  # c ≥ 0 keeping the structure
-    data: np.ndarray  # 4 × N: mode flags and α
-    modes: tuple
-    interval: np.ndarray  # the interval holding each sample
-    x_guess: np.ndarray  # 2 × N·d scaled state guess
-    phase_modes: tuple = ()  # the mode of each phase
-    counts: tuple = ()  # the intervals of each phase
-
-
 def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, scale: np.ndarray,
-            previous: _Layout | None = None) -> _Layout:
+            previous: co.ChainLayout | None = None) -> co.ChainLayout:
     """The intervals of one record at the estimate ``cur``; with the ``previous`` round's
-    layout, a phase keeps its interval count while the phase structure is the same."""
+    layout, a phase keeps its interval count while the phase structure is the same.  Times are
+    affine ``(a, b)``: ``a + b·q``; the rates take the time since the phase began
+    (``t_rates``); ``keep`` (c ≥ 0) keeps the structure."""
     phases, keep = _phases(trial, _CLOCK, cur, h_max)
-    if previous is not None and tuple(ph.mode for ph in phases) == previous.phase_modes:
-        phases, keep = _phases(trial, _CLOCK, cur, h_max, previous.counts)
+    if previous is not None and tuple(ph.mode for ph in phases) == tuple(previous.modes):
+        phases, keep = _phases(trial, _CLOCK, cur, h_max, previous.intervals)
     t_abs, h, t_rel, modes = [], [], [], []
     for ph in phases:  # affine rows [constant, ∂/∂τ, ∂/∂τ1, ∂/∂τ2]
         start, end = _Aff.of(ph.start), _Aff.of(ph.end)
@@ -374,26 +359,26 @@ def _layout(trial: FesTrial, cur: dict, h_max: float, chain: co.IntervalChain, s
     tc = (t_num[:, None] + chain.tau[None, :] * h_num[:, None]).ravel()
     F = np.interp(tc, trial.time, trial.force)
     x_guess = np.vstack([F / max(trial.force.max(), 1.0) * 3e4 * np.interp(tc, trial.time, trial.alpha), F])
-    return _Layout(T, H, Rl, K, data, tuple(modes), interval, x_guess / _STATE_SCALE[:, None],
-                   tuple(ph.mode for ph in phases), tuple(ph.intervals for ph in phases))
+    return co.ChainLayout(tuple(ph.mode for ph in phases), tuple(ph.intervals for ph in phases), T, H, data, interval,
+                          x_guess / _STATE_SCALE[:, None], t_rates=Rl, keep=K)
 
 
-def _same_layout(a: _Layout, b: _Layout) -> bool:
+def _same_layout(a: co.ChainLayout, b: co.ChainLayout) -> bool:
     """Whether two layouts make the same NLP (the initial guess aside)."""
-    arrays = ("t_abs", "h", "t_rel", "keep")
-    return (a.modes == b.modes and np.array_equal(a.interval, b.interval) and np.array_equal(a.data, b.data)
+    arrays = ("t", "h", "t_rates", "keep")
+    return (a.interval_modes == b.interval_modes and np.array_equal(a.interval, b.interval) and np.array_equal(a.data, b.data)
             and all(np.array_equal(x, y) for f in arrays for x, y in zip(getattr(a, f), getattr(b, f))))
 
 
-def _carry(chain: co.IntervalChain, old: _Layout, xc: np.ndarray, new: _Layout, qv: np.ndarray,
+def _carry(chain: co.IntervalChain, old: co.ChainLayout, xc: np.ndarray, new: co.ChainLayout, qv: np.ndarray,
            scale: np.ndarray) -> np.ndarray:
     """The collocation states (scaled, ``vec`` order) of layout ``new`` read from the solution
     ``xc`` (nx × N·d) on layout ``old``, both at the scaled unknowns ``qv``: the next round
     starts where the last one ended, whatever the intervals became."""
-    t_old, t_new, h_new = _value(old.t_abs, qv), _value(new.t_abs, qv), _value(new.h, qv)
+    t_old, t_new, h_new = _value(old.t, qv), _value(new.t, qv), _value(new.h, qv)
     tc = (t_new[:, None] + chain.tau[None, :] * h_new[:, None]).ravel()
     interval = np.clip(np.searchsorted(t_old, tc, side="right") - 1, 0, len(t_old) - 1)
-    x = chain.values(np.zeros(chain.nx), ca.DM(xc), interval, tc, old.t_abs, old.h, ca.DM(qv))
+    x = chain.values(np.zeros(chain.nx), ca.DM(xc), interval, tc, old.t, old.h, ca.DM(qv))
     return np.asarray(ca.DM(x).full()).ravel(order="F")
 
 
@@ -405,15 +390,15 @@ def _nlp(trials, layouts, chain: co.IntervalChain):
     x0 = np.zeros(nx)
     c_force = np.array([0.0, _STATE_SCALE[1]])
     n_samples = sum(len(tr.time) for tr in trials)
-    sizes = [2 * len(lay.modes) * d for lay in layouts]
+    sizes = [2 * lay.size * d for lay in layouts]
     lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", sum(sizes) + sum(len(lay.keep[0]) for lay in layouts))
     ws, gs, keeps, resid, blocks, jac_blocks, reads = [], [], [], [], [], [], []
     offset, g_offset = len(NAMES), 0
     for tr, lay, size in zip(trials, layouts, sizes):
-        n = len(lay.modes)
+        n = lay.size
         xc = ca.MX.sym(f"x_{tr.name}", nx, n * d)
-        gs.append(ca.vec(chain.defects(x0, xc, lay.t_rel, lay.h, lay.data, q)))
-        states = chain.values(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q) * _STATE_SCALE
+        gs.append(ca.vec(chain.defects(x0, xc, lay.t_rates, lay.h, lay.data, q)))
+        states = chain.values(x0, xc, lay.interval, tr.time, lay.t, lay.h, q) * _STATE_SCALE
         reads.append(states)
         resid.append((states[1, :] - ca.DM(tr.force).T).T)
         if lay.keep[0].size:
@@ -422,10 +407,10 @@ def _nlp(trials, layouts, chain: co.IntervalChain):
         # Hessian blocks: one per interval (defects), one per sample (fit)
         lam = ca.reshape(lam_g[g_offset:g_offset + size], nx, n * d)
         p_index = np.arange(len(NAMES))
-        blocks.append(chain.defect_block(x0, xc, lay.t_rel, lay.h, lay.data, q, lam, offset, p_index))
-        blocks.append(chain.fit_block(x0, xc, lay.interval, tr.time, lay.t_abs, lay.h, q, c_force, tr.force,
+        blocks.append(chain.defect_block(x0, xc, lay.t_rates, lay.h, lay.data, q, lam, offset, p_index))
+        blocks.append(chain.fit_block(x0, xc, lay.interval, tr.time, lay.t, lay.h, q, c_force, tr.force,
                                       lam_f / n_samples, offset, p_index))
-        jac_blocks.append(chain.jacobian_block(x0, xc, lay.t_rel, lay.h, lay.data, q, offset, p_index, g_offset))
+        jac_blocks.append(chain.jacobian_block(x0, xc, lay.t_rates, lay.h, lay.data, q, offset, p_index, g_offset))
         offset += size
         g_offset += size
     V = ca.vertcat(q, *ws)
@@ -490,7 +475,7 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
         extra = {"acceptable_iter": 5, "acceptable_tol": 1e-5 if w_prev is not None else 1e-4, "mu_strategy": "adaptive"}
         # the same phases and intervals as the last round (only samples changed interval):
         # its primal-dual solution is a start for this one as it is
-        same = w_prev is not None and all(a.modes == b.modes and len(a.keep[0]) == len(b.keep[0])
+        same = w_prev is not None and all(a.interval_modes == b.interval_modes and len(a.keep[0]) == len(b.keep[0])
                                           for a, b in zip(solved, layouts))
         if same:
             extra.update({"warm_start_init_point": "yes", "mu_init": 1e-9, "warm_start_bound_push": 1e-9,
@@ -518,7 +503,7 @@ def identify(trials: Sequence[FesTrial], guess: Mapping[str, float] | None = Non
         timing["round_iterations"].append(int(stats["iter_count"]))
         Vv = np.array(sol["x"]).ravel()
         qv = Vv[: len(NAMES)]
-        sizes = np.cumsum([0] + [2 * len(lay.modes) * chain.degree for lay in layouts]) + len(NAMES)
+        sizes = np.cumsum([0] + [2 * lay.size * chain.degree for lay in layouts]) + len(NAMES)
         w_prev = [Vv[a:b].reshape(2, -1, order="F") for a, b in zip(sizes[:-1], sizes[1:])]
         previous, cur = cur, {n: float(qv[i] * scale[i]) for i, n in enumerate(NAMES)}
         # the samples' phases and intervals were those of the previous estimate: solve again
@@ -546,25 +531,14 @@ def _gauss_newton(jac, Vv, V, r, reads, ng: int, scale: np.ndarray):
     through the collocation equations (implicit function theorem), per physical unit (NaN where
     JᵀJ is singular: the records do not determine every unknown); also the states read at the
     samples, the residuals and s²."""
-    from scipy.sparse import csc_matrix
-    from scipy.sparse.linalg import splu
-
     jac_v = jac(Vv, [])[1][:ng, :]
     nq = len(NAMES)
-    Gw, Gq = jac_v[:, nq:], jac_v[:, :nq]
     Rv = ca.Function("R", [V], [ca.jacobian(r, V), r, *reads])(Vv)
     states = [np.asarray(x.full()).T for x in Rv[2:]]  # per trial: samples × (k_c, F_c)
-    Rw, Rq, rv = Rv[0][:, nq:], Rv[0][:, :nq], Rv[1]
-    dwdq = -splu(csc_matrix(Gw.sparse())).solve(np.asarray(Gq.full()))
-    J = (np.asarray(Rq.full()) + csc_matrix(Rw.sparse()) @ dwdq) / scale  # per physical unit
-    rv = np.asarray(rv.full()).ravel()
-    dof = max(len(rv) - len(NAMES), 1)
-    s2 = float(rv @ rv) / dof
-    try:
-        cov = s2 * np.linalg.inv(J.T @ J)
-    except np.linalg.LinAlgError:  # measured: k0 on its bound in the fit of a record the model cannot follow
-        cov = np.full((len(NAMES), len(NAMES)), np.nan)
-    return cov, np.sqrt(np.diag(cov)), states, rv, s2
+    rv = np.asarray(Rv[1].full()).ravel()
+    # NaN where singular, measured: k0 on its bound in the fit of a record the model cannot follow
+    cov = co.constrained_covariance(Rv[0], rv, jac_v, np.arange(nq), np.arange(nq, V.shape[0]), scale=scale)
+    return cov.matrix, cov.standard_errors, states, rv, cov.residual_variance
 
 
 # ---------------------------------------------------------------------------------------------
@@ -655,9 +629,9 @@ def identify_smoothed(trials: Sequence[FesTrial], guess: Mapping[str, float] | N
         tc = (t_num[:, None] + chain.tau[None, :] * h).ravel()
         F = np.interp(tc, tr.time, tr.force)
         x_guess = np.vstack([F / max(tr.force.max(), 1.0) * 3e4 * np.interp(tc, tr.time, tr.alpha), F])
-        layouts.append(_Layout((t_num, zero), (np.full(n, h), zero), (t_num, zero), (np.zeros(0), np.zeros((0, len(NAMES)))),
-                               _pulse_data(tr, t_num + 0.5 * h), ("smooth",) * n, interval,
-                               x_guess / _STATE_SCALE[:, None]))
+        layouts.append(co.ChainLayout(("smooth",), (n,), (t_num, zero), (np.full(n, h), zero),
+                                      _pulse_data(tr, t_num + 0.5 * h), interval, x_guess / _STATE_SCALE[:, None],
+                                      keep=(np.zeros(0), np.zeros((0, len(NAMES))))))
     t0 = _time.perf_counter()
     q, w, g_eq, _, r, hess, jac, reads = _nlp(trials, layouts, chain)
     V = ca.vertcat(q, w)

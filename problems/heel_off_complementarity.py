@@ -1,6 +1,6 @@
 """`heel-off` by a complementarity formulation: the mode sequence comes out of the fit.
 
-The alternative of issue 13 to the multi-phase method of :mod:`colloc_problems.heel_off`
+The alternative of issue 13 to the multi-phase method of :mod:`colloc_problems.heel_off_multiphase`
 (which reads the sequence of modes from the data and makes the switching times unknowns):
 one Radau collocation on a FIXED grid over the whole record (no phases, no switching-time
 unknowns), the foot free to rock.  Full coordinates q = (x_A, y_A, θ_foot, θ_body) of
@@ -57,9 +57,12 @@ import numpy as np
 
 import colloc as co
 
-from . import heel_off as ho
+from . import heel_off_multiphase as ho
 
-__all__ = ["EPS_END", "EPS_START", "KAPPA", "STARTS", "equation_error", "identify", "identify_result"]
+__all__ = ["EPS_END", "EPS_START", "KAPPA", "METHOD", "STARTS", "equation_error", "identify", "identify_result"]
+
+#: The name of this method (``colloc identify heel-off --method complementarity``).
+METHOD = "complementarity"
 
 #: Relaxation of the complementarity (m·(100 N) for gap × force): the homotopy's first and last ε.
 EPS_START, EPS_END, EPS_FACTOR = 1e-4, 1e-6, 0.1
@@ -105,22 +108,12 @@ STARTS = ("equation-error", "guess")
 WARM_OPTIONS = {"ipopt.mu_init": 1e-4}
 
 
-def _radau(degree: int):
-    """Radau IIA points τ_1..τ_d (τ_d = 1) and the derivative matrix D (d × (d+1)) of the
-    Lagrange basis on (0, τ_1..τ_d): ẋ(τ_j)·h = Σ_l D[j, l]·x_l."""
-    tau = np.array([0.0, *ca.collocation_points(degree, "radau")])
-    D = np.zeros((degree, degree + 1))
-    for l in range(degree + 1):
-        others = np.delete(tau, l)
-        poly = np.poly1d(others, r=True) / np.prod(tau[l] - others)
-        D[:, l] = poly.deriv()(tau[1:])
-    return tau, D
-
-
 def _functions(degree: int) -> dict:
     """The per-interval, per-mesh-point and initial-point CasADi Functions."""
     F = ho.mechanics()
-    tau, D = _radau(degree)
+    basis = co.radau_basis(degree)
+    # 0, τ_1..τ_d, and D (d × (d+1)): ẋ(τ_j)·h = Σ_l D[j, l]·x_l at the collocation points
+    tau, D = basis.points, basis.derivative[1:]
     nx = 8
     eps, p = ca.SX.sym("eps"), ca.SX.sym("p", 2)
     kp, kd = p[0] * ho.SCALE[0], p[1] * ho.SCALE[1]
@@ -240,7 +233,7 @@ class _Record:
 
 def _guess_states(trial: ho.HeelOffTrial, times: np.ndarray, sig: Mapping[str, float]) -> np.ndarray:
     """Full states at ``times`` from the record smoothed (a cubic Savitzky–Golay filter over nine
-    samples, :func:`heel_off._smoothed_trial` with the record as one stretch), the measured
+    samples, :func:`heel_off_multiphase._smoothed_trial` with the record as one stretch), the measured
     angles and rates placed by :func:`heel_off.full_state`, the foot flat where |θ_foot| is
     within 3σ of zero: a guess only; which contact holds is left to the fit."""
     t = trial.time
@@ -884,10 +877,6 @@ def _covariance(nlp: _NLP, x: np.ndarray, touch, sigs):
     (implicit function theorem); the landing conditions (gap 0 at an impulse) and the initial
     state's consistency with the first contacts are constraints on z (null-space projection).
     Returns (cov of p, s²)."""
-    from scipy.linalg import null_space
-    from scipy.sparse import csc_matrix
-    from scipy.sparse.linalg import splu
-
     V = nlp.V
     ceq = nlp.fn["contact_eq"]
     fixed = set(np.flatnonzero(nlp.lbx == nlp.ubx).tolist())
@@ -927,22 +916,12 @@ def _covariance(nlp: _NLP, x: np.ndarray, touch, sigs):
     C = ca.vertcat(*con_rows) if con_rows else ca.MX(0, 1)
     f = ca.Function("cov", [V, nlp.P], [ca.jacobian(E, V), ca.jacobian(C, V), ca.jacobian(nlp.r, V), nlp.r])
     GE, GC, R, rv = f(x, nlp.parameters(0.0, sigs))
-    GE, GC, R = csc_matrix(GE.sparse()), csc_matrix(GC.sparse()), csc_matrix(R.sparse())
-    rv = np.asarray(rv).ravel()
     z = np.array(z)
     w = np.setdiff1d(np.arange(nlp.n), np.concatenate([z, np.array(sorted(fixed), dtype=int)]))
-    w = np.setdiff1d(w, z)
     if GE.shape[0] != len(w):
         raise co.SolveFailed(f"heel-off complementarity: covariance: {GE.shape[0]} equations for {len(w)} unknowns")
-    lu = splu(csc_matrix(GE[:, w]))
-    dwdz = -lu.solve(GE[:, z].toarray())
-    J = R[:, z].toarray() + R[:, w] @ dwdz
-    Cz = (GC[:, z].toarray() + GC[:, w] @ dwdz) if GC.shape[0] else np.zeros((0, len(z)))
-    Nb = null_space(Cz) if Cz.shape[0] else np.eye(len(z))
-    dof = max(len(rv) - Nb.shape[1], 1)
-    s2 = float(rv @ rv) / dof
-    cov = s2 * Nb @ np.linalg.inv(Nb.T @ J.T @ J @ Nb) @ Nb.T
-    return cov[:2, :2], s2
+    cov = co.constrained_covariance(R, np.asarray(rv).ravel(), GE, z, w, jac_con=GC)
+    return cov.matrix[:2, :2], cov.residual_variance
 
 
 #: Messages of the failure statuses (the Result's ``message``).
@@ -956,15 +935,15 @@ _FAILURES = {
     "phases_not_settled": "the polish (the modes found, switching times free) did not settle its samples"}
 
 
-def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = "complementarity",
+def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = METHOD,
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                     max_iter: int = 500, print_level: int = 0, **options) -> co.Result:
     """:func:`identify` as a :class:`colloc.Result` (``colloc identify heel-off --method
     complementarity``), judged as the multi-phase method's (:func:`heel_off.finish`); ``info``
     holds the modes and switching times found, the homotopy and the noise assumed per signal.
     ``options`` are keyword arguments of :func:`identify`."""
-    if method != "complementarity":
-        raise co.OptionsError(f"--method {method}: heel-off runs {', '.join(ho.OWN_METHODS)} itself")
+    if method != METHOD:
+        raise co.OptionsError(f"--method {method}: heel-off runs {METHOD} itself")
     if bounds:
         raise co.OptionsError("--bounds does not apply to --method complementarity of problem 'heel-off'")
     unknown = [k for k in (guess or {}) if k not in ho.NAMES]

@@ -390,10 +390,10 @@ def test_a_cohort_of_real_subjects_with_their_bodies_and_lab_columns(tmp_path):
         table = pd.read_csv(shipped / f"{name}.txt.gz", sep="\t")
         with gzip.open(bds / f"{name}.txt.gz", "wt") as fh:
             table[table["Time[s]"] <= 20.0].to_csv(fh, sep="\t", index=False)
-    rows = ["fit_id,problem,data,height,mass,column,controller,group"]
+    rows = ["fit_id,problem,data,height,mass,column,controller,noise,group"]
     for name, controller in (("BDS00001", "PID"), ("BDS00004", "PD-delay")):
-        rows.append(f"{name},cip,{bds / (name + '.txt.gz')},1.575,54.2,cop=COPx,{controller},subject1")
-    rows.append(f"no_column,cip,{bds / 'BDS00004.txt.gz'},1.575,54.2,cop=COPz;time=Time[s],PID,subject1")
+        rows.append(f"{name},cip,{bds / (name + '.txt.gz')},1.575,54.2,cop=COPx,{controller},paper,subject1")
+    rows.append(f"no_column,cip,{bds / 'BDS00004.txt.gz'},1.575,54.2,cop=COPz;time=Time[s],PID,paper,subject1")
     (tmp_path / "manifest.csv").write_text("\n".join(rows) + "\n")
     report = co.batch(tmp_path / "manifest.csv", tmp_path / "out", workers=2, progress=False)
     table = _table(tmp_path / "out" / "results.csv")
@@ -401,7 +401,7 @@ def test_a_cohort_of_real_subjects_with_their_bodies_and_lab_columns(tmp_path):
     body = {"body": cip_body(1.575, 54.2)}
     for name, controller in (("BDS00001", "PID"), ("BDS00004", "PD-delay")):
         serial = identify_files("cip", [str(bds / (name + ".txt.gz"))], method=None, columns={"cop": "COPx"},
-                                problem_options={**body, "controller": controller})
+                                problem_options={**body, "controller": controller, "noise": "paper"})
         doc = json.loads((tmp_path / "out" / "fits" / f"{name}.json").read_text())
         assert doc["success"] and doc["method"] == "kalman-ml" and doc["info"]["controller"] == controller
         assert table[name]["success"] == "True"

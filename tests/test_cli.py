@@ -178,11 +178,13 @@ def test_demo_of_another_problem(capsys, tmp_path):
 
 
 def test_demo_data_names_a_file_a_folder_or_several(tmp_path, monkeypatch):
-    """``DEFAULT_DATA``: one file, a folder (its .csv files, as ``--data FOLDER``) or several names."""
-    from types import SimpleNamespace
+    """``DEFAULT_DATA``: one file, a folder (its .csv files, as ``--data FOLDER``) or several names,
+    found through the problems package's ``colloc.data`` entry point (looked up at each call)."""
+    from dataclasses import replace
 
     from colloc.cli import UsageError, _demo_data
-    from colloc_problems import _data, fes_muscle
+    from colloc.definition.registry import problem_spec
+    from colloc_problems import _data
 
     (tmp_path / "recs").mkdir()
     for name in ("b.csv", "a.csv", "notes.md"):
@@ -190,15 +192,19 @@ def test_demo_data_names_a_file_a_folder_or_several(tmp_path, monkeypatch):
     (tmp_path / "empty").mkdir()
     monkeypatch.setattr(_data, "data_path", lambda *parts: tmp_path.joinpath(*parts))
     recs = tmp_path / "recs"
-    assert _demo_data(SimpleNamespace(DEFAULT_DATA=("recs", "b.csv"))) == [str(recs / "b.csv")]
-    assert _demo_data(SimpleNamespace(DEFAULT_DATA=("recs",))) == [str(recs / "a.csv"), str(recs / "b.csv")]
-    assert _demo_data(SimpleNamespace(DEFAULT_DATA=(("recs", "b.csv"), ("recs", "a.csv")))) \
+    spec = problem_spec("pendulum")
+    assert _demo_data(replace(spec, default_data=(("recs", "b.csv"),))) == [str(recs / "b.csv")]
+    assert _demo_data(replace(spec, default_data=(("recs",),))) == [str(recs / "a.csv"), str(recs / "b.csv")]
+    assert _demo_data(replace(spec, default_data=(("recs", "b.csv"), ("recs", "a.csv")))) \
         == [str(recs / "b.csv"), str(recs / "a.csv")]
     with pytest.raises(UsageError, match="empty: folder holds no .csv file"):
-        _demo_data(SimpleNamespace(DEFAULT_DATA=("empty",)))
+        _demo_data(replace(spec, default_data=(("empty",),)))
+    # a problem's own data_path hook comes first
+    hooked = replace(spec, default_data=(("a.csv",),), data_path_hook=lambda *parts: recs.joinpath(*parts))
+    assert _demo_data(hooked) == [str(recs / "a.csv")]
     # fes-muscle's demo fits the four noisy trains (a user's records are noisy), not their clean twins
     monkeypatch.undo()
-    names = [Path(p).name for p in _demo_data(fes_muscle)]
+    names = [Path(p).name for p in _demo_data(problem_spec("fes-muscle"))]
     assert names == ["noisy_10hz.csv", "noisy_20hz.csv", "noisy_30hz.csv", "noisy_50hz.csv"]
 
 

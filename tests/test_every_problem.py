@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from colloc.cli import _demo_data, main
-from colloc.studies.identify import load_problem_module, problem_registry
+from colloc.studies.identify import problem_registry, problem_spec
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEMS = sorted(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["colloc.problems"])
@@ -89,8 +89,7 @@ def _outcome(code: int, out: str, err: str, doc: dict) -> None:
 def reference_keys(tmp_path_factory) -> set[str]:
     """The top-level keys of the pendulum's document (the library's plain collocation path)."""
     folder = tmp_path_factory.mktemp("reference")
-    module = load_problem_module("pendulum")
-    data = _shortened(Path(_demo_data(module)[0]), folder, QUICK_SECONDS["pendulum"])
+    data = _shortened(Path(_demo_data(problem_spec("pendulum"))[0]), folder, QUICK_SECONDS["pendulum"])
     assert main(["identify", "pendulum", "--data", str(data), "--out", str(folder / "r.json")]) == 0
     keys = set(json.loads((folder / "r.json").read_text()))
     assert REPORT_KEYS <= keys, REPORT_KEYS - keys
@@ -108,8 +107,7 @@ def _report(doc: dict, reference: set[str]) -> None:
 # ---- quick: the commands in this process, on the first seconds of each record ----------------------------
 @pytest.mark.parametrize("problem", PROBLEMS)
 def test_identify_with_plot_and_out(problem, tmp_path, capsys, reference_keys):
-    module = load_problem_module(problem)
-    data = [_shortened(Path(p), tmp_path / "data", QUICK_SECONDS[problem]) for p in _demo_data(module)]
+    data = [_shortened(Path(p), tmp_path / "data", QUICK_SECONDS[problem]) for p in _demo_data(problem_spec(problem))]
     fig, out_json = tmp_path / "f.png", tmp_path / "r.json"
     code = main(["identify", problem, *(a for p in data for a in ("--data", str(p))), "--plot", str(fig),
                  "--out", str(out_json)])
@@ -168,7 +166,7 @@ def test_demo_on_the_shipped_records(problem, tmp_path, reference_keys):
 @pytest.mark.slow
 @pytest.mark.parametrize("problem", PROBLEMS)
 def test_identify_on_the_shipped_records(problem, tmp_path, reference_keys):
-    data = _demo_data(load_problem_module(problem))
+    data = _demo_data(problem_spec(problem))
     proc = _run(["identify", problem, *(a for p in data for a in ("--data", p)), "--plot", tmp_path / "f.png",
                  "--out", tmp_path / "r.json"], tmp_path)
     assert (tmp_path / "r.json").is_file(), proc.stderr

@@ -3,7 +3,10 @@
 The sub-packages of ``colloc`` are layers, bottom up (see ``colloc/__init__.py`` and the
 README's Layout).  A module may import from its own sub-package and from the layers below
 its own; packages on the same layer are independent of each other.  Every import counts,
-including the ones inside functions.  ``problems/`` sees only the public API.
+including the ones inside functions.  ``problems/`` (installed as ``colloc_problems``) is the
+layer above the library: it sees only the public API, and ``colloc/`` never imports it (the
+problems, their sub-commands and their data reach the library through entry points,
+:mod:`colloc.definition.registry`).  Neither package has an import cycle.
 """
 
 from __future__ import annotations
@@ -30,8 +33,16 @@ LAYERS = [
     ["cli"],
 ]
 
-#: Public modules of the API besides the names in ``colloc.__all__``.
-PUBLIC_MODULES = {"signals", "kalman"}
+#: Public modules of the API besides the names in ``colloc.__all__`` (``cli``: for the
+#: ``colloc.commands`` plugins, the names of ``colloc.cli.PLUGIN_API``).
+PUBLIC_MODULES = {"signals", "kalman", "cli"}
+
+#: The import names of the problems package: installed as ``colloc_problems``; ``problems`` is
+#: only the checkout's folder (an import of it works in the checkout alone).
+PROBLEM_PACKAGES = ("colloc_problems", "problems")
+
+#: Import cycles of problems/ tolerated for now (none: each entry must be a cycle, or the test fails).
+KNOWN_PROBLEM_CYCLES: list[list[str]] = []
 
 
 def imports_of(path: Path, module: str, is_package: bool) -> list[tuple[int, str]]:
@@ -56,12 +67,13 @@ def imports_of(path: Path, module: str, is_package: bool) -> list[tuple[int, str
 
 
 def module_graph(package_dir: Path, name: str) -> dict[str, list[tuple[int, str]]]:
-    """Imports inside the package ``name`` rooted at ``package_dir``, by importing module,
-    reduced to the package's own modules (an import of ``a.b.c`` where ``a.b.c`` is a
-    function names the module ``a.b``)."""
+    """Imports inside the package ``name`` rooted at ``package_dir`` (the folder may be named
+    otherwise: ``problems/`` is the package ``colloc_problems``), by importing module, reduced
+    to the package's own modules (an import of ``a.b.c`` where ``a.b.c`` is a function names
+    the module ``a.b``)."""
     modules = {}
     for path in sorted(package_dir.rglob("*.py")):
-        parts = path.relative_to(package_dir.parent).with_suffix("").parts
+        parts = (name, *path.relative_to(package_dir).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         mod = ".".join(parts[:-1] if is_package else parts)
         modules[mod] = (path, is_package)
@@ -71,7 +83,7 @@ def module_graph(package_dir: Path, name: str) -> dict[str, list[tuple[int, str]
         for line, target in imports_of(path, mod, is_package):
             while target and target not in modules:
                 target = target.rpartition(".")[0]
-            if target and target != mod and target.startswith(name):
+            if target and target != mod and (target == name or target.startswith(name + ".")):
                 edges.append((line, target))
         graph[mod] = edges
     return graph
@@ -104,6 +116,29 @@ def layer_violations(graph, layers) -> list[str]:
                 bad.append(f"{mod}:{line} imports {target}: {way} from layer {here[0]} ({here[1]}) "
                            f"to layer {there[0]} ({there[1]})")
     return bad
+
+
+def imports_of_packages(package_dir: Path, packages: tuple[str, ...]) -> list[str]:
+    """``file:line`` of every import of one of ``packages`` (top-level names) in the files under
+    ``package_dir``, at any depth: ``import``, ``from … import`` and ``importlib.import_module``
+    / ``__import__`` of a literal name."""
+    def hits(name: str | None) -> bool:
+        return bool(name) and name.split(".")[0] in packages
+
+    found = []
+    for path in sorted(package_dir.rglob("*.py")):
+        where = path.relative_to(package_dir.parent).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            if isinstance(node, ast.Import):
+                found += [f"{where}:{node.lineno} import {a.name}" for a in node.names if hits(a.name)]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and hits(node.module):
+                found.append(f"{where}:{node.lineno} from {node.module} import …")
+            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                    and isinstance(node.args[0].value, str) and hits(node.args[0].value):
+                func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if func in ("import_module", "__import__"):
+                    found.append(f"{where}:{node.lineno} {func}({node.args[0].value!r})")
+    return found
 
 
 def cycles(graph) -> list[list[str]]:
@@ -154,6 +189,27 @@ def test_no_import_cycles():
     assert not found, f"import cycles: {found}"
 
 
+def test_the_library_never_imports_the_problems():
+    found = imports_of_packages(ROOT / "colloc", PROBLEM_PACKAGES)
+    assert not found, ("colloc/ imports the problems (they plug in through the entry points of "
+                       "colloc.definition.registry):\n" + "\n".join(found))
+
+
+def test_problems_import_themselves_by_their_installed_name():
+    found = imports_of_packages(ROOT / "problems", ("problems",))
+    assert not found, "problems/ imports 'problems' (installed as colloc_problems):\n" + "\n".join(found)
+
+
+def test_no_import_cycles_in_the_problems():
+    graph = module_graph(ROOT / "problems", "colloc_problems")
+    assert "colloc_problems.spine.command" in graph and len(graph) > 10  # the walk found the package
+    found = cycles(graph)
+    unknown = [c for c in found if c not in KNOWN_PROBLEM_CYCLES]
+    assert not unknown, f"import cycles in problems/: {unknown}"
+    gone = [c for c in KNOWN_PROBLEM_CYCLES if c not in found]
+    assert not gone, f"no longer cycles: remove them from KNOWN_PROBLEM_CYCLES: {gone}"
+
+
 def test_every_subpackage_is_on_a_layer():
     on_layers = {p for layer in LAYERS for p in layer}
     present = {p.name for p in (ROOT / "colloc").iterdir() if (p / "__init__.py").exists()}
@@ -162,6 +218,8 @@ def test_every_subpackage_is_on_a_layer():
 
 
 def test_problems_use_only_the_public_api():
+    from colloc.cli import PLUGIN_API
+
     public = set(co.__all__) | PUBLIC_MODULES
     bad = []
     for path in sorted((ROOT / "problems").rglob("*.py")):
@@ -174,6 +232,9 @@ def test_problems_use_only_the_public_api():
                 if node.module == "colloc":
                     bad += [f"{path.name}:{node.lineno} from colloc import {a.name}"
                             for a in node.names if a.name not in public]
+                elif node.module == "colloc.cli":
+                    bad += [f"{path.name}:{node.lineno} from colloc.cli import {a.name} (not in PLUGIN_API)"
+                            for a in node.names if a.name not in PLUGIN_API]
                 elif node.module.startswith("colloc.") and node.module.split(".")[1] not in PUBLIC_MODULES:
                     bad.append(f"{path.name}:{node.lineno} from {node.module} import …")
     assert not bad, "problems/ reaches past the public API:\n" + "\n".join(bad)
@@ -237,6 +298,32 @@ def test_checker_finds_a_cycle_within_one_package(tmp_path, toy):
     graph = module_graph(_write(tmp_path, toy), "pkg")
     assert layer_violations(graph, TOY_LAYERS) == []
     assert cycles(graph) == [["pkg.low.other", "pkg.low.util"]]
+
+
+def test_checker_finds_imports_of_the_problems_at_any_depth(tmp_path, toy):
+    toy["pkg/low/util.py"] = ("import importlib\n\ndef late():\n    from colloc_problems.spine import command\n"
+                              "    return importlib.import_module('colloc_problems.cip')\n")
+    toy["pkg/mid_a/a.py"] = "import colloc_problems._data as data\nfrom problems import pendulum\n"
+    found = imports_of_packages(_write(tmp_path, toy), PROBLEM_PACKAGES)
+    assert found == ["pkg/low/util.py:4 from colloc_problems.spine import …",
+                     "pkg/low/util.py:5 import_module('colloc_problems.cip')",
+                     "pkg/mid_a/a.py:1 import colloc_problems._data", "pkg/mid_a/a.py:2 from problems import …"]
+    assert imports_of_packages(_write(tmp_path / "clean", {k: v for k, v in toy.items() if "low" not in k
+                                                           and "mid_a" not in k}), PROBLEM_PACKAGES) == []
+
+
+def test_checker_finds_a_cycle_through_an_import_inside_a_function_of_a_renamed_package(tmp_path):
+    """A folder ``plugins/`` installed as ``my_plugins`` (as problems/ is colloc_problems): the
+    spine's old cycle, ``stability`` importing ``command`` at the top and ``command`` importing
+    ``stability`` in its handler."""
+    root = _write(tmp_path, {"plugins/__init__.py": "", "plugins/sub/__init__.py": "",
+                             "plugins/sub/command.py": "def run():\n    from my_plugins.sub.stability import go\n",
+                             "plugins/sub/stability.py": "from my_plugins.sub.command import run\n\ndef go():\n"
+                                                         "    return run\n",
+                             "pkg/__init__.py": ""}).parent / "plugins"
+    graph = module_graph(root, "my_plugins")
+    assert graph["my_plugins.sub.command"] == [(2, "my_plugins.sub.stability")]
+    assert cycles(graph) == [["my_plugins.sub.command", "my_plugins.sub.stability"]]
 
 
 def test_import_time_of_the_api_stays_lazy_about_plotting():

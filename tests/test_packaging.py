@@ -13,6 +13,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,11 +41,23 @@ def test_every_package_folder_is_declared():
     assert not extra, f"declared in pyproject.toml but not on disk: {extra}"
 
 
-def test_entry_points_name_installed_modules():
-    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["colloc.problems"]
-    declared, _ = _declared()
+@pytest.mark.parametrize("group", ["colloc.problems", "colloc.commands", "colloc.data"])
+def test_entry_points_name_installed_modules(group):
+    """Each entry point of colloc's groups names a module of an installed package (and, for
+    ``module:function``, a module file that defines the function)."""
+    eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][group]
+    declared, package_dir = _declared()
+    assert eps, f"no entry point in {group}"
     for name, target in eps.items():
-        assert target.rsplit(".", 1)[0] in declared, f"{name} -> {target} is not an installed package"
+        module, _, function = target.partition(":")
+        package, _, stem = module.rpartition(".")
+        assert package in declared, f"{group}: {name} -> {target} is not in an installed package"
+        folder = ROOT.joinpath(*package_dir.get(package.split(".")[0], package.split(".")[0]).split("/"),
+                               *package.split(".")[1:])
+        source = folder / f"{stem}.py"
+        assert source.is_file(), f"{group}: {name} -> {target}: no file {source.relative_to(ROOT)}"
+        if function:
+            assert f"def {function}(" in source.read_text(encoding="utf-8"), f"{group}: {name} -> {target}"
 
 
 def test_wheel_holds_only_the_library_and_the_problems(tmp_path):

@@ -16,7 +16,7 @@ import scipy.sparse as sps
 from ..base.capture import capture_native_output
 from ..base.sparsity import sparsity_from_ccs
 
-__all__ = ["Covariance", "parameter_covariance"]
+__all__ = ["Covariance", "constrained_covariance", "parameter_covariance"]
 
 
 @dataclass
@@ -495,3 +495,94 @@ def _qdldl_factor(K: sps.csc_matrix):
         return qdldl.Solver(K, upper=True)
     except (RuntimeError, ValueError):
         return None
+
+
+def constrained_covariance(
+    jac_res,
+    res: np.ndarray,
+    jac_eq,
+    kept: np.ndarray,
+    eliminated: np.ndarray,
+    jac_con=None,
+    scale: np.ndarray | None = None,
+) -> Covariance:
+    """Gauss–Newton covariance of the unknowns ``z`` of an equality-constrained least squares,
+    the other unknowns ``w`` eliminated through equations that determine them.
+
+    The NLP's variables ``v`` split into ``z = v[kept]``, ``w = v[eliminated]`` and the rest,
+    held fixed (bounds that are equal, contact forces of a contact out of touch).  Linearised
+    at the solution, the equations ``E(z, w) = 0`` (as many as ``w``, ``∂E/∂w`` non-singular:
+    collocation defects, continuity, jumps) give ``dw/dz = −E_w⁻¹ E_z`` (the implicit function
+    theorem); the residuals' sensitivity is then ``J = R_z + R_w dw/dz`` and the constraints
+    ``C(z, w) = 0`` left on ``z`` (landing conditions, consistent initial states) restrict ``z``
+    to the null space of ``C_z + C_w dw/dz``, spanned by the orthonormal columns of ``N``::
+
+        cov(z) = s² · N (Nᵀ JᵀJ N)⁻¹ Nᵀ,   s² = ‖r‖² / (len(r) − dim N).
+
+    This is the reduced-Hessian form of the top-left block of the inverse KKT matrix, the same
+    covariance :func:`parameter_covariance` computes by a sparse factorisation of the whole KKT
+    system (Nocedal & Wright, *Numerical Optimization*, 2nd ed. 2006, §16.2, the null-space
+    method; for the Gauss–Newton covariance of constrained least squares see Bock, Kostina &
+    Schlöder 2007, GAMM-Mitteilungen 30(2)).  It suits hybrid problems whose unknowns sort
+    into the two kinds by hand; ``dim N`` is small (parameters, switching times, initial states).
+
+    Parameters
+    ----------
+    jac_res : casadi.DM, scipy.sparse matrix or ndarray, shape (nres, nvar)
+        Jacobian of the weighted residuals ``r`` in the NLP variables.
+    res : ndarray, shape (nres,)
+        The weighted residuals at the solution.
+    jac_eq : (the same kinds), shape (len(eliminated), nvar)
+        Jacobian of the equations that determine ``w``.
+    kept, eliminated : ndarray of int
+        Indices of ``z`` and ``w`` among the NLP variables (disjoint).
+    jac_con : (the same kinds), shape (ncon, nvar), optional
+        Jacobian of the constraints left on ``z`` (none: ``N = I``).
+    scale : ndarray, shape (len(kept),), optional
+        Physical = ``scale`` · NLP value of each ``z``: the matrix is returned in physical units.
+
+    Returns
+    -------
+    Covariance
+        ``matrix`` the covariance of ``z`` (NaN, and ``message`` why, when ``Nᵀ JᵀJ N`` is
+        singular: the data do not determine every direction); ``dof = max(nres − dim N, 1)``.
+    """
+    from scipy.linalg import null_space
+    from scipy.sparse.linalg import splu
+
+    z = np.asarray(kept, dtype=int)
+    w = np.asarray(eliminated, dtype=int)
+    if np.intersect1d(z, w).size:
+        raise ValueError("constrained_covariance: an unknown is both kept and eliminated")
+    R, E = _as_csc(jac_res), _as_csc(jac_eq)
+    if E.shape[0] != w.size:
+        raise ValueError(f"constrained_covariance: {E.shape[0]} equations for {w.size} eliminated unknowns")
+    r = np.asarray(res, dtype=float).ravel()
+    if R.shape[0] != r.size:
+        raise ValueError(f"constrained_covariance: {R.shape[0]} Jacobian rows for {r.size} residuals")
+    dwdz = -splu(E[:, w].tocsc()).solve(E[:, z].toarray()) if w.size else np.zeros((0, z.size))
+    J = R[:, z].toarray() + R[:, w] @ dwdz
+    G = None if jac_con is None else _as_csc(jac_con)
+    if G is not None and G.shape[0]:
+        N = null_space(G[:, z].toarray() + G[:, w] @ dwdz)
+    else:
+        N = np.eye(z.size)
+    dof = max(r.size - N.shape[1], 1)
+    s2 = float(r @ r) / dof
+    try:
+        cov = s2 * N @ np.linalg.inv(N.T @ J.T @ J @ N) @ N.T
+        message = ""
+    except np.linalg.LinAlgError:
+        cov = np.full((z.size, z.size), np.nan)
+        message = "the reduced Gauss–Newton matrix is singular: the data do not determine every unknown"
+    if scale is not None:
+        S = np.asarray(scale, dtype=float)
+        cov = cov * S[:, None] * S[None, :]
+    return Covariance(cov, s2, dof, message)
+
+
+def _as_csc(m) -> sps.csc_matrix:
+    """A CasADi DM, scipy sparse matrix or numpy array as a CSC matrix."""
+    if isinstance(m, np.ndarray):
+        return sps.csc_matrix(np.atleast_2d(m))
+    return _to_scipy(m).tocsc()

@@ -121,19 +121,17 @@ def predict(result, trial, *, horizon: float, window: tuple[float | None, float 
 
 
 def registered_model(result, trial):
-    """What ``result`` predicts ``trial`` with, from its problem's module (the
-    ``colloc.problems`` entry point named ``result.problem``): the module's
-    ``prediction_model(result, trial)`` when it has one (a stochastic fit), else its
+    """What ``result`` predicts ``trial`` with, from its problem's module (the registered
+    problem named ``result.problem``, :func:`colloc.definition.registry.problem_spec`): the
+    module's ``prediction_model(result, trial)`` when it has one (a stochastic fit), else its
     ``problem([trial])``."""
-    from importlib import metadata
+    from ..definition.registry import problem_entry_points, problem_spec
 
-    registry = {ep.name: ep for ep in metadata.entry_points(group="colloc.problems")}
-    if result.problem not in registry:
+    if result.problem not in problem_entry_points():
         raise OptionsError(f"predict: the result's problem '{result.problem}' is not installed; available: "
-                           f"{', '.join(sorted(registry)) or '(none)'} (or pass model=)")
-    module = registry[result.problem].load()
-    hook = getattr(module, "prediction_model", None)
-    return hook(result, trial) if hook is not None else module.problem([trial])
+                           f"{', '.join(sorted(problem_entry_points())) or '(none)'} (or pass model=)")
+    spec = problem_spec(result.problem)
+    return spec.prediction_model(result, trial) if spec.prediction_model is not None else spec.problem([trial])
 
 
 def _stochastic(model: StochasticModel, trial, steps: int) -> tuple[np.ndarray, np.ndarray]:

@@ -16,15 +16,17 @@ from ..base.engine import check_client
 from ..base.errors import OptionsError, SolveFailed
 from ..definition.hybrid_problem import HybridProblem
 from ..definition.problem import Problem
+from ..definition.stochastic import StochasticProblem
 from ..results.report import POOR_FIT_HINT, finalize, model_bounds
 from ..results.result import Result
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, Radau, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
+from .kalman_ml import KalmanML
 from .start import InitialEstimate, equation_error, residual_is_linear
 from .starts import solve_starts
 
-__all__ = ["POOR_FIT_HINT", "solve", "START_CHOICES"]
+__all__ = ["POOR_FIT_HINT", "START_CHOICES", "solve"]
 
 #: Values of ``solve(start=...)``.
 START_CHOICES = ("equation-error", "guess")
@@ -102,8 +104,14 @@ def solve(
     t_call = time.perf_counter()
     if isinstance(problem, HybridProblem):
         return _solve_hybrid(problem, method, solver, guess, progress, throw, start, starts, client, verdict)
+    if isinstance(problem, StochasticProblem):
+        return _solve_stochastic(problem, method, guess, starts, throw, t_call)
+    if isinstance(method, KalmanML):
+        raise OptionsError("solve(): KalmanML estimates a colloc.StochasticProblem (a linear-Gaussian model); "
+                           f"a colloc.Problem is fitted by a transcription, got {type(problem).__name__}")
     if not isinstance(problem, Problem):
-        raise OptionsError(f"solve() needs a colloc.Problem or colloc.HybridProblem, got {type(problem).__name__}")
+        raise OptionsError("solve() needs a colloc.Problem, colloc.HybridProblem or colloc.StochasticProblem, got "
+                           f"{type(problem).__name__}")
     method = default_method() if method is None else method
     if not isinstance(method, AbstractMethod):
         raise OptionsError(
@@ -190,6 +198,25 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
     if start not in (None, "guess"):
         raise OptionsError(f"solve(HybridProblem, start={start!r}): a hybrid problem starts from its guess")
     result = solve_hybrid(problem, method, solver=solver, guess=guess, progress=progress, verdict=verdict)
+    if throw and not result.success:
+        raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
+    return result
+
+
+def _solve_stochastic(problem: StochasticProblem, method, guess, starts, throw: bool, t_call: float) -> Result:
+    """``solve`` of a :class:`StochasticProblem`: its estimator (default :class:`KalmanML`)."""
+    method = KalmanML() if method is None else method
+    if not isinstance(method, KalmanML):
+        raise OptionsError(f"solve(): a colloc.StochasticProblem is estimated by colloc.KalmanML(), not "
+                           f"{getattr(method, 'name', type(method).__name__)}")
+    if starts != 1:
+        raise OptionsError("solve(starts=...): KalmanML runs from one start (its problem's start or guess)")
+    unknown = [k for k in (guess or {}) if k not in problem.parameter_names]
+    if unknown:
+        raise OptionsError(f"guess for unknown parameter(s) {', '.join(unknown)}; parameters: "
+                           f"{', '.join(problem.parameter_names)}")
+    result = method.solve(problem, guess=guess)
+    result.timings["total_s"] = time.perf_counter() - t_call
     if throw and not result.success:
         raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
     return result

@@ -4,7 +4,7 @@ A manifest is a CSV with the columns ``fit_id, problem, data`` (one row per tria
 with the same ``fit_id`` are trials that share the parameters) and optionally ``method`` and
 ``group``, and the options of ``colloc identify`` that differ between subjects and labs:
 ``height`` and ``mass`` (the subject's body, m and kg), ``column`` and ``unit`` (``cop=COPx``,
-several joined by ``;``), ``controller`` and ``missing`` (``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
+several joined by ``;``), ``controller``, ``noise`` (as ``--noise``) and ``missing`` (``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
 the same code path as ``colloc identify``, on a single-threaded worker.  As fits finish, the
 result document of each is written to ``OUT/fits/<fit_id>.json`` and the table
 ``OUT/results.csv`` (``fit_id, problem, success, status, iterations, objective, total_s``, then
@@ -38,9 +38,9 @@ from .identify import (METHODS, BASELINES, DEFAULT_METHOD, identify_files, probl
 __all__ = ["BatchReport", "FitSpec", "batch", "read_manifest", "summary_figure", "write_summary"]
 
 REQUIRED = ("fit_id", "problem", "data")
-OPTIONAL = ("method", "group", "height", "mass", "column", "unit", "controller", "missing")
+OPTIONAL = ("method", "group", "height", "mass", "column", "unit", "controller", "noise", "missing")
 #: Manifest columns that are options of one fit (every row of a fit must agree on them).
-FIT_OPTIONS = ("height", "mass", "column", "unit", "controller", "missing")
+FIT_OPTIONS = ("height", "mass", "column", "unit", "controller", "noise", "missing")
 #: The first columns of results.csv (CONTRACTS §3), then parameters and standard errors.
 RESULT_COLUMNS = ("fit_id", "problem", "success", "status", "iterations", "objective", "total_s")
 
@@ -87,8 +87,9 @@ def _fit_options(path: Path, line: int, problem: str, row: dict) -> dict:
             options["body"] = subject_body(problem, float(height), float(mass))
         except ValueError as exc:
             raise DataError(f"{path}: columns 'height'/'mass', line {line}: {exc}") from None
-    if row.get("controller"):
-        options["controller"] = row["controller"]
+    for col in ("controller", "noise"):
+        if row.get(col):
+            options[col] = row[col]
     if options:
         out["problem_options"] = options
     return out
@@ -140,12 +141,7 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
     not an error here: that fit fails in the batch and is recorded.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such manifest file")
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the manifest ({exc})") from None
+    text = table_text(path, "manifest")
     reader = csv.reader(text.splitlines())
     try:
         header = [h.strip() for h in next(reader)]
@@ -165,15 +161,7 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
     known = problem_registry()
     methods = set(METHODS) | set(BASELINES)
     fits: dict[str, dict] = {}
-    for line, cells in enumerate(reader, start=2):
-        if not "".join(cells).strip():
-            continue
-        if len(cells) != len(header):
-            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} ({', '.join(header)})")
-        row = {h: c.strip() for h, c in zip(header, cells)}
-        for col in REQUIRED:
-            if not row[col]:
-                raise DataError(f"{path}: column '{col}', line {line}: empty cell")
+    for line, row in csv_rows(path, reader, header, REQUIRED):
         if row["problem"] not in known:
             raise DataError(f"{path}: column 'problem', line {line}: unknown problem '{row['problem']}'; "
                             f"available: {', '.join(sorted(known))}")
@@ -199,6 +187,31 @@ def read_manifest(path: str | Path) -> list[FitSpec]:
         raise DataError(f"{path}: the manifest has a header but no fits")
     return [FitSpec(fid, e["problem"], tuple(e["data"]), e["method"], e["group"], tuple(e["rows"]), e["options"])
             for fid, e in fits.items()]
+
+
+def table_text(path: Path, what: str) -> str:
+    """The text of the table file ``path`` (a byte-order mark dropped); ``what`` names it in errors."""
+    if not path.is_file():
+        raise DataError(f"{path}: no such {what} file")
+    try:
+        return path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the {what} ({exc})") from None
+
+
+def csv_rows(path: Path, reader, header: Sequence[str], required: Sequence[str]):
+    """``(line, row)`` of each non-blank row after the header (cells stripped): as many fields
+    as the header, none of the ``required`` columns empty; errors name the file, line and column."""
+    for line, cells in enumerate(reader, start=2):
+        if not "".join(cells).strip():
+            continue
+        if len(cells) != len(header):
+            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} ({', '.join(header)})")
+        row = {h: c.strip() for h, c in zip(header, cells)}
+        for col in required:
+            if not row[col]:
+                raise DataError(f"{path}: column '{col}', line {line}: empty cell")
+        yield line, row
 
 
 def _safe_id(fit_id: str) -> str:

@@ -3,22 +3,24 @@
 The command line (``colloc identify``) and the batch engine (``colloc batch``,
 :func:`colloc.studies.batch.batch`) both go through :func:`identify_files`, so that a fit in a
 batch is exactly the fit ``colloc identify`` makes of the same files.  Problems are found
-through the ``colloc.problems`` entry-point group; method names map to transcriptions and
-baselines in :data:`METHODS` and :data:`BASELINES`.  Nothing heavy is imported until a fit runs.
+through the registry (:mod:`colloc.definition.registry`, the ``colloc.problems`` entry-point
+group), which checks each module against the problem protocol; its hooks (an estimator of its
+own, a body from height and mass, IPOPT defaults) come from the :class:`ProblemSpec`.  Method
+names map to transcriptions and baselines in :data:`METHODS` and :data:`BASELINES`.  Nothing
+heavy is imported until a fit runs.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
-from types import ModuleType
 
 from ..base.errors import OptionsError
+from ..definition.registry import ProblemSpec, problem_entry_points, problem_spec
 
-__all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_problem_module", "load_trials",
-           "make_method", "method_names", "problem_registry", "signal_pairs", "subject_body", "trial_names",
+__all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_trials",
+           "make_method", "method_names", "problem_registry", "problem_spec", "signal_pairs", "subject_body", "trial_names",
            "window_trials"]
 
 
@@ -71,15 +73,7 @@ def method_names() -> list[str]:
 
 def problem_registry() -> dict[str, metadata.EntryPoint]:
     """Problems installed under the ``colloc.problems`` entry-point group."""
-    return {ep.name: ep for ep in metadata.entry_points(group="colloc.problems")}
-
-
-def load_problem_module(name: str) -> ModuleType:
-    """Import the module registered for problem ``name``."""
-    registry = problem_registry()
-    if name not in registry:
-        raise OptionsError(f"unknown problem '{name}'; available: {', '.join(sorted(registry)) or '(none installed)'}")
-    return registry[name].load()
+    return problem_entry_points()
 
 
 def signal_pairs(items, what: str = "COLUMN") -> dict[str, str]:
@@ -98,10 +92,10 @@ def subject_body(problem_name: str, height: float, mass: float) -> dict:
     """The problem's body for a subject of ``height`` (m) and ``mass`` (kg) (``--height/--mass``,
     a manifest's ``height, mass``); ``ValueError`` when the problem has no body model or the
     values are not a body's."""
-    module = load_problem_module(problem_name)
-    if not hasattr(module, "body"):
+    spec = problem_spec(problem_name)
+    if spec.body is None:
         raise ValueError(f"problem '{problem_name}' has no body model")
-    return module.body(height=height, mass=mass)
+    return spec.body(height=height, mass=mass)
 
 
 def make_method(name: str, nodes: int | None = None, refine: int = 1):
@@ -143,31 +137,25 @@ def trial_names(paths: Sequence[str]) -> list[str]:
             raise OptionsError(f"--data {paths[names.index(next(iter(clash)))]} is given more than once")
 
 
-def _takes(function, argument: str) -> bool:
-    try:
-        return argument in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def load_trials(module: ModuleType, problem_name: str, paths: Sequence[str], missing: str = "error",
+def load_trials(spec: ProblemSpec, paths: Sequence[str], missing: str = "error",
                 columns: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None) -> list:
     """Read the trials with the problem's ``load_trial``; ``missing="allow"`` and the lab-file
     mapping ``columns``/``units`` (:meth:`colloc.Trial.from_csv`) are passed on (a problem
     whose loader does not take them is told so)."""
     extra: dict = {}
+    takes = spec.keywords["load_trial"]
     if missing != "error":
-        if not _takes(module.load_trial, "missing"):
-            raise OptionsError(f"--missing {missing}: the load_trial of problem '{problem_name}' has no missing= "
+        if "missing" not in takes:
+            raise OptionsError(f"--missing {missing}: the load_trial of problem '{spec.name}' has no missing= "
                                "argument, so it cannot read unmeasured samples")
         extra["missing"] = missing
     for option, key, given in (("--column", "columns", columns), ("--unit", "units", units)):
         if given:
-            if not _takes(module.load_trial, key):
-                raise OptionsError(f"{option}: the load_trial of problem '{problem_name}' cannot map lab "
+            if key not in takes:
+                raise OptionsError(f"{option}: the load_trial of problem '{spec.name}' cannot map lab "
                                    f"columns ({key}=)")
             extra[key] = dict(given)
-    return [module.load_trial(p, **extra) for p in paths]
+    return [spec.load_trial(p, **extra) for p in paths]
 
 
 def identify_files(problem_name: str, paths: Sequence[str], *, method: str | None = DEFAULT_METHOD,
@@ -194,11 +182,11 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     from ..solving.ipopt import Ipopt
     from ..solving.solve import solve
 
-    module = load_problem_module(problem_name)
+    spec = problem_spec(problem_name)
     chosen = method is None
     if chosen:  # resolved once the trials are read; the options are checked against the default now
         make_method(DEFAULT_METHOD, nodes, refine)
-    own = method in getattr(module, "OWN_METHODS", ())
+    own = method in spec.own_methods
     solver_method = None if own or chosen else make_method(method, nodes, refine)
     if max_iter < 0:
         raise OptionsError(f"--max-iter must be >= 0, got {max_iter}")
@@ -207,7 +195,7 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     paths = [str(p) for p in paths]
     if names is not None and len(names) != len(paths):
         raise OptionsError(f"--name given {len(names)} time(s) for {len(paths)} --data file(s); give one per file")
-    trials = load_trials(module, problem_name, paths, missing, columns, units)
+    trials = load_trials(spec, paths, missing, columns, units)
     labels = list(names) if names is not None else trial_names(paths)
     if len(set(labels)) != len(labels):
         raise OptionsError(f"--name: names must be unique, got {', '.join(labels)}")
@@ -215,36 +203,35 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     if window is not None:
         trials = window_trials(trials, problem_name, window)
     if chosen:
-        picker = getattr(module, "default_method", None)
-        method = (picker(trials, dict(problem_options or {})) if picker else None) or DEFAULT_METHOD
-        own = method in getattr(module, "OWN_METHODS", ())
+        picked = spec.default_method(trials, dict(problem_options or {})) if spec.default_method else None
+        method = picked or DEFAULT_METHOD
+        own = method in spec.own_methods
         solver_method = None if own else make_method(method, nodes, refine)
     if own:  # an estimator the problem runs itself (cip: --method kalman-ml)
-        result = _own_method(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
-                             max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights, guess=guess,
-                             bounds=bounds, absolute_sigma=absolute_sigma, print_level=print_level,
-                             problem_options=_with_time_limit(module.identify_method, problem_name, problem_options,
-                                                              time_limit), client=client)
+        result = _own_method(spec, trials, method=method, nodes=nodes, refine=refine, max_iter=max_iter,
+                             start=start, starts=starts, fit_weights=fit_weights, guess=guess, bounds=bounds,
+                             absolute_sigma=absolute_sigma, print_level=print_level,
+                             problem_options=_with_time_limit(spec, "identify_method", problem_options, time_limit),
+                             client=client)
         result.trials = paths
         return _windowed(result, window)
-    takes_controller = hasattr(module, "identify_result") and _takes(module.identify_result, "controller")
-    if "controller" in (problem_options or {}) and not takes_controller:
-        own_methods = getattr(module, "OWN_METHODS", ())
-        raise OptionsError(f"--controller applies to --method {' or '.join(own_methods)} of problem '{problem_name}'"
-                           if own_methods else f"--controller: problem '{problem_name}' has no controller variants")
-    if hasattr(module, "identify_result"):  # a problem with its own transcription (hybrid: fes-muscle, heel-off)
-        result = _own_identification(module, problem_name, trials, method=method, nodes=nodes, refine=refine,
-                                     max_iter=max_iter, start=start, starts=starts, fit_weights=fit_weights,
-                                     guess=guess, bounds=bounds, absolute_sigma=absolute_sigma,
-                                     print_level=print_level, problem_options=_with_time_limit(
-                                         module.identify_result, problem_name, problem_options, time_limit),
+    if "controller" in (problem_options or {}) and "controller" not in spec.keywords["identify_result"]:
+        raise OptionsError(f"--controller applies to --method {' or '.join(spec.own_methods)} of problem "
+                           f"'{problem_name}'" if spec.own_methods
+                           else f"--controller: problem '{problem_name}' has no controller variants")
+    if spec.identify_result is not None:  # a problem with its own transcription (hybrid: fes-muscle, heel-off)
+        result = _own_identification(spec, trials, method=method, nodes=nodes, refine=refine, max_iter=max_iter,
+                                     start=start, starts=starts, fit_weights=fit_weights, guess=guess,
+                                     bounds=bounds, absolute_sigma=absolute_sigma, print_level=print_level,
+                                     problem_options=_with_time_limit(spec, "identify_result", problem_options,
+                                                                      time_limit),
                                      client=client)
         result.trials = paths
         return _windowed(result, window)
     for key in problem_options or {}:
-        if not _takes(module.problem, key):
+        if key not in spec.keywords["problem"]:
             raise OptionsError(f"problem '{problem_name}' has no option {key}= (e.g. --height/--mass are for cip)")
-    problem = module.problem(trials, **dict(problem_options or {}))
+    problem = spec.problem(trials, **dict(problem_options or {}))
     model = problem.model
     pnames = model.element_names("parameter")
     declared = {v.name for v in model.variables("parameter")}
@@ -263,7 +250,7 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
             raise OptionsError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; signals: {', '.join(signals)}")
         problem = problem.with_fit(fit_weights)
     # a problem may set IPOPT defaults of its own (ship-stance: the Gauss–Newton Hessian)
-    ipopt = {**getattr(module, "IPOPT_OPTIONS", {}), "print_level": print_level, "max_iter": max_iter,
+    ipopt = {**spec.ipopt_options, "print_level": print_level, "max_iter": max_iter,
              "absolute_sigma": absolute_sigma}
     if time_limit is not None:
         ipopt["extra"] = {**(ipopt.get("extra") or {}), "max_wall_time": float(time_limit)}
@@ -295,21 +282,20 @@ def _windowed(result, window):
     return result
 
 
-def _with_time_limit(function, problem_name: str, problem_options: Mapping | None, time_limit) -> dict:
-    """``problem_options`` with ``time_limit`` for a problem's own fit ``function`` (refused
-    by name when it has no time limit)."""
+def _with_time_limit(spec: ProblemSpec, hook: str, problem_options: Mapping | None, time_limit) -> dict:
+    """``problem_options`` with ``time_limit`` for a problem's own fit ``hook`` (refused by name
+    when it has no time limit)."""
     options = dict(problem_options or {})
     if time_limit is None:
         return options
-    params = inspect.signature(function).parameters.values()
-    if not any(p.name == "time_limit" or p.kind is p.VAR_KEYWORD for p in params):
-        raise OptionsError(f"--time-limit does not apply to problem '{problem_name}' (its own fit has no time limit)")
+    if not spec.keywords[hook].accepts("time_limit"):
+        raise OptionsError(f"--time-limit does not apply to problem '{spec.name}' (its own fit has no time limit)")
     return {**options, "time_limit": float(time_limit)}
 
 
-def _own_method(module: ModuleType, problem_name: str, trials: list, *, method: str, nodes, refine: int,
-                max_iter: int, start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool,
-                print_level: int, problem_options, client):
+def _own_method(spec: ProblemSpec, trials: list, *, method: str, nodes, refine: int, max_iter: int, start,
+                starts: int, fit_weights, guess, bounds, absolute_sigma: bool, print_level: int, problem_options,
+                client):
     """A method the problem runs itself (``OWN_METHODS``, ``identify_method(trials, method=,
     guess=, bounds=, max_iter=, print_level=, **problem_options)`` → :class:`~colloc.Result`):
     the options it cannot honour are refused, each by name."""
@@ -318,27 +304,26 @@ def _own_method(module: ModuleType, problem_name: str, trials: list, *, method: 
                ("a cluster (client)", client is not None)]
     for option, given in refused:
         if given:
-            raise OptionsError(f"{option} does not apply to --method {method} of problem '{problem_name}'")
-    return module.identify_method(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
-                                  print_level=print_level, **dict(problem_options or {}))
+            raise OptionsError(f"{option} does not apply to --method {method} of problem '{spec.name}'")
+    return spec.identify_method(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
+                                print_level=print_level, **dict(problem_options or {}))
 
 
-def _own_identification(module: ModuleType, problem_name: str, trials: list, *, method: str, nodes, refine: int,
-                        max_iter: int, start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool,
-                        print_level: int, problem_options, client):
+def _own_identification(spec: ProblemSpec, trials: list, *, method: str, nodes, refine: int, max_iter: int,
+                        start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool, print_level: int,
+                        problem_options, client):
     """A problem that transcribes itself (``identify_result(trials, method=, guess=, bounds=,
     max_iter=, print_level=)`` → :class:`~colloc.Result`; ``start=`` passed when it takes it):
     the options it cannot honour are refused, each by name."""
-    takes_start = _takes(module.identify_result, "start")
+    takes = spec.keywords["identify_result"]
     refused = [("--nodes", nodes is not None), ("--refine", refine != 1),
-               ("--start", start is not None and not takes_start),
+               ("--start", start is not None and "start" not in takes),
                ("--starts", starts != 1), ("--fit-weight", bool(fit_weights)), ("--absolute-sigma", absolute_sigma),
                ("a cluster (client)", client is not None)]
-    refused += [(f"problem option {k}=", True) for k in (problem_options or {})
-                if not _takes(module.identify_result, k)]
+    refused += [(f"problem option {k}=", True) for k in (problem_options or {}) if k not in takes]
     for option, given in refused:
         if given:
-            raise OptionsError(f"{option} does not apply to problem '{problem_name}' (it has its own transcription)")
-    return module.identify_result(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
-                                  print_level=print_level, **({"start": start} if start is not None else {}),
-                                  **dict(problem_options or {}))
+            raise OptionsError(f"{option} does not apply to problem '{spec.name}' (it has its own transcription)")
+    return spec.identify_result(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
+                                print_level=print_level, **({"start": start} if start is not None else {}),
+                                **dict(problem_options or {}))

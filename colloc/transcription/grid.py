@@ -1,12 +1,17 @@
-"""Grid maths: node placement, quadrature weights and interpolation (pure numpy)."""
+"""Grid maths: node placement, quadrature weights, interpolation and the Radau collocation basis
+(numpy; CasADi only for the Radau points)."""
 
 from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..base.errors import OptionsError
 
-__all__ = ["interpolation_stencil", "locate", "mesh_nodes", "node_times", "trapezoid_weights"]
+__all__ = ["RadauBasis", "differentiation_matrix", "interpolation_stencil", "locate", "mesh_nodes", "node_times",
+           "radau_basis", "radau_points", "trapezoid_weights"]
 
 
 def node_times(sample_times: np.ndarray, num_nodes: int | None) -> np.ndarray:
@@ -108,3 +113,116 @@ def locate(nodes: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray
     j = np.clip(np.searchsorted(nodes, times, side="right") - 1, 0, len(nodes) - 2)
     theta = np.clip((times - nodes[j]) / (nodes[j + 1] - nodes[j]), 0.0, 1.0)
     return j, theta
+
+
+# ---------------------------------------------------------------------------------------------
+# the Radau collocation basis: one implementation for every transcription that uses it
+
+
+def radau_points(degree: int) -> np.ndarray:
+    """The Legendre–Gauss–Radau collocation points c₁ < … < c_d = 1 on (0, 1] of Radau IIA
+    (the zeros of P_d(2c − 1) − P_{d−1}(2c − 1), P the Legendre polynomials; Hairer & Wanner
+    1996, §IV.5), as :func:`casadi.collocation_points` gives them."""
+    import casadi as ca
+
+    if isinstance(degree, bool) or int(degree) != degree or degree < 1:
+        raise OptionsError(f"Radau degree must be an int >= 1, got {degree!r}")
+    return np.array(ca.collocation_points(int(degree), "radau"), dtype=float)
+
+
+def differentiation_matrix(tau: np.ndarray) -> np.ndarray:
+    """``D[j, i] = ℓᵢ'(τⱼ)`` for the Lagrange basis ℓ on the distinct points ``tau``.
+
+    Barycentric form (Berrut & Trefethen 2004, "Barycentric Lagrange interpolation", SIAM
+    Review 46(3), §9, Eqs. 9.4–9.5): with weights ``wᵢ = 1/∏_{k≠i}(τᵢ − τₖ)``,
+    ``D[j, i] = (wᵢ/wⱼ)/(τⱼ − τᵢ)`` off the diagonal and each row summing to zero.
+    """
+    tau = np.asarray(tau, dtype=float)
+    diff = tau[:, None] - tau[None, :]
+    np.fill_diagonal(diff, 1.0)
+    w = 1.0 / np.prod(diff, axis=1)  # barycentric weights
+    D = (w[None, :] / w[:, None]) / diff
+    np.fill_diagonal(D, 0.0)
+    np.fill_diagonal(D, -D.sum(axis=1))
+    return D
+
+
+@dataclass(frozen=True, eq=False)
+class RadauBasis:
+    """The Radau IIA collocation basis of one degree on the unit interval (:func:`radau_basis`).
+
+    The state on an interval ``[t₀, t₀ + h]`` is the polynomial of degree ``d`` through the
+    start and the ``d`` collocation points: ``x(t₀ + s·h) = Σᵢ xᵢ ℓᵢ(s)``, ``ℓ`` the Lagrange
+    basis on :attr:`points` ``= (0, c₁, …, c_d)``.
+
+    Attributes
+    ----------
+    degree : int
+    tau : ndarray, shape (d,)
+        The collocation points c₁ < … < c_d = 1.
+    points : ndarray, shape (d + 1,)
+        0 and the collocation points: the nodes of the basis.
+    derivative : ndarray, shape (d + 1, d + 1)
+        ``derivative[j, i] = ℓᵢ'(points[j])``: ``h·ẋ(t₀ + points[j]·h) = Σᵢ derivative[j, i]·xᵢ``
+        (:func:`differentiation_matrix`; exact for polynomials of degree ≤ d).
+    end : ndarray, shape (d + 1,)
+        ``ℓᵢ(1)``, the continuity coefficients: the state at the interval's end is
+        ``Σᵢ end[i]·xᵢ`` (a unit vector on the last point, since c_d = 1).
+    weights : ndarray, shape (d,)
+        Radau IIA quadrature weights ``bⱼ = ∫₀¹ Lⱼ`` with L the Lagrange basis on the
+        collocation points: ``∫₀¹ g ≈ Σⱼ bⱼ g(cⱼ)``, exact for degree ≤ 2d − 2.
+    integration : ndarray, shape (d, d)
+        The Butcher matrix ``A[j, k] = ∫₀^{cⱼ} Lₖ`` of Radau IIA (Hairer & Wanner 1996, §IV.5): ``x(t₀ + cⱼ·h) = x₀ + h Σₖ A[j, k]·ẋ(t₀ + cₖ·h)``.
+    coefficients : ndarray, shape (d + 1, d + 1)
+        Monomial coefficients of ℓᵢ (row i, highest power first), for :meth:`values`.
+    """
+
+    degree: int
+    tau: np.ndarray
+    points: np.ndarray
+    derivative: np.ndarray
+    end: np.ndarray
+    weights: np.ndarray
+    integration: np.ndarray
+    coefficients: np.ndarray
+
+    def values(self, s) -> list:
+        """``[ℓ₀(s), …, ℓ_d(s)]`` at ``s`` (a number, an array or a CasADi expression; the
+        polynomials are extrapolated outside [0, 1]), by Horner's rule."""
+        out = []
+        for row in self.coefficients:
+            v = 0.0
+            for c in row:
+                v = v * s + float(c)
+            out.append(v)
+        return out
+
+
+@functools.cache
+def radau_basis(degree: int) -> RadauBasis:
+    """The :class:`RadauBasis` of ``degree`` (cached: the arrays are shared, do not modify them).
+
+    Collocation at the Radau points is the Radau IIA Runge–Kutta method of order 2d − 1 at the
+    mesh points (Hairer & Wanner, *Solving Ordinary Differential Equations II*, 2nd ed. 1996,
+    §IV.5; Ehle 1969).  The basis polynomials ℓᵢ and Lⱼ are the Lagrange polynomials on the
+    nodes; their derivatives are taken in barycentric form (Berrut & Trefethen 2004) and their
+    integrals from their monomial coefficients.
+    """
+    tau = radau_points(degree)
+    d = tau.size
+    points = np.concatenate([[0.0], tau])
+    coefficients = np.zeros((d + 1, d + 1))
+    for i in range(d + 1):
+        others = np.delete(points, i)
+        coefficients[i] = np.poly(others) / np.prod(points[i] - others)
+    weights, integration = np.zeros(d), np.zeros((d, d))
+    for k in range(d):  # L_k: the Lagrange polynomial of degree d − 1 on the collocation points
+        others = np.delete(tau, k)
+        primitive = np.polyint(np.atleast_1d(np.poly(others)) / np.prod(tau[k] - others))
+        weights[k] = np.polyval(primitive, 1.0)
+        integration[:, k] = np.polyval(primitive, tau)
+    end = np.array([np.polyval(row, 1.0) for row in coefficients])
+    arrays = [tau, points, differentiation_matrix(points), end, weights, integration, coefficients]
+    for a in arrays:
+        a.setflags(write=False)
+    return RadauBasis(d, *arrays)

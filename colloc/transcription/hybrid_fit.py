@@ -31,7 +31,8 @@ import numpy as np
 
 from ..definition.hybrid import Guard
 from ..definition.hybrid_problem import HybridProblem
-from .multiphase import Phase, _radau_basis, transcribe_phases
+from .grid import radau_basis
+from .multiphase import Phase, transcribe_phases
 
 __all__ = ["HybridNLP", "TrialLayout", "as_column", "assign"]
 
@@ -101,14 +102,8 @@ class HybridNLP:
                  degree: int = 3, sides: bool = True):
         model = problem.model
         self.problem, self.layouts, self.degree = problem, layouts, degree
-        _tau, _C, basis = _radau_basis(degree)
         Xs, r = ca.SX.sym("X", len(problem.states), degree + 1), ca.SX.sym("r")
-        weights = []
-        for poly in basis:  # the Lagrange basis at r (Horner)
-            v = 0.0
-            for c in poly.coeffs:
-                v = v * r + float(c)
-            weights.append(v)
+        weights = radau_basis(degree).values(r)  # the Lagrange basis at r
         #: the state at position r (in interval lengths) of an interval with nodes X
         self._read = ca.Function("read", [Xs, r], [ca.mtimes(Xs, ca.vertcat(*weights))])
         names = problem.parameters

@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import casadi as ca
-import numpy as np
 
 from ..base.errors import OptionsError
 from ..definition.explicit import explicit_form
+from .grid import radau_basis
 
 __all__ = [
     "AbstractMethod", "AbstractTranscription", "BackwardEuler", "HermiteSimpson", "Midpoint", "Radau",
-    "Trapezoidal", "default_method", "differentiation_matrix", "radau_points",
+    "Trapezoidal", "default_method",
 ]
 
 
@@ -223,23 +223,6 @@ class HermiteSimpson(AbstractTranscription):
         return tuple(f"simpson {s}" for s in state_names) + tuple(f"hermite {s}" for s in state_names)
 
 
-def radau_points(degree: int) -> np.ndarray:
-    """The Legendre–Gauss–Radau collocation points on (0, 1], the last one at 1."""
-    return np.array(ca.collocation_points(int(degree), "radau"), dtype=float)
-
-
-def differentiation_matrix(tau: np.ndarray) -> np.ndarray:
-    """``D[j, i] = ℓᵢ'(τⱼ)`` for the Lagrange basis on the points ``tau`` (barycentric form)."""
-    tau = np.asarray(tau, dtype=float)
-    diff = tau[:, None] - tau[None, :]
-    np.fill_diagonal(diff, 1.0)
-    w = 1.0 / np.prod(diff, axis=1)  # barycentric weights
-    D = (w[None, :] / w[:, None]) / diff
-    np.fill_diagonal(D, 0.0)
-    np.fill_diagonal(D, -D.sum(axis=1))
-    return D
-
-
 @dataclass(frozen=True)
 class Radau(AbstractTranscription):
     """Orthogonal collocation on Legendre–Gauss–Radau points (Radau IIA); order 2·degree − 1.
@@ -276,7 +259,7 @@ class Radau(AbstractTranscription):
     @property
     def node_fractions(self) -> tuple[float, ...]:
         """0 and the Radau points."""
-        return (0.0, *radau_points(self.degree).tolist())
+        return tuple(radau_basis(self.degree).points.tolist())
 
     @property
     def read_fractions(self) -> tuple[float, ...]:
@@ -285,8 +268,8 @@ class Radau(AbstractTranscription):
 
     def interval_defects(self, residual, X, R, U, p, t0, h, eq_scale, state_scale):
         """``h · f(ẋⱼ, xⱼ, …) / eq_scale`` at each collocation point j = 1 … degree."""
-        tau = np.asarray(self.node_fractions)
-        D = differentiation_matrix(tau)
+        basis = radau_basis(self.degree)
+        tau, D = basis.points, basis.derivative
         rows = []
         for j in range(1, tau.size):
             xdot = sum((D[j, i] / h) * X[i] for i in range(tau.size) if D[j, i] != 0.0)

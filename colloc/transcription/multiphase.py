@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
+from .grid import radau_basis
+
 __all__ = ["IntervalChain", "Phase", "PhaseTranscription", "PointFunction", "transcribe_phases"]
 
 
@@ -62,16 +64,9 @@ class PhaseTranscription:
             k = int(np.clip(np.floor((t - self.num_start[phase]) / self.num_h[phase]), 0, n - 1))
             r = s - k
             X = nodes[k]
-            out.append(sum(X[j] * self._lagrange(j, r) for j in range(len(X))))
+            out.append(sum(X[j] * ell for j, ell in enumerate(radau_basis(len(X) - 1).values(r))))
         return out
 
-    def _lagrange(self, j: int, r):
-        pts = np.concatenate([[0.0], self.tau])
-        v = 1.0
-        for m, pm in enumerate(pts):
-            if m != j:
-                v = v * (r - pm) / (pts[j] - pm)
-        return v
 
 
 def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: ca.SX, p_guess: np.ndarray,
@@ -79,16 +74,8 @@ def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: c
     """Collocate ``dynamics(mode, t, x, t0) → ẋ`` (CasADi, in the symbols ``params``) over the
     phases, from the known initial state ``x0``.  ``x_guess(t)`` gives the initial values of
     the state variables; ``p_guess`` evaluates the boundaries for the guess."""
-    tau = np.array(ca.collocation_points(degree, "radau"))
-    pts = np.concatenate([[0.0], tau])
-    C = np.zeros((degree + 1, degree + 1))  # C[j, k]: derivative of basis j at point k
-    for j in range(degree + 1):
-        coeffs = np.poly1d([1.0])
-        for m in range(degree + 1):
-            if m != j:
-                coeffs *= np.poly1d([1.0, -pts[m]]) / (pts[j] - pts[m])
-        d = np.polyder(coeffs)
-        C[j] = [d(pk) for pk in pts]
+    basis = radau_basis(degree)
+    tau, C = basis.tau, basis.derivative.T  # C[j, k]: derivative of basis j at point k
     nx = len(x0)
     bound_f = ca.Function("b", [params], [ca.vertcat(*[ca.vertcat(ph.start, ph.end) for ph in phases])])
     bvals = np.array(bound_f(p_guess)).ravel().reshape(-1, 2)
@@ -124,22 +111,6 @@ def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: c
 
 # ---------------------------------------------------------------------------------------------
 # the same collocation from one CasADi Function per interval, mapped over every interval
-
-
-def _radau_basis(degree: int):
-    """Radau points τ_1..τ_d, the derivative matrix C[j, k] of Lagrange basis j (points
-    0, τ_1..τ_d) at point k, and the basis polynomials."""
-    tau = np.array(ca.collocation_points(degree, "radau"))
-    pts = np.concatenate([[0.0], tau])
-    basis, C = [], np.zeros((degree + 1, degree + 1))
-    for j in range(degree + 1):
-        poly = np.poly1d([1.0])
-        for m in range(degree + 1):
-            if m != j:
-                poly *= np.poly1d([1.0, -pts[m]]) / (pts[j] - pts[m])
-        basis.append(poly)
-        C[j] = [np.polyder(poly)(pk) for pk in pts]
-    return tau, C, basis
 
 
 class IntervalChain:
@@ -196,7 +167,8 @@ class IntervalChain:
         self.np = npar = rates.numel_in(3)
         #: number of per-interval time unknowns (0: the times are affine in ``p``)
         self.n_times = K = int(n_times or 0)
-        self.tau, C, basis = _radau_basis(d)
+        basis = radau_basis(d)
+        self.tau, C = basis.tau, basis.derivative.T  # C[j, k]: derivative of basis j at point k
         x0, xc = ca.SX.sym("x0", nx), ca.SX.sym("xc", nx, d)
         data, p, s = ca.SX.sym("data", rates.sparsity_in(2)), ca.SX.sym("p", npar), ca.SX.sym("s", K)
         nb = K if K else npar
@@ -219,7 +191,7 @@ class IntervalChain:
                 h_m = col[1 + nb] + ca.dot(col[2 + nb:2 + 2 * nb], dclock)
                 r = (t + self.tau[j - 1] * h - p[self.delay] - t_m) / h_m
                 nodes = [dx0[:, j - 1]] + [dxc[:, (j - 1) * d + m] for m in range(d)]
-                poly = sum(nodes[m] * _horner(basis[m], r) for m in range(d + 1))
+                poly = sum(nodes[m] * ell for m, ell in enumerate(basis.values(r)))
                 hist = col[2 + 2 * nb]
                 xd[j] = hist * dx0[:, j - 1] + (1 - hist) * poly
             extra, zd = [dx0, dxc, dnum, ds], [ca.vec(dx0), ca.vec(dxc), ca.vec(ds)]
@@ -248,7 +220,7 @@ class IntervalChain:
             self.path_jac = ca.Function("path_jac", args, [ca.jacobian(ca.vec(pv), z)])
             self.path_hess = ca.Function("path_hess", [*args, mu], [ca.triu(ca.hessian(ca.dot(mu, pv), z)[0])])
         ts, c, y, wgt = ca.SX.sym("ts"), ca.SX.sym("c", nx), ca.SX.sym("y"), ca.SX.sym("wgt")
-        value = sum(X[j] * _horner(basis[j], (ts - t) / h) for j in range(d + 1))
+        value = sum(X[j] * ell for j, ell in enumerate(basis.values((ts - t) / h)))
         read_args = [x0, xc, ts, ta, tb, ha, hb, p, s]
         #: the state of one interval at time ts: (x0, xc, ts, ta, tb, ha, hb, p, s) → nx
         self.read = ca.Function("read", read_args, [value])
@@ -524,10 +496,3 @@ def _row(aff, select=None):
     if select is not None:
         a, b = a[select], b[select]
     return ca.DM(a).T, ca.DM(b).T
-
-
-def _horner(poly: np.poly1d, r):
-    v = 0.0
-    for c in poly.coeffs:
-        v = v * r + float(c)
-    return v

@@ -11,6 +11,15 @@ one_dof
     by CasADi automatic differentiation, delay margin, nonlinear DDE simulation and the
     state-space slope of Table 3.D.1.
 
+command
+    The ``colloc spine`` command line, plugged into ``colloc`` through the ``colloc.commands``
+    entry-point group.
+
 These are analyses, not identification problems, so they are not registered in the
 ``colloc.problems`` entry-point group.
 """
+
+#: Intrinsic damping gain b (s) used when none is given: the middle of the thesis' values 0.2, 2,
+#: 20.  It lives in the package, which imports nothing, so that the light command line
+#: (``command``) and the model (``stability``) both read it without importing each other.
+DEFAULT_DAMPING = 2.0

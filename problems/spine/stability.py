@@ -60,7 +60,6 @@ Delay margin: :func:`colloc.delay_margin.delay_margin` of ``J_i(α*)``, ``J_d(α
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -72,6 +71,7 @@ import numpy as np
 from scipy.optimize import linprog
 
 from colloc import CollocInputError, OptionsError, delay_margin
+from colloc_problems.spine import DEFAULT_DAMPING  # intrinsic damping gain b (s) when none is given
 from colloc_problems.spine.model import (
     N_DOF,
     AffineJacobians,
@@ -86,13 +86,10 @@ __all__ = [
     "DEFAULT_STIFFNESS_MARGIN",
     "PHYSIOLOGICAL_DELAY_S",
     "StabilityProblem",
-    "add_stability_parser",
     "cli_stability",
     "stability",
 ]
 
-#: Default intrinsic damping gain b (s): the middle of the thesis' values 0.2, 2, 20.
-from colloc_problems.spine.command import DEFAULT_DAMPING, add_stability_parser  # noqa: E402,F401
 #: Default stiffness margin σ (N·m/rad) of ``K(α) ⪰ σ I``.
 DEFAULT_STIFFNESS_MARGIN = 0.1
 #: Physiological reflex delay used as the stability threshold in Ch. 5 (Reeves et al. 2005).

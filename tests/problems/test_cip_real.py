@@ -48,8 +48,9 @@ def test_cli_reads_lab_file_with_body(tmp_path, capsys):
     read = cip.load_trial(path, columns={"cop": "COPx"})
     np.testing.assert_allclose(read["cop"], trial["cop"], atol=1e-8)  # cm -> m, 6 decimals in cm
     out = tmp_path / "r.json"
+    # the paper's generator (no recording low-pass): its own noise model, not the real records' default
     code = main(["identify", "cip", "--data", str(path), "--column", "cop=COPx", "--height", "1.575",
-                 "--mass", "54.2", "--out", str(out)])
+                 "--mass", "54.2", "--noise", "paper", "--out", str(out)])
     assert code == 0
     doc = json.loads(out.read_text())
     # one COP-only trial of a subject: the Kalman ML is chosen (no --method given)

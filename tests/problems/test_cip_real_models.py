@@ -26,7 +26,7 @@ def test_wide_bounds_scale_with_the_gravity_term():
     mgh = body["m"] * body["g"] * body["h"]
     b = cip.gain_bounds("wide", body)
     assert b["KP"] == pytest.approx((0.5 * mgh, 6 * mgh))
-    assert b["KD"] == pytest.approx((0.01 * mgh, mgh)) and b["KI"] == pytest.approx((0.0, 3 * mgh))
+    assert b["KD"] == pytest.approx((0.01 * mgh, 2 * mgh)) and b["KI"] == pytest.approx((0.0, 3 * mgh))
     assert cip.gain_bounds("table1") == cip.RANGES
     m = cip.model("filtered", body=body, bounds="wide", fit_disturbance=True)
     assert {"A", "B"} <= set(m.element_names("parameter"))

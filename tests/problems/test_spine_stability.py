@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from colloc import CollocInputError, OptionsError
+from colloc_problems.spine import command
 from colloc_problems.spine import experiments as ex
 from colloc_problems.spine import stability as st
 from colloc_problems.spine.model import build_model, linearization
@@ -162,7 +163,7 @@ def test_co_contraction_falls_with_reflex_gain_and_loaded_margin_is_the_same():
 def _parse(argv):
     parser = argparse.ArgumentParser(prog="colloc spine")
     sub = parser.add_subparsers(dest="spine_command", required=True)
-    st.add_stability_parser(sub)
+    command.add_stability_parser(sub)
     return parser.parse_args(argv)
 
 

@@ -18,8 +18,7 @@ from scipy.integrate import solve_ivp
 
 import colloc as co
 from colloc.transcription.collocation import transcribe
-from colloc.transcription.grid import interpolation_stencil, mesh_nodes
-from colloc.transcription.methods import differentiation_matrix, radau_points
+from colloc.transcription.grid import differentiation_matrix, interpolation_stencil, mesh_nodes, radau_points
 from colloc.transcription.nlp import NLP
 from colloc_problems import pendulum
 

@@ -286,8 +286,11 @@ def test_cli_refuses_missing_for_a_loader_without_it():
     import types
 
     from colloc import OptionsError
+    from colloc.definition.registry import check_problem_module
     from colloc.studies.identify import load_trials
 
-    module = types.SimpleNamespace(load_trial=lambda path: None)
+    module = types.ModuleType("mine")
+    module.__dict__.update(TRUE={}, DEFAULT_DATA=("mine.csv",), REQUIRED_COLUMNS=("y",),
+                           load_trial=lambda path: None, problem=lambda trials: None)
     with pytest.raises(OptionsError, match=r"--missing allow: the load_trial of problem 'mine' has no missing= argument"):
-        load_trials(module, "mine", ["x.csv"], "allow")
+        load_trials(check_problem_module(module), ["x.csv"], "allow")

@@ -1,0 +1,241 @@
+"""``KalmanML``: exact maximum likelihood of a linear stochastic model, as a method object.
+
+``co.solve(problem, co.KalmanML())`` on a :class:`colloc.StochasticProblem` maximises the
+likelihood of the record by the Kalman filter's prediction-error decomposition
+(:func:`colloc.kalman.maximum_likelihood`: exact gradient, L-BFGS-B or IPOPT, then Newton
+steps) and returns a :class:`colloc.Result` judged like every other: the verdict on the
+standardised one-step innovations, a parameter on a search-range bound a failure, intervals
+on the parameter's own scale, and a Ljung–Box check of the innovations' whiteness.
+
+The standard errors are the inverse observed Fisher information (the Hessian of the negative
+log-likelihood at the estimate) of the parameters off their bounds.  They assume that the
+model is the process that made the data: Gaussian white disturbances and noise, so white
+innovations.  The Ljung–Box line of the report says whether the record agrees.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..base.errors import OptionsError
+from ..base.versions import versions
+from ..definition.stochastic import StochasticProblem
+from ..definition.trial import Trial
+from ..inference import kalman
+from ..results.report import finalize
+from ..results.result import Result
+from ..signals.forecast import ljung_box
+from ..transcription.methods import AbstractMethod
+
+__all__ = ["KalmanML", "on_one_grid"]
+
+#: Lags of the Ljung–Box check of the innovations (at 100 Hz: the first 0.2 s).
+LJUNG_BOX_LAGS = 20
+#: Another optimum whose NLL is within this of the best is not told apart by the record: half the
+#: 95 % point of χ² with one degree of freedom (3.84/2), the likelihood-ratio test's threshold.
+AMBIGUOUS_NLL = 1.92
+
+
+def _other_optima(best, rest, names) -> list[dict]:
+    """The fits of ``rest`` that succeeded at an optimum distinct from ``best``'s: some parameter
+    more than 3 of ``best``'s standard errors (or 1 % where it has none) away."""
+    out = []
+    for fit in rest:
+        if not fit.success:
+            continue
+        apart = []
+        for k in names:
+            a, b = float(best.parameters[k]), float(fit.parameters[k])
+            se = best.standard_errors.get(k, np.nan)
+            tol = 3 * se if np.isfinite(se) and se > 0 else 0.01 * max(abs(a), 1e-12)
+            if abs(a - b) > tol:
+                apart.append(k)
+        if apart and all(any(abs(o["parameters"][k] - fit.parameters[k]) > 1e-6 * max(1.0, abs(fit.parameters[k]))
+                             for k in names) for o in out):
+            out.append({"nll": float(fit.nll), "parameters": {k: float(v) for k, v in fit.parameters.items()},
+                        "apart": apart})
+    return out
+
+
+def on_one_grid(trial: Trial, columns, who: str = "KalmanML") -> Trial:
+    """``trial`` on one evenly spaced time grid, for the Kalman likelihood.
+
+    Empty cells (``missing="allow"``) stay missing.  With ``missing="allow"`` a hole in time of a
+    whole number of sample steps is rows lost: they come back as missing samples.  Anything
+    else not on the grid is refused, naming the step."""
+    time_ = np.asarray(trial.time, dtype=float)
+    steps = np.diff(time_)
+    dt = float(np.median(steps))
+    whole = np.rint(steps / dt)
+    off = np.flatnonzero((np.abs(steps - whole * dt) > 1e-3 * dt) | (whole < 1)
+                         | ((whole > 1) & (trial.missing != "allow")))
+    if off.size:
+        i = int(off[0])
+        hint = (f" (a hole of {int(whole[i]) - 1} samples: --missing allow takes lost rows as missing samples)"
+                if whole[i] > 1 and abs(steps[i] - whole[i] * dt) <= 1e-3 * dt else "")
+        raise OptionsError(f"{who}: trial '{trial.name}' is not evenly sampled (the step from "
+                           f"t = {time_[i]:.6g} s to {time_[i + 1]:.6g} s is not {dt:.6g} s){hint}; the "
+                           "Kalman likelihood here needs one sample rate")
+    if np.all(whole == 1):
+        return trial
+    at = np.concatenate([[0], np.cumsum(whole).astype(int)])
+    filled = {}
+    for c in columns:
+        column = np.full(at[-1] + 1, np.nan)
+        column[at] = np.asarray(trial[c], dtype=float)
+        filled[c] = column
+    return Trial(time_[0] + dt * np.arange(at[-1] + 1), filled, name=trial.name, missing="allow")
+
+
+@dataclass(frozen=True)
+class KalmanML(AbstractMethod):
+    """Kalman-filter maximum likelihood of a :class:`colloc.StochasticProblem`.
+
+    Parameters
+    ----------
+    optimizer : {"lbfgsb", "ipopt"}
+        See :func:`colloc.kalman.maximum_likelihood` (default L-BFGS-B with the compiled exact
+        gradient, then Newton steps).
+    max_iter : int
+        Optimizer iterations.
+    hessian : {"limited-memory", "exact"}
+        IPOPT's Hessian (``optimizer="ipopt"``).
+    compiled : bool
+        Compile the gradient to C (cached on disk) where a compiler exists.
+    """
+
+    optimizer: str = "lbfgsb"
+    max_iter: int = 200
+    hessian: str = "limited-memory"
+    compiled: bool = True
+    name: str = "kalman-ml"
+
+    def solve(self, problem, *, solver=None, guess: Mapping[str, float] | None = None,
+              progress: Callable | None = None) -> Result:
+        """The maximum-likelihood fit of ``problem`` from ``guess`` (default its start), judged
+        (:func:`colloc.results.report.finalize`) as a :class:`colloc.Result`."""
+        if not isinstance(problem, StochasticProblem):
+            raise OptionsError(f"KalmanML needs a colloc.StochasticProblem (a linear-Gaussian model), got "
+                               f"{type(problem).__name__}; a colloc.Problem is fitted by a transcription")
+        if len(problem.trials) != 1:
+            raise OptionsError(f"KalmanML fits one record at a time, got {len(problem.trials)} trials "
+                               "(colloc batch fits many)")
+        t0 = time.perf_counter()
+        trial = on_one_grid(problem.trials[0], problem.outputs)
+        dt = float(np.median(np.diff(trial.time)))
+        lgm = problem.model_at(dt)
+        t_build = time.perf_counter() - t0
+        names = list(lgm.parameter_names)
+        y = np.column_stack([np.asarray(trial[c], dtype=float) for c in problem.outputs])
+        offsets = np.nanmean(y, axis=0) if problem.center else np.zeros(y.shape[1])
+        yc = y - offsets
+        start = {**problem.start, **problem.fixed, **{k: float(v) for k, v in (guess or {}).items()}}
+        # the start, then the problem's other starts (where the likelihood is known to have several
+        # optima); the lowest NLL among the fits that succeeded is the estimate
+        points = [start] + ([] if guess else [{**start, **extra} for extra in problem.starts])
+        fits = []
+        for point in points:
+            fits.append(kalman.maximum_likelihood(lgm, yc, [point[k] for k in names],
+                                                  bounds={k: problem.bounds.get(k, (None, None)) for k in names},
+                                                  fixed=problem.fixed or None, hessian=self.hessian,
+                                                  max_iter=self.max_iter, optimizer=self.optimizer,
+                                                  compiled=self.compiled, missing=bool(np.isnan(y).any())))
+        ranked = sorted(range(len(fits)), key=lambda i: (not fits[i].success, fits[i].nll))
+        fit, start = fits[ranked[0]], points[ranked[0]]
+        others = _other_optima(fit, [fits[i] for i in ranked[1:]], names)
+        theta = {k: float(v) for k, v in fit.parameters.items()}
+        t_post = time.perf_counter()
+        eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
+        # an eigenvalue at 0 is a pure integrator (an unused integral state), not an unstable loop
+        stable = bool(np.all(eig.real < 1e-9 * max(1.0, float(np.abs(eig).max()))))
+        pred, sd = kalman.one_step_predictions(lgm, yc, theta, missing=True)
+        pred = pred + offsets
+        measured = np.isfinite(y)
+        z = np.where(measured, (y - pred) / sd, np.nan)
+        if not fit.success:
+            status = "not_identifiable" if "not positive definite" in fit.message else "not_converged"
+        elif problem.stable and not stable:
+            status = "unstable"
+        else:
+            status = "Solve_Succeeded"
+        warnings = []
+        if problem.stable and not stable:
+            warnings.append({"code": "unstable", "message": "the identified model is unstable (largest real part "
+                             f"of its state matrix's eigenvalues {eig.real.max():.3g} 1/s)"})
+        offset_names = [f"{c}_offset" for c in problem.outputs] if problem.center else []
+        all_names = names + offset_names
+        se = {k: (float(v) if np.isfinite(v) else None) for k, v in fit.standard_errors.items()}
+        se.update({k: None for k in offset_names})
+        import pandas as pd
+
+        free = list(fit.covariance.index)
+        cov = pd.DataFrame(np.nan, index=all_names, columns=all_names)
+        cov.loc[free, free] = fit.covariance.to_numpy()
+        index = pd.Index(trial.time, name="time")
+        k_par = len(free)
+        whiteness = {}
+        for j, c in enumerate(problem.outputs):
+            finite = z[:, j][np.isfinite(z[:, j])]
+            if finite.size > 2 * LJUNG_BOX_LAGS:
+                q, p = ljung_box(finite, LJUNG_BOX_LAGS)
+                whiteness[c] = {"Q": q, "p": p, "lags": LJUNG_BOX_LAGS, "std": float(np.std(finite)),
+                                "lag1": float(np.corrcoef(finite[1:], finite[:-1])[0, 1])}
+        params = {**theta, **dict(zip(offset_names, map(float, offsets)))}
+        close = [o for o in others if o["nll"] - float(fit.nll) < AMBIGUOUS_NLL]
+        if close:
+            warnings.append({"code": "ambiguous_optimum", "parameters": sorted({k for o in close for k in o["apart"]}),
+                             "message": f"{len(close)} other optimum(s) of the likelihood within {AMBIGUOUS_NLL:g} of "
+                             "the best (" + "; ".join(f"NLL +{o['nll'] - float(fit.nll):.3g} at " + ", ".join(
+                                 f"{k} {o['parameters'][k]:.4g}" for k in o["apart"]) for o in close)
+                             + "): the record does not tell them apart; the standard errors describe one of them"})
+        if problem.checks:
+            warnings.extend(problem.checks(params))
+        label = f" ({problem.label})" if problem.label else ""
+        notes = list(problem.notes(params)) if problem.notes else []
+        notes.append(f"NLL {float(fit.nll):.6g} · AIC {2 * float(fit.nll) + 2 * k_par:.6g} ({k_par} free "
+                     f"parameters) · model {'stable' if stable else 'UNSTABLE'} (largest real eigenvalue "
+                     f"{eig.real.max():.3g} 1/s)")
+        for c, w in whiteness.items():
+            notes.append(f"innovations of {c}: SD {w['std']:.3g} (1 if the model holds), lag-1 autocorrelation "
+                         f"{w['lag1']:.3g}, Ljung–Box Q({w['lags']}) {w['Q']:.4g}, p {w['p']:.2g}"
+                         + (" (not white: the standard errors assume white innovations)" if w["p"] < 0.01 else ""))
+        t_end = time.perf_counter()
+        info = {"estimator": "Kalman maximum likelihood (prediction-error decomposition)",
+                "model": lgm.name, "nll": float(fit.nll), "aic": 2 * float(fit.nll) + 2 * k_par,
+                "num_parameters": k_par, "stable": stable, "max_real_eigenvalue": float(eig.real.max()),
+                "newton_decrement": fit.newton_decrement, "fisher_condition": fit.fisher_condition,
+                "active_bounds": list(fit.active_bounds), "innovations_whiteness": whiteness,
+                "innovations_std": float(np.nanstd(z)), "missing_samples": int(np.size(y) - measured.sum()),
+                "sample_step_s": dt, "starts": len(points), "other_optima": others, "standard_errors": "inverse observed Fisher information of the parameters "
+                "off their bounds; assumes white Gaussian innovations"}
+        if problem.extra_info:
+            info.update(problem.extra_info(params))
+        result = Result(
+            problem=problem.name, method=self.name, success=status == "Solve_Succeeded", status=status,
+            message=f"Kalman maximum likelihood{label}: {fit.message}", iterations=fit.iterations,
+            objective=float(fit.nll), parameters=params, standard_errors=se, covariance=cov,
+            trajectories={trial.name: pd.DataFrame({c: pred[:, j] for j, c in enumerate(problem.outputs)},
+                                                   index=index)},
+            measurements={trial.name: pd.DataFrame({c: y[:, j] for j, c in enumerate(problem.outputs)},
+                                                   index=index)},
+            residuals={trial.name: pd.DataFrame({c: y[:, j] - pred[:, j] for j, c in enumerate(problem.outputs)},
+                                                index=index)},
+            timings={"build_s": t_build, "solve_s": sum(f.time_s for f in fits), "prediction_s": t_end - t_post,
+                     "total_s": t_end - t0},
+            num_nodes=int(y.shape[0]), trials=[trial.name], versions=versions(),
+            units={k: problem.units[k] for k in [*all_names, *problem.outputs] if k in problem.units},
+            info=info, initial_parameters={k: float(start[k]) for k in names}, solver_status=fit.message,
+            descriptions={k: problem.descriptions[k] for k in all_names if k in problem.descriptions},
+            trajectory_label=f"one-step-ahead prediction (Kalman filter, {problem.label or lgm.name})", notes=notes)
+        innovations = {trial.name: pd.DataFrame({c: z[:, j] for j, c in enumerate(problem.outputs)}, index=index)}
+        physical = {k: (v, v) if isinstance(v, bool) else tuple(v) for k, v in problem.physical.items()}
+        return finalize(result, bounds={**fit.bounds, **{k: (-np.inf, np.inf) for k in offset_names}},
+                        physical=physical, fit={c: 1.0 for c in problem.outputs}, verdict_residuals=innovations,
+                        warnings=warnings, derived={k: "the record's mean (the sensor's origin)" for k in offset_names},
+                        verdict_note="the Kalman filter's one-step-ahead innovations divided by their predicted SD",
+                        no_simulation="a stochastic model: the trajectory shown is the Kalman filter's one-step-ahead "
+                                      "prediction, not a free simulation")
