@@ -64,6 +64,7 @@ _LAZY = {
     "Switch": "definition.hybrid",
     "TimeEvent": "definition.hybrid",
     "HybridModel": "definition.hybrid",
+    "HybridProblem": "definition.hybrid_problem",
     "simulate_hybrid": "simulation.hybrid",
     "HybridSimulation": "simulation.hybrid",
     "ContactPoint": "definition.contact",
@@ -207,6 +208,7 @@ __all__ = [
     # hybrid models (modes, guards, switches, time events) and their event-driven simulation
     "Guard",
     "HybridModel",
+    "HybridProblem",
     "HybridSimulation",
     "IntervalChain",
     "Mode",

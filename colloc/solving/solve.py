@@ -14,11 +14,12 @@ import numpy as np
 
 from ..base.engine import check_client
 from ..base.errors import OptionsError, SolveFailed
+from ..definition.hybrid_problem import HybridProblem
 from ..definition.problem import Problem
 from ..definition.stochastic import StochasticProblem
 from ..results.report import POOR_FIT_HINT, finalize, model_bounds
 from ..results.result import Result
-from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, default_method
+from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, Radau, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
 from .kalman_ml import KalmanML
@@ -49,7 +50,9 @@ def solve(
 
     Parameters
     ----------
-    problem : Problem
+    problem : Problem or HybridProblem
+        A :class:`~colloc.HybridProblem` is fitted phase by phase with free switching
+        times (:func:`colloc.solving.hybrid.solve_hybrid`; method ``Radau``, one start).
     method : AbstractMethod, optional
         A transcription (default ``Radau(degree=2)``; ``Radau()``, ``HermiteSimpson()``, ``Midpoint()``,
         ``BackwardEuler()``, ``Trapezoidal()``)
@@ -99,13 +102,16 @@ def solve(
     Result
     """
     t_call = time.perf_counter()
+    if isinstance(problem, HybridProblem):
+        return _solve_hybrid(problem, method, solver, guess, progress, throw, start, starts, client, verdict)
     if isinstance(problem, StochasticProblem):
         return _solve_stochastic(problem, method, guess, starts, throw, t_call)
     if isinstance(method, KalmanML):
         raise OptionsError("solve(): KalmanML estimates a colloc.StochasticProblem (a linear-Gaussian model); "
                            f"a colloc.Problem is fitted by a transcription, got {type(problem).__name__}")
     if not isinstance(problem, Problem):
-        raise OptionsError(f"solve() needs a colloc.Problem or colloc.StochasticProblem, got {type(problem).__name__}")
+        raise OptionsError("solve() needs a colloc.Problem, colloc.HybridProblem or colloc.StochasticProblem, got "
+                           f"{type(problem).__name__}")
     method = default_method() if method is None else method
     if not isinstance(method, AbstractMethod):
         raise OptionsError(
@@ -168,6 +174,30 @@ def solve(
     # ``total_s`` is the whole call: start, build, solve(s), covariance, simulation, verdict
     result.timings["start_s"] = start_s
     result.timings["total_s"] = time.perf_counter() - t_call
+    if throw and not result.success:
+        raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
+    return result
+
+
+def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw, start, starts, client,
+                  verdict) -> Result:
+    """``solve`` of a hybrid problem: the arguments it takes checked, then
+    :func:`colloc.solving.hybrid.solve_hybrid`."""
+    from .hybrid import solve_hybrid
+
+    method = Radau() if method is None else method
+    solver = Ipopt() if solver is None else solver
+    if not isinstance(solver, Ipopt):
+        raise OptionsError(f"solve(solver=...): expected colloc.Ipopt, got {type(solver).__name__}")
+    if solver.hessian == "gauss-newton":
+        raise OptionsError("solve(HybridProblem, solver=Ipopt(hessian='gauss-newton')): the hybrid fit uses the exact "
+                           "Hessian or 'limited-memory'")
+    if starts != 1 or client is not None:
+        raise OptionsError(f"solve(HybridProblem, starts={starts!r}): a hybrid problem is fitted from one start "
+                           "(its guess); pass starts=1")
+    if start not in (None, "guess"):
+        raise OptionsError(f"solve(HybridProblem, start={start!r}): a hybrid problem starts from its guess")
+    result = solve_hybrid(problem, method, solver=solver, guess=guess, progress=progress, verdict=verdict)
     if throw and not result.success:
         raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
     return result

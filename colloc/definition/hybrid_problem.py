@@ -1,0 +1,196 @@
+"""A hybrid identification problem: a :class:`~colloc.HybridModel`, measured trials, and what
+is known of the sequence of modes.
+
+Still grid-free (like :class:`~colloc.Problem`): it says *what* is fitted — the parameters,
+the free initial state of every trial, the switching times between its phases — and the
+collocation path (:func:`colloc.solving.hybrid.solve_hybrid`, reached through
+``co.solve(problem, co.Radau())``) says *how*.
+
+A record of a hybrid model is an ordered sequence of phases, one mode each; between two
+phases one guard of the model fires: its function is zero at the switching time, and its
+reset (jump) map takes the state across.  The sequence is given (``sequence``) or detected
+from an event-driven simulation (:func:`colloc.simulate_hybrid`) at the start guess; the
+switching times are unknowns bounded by the record (or fixed at ``switch_times``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..base.errors import ModelError, ProblemError
+from .hybrid import Guard, HybridModel
+from .trial import Trial
+
+__all__ = ["HybridProblem"]
+
+
+class HybridProblem:
+    """Identify the parameters of a hybrid model from measured trials.
+
+    Parameters
+    ----------
+    model : HybridModel
+        Modes, guards (with their reset maps) and switches; its ``parameters`` are identified.
+        Its functions must accept CasADi symbols as well as numbers: the state ``x`` comes as
+        a NumPy object array (index it, ``x[0]``, or unpack it), the parameters ``p`` as a
+        dict; use ``abs``, ``+``, ``*``, ``**`` and NumPy's ufuncs (``np.sin``), not ``math``.
+    trials : Trial or sequence of Trial
+        Measured records sharing the parameters; each has its own initial state, phases and
+        switching times.
+    guess : mapping of str to float
+        The start value of every parameter of the model.
+    bounds : mapping of str to (float, float), optional
+        Bounds of parameters (default unbounded), taken as limits of the model (an estimate
+        on one is reported, not failed).
+    fit : mapping of str to float, optional
+        Fit weight ``1/σ²`` of each fitted state (default 1 on every state a trial holds).
+    initial_state : mapping of str to float, optional
+        Start values of the initial state (free unknowns of every trial); a state measured in
+        a trial starts at its first sample, others at 0 unless given here.
+    sequence : sequence of str, or a sequence of them (one per trial), optional
+        The modes of the phases in order.  Default: the modes an event-driven simulation
+        at the start guess goes through.
+    switch_times : sequence of float, or a sequence of them (one per trial), optional
+        Start values of the switching times (``len(sequence) − 1`` per trial).  Default:
+        the simulation's event times.
+    fixed_switches : bool
+        Hold the switching times at ``switch_times`` (known events) instead of fitting them.
+    samples_per_interval : float
+        Collocation intervals per phase: the samples in it divided by this (at least 2).
+    name : str, optional
+        Name used in results (default: the model's name).
+    """
+
+    def __init__(self, model: HybridModel, trials: Trial | Sequence[Trial], *, guess: Mapping[str, float],
+                 bounds: Mapping[str, tuple[float, float]] | None = None, fit: Mapping[str, float] | None = None,
+                 initial_state: Mapping[str, float] | None = None, sequence=None, switch_times=None,
+                 fixed_switches: bool = False, samples_per_interval: float = 5.0, name: str | None = None):
+        if not isinstance(model, HybridModel):
+            raise ProblemError(f"HybridProblem(model=...): expected a colloc.HybridModel, got {type(model).__name__}")
+        self.model = model
+        self.name = name or model.name
+        self.trials = [trials] if isinstance(trials, Trial) else list(trials)
+        if not self.trials or not all(isinstance(t, Trial) for t in self.trials):
+            raise ProblemError("HybridProblem(trials=...): expected a colloc.Trial or a non-empty sequence of them")
+        names = [t.name for t in self.trials]
+        if len(set(names)) != len(names):
+            raise ProblemError(f"HybridProblem: trial names must differ, got {names} (use Trial.renamed)")
+        self.states = list(model.states)
+        self.parameters = list(model.parameters)
+        if not self.parameters:
+            raise ProblemError(f"HybridProblem: model {model.name!r} declares no parameters to identify")
+        if model.time_events or any(m.duration is not None for m in model.modes):
+            raise ModelError(f"HybridProblem: model {model.name!r} has time events or timed modes; the hybrid fit "
+                             "handles state events (guards and switches) only")
+        self.guess = self._parameter_map(guess, "guess", required=True)
+        self.bounds = {p: (-math.inf, math.inf) for p in self.parameters}
+        for p, b in (bounds or {}).items():
+            self.check_parameter(p, "bounds")
+            lo, hi = map(float, b)
+            if not lo < hi:
+                raise ProblemError(f"HybridProblem(bounds=...): {p}: lower {lo} must be below upper {hi}")
+            if not lo <= self.guess[p] <= hi:
+                raise ProblemError(f"HybridProblem: the guess of {p} ({self.guess[p]}) is outside its bounds "
+                                   f"({lo}, {hi})")
+            self.bounds[p] = (lo, hi)
+        if fit is None:
+            fit = {s: 1.0 for s in self.states if any(s in t for t in self.trials)}
+        for s, w in fit.items():
+            if s not in self.states:
+                raise ProblemError(f"HybridProblem(fit=...): {s!r} is not a state of {model.name!r} "
+                                   f"(states: {', '.join(self.states)})")
+            if not (np.isfinite(w) and w > 0):
+                raise ProblemError(f"HybridProblem(fit=...): the weight of {s!r} must be finite and > 0, got {w}")
+        self.fit = {s: float(w) for s, w in fit.items()}
+        for t in self.trials:
+            if not any(s in t for s in self.fit):
+                raise ProblemError(f"HybridProblem: trial {t.name!r} holds none of the fitted states "
+                                   f"({', '.join(self.fit)}); it has {', '.join(t.signals)}")
+        for s in initial_state or {}:
+            if s not in self.states:
+                raise ProblemError(f"HybridProblem(initial_state=...): {s!r} is not a state of {model.name!r}")
+        self.initial_state = {s: float(v) for s, v in (initial_state or {}).items()}
+        self.sequences = self._per_trial(sequence, "sequence")
+        for seq in self.sequences:
+            if seq is not None:
+                if not seq:
+                    raise ProblemError("HybridProblem(sequence=...): a sequence needs at least one mode")
+                for m in seq:
+                    model.mode(m)
+        self.switch_guesses = self._per_trial(switch_times, "switch_times")
+        for k, (seq, sw) in enumerate(zip(self.sequences, self.switch_guesses)):
+            if sw is None:
+                continue
+            if seq is None:
+                raise ProblemError("HybridProblem(switch_times=...): give the sequence of modes with them")
+            if len(sw) != len(seq) - 1:
+                raise ProblemError(f"HybridProblem: trial {self.trials[k].name!r} has {len(seq)} phases, so "
+                                   f"{len(seq) - 1} switching times, got {len(sw)}")
+            t = self.trials[k].time
+            if np.any(np.diff(sw) <= 0) or (len(sw) and not t[0] < sw[0] <= sw[-1] < t[-1]):
+                raise ProblemError(f"HybridProblem(switch_times=...): trial {self.trials[k].name!r}: the times must "
+                                   f"increase strictly inside the record ({t[0]}, {t[-1]})")
+        if fixed_switches and any(sw is None for sw in self.switch_guesses):
+            raise ProblemError("HybridProblem(fixed_switches=True) needs the sequence and switch_times of every trial")
+        self.fixed_switches = bool(fixed_switches)
+        if not samples_per_interval > 0:
+            raise ProblemError(f"HybridProblem(samples_per_interval={samples_per_interval!r}): must be > 0")
+        self.samples_per_interval = float(samples_per_interval)
+
+    def check_parameter(self, name: str, what: str) -> None:
+        """Refuse a name that is not a parameter of the model (``what``: the argument it came in)."""
+        if name not in self.parameters:
+            raise ProblemError(f"HybridProblem({what}=...): {name!r} is not a parameter of {self.model.name!r} "
+                               f"(parameters: {', '.join(self.parameters)})")
+
+    def _parameter_map(self, values, what: str, required: bool) -> dict[str, float]:
+        values = dict(values or {})
+        for k in values:
+            self.check_parameter(k, what)
+        missing = [p for p in self.parameters if p not in values]
+        if required and missing:
+            raise ProblemError(f"HybridProblem({what}=...): missing {', '.join(missing)}")
+        return {k: float(v) for k, v in values.items()}
+
+    def _per_trial(self, value, what: str) -> list:
+        n = len(self.trials)
+        if value is None:
+            return [None] * n
+        value = list(value)
+        nested = bool(value) and all(isinstance(v, list | tuple | np.ndarray) for v in value)
+        if not nested:
+            return [list(value) for _ in range(n)]
+        if len(value) != n:
+            raise ProblemError(f"HybridProblem({what}=...): one per trial expected ({n}), got {len(value)}")
+        return [list(v) for v in value]
+
+    def transition(self, before: str, after: str) -> Guard:
+        """The guard that takes mode ``before`` to mode ``after`` (a guard watched in ``before``
+        whose target is ``after``; a guard without a target keeps the mode)."""
+        found = []
+        for g in self.model.all_guards():
+            if not g.watches(before):
+                continue
+            target = before if g.target is None else (g.target(before) if callable(g.target) else g.target)
+            if target == after:
+                found.append(g)
+        if len(found) != 1:
+            what = "no guard" if not found else f"{len(found)} guards ({', '.join(g.name for g in found)})"
+            raise ModelError(f"hybrid model {self.model.name!r}: {what} from mode {before!r} to mode {after!r}; "
+                             "the sequence needs exactly one")
+        return found[0]
+
+    def state_guess(self, trial: Trial) -> np.ndarray:
+        """Start values of a trial's initial state."""
+        out = []
+        for s in self.states:
+            if s in self.initial_state:
+                out.append(self.initial_state[s])
+            elif s in trial and np.isfinite(trial[s][0]):
+                out.append(float(trial[s][0]))
+            else:
+                out.append(0.0)
+        return np.array(out)

@@ -1,0 +1,330 @@
+"""Fit a :class:`~colloc.HybridProblem`: ``co.solve(problem, co.Radau())`` comes here.
+
+1. **Phases.** The sequence of modes of each trial and the start values of its switching
+   times are given, or read from an event-driven simulation (:func:`colloc.simulate_hybrid`)
+   at the start guess from the start initial state; each phase gets collocation intervals
+   in proportion to the samples it holds.
+2. **Solve.** The NLP of :class:`colloc.transcription.hybrid_fit.HybridNLP` (the switching
+   times free, the guards zero at them, the reset maps between phases) is solved by IPOPT;
+   since the samples a phase holds depend on the switching times, they are re-assigned at
+   the solution and the NLP solved again from it until no sample changes phase (at most
+   :data:`MAX_ROUNDS` solves; a sample that moves to a neighbouring interval of its phase
+   is read by the same polynomial extended, which the next solve would only re-label).
+3. **Result**, like every other estimator's: the Gauss–Newton covariance of the parameters
+   (:func:`colloc.inference.covariance.parameter_covariance`, the switching times and
+   initial states among the eliminated unknowns), a simulation check by the event-driven
+   simulator at the estimate (another code path than the fit), then
+   :func:`colloc.finalize` (verdict, warnings, intervals).  The phases, switching times and
+   their standard errors are in ``result.info["phases"]``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time as _time
+from collections.abc import Callable, Mapping
+
+import casadi as ca
+import numpy as np
+
+from ..base.errors import OptionsError, SolveFailed
+from ..base.versions import versions
+from ..definition.hybrid_problem import HybridProblem
+from ..inference.covariance import parameter_covariance
+from ..results.report import finalize
+from ..results.result import Result
+from ..simulation.hybrid import simulate_hybrid
+from ..transcription.hybrid_fit import HybridNLP, TrialLayout, assign
+from ..transcription.methods import Radau
+from .collocation import worst_violations
+from .ipopt import Ipopt, IterationInfo, progress_callback
+
+__all__ = ["MAX_ROUNDS", "solve_hybrid"]
+
+#: IPOPT's acceptable level (its options) unless the solver's ``extra`` sets them.
+ACCEPTABLE = {"acceptable_tol": 1e-4, "acceptable_iter": 5}
+
+#: Solves of one fit at most (each after re-assigning the samples to the phases).
+MAX_ROUNDS = 10
+
+
+def _simulate(problem: HybridProblem, trial, x0, p):
+    """The event-driven simulation of a trial (None with the reason when it fails)."""
+    try:
+        # one event per sample at most: more cannot be told apart by the data (and a
+        # Zeno trajectory, a ball bouncing ever faster, would never end)
+        return simulate_hybrid(problem.model, x0, (trial.time[0], trial.time[-1]), p,
+                               max_events=max(10, trial.num_samples)), ""
+    except (SolveFailed, ValueError, ArithmeticError) as exc:
+        return None, str(exc)
+
+
+def _boundaries(sim) -> tuple[list, list]:
+    """The modes and switching times of a simulation: one boundary per group of state events
+    at one time (the mode after the group)."""
+    modes, times = [sim.modes[0] if sim.modes else None], []
+    for e in sim.events:
+        if times and abs(e.time - times[-1]) <= 1e-12 * max(1.0, abs(e.time)):
+            modes[-1] = e.after
+            continue
+        times.append(e.time)
+        modes.append(e.after)
+    return modes, times
+
+
+def _layout(problem: HybridProblem, k: int, p0: dict, x0: np.ndarray) -> tuple[TrialLayout, object, dict]:
+    trial = problem.trials[k]
+    time = trial.time
+    dt = float(np.median(np.diff(time)))
+    sim, why = _simulate(problem, trial, x0, p0)
+    seq, sw = problem.sequences[k], problem.switch_guesses[k]
+    source = "given"
+    if seq is None:
+        if sim is None:
+            raise SolveFailed(f"hybrid fit of '{problem.name}': the simulation at the start guess failed ({why}); "
+                              "give the sequence of modes and the switch_times", None)
+        modes, times = _boundaries(sim)
+        modes[0] = modes[0] or problem.model.initial_mode
+        # boundaries within a tenth of a step of the record's ends hold no sample
+        keep = [i for i, t in enumerate(times) if time[0] + 0.1 * dt < t < time[-1] - 0.1 * dt]
+        seq = [modes[0]] + [modes[i + 1] for i in keep]
+        sw = [times[i] for i in keep]
+        source = "simulation at the start guess"
+    elif sw is None:
+        modes, times = _boundaries(sim) if sim is not None else ([None], [])
+        modes[0] = modes[0] or problem.model.initial_mode
+        # the simulation's times as far as its modes agree with the sequence, the rest evenly
+        # spread over what is left of the record
+        agree = 0
+        while agree < min(len(seq), len(modes)) - 1 and modes[agree + 1] == seq[agree + 1] and modes[0] == seq[0]:
+            agree += 1
+        known = [t for t in times[:agree] if time[0] < t < time[-1]]
+        after = known[-1] if known else time[0]
+        sw = known + list(np.linspace(after, time[-1], len(seq) - len(known) + 1)[1:-1])
+        source = ("simulation at the start guess" if len(known) == len(seq) - 1 else
+                  f"simulation at the start guess for the first {len(known)}, the others evenly spread")
+    guards = [problem.transition(a, b) for a, b in itertools.pairwise(seq)]
+    sw = np.asarray(sw, dtype=float)
+    return TrialLayout(list(seq), guards, sw, _intervals(problem, time, sw), dt), sim, {"switch_times_start": source}
+
+
+def _coarse(intervals: list, target: list) -> bool:
+    """Whether a phase has fewer than 80 % of the intervals its samples ask for."""
+    return any(n < 0.8 * m for n, m in zip(intervals, target))
+
+
+def _intervals(problem: HybridProblem, time: np.ndarray, switches: np.ndarray) -> list:
+    """Collocation intervals of each phase: its samples over ``samples_per_interval``, at least 2."""
+    bounds = np.concatenate([[time[0]], switches, [time[-1]]])
+    counts = [int(np.sum((time >= a) & (time < b))) for a, b in itertools.pairwise(bounds)]
+    return [max(2, math.ceil(c / problem.samples_per_interval)) for c in counts]
+
+
+def _state_guess(problem: HybridProblem, trial, sim, x0: np.ndarray) -> Callable:
+    """``t → state``: the measured states interpolated from the data, the others from the
+    simulation at the start guess (or their start values)."""
+    meas = {j: (trial.time[np.isfinite(trial[s])], trial[s][np.isfinite(trial[s])])
+            for j, s in enumerate(problem.states) if s in trial}
+
+    def guess(t: float) -> np.ndarray:
+        x = sim.state([t])[0] if sim is not None else np.array(x0, dtype=float)
+        for j, (tt, yy) in meas.items():
+            x[j] = np.interp(t, tt, yy)
+        return x
+
+    return guess
+
+
+def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess: Mapping[str, float] | None = None,
+                 progress: Callable[[IterationInfo], None] | None = None, verdict: bool = True) -> Result:
+    """Fit ``problem`` by multi-phase Radau collocation of degree ``method.degree`` (see the
+    module docstring); the result is judged by :func:`colloc.finalize`."""
+    import pandas as pd
+
+    t_call = _time.perf_counter()
+    if not isinstance(method, Radau):
+        raise OptionsError(f"solve(HybridProblem, method={method!r}): a hybrid problem is collocated phase by "
+                           "phase on Radau points; pass colloc.Radau(degree=...)")
+    p0 = dict(problem.guess)
+    for k, v in (guess or {}).items():
+        problem.check_parameter(k, "guess")
+        p0[k] = float(v)
+    x0s = [problem.state_guess(t) for t in problem.trials]
+    layouts, guesses, info_trials = [], [], {}
+    for k, trial in enumerate(problem.trials):
+        lay, sim, note = _layout(problem, k, p0, x0s[k])
+        layouts.append(lay)
+        guesses.append(_state_guess(problem, trial, sim, x0s[k]))
+        info_trials[trial.name] = note
+    w_start, round_log, remeshed = None, [], False
+    rounds, stats, x, build_s, solve_s = 0, {}, None, 0.0, 0.0
+    t0 = _time.perf_counter()
+    nlp = HybridNLP(problem, layouts, p0, x0s, guesses, method.degree)
+    for rounds in range(1, MAX_ROUNDS + 1):
+        if rounds > 1 and w_start is not None:
+            t0 = _time.perf_counter()
+            nlp.read_samples()
+        nobs = max(nlp.num_observations, 1)
+        opts = solver.nlpsol_options()
+        # the optimum of a record with many switching times is often found to a dual
+        # infeasibility of ~1e-5 only (its objective flat to the last digit while the line
+        # search backtracks for hundreds of iterations): accept it then, unless the caller
+        # said otherwise
+        for key, value in ACCEPTABLE.items():
+            opts.setdefault(f"ipopt.{key}", value)
+        if progress is not None:
+            opts["iteration_callback"] = progress_callback(nlp.w.shape[0], nlp.g.shape[0], 0, nlp.lbg, nlp.ubg,
+                                                            1.0 / nobs, progress, t0)
+        nlpsol = ca.nlpsol("hybrid", "ipopt", {"x": nlp.w, "f": 0.5 * ca.sumsqr(nlp.res) / nobs, "g": nlp.g}, opts)
+        build_s += _time.perf_counter() - t0
+        start = nlp.w0 if w_start is None else w_start
+        t1 = _time.perf_counter()
+        sol = nlpsol(x0=np.clip(start, nlp.lbw, nlp.ubw), lbx=nlp.lbw, ubx=nlp.ubw, lbg=nlp.lbg, ubg=nlp.ubg)
+        solve_s += _time.perf_counter() - t1
+        stats = nlpsol.stats()
+        round_log.append({"status": str(stats.get("return_status")), "iterations": int(stats.get("iter_count", 0)),
+                          "solve_s": _time.perf_counter() - t1})
+        x = np.array(sol["x"]).ravel()
+        # the samples re-assigned at the solution's switching times; a switching time that
+        # moved by more than half a step leaves the samples it crossed out of the next
+        # solve (read in the wrong phase they would hold it back), until it settles
+        changed = False
+        for k, (trial, lay) in enumerate(zip(problem.trials, layouts)):
+            new = np.asarray(x[nlp.tau_index[k]] if len(nlp.tau_index[k]) else lay.switches, dtype=float)
+            old = assign(lay, trial.time)
+            moved = np.abs(new - lay.switches)
+            lay.switches = new
+            lay.bands = np.where(moved > 0.5 * lay.dt, moved, 0.0)
+            changed |= not np.array_equal(old[0], assign(lay, trial.time)[0]) or bool(np.any(lay.bands > 0))
+        if not stats.get("success", False) or rounds == MAX_ROUNDS:
+            break
+        if not changed:
+            # settled; but a phase that grew from a short start may have too few intervals for
+            # its samples (fewer than 80 %): once, lay the mesh out again at the estimate and
+            # solve on it
+            if remeshed or not any(_coarse(lay.intervals, _intervals(problem, t.time, lay.switches))
+                                   for t, lay in zip(problem.trials, layouts)):
+                break
+            remeshed = True
+            t0 = _time.perf_counter()
+            p0 = nlp.parameters(x)
+            x0s = [x[i] for i in nlp.x0_index]
+            guesses = []
+            for trial, lay, x0 in zip(problem.trials, layouts, x0s):
+                lay.intervals = _intervals(problem, trial.time, lay.switches)
+                guesses.append(_state_guess(problem, trial, _simulate(problem, trial, x0, p0)[0], x0))
+            nlp = HybridNLP(problem, layouts, p0, x0s, guesses, method.degree)
+            w_start = None
+            continue
+        w_start = x  # the same unknowns (the phases keep their intervals): start from the solution
+    for lay in layouts:  # what the result reports: every sample
+        lay.bands = None
+    nlp.read_samples()
+    success = bool(stats.get("success", False))
+    status = str(stats.get("return_status", "unknown"))
+    settled = not changed
+    if success and not settled:
+        # the last solve read some samples in phases they are no longer in
+        success, status = False, "switching_times_not_settled"
+    fn = nlp.functions()
+    res = np.array(fn["res"](x)).ravel()
+    violations = [] if success else worst_violations(np.array(fn["g"](x)).ravel(), nlp.lbg, nlp.ubg,
+                                                     lambda i: f"{nlp.kinds[i]} (row {i})", tol=1e-6)
+    params = nlp.parameters(x)
+    names = problem.parameters
+    info: dict = {"rounds": rounds, "round_log": round_log, "settled": settled, "remeshed": remeshed, "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
+                  "num_observations": nlp.num_observations}
+    se = cov = None
+    t2 = _time.perf_counter()
+    tau_se: dict = {}
+    if solver.standard_errors:
+        jr, jg = fn["jac_res"](x), fn["jac_g"](x)
+        eq = nlp.lbg == nlp.ubg
+        # the parameters and, to report them, the switching times: both kept, the rest eliminated
+        keep = np.concatenate([nlp.p_index, *nlp.tau_index]).astype(int)
+        scale = np.concatenate([nlp.scale, np.ones(len(keep) - len(names))])
+        c = parameter_covariance(jr, res, jg, eq, keep, scale, nlp.num_observations, res,
+                                 absolute_sigma=solver.absolute_sigma)
+        info["covariance_message"] = c.message
+        errors = c.standard_errors
+        se = dict(zip(names, errors[:len(names)].tolist()))
+        cov = pd.DataFrame(c.matrix[:len(names), :len(names)], index=names, columns=names)
+        pos = len(names)
+        for k, trial in enumerate(problem.trials):
+            m = len(nlp.tau_index[k])
+            tau_se[trial.name] = errors[pos:pos + m].tolist()
+            pos += m
+    covariance_s = _time.perf_counter() - t2
+    trajectories, measurements, residuals, simulation, phases = {}, {}, {}, {}, {}
+    t3 = _time.perf_counter()
+    for k, (trial, lay) in enumerate(zip(problem.trials, layouts)):
+        states = np.array(fn["states"][k](x))
+        time = trial.time
+        trajectories[trial.name] = pd.DataFrame(states.T, index=pd.Index(time, name="time"), columns=problem.states)
+        fitted = [s for s in problem.fit if s in trial]
+        measurements[trial.name] = pd.DataFrame({s: trial[s] for s in fitted}, index=pd.Index(time, name="time"))
+        residuals[trial.name] = pd.DataFrame({s: states[problem.states.index(s)] - trial[s] for s in fitted},
+                                             index=pd.Index(time, name="time"))
+        x0 = x[nlp.x0_index[k]]
+        ends = np.concatenate([[time[0]], lay.switches, [time[-1]]])
+        phases[trial.name] = {"modes": list(lay.sequence), "switch_times": lay.switches.tolist(),
+                              "switch_standard_errors": tau_se.get(trial.name, []),
+                              "guards": [g.name for g in lay.guards], "initial_state": x0.tolist(),
+                              "durations": np.diff(ends).tolist(), **info_trials[trial.name]}
+        simulation[trial.name] = _simulation_check(problem, trial, x0, params, fitted, lay)
+    simulation_s = _time.perf_counter() - t3
+    info["phases"] = phases
+    info["objective_history"] = [float(v) * max(nlp.num_observations, 1)
+                                 for v in stats.get("iterations", {}).get("obj", [])]
+    if success:
+        message = "IPOPT converged to a local optimum within tolerance."
+    elif status == "switching_times_not_settled":
+        message = (f"the switching times still moved across samples after {rounds} solves: give switch_times "
+                   "closer to the data's events or better guesses.")
+    else:
+        message = (f"IPOPT stopped with {status}: try other guesses, switch_times read from the data, or check "
+                   "that the model and the sequence of modes can produce the data.")
+    result = Result(
+        problem=problem.name, method=f"hybrid-{method.name}", success=success, status=status, message=message,
+        iterations=int(stats.get("iter_count", 0)), objective=0.5 * float(res @ res), parameters=params,
+        standard_errors=se, covariance=cov, trajectories=trajectories, measurements=measurements,
+        residuals=residuals,
+        timings={"build_s": build_s, "solve_s": solve_s, "covariance_s": covariance_s,
+                 "simulation_s": simulation_s},
+        num_nodes=int(sum(sum(lay.intervals) * method.degree + 1 for lay in layouts)),
+        trials=[t.name for t in problem.trials], versions=versions(), simulation=simulation, info=info,
+        violations=violations,
+        initial_parameters=dict(p0), solver_status=status)
+    other = [name for name, check in simulation.items() if check.get("status") == "ok" and not check["same_modes"]]
+    found = [{"code": "simulation_modes", "trials": other,
+              "message": "the event-driven simulation at the estimate goes through other phases than the fit in "
+                         + "; ".join(f"{n} ({simulation[n]['message']})" for n in other)}] if other else []
+    finalize(result, bounds=problem.bounds, physical={n: True for n in names},
+             scales={n: abs(v) if v else 1.0 for n, v in problem.guess.items()}, fit=problem.fit, verdict=verdict,
+             warnings=found)
+    result.timings["total_s"] = _time.perf_counter() - t_call
+    return result
+
+
+def _simulation_check(problem: HybridProblem, trial, x0, params: dict, fitted: list, lay: TrialLayout) -> dict:
+    """The event-driven simulation from the estimated initial state at the estimate: NRMSE of
+    each fitted state against its samples, and the modes it went through against the fit's."""
+    sim, why = _simulate(problem, trial, x0, params)
+    if sim is None:
+        return {"status": "failed", "message": why, "nrmse": {}}
+    xs = sim.state(trial.time)
+    nrmse = {}
+    for s in fitted:
+        m = np.isfinite(trial[s])
+        span = float(np.ptp(trial[s][m]))
+        rms = float(np.sqrt(np.mean((xs[m, problem.states.index(s)] - trial[s][m]) ** 2)))
+        nrmse[s] = rms / span if span > 0 else math.nan
+    modes, times = _boundaries(sim)
+    modes[0] = modes[0] or problem.model.initial_mode
+    same = modes == list(lay.sequence)
+    message = ("the simulation goes through the fitted modes" if same else
+               f"the simulation goes through {len(modes)} phases ({', '.join(modes[:8])}"
+               f"{', …' if len(modes) > 8 else ''}), the fit {len(lay.sequence)}")
+    return {"status": "ok", "message": message, "nrmse": nrmse, "modes": modes, "switch_times": list(times),
+            "same_modes": bool(same)}
