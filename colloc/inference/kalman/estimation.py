@@ -208,12 +208,7 @@ def _fit_ipopt(model, data, theta, free, fixed_mask, sc, lb, ub, s, hessian, tol
 
 def _gradient_function(model, N: int, s: int, compile_gradient: bool):
     """``(theta, Y, W) -> (nll, gradient)``, compiled to C when asked (cached on disk)."""
-    gradient = model._derivative("gradient", N, s)
-    if compile_gradient:
-        from ...base.compiler import compiled
-
-        gradient = compiled(gradient)
-    return gradient
+    return model._compiled_gradient(N, s) if compile_gradient else model._derivative("gradient", N, s)
 
 
 def _hessian_by_differences(gradient, theta, data, steps):
@@ -294,9 +289,11 @@ def _steps(theta, free_idx, sc) -> dict:
     return {int(i): 4e-3 * (abs(theta[i]) if theta[i] != 0 else sc[i]) for i in free_idx}
 
 
-def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient):
+def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient, last_hessian=None):
     """L-BFGS-B with the exact gradient, then projected Newton steps with the difference
-    Hessian; returns ``(theta, iterations, status, success)``."""
+    Hessian; returns ``(theta, iterations, status, success)``.  ``last_hessian`` (a dict, if
+    given) receives the last difference Hessian: ``theta``, ``squarings`` and ``value``
+    (``(nll, gradient, Hessian)``), so that the caller need not recompute it at the estimate."""
     from scipy.optimize import minimize
 
     gradient = _gradient_function(model, data[0].shape[1], s, compile_gradient)
@@ -326,6 +323,12 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
             return 1e300, np.zeros_like(z)
         return f, np.array(g).ravel()[free_idx] * chain(z)
 
+    def hessian(th):
+        value = _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc))
+        if last_hessian is not None:
+            last_hessian.update(theta=th.copy(), squarings=s, value=value)
+        return value
+
     z = np.where(logs, np.log(np.where(logs, theta[free_idx], 1.0)), theta[free_idx] / zs)
     iterations, status, success = 0, "", False
     for _round in range(4):  # L-BFGS-B, then Newton; a saddle point sends it back to L-BFGS-B
@@ -338,9 +341,7 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
         # an "ABNORMAL" line-search stop happens at the limits of precision near an optimum:
         # the Newton steps and the caller's Newton decrement decide
         success = bool(res.success) or "ABNORMAL" in str(res.message)
-        z, steps, saddle = _newton_polish(
-            lambda th: _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc)),
-            at, fun, z, free_idx, chain, logs, lo, hi)
+        z, steps, saddle = _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi)
         iterations += steps
         if steps:
             status += f"; {steps} Newton step(s)"
@@ -461,6 +462,7 @@ def maximum_likelihood(
                                "covariance is not positive definite; is a noise variance zero?)")
 
     s = model.squarings(theta) + 1
+    last_hessian: dict = {}
     iterations = 0
     status = ""
     success = False
@@ -469,7 +471,8 @@ def maximum_likelihood(
             theta, its, status, success = _fit_ipopt(model, data, theta, free, fixed_mask, sc, lb, ub, s, hessian,
                                                      tol, max_iter, print_level)
         else:
-            theta, its, status, success = _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compiled)
+            theta, its, status, success = _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compiled,
+                                                      last_hessian)
         iterations += its
         needed = model.squarings(theta)
         if needed <= s:
@@ -480,8 +483,12 @@ def maximum_likelihood(
         status += "; the matrix exponential kept needing more squarings"
 
     if optimizer == "lbfgsb":
-        gradient = _gradient_function(model, Y.shape[1], max(s, model.squarings(theta)), compiled)
-        nll, grad, H = _hessian_by_differences(gradient, theta, data, _steps(theta, free_idx, sc))
+        s = max(s, model.squarings(theta))
+        if (last_hessian.get("squarings") == s and np.array_equal(last_hessian["theta"], theta)):
+            nll, grad, H = last_hessian["value"]  # the Newton steps' last Hessian is at the estimate
+        else:
+            gradient = _gradient_function(model, Y.shape[1], s, compiled)
+            nll, grad, H = _hessian_by_differences(gradient, theta, data, _steps(theta, free_idx, sc))
     else:
         nll, grad, H = negative_log_likelihood(model, Y.T, theta, hessian=True, missing=missing)
     free_names = [names[i] for i in free]
