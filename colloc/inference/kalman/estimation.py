@@ -513,12 +513,15 @@ def maximum_likelihood(
     fixed_mask = np.ones(len(names), bool)
     fixed_mask[free_idx] = False
 
-    f0 = negative_log_likelihood(model, Y.T, theta, missing=missing)
+    s = model.squarings(theta) + 1
+    if optimizer == "lbfgsb" and compiled:  # the compiled gradient the fit starts with, not the VM's NLL
+        f0 = float(_gradient_function(model, Y.shape[1], s, compiled)(theta, *data)[0])
+    else:
+        f0 = negative_log_likelihood(model, Y.T, theta, missing=missing)
     if not math.isfinite(f0):
         raise CollocInputError("maximum_likelihood: the NLL is not finite at theta0 (an innovation "
                                "covariance is not positive definite; is a noise variance zero?)")
 
-    s = model.squarings(theta) + 1
     last_hessian: dict = {}
     iterations = 0
     status = ""
