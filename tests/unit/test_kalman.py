@@ -276,6 +276,10 @@ def test_ml_through_gaps_recovers_the_gains_at_100_hz_from_a_poor_guess(cip):
         assert fit.standard_errors[k] >= 0.98 * full.standard_errors[k], k
     with pytest.raises(DataError, match="non-finite"):
         maximum_likelihood(cip, gapped, poor, **kw)
+    # a zero noise: the start is refused by the compiled gradient's NLL as by the VM's
+    unbounded_sigma = {**kw, "bounds": {k: v for k, v in kw["bounds"].items() if k != "sigma"}}
+    with pytest.raises(ValueError, match="not finite at theta0"):
+        maximum_likelihood(cip, y, [*poor[:3], 0.0], **unbounded_sigma)
 
 
 def test_missing_values_still_refuse_infinities_and_empty_records(cip):

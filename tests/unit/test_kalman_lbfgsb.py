@@ -22,8 +22,11 @@ def record():
     return trial["cop"] - 0.0
 
 
-@pytest.mark.parametrize("controller, tolerance", [("PID", 1e-7), ("PID-delay", 1e-3)])
-def test_difference_hessian_matches_the_ad_hessian(record, controller, tolerance):
+# the gradient of the delay τ carries rounding noise (the Padé states): two exact reverse sweeps
+# of the same filter that sum in different orders (the compiled gradient's flat sweep, and CasADi's
+# nested one inside the AD Hessian) differ there by ~1e-5 of that entry, 1e-10 of the largest
+@pytest.mark.parametrize("controller, tolerance, gradient_atol", [("PID", 1e-7, 1e-12), ("PID-delay", 1e-3, 1e-9)])
+def test_difference_hessian_matches_the_ad_hessian(record, controller, tolerance, gradient_atol):
     lgm = cip.ml_model(controller, dt=1 / RATE, fit_disturbance=True)
     values = {**cip.TRUE, "tau": 0.12, "A": 900.0, "B": 60.0, "sigma": 2e-4}
     theta = lgm.parameter_vector({k: values[k] for k in lgm.parameter_names})
@@ -32,7 +35,7 @@ def test_difference_hessian_matches_the_ad_hessian(record, controller, tolerance
     grad = _gradient_function(lgm, y.shape[0], lgm.squarings(theta), False)
     f, g, H = _hessian_by_differences(grad, theta, lgm.observed(y.T), _steps(theta, range(theta.size), np.ones(theta.size)))
     assert f == pytest.approx(f_ad, rel=1e-13)
-    np.testing.assert_allclose(g, g_ad, rtol=1e-9, atol=1e-12 * np.abs(g_ad).max())
+    np.testing.assert_allclose(g, g_ad, rtol=1e-9, atol=gradient_atol * np.abs(g_ad).max())
     # relative to each entry's natural size sqrt(|H_ii H_jj|)
     size = np.sqrt(np.outer(np.abs(np.diag(H_ad)), np.abs(np.diag(H_ad))))
     assert np.abs((H - H_ad) / size).max() < tolerance

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 import casadi as ca
+import numpy as np
 
 __all__ = ["filter_step"]
 
@@ -67,7 +68,12 @@ def _backward_solve_transposed(L: list[list[Any]], B: ca.SX) -> ca.SX:
     return ca.vertcat(*[ca.horzcat(*row) for row in X])
 
 
-def filter_step(n: int, nx: int, ny: int) -> ca.Function:
+def _constant(value, rows: int, cols: int) -> ca.SX:
+    """A numeric matrix as SX with its zeros structural (products with them are not formed)."""
+    return ca.sparsify(ca.SX(ca.DM(np.asarray(value, dtype=float).reshape(rows, cols))))
+
+
+def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None) -> ca.Function:
     """One predictor-form Kalman step with correlated process/measurement noise and missing samples.
 
     Inputs ``(m, P, y, w, Φ, Γ, C, D, R)``: the predicted mean and covariance of ``s_k`` given
@@ -85,6 +91,11 @@ def filter_step(n: int, nx: int, ny: int) -> ca.Function:
     The gain is ``K = (Φ P Cᵀ + Γ Dᵀ) S⁻¹`` and the covariance update is the Joseph form
     ``(Φ − KC) P (Φ − KC)ᵀ + (Γ − KD)(Γ − KD)ᵀ + K R Kᵀ``, positive semidefinite by
     construction and exact for the optimal gain.  Only the upper triangle of ``P`` is read.
+
+    ``C_value`` / ``D_value`` (numeric arrays, optional): a ``C`` / ``D`` that does not depend on
+    the parameters, built into the step (its inputs ``C`` / ``D`` are then ignored), so that
+    products with its zeros and ones are not evaluated (a measured state: ``C`` a unit row;
+    no direct feedthrough: ``D = 0``).  ``Φ P Cᵀ`` is evaluated as ``Φ (P Cᵀ)`` (n²·ny, not n³).
     """
     m = ca.SX.sym("m", n)
     P_in = ca.SX.sym("P", n, n)
@@ -93,13 +104,16 @@ def filter_step(n: int, nx: int, ny: int) -> ca.Function:
     w = ca.SX.sym("w", ny)
     Phi = ca.SX.sym("Phi", n, n)
     Gam = ca.SX.sym("Gamma", n, nx)
-    C = ca.SX.sym("C", ny, n)
-    D = ca.SX.sym("D", ny, nx)
+    C_in = ca.SX.sym("C", ny, n)
+    D_in = ca.SX.sym("D", ny, nx)
     R = ca.SX.sym("R", ny, ny)
+    C = C_in if C_value is None else _constant(C_value, ny, n)
+    D = D_in if D_value is None else _constant(D_value, ny, nx)
 
     W = ca.diag(w)
     eps = w * (y - C @ m)
-    S = _symmetric_from_upper(W @ (C @ P @ C.T + D @ D.T + R) @ W + ca.diag(1 - w))
+    PC = P @ C.T  # n × ny
+    S = _symmetric_from_upper(W @ (C @ PC + D @ D.T + R) @ W + ca.diag(1 - w))
     L = _cholesky_lower(S)
     z = _forward_solve(L, eps)  # L⁻¹ ε
     logdet = 0
@@ -107,12 +121,12 @@ def filter_step(n: int, nx: int, ny: int) -> ca.Function:
         logdet = logdet + 2.0 * ca.log(L[i][i])
     term = 0.5 * (logdet + ca.sumsqr(z) + ca.sum1(w) * _LOG_2PI)
 
-    B = (Phi @ P @ C.T + Gam @ D.T) @ W  # cross-covariance of s_{k+1} and the measured y_k, n × ny
+    B = (Phi @ PC + Gam @ D.T) @ W  # cross-covariance of s_{k+1} and the measured y_k, n × ny
     K = _backward_solve_transposed(L, _forward_solve(L, B.T)).T  # B S⁻¹
     m_next = Phi @ m + K @ eps
     F = Phi - K @ C
     H = Gam - K @ D
     P_next = F @ P @ F.T + H @ H.T + K @ R @ K.T
     P_next = _symmetric_from_upper(P_next)
-    return ca.Function("kalman_step", [m, P_in, y, w, Phi, Gam, C, D, R], [m_next, P_next, term],
+    return ca.Function("kalman_step", [m, P_in, y, w, Phi, Gam, C_in, D_in, R], [m_next, P_next, term],
                        ["m", "P", "y", "w", "Phi", "Gamma", "C", "D", "R"], ["m_next", "P_next", "nll"])

@@ -161,14 +161,20 @@ def k_step_predictions(model: LinearGaussianModel, y, theta, steps: int, *,
     means = np.empty((N, nx))
     covs = np.empty((N, nx, nx))
     m, P = d["m0"].copy(), d["P0"].copy()
+    DDR, GD = D @ D.T + R, Gam @ D.T
+    measured = np.isfinite(Y)
     for k, yk in enumerate(Y):  # predictor-form filter: m, P are the state's given y_0 … y_{k−1}
         means[k], covs[k] = m, P
-        S = C @ P @ C.T + D @ D.T + R
-        o = np.isfinite(yk)
-        K = np.zeros((nx, yk.size))
-        if o.any():
-            B = (Phi @ P @ C.T + Gam @ D.T)[:, o]
-            K[:, o] = np.linalg.solve(S[np.ix_(o, o)].T, B.T).T
+        S = C @ P @ C.T + DDR
+        o = measured[k]
+        if o.all():  # every output measured (the common case, without the index bookkeeping)
+            B = Phi @ P @ C.T + GD
+            K = B / S[0, 0] if yk.size == 1 else np.linalg.solve(S.T, B.T).T
+        else:
+            K = np.zeros((nx, yk.size))
+            if o.any():
+                B = (Phi @ P @ C.T + GD)[:, o]
+                K[:, o] = np.linalg.solve(S[np.ix_(o, o)].T, B.T).T
         F, H = Phi - K @ C, Gam - K @ D
         m = Phi @ m + K @ np.where(o, yk - C @ m, 0.0)
         P = F @ P @ F.T + H @ H.T + K @ R @ K.T
