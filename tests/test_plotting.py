@@ -250,3 +250,37 @@ def test_comparison_legends_sit_under_the_panels():
         assert {t.get_text().split(" ")[0] for t in legend.get_texts()} >= {"a", "b"}
         assert all(ax.get_legend() is None for ax in fig.axes)
         assert not any(legend.get_window_extent().overlaps(ax.get_window_extent()) for ax in fig.axes)
+
+
+def test_every_plot_is_a_figure_that_shows_itself_without_pyplot(tmp_path):
+    """Each plotting function returns colloc's Figure, whose PNG form (what Jupyter shows as a
+    cell's value) is a real image of the figure's size; pyplot keeps no figure (nothing to show
+    a second time, nothing to close); a profile's ``path`` is written headless."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from colloc.results.figure import Figure
+    from colloc.studies.compare import Comparison, Run
+    from colloc.studies.profile import Profile
+
+    plt.close("all")
+    result = fake_result(signals=("a", "b"), duration=5.0)
+    runs = [Run(m, s, {"k": 1.0 + s}, fake_result(info={"objective_history": [10.0, 3.0, 1.0 + s]},
+                                                  timings={"build_s": 0.1, "solve_s": 1.0, "total_s": 1.2}))
+            for m in ("a", "b") for s in range(2)]
+    comparison = Comparison(problem="fake", runs=runs, methods={"a": "a", "b": "b"}, parameter_names=["k"],
+                            truth={"k": 1.5}, starts=2)
+    grid = np.linspace(0.5, 1.5, 5)
+    profile = Profile("k", grid, 10 * (grid - 1) ** 2, pd.DataFrame(index=range(5)), np.ones(5, bool))
+    figures = [result.plot_fit(), result.plot_residuals(), comparison.plot_estimates(),
+               comparison.plot_objective_history(), profile.plot(path=tmp_path / "profile.png")]
+    assert plt.get_fignums() == []
+    for fig in figures:
+        assert isinstance(fig, Figure)
+        image = matplotlib.image.imread(io.BytesIO(fig._repr_png_()))
+        assert image.shape[0] > 100 and image.shape[1] > 100
+    assert matplotlib.image.imread(tmp_path / "profile.png").shape[:2] == (432, 720)  # 3.6 × 6 in at 120 dpi
+    fig, ax = plt.subplots()  # drawn into the caller's axes: those are returned, the figure is theirs
+    assert profile.plot(ax=ax) is ax and plt.get_fignums() == [fig.number]
+    plt.close(fig)

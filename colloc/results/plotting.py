@@ -1,7 +1,9 @@
 """Figures of a :class:`~colloc.Result` (matplotlib is imported only when plotting).
 
-Figures are built with :class:`matplotlib.figure.Figure` directly, so no display and no
-global pyplot state are needed; pass ``path`` to write a PNG (atomically).
+Figures are built without pyplot, as :class:`colloc.results.figure.Figure` (a
+:class:`matplotlib.figure.Figure` with an image form for Jupyter), so no display and no global
+pyplot state are needed, and a figure returned as a cell's value is shown once; pass ``path``
+to write a PNG (atomically), headless.
 
 The fit and residual figures place their panels themselves (no layout engine: it costs more
 than the drawing and cannot promise a size): one block of panels per trial, a trial's signals
@@ -285,7 +287,7 @@ def _table(result) -> tuple[list[list[str]], float, float]:
 
 def _figure(grid: _Grid, title: str, table_w: float, table_h: float):
     """An empty figure for ``grid`` with its title and notes; the x offset of the panels."""
-    from matplotlib.figure import Figure
+    from .figure import Figure
 
     width = max(grid.width, table_w + 0.3, 5.0)
     height = grid.height + table_h + 0.1
@@ -520,8 +522,9 @@ def plot_objective_history(comparison, *, path=None):
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
+
+    from .figure import Figure
 
     colors = _method_colors(comparison)
     fig = Figure(figsize=(11.0, 5.2), layout="constrained")
@@ -587,7 +590,7 @@ def plot_estimates(comparison, *, path=None):
     -------
     matplotlib.figure.Figure
     """
-    from matplotlib.figure import Figure
+    from .figure import Figure
 
     names = list(comparison.parameter_names)[:8]
     n = max(len(names), 1)

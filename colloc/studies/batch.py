@@ -470,7 +470,7 @@ def summary_figure(problems: dict[str, list[dict]], params: dict[str, list[str]]
 
     blocks = [(prob, params[prob]) for prob in problems if params[prob]]
     if blocks:
-        from matplotlib.figure import Figure
+        from ..results.figure import Figure
 
         cols = min(4, max(len(ps) for _, ps in blocks))
         heights = [-(-len(ps) // cols) for _, ps in blocks]

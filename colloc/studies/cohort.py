@@ -359,8 +359,9 @@ class Cohort:
     def figure(self):
         """Each quantity by condition: each trial a point with its 95 % interval (hollow: on
         a bound), the condition's mean a bar (geometric on a log axis); p-values in the titles."""
-        from matplotlib.figure import Figure
         from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        from ..results.figure import Figure
 
         quantities = self.quantities()
         cells = _cells(self.trials, self.factors, self.levels)

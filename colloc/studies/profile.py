@@ -74,12 +74,17 @@ class Profile:
         return float(lo), float(hi)
 
     def plot(self, path=None, *, ax=None, threshold: float = HALF_CHI2_95):
-        """Δ objective against the value, with the 95 % likelihood-ratio threshold."""
-        import matplotlib.pyplot as plt
+        """Δ objective against the value, with the 95 % likelihood-ratio threshold.
 
+        Without ``ax``: drawn on a new figure (built without pyplot, shown once as a Jupyter
+        cell's value), which is returned.  With ``ax``: drawn into it and ``ax`` is returned
+        (its figure is the caller's to show).  ``path``: the figure is also written there."""
         fig = None
         if ax is None:
-            fig, ax = plt.subplots(figsize=(6, 3.6))
+            from ..results.figure import Figure
+
+            fig = Figure(figsize=(6, 3.6), layout="constrained")
+            ax = fig.subplots()
         ok = self.success
         ax.plot(self.values[ok], self.delta[ok], "o-", ms=3)
         if (~ok).any():
@@ -91,14 +96,11 @@ class Profile:
         ax.set_ylabel("Δ objective")
         ax.set_title(f"profile of the objective over {self.name}")
         ax.legend(fontsize=8)
-        if fig is not None:
-            fig.tight_layout()
-            if path is not None:
-                from ..results.plotting import save_figure
+        if path is not None:
+            from ..results.plotting import save_figure
 
-                save_figure(fig, path)
-                plt.close(fig)
-        return ax
+            save_figure(ax.figure, path)
+        return ax if fig is None else fig
 
 
 def _walk(problem: Problem, name: str, values: Sequence[float], method, solver, progress=None) -> list:
