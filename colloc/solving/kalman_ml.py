@@ -115,8 +115,10 @@ class KalmanML(AbstractMethod):
 
     def solve(self, problem, *, solver=None, guess: Mapping[str, float] | None = None,
               progress: Callable | None = None) -> Result:
-        """The maximum-likelihood fit of ``problem`` from ``guess`` (default its start), judged
-        (:func:`colloc.results.report.finalize`) as a :class:`colloc.Result`."""
+        """The maximum-likelihood fit of ``problem`` from ``guess`` (default its start and its
+        further starts), judged (:func:`colloc.results.report.finalize`) as a :class:`colloc.Result`.
+        ``solver`` and ``progress`` belong to the method protocol and are not used here (the
+        optimiser is this object's ``optimizer``)."""
         if not isinstance(problem, StochasticProblem):
             raise OptionsError(f"KalmanML needs a colloc.StochasticProblem (a linear-Gaussian model), got "
                                f"{type(problem).__name__}; a colloc.Problem is fitted by a transcription")
