@@ -284,6 +284,7 @@ def test_the_default_leaves_the_choice_to_the_build():
 def test_a_small_problem_stays_interpreted_and_says_so(cache):
     result = co.solve(_pendulum_problem(), co.Midpoint())
     assert result.info["compiled"] == "interpreted (small problem)"
+    assert result.timing_line().endswith("· model interpreted (small problem)")
     assert result.timings["compile_s"] == 0.0
     runs = compiler.compiler_runs()
     nlp, *_ = _nlp_values(_pendulum_problem())
@@ -335,3 +336,14 @@ def test_a_large_problem_is_compiled_once_then_found_in_the_cache(cache, monkeyp
     again = co.solve(problem, co.Midpoint())  # the same build again: everything from the cache
     assert again.info["compiled"] == "compiled (cache hit)" and again.timings["compile_s"] == 0.0
     assert again.success and again.parameters == pytest.approx(first.parameters, rel=1e-10)
+
+
+def test_compiled_false_compiles_nothing_not_even_the_fused_functions(cache, monkeypatch):
+    monkeypatch.setenv("COLLOC_FUSE_ABOVE", "0")  # a model left to decide would get the fused C functions
+    problem = _pendulum_problem()
+    problem.model.compiled = False
+    runs = compiler.compiler_runs()
+    nlp, *_ = _nlp_values(problem)
+    assert compiler.compiler_runs() == runs and not any(nlp.fused.values())
+    assert nlp.compile_note in ("interpreted (compiled=False)", "interpreted (no C compiler)")
+    assert nlp.compile_s == 0.0
