@@ -68,7 +68,8 @@ class Block:
     compiled : bool or None
         Compile the block's local derivative functions to machine code
         (:func:`colloc.base.compiler.compiled`; the model's ``compiled`` option); ``None``:
-        as :func:`compile_decision` decides for the whole NLP.
+        as :func:`compile_decision` decides for the whole NLP.  An NLP none of whose blocks
+        is ``True`` or ``None`` compiles nothing (not even the fused functions).
     """
 
     name: str
@@ -560,7 +561,8 @@ class NLP:
     def _fuse_decision(self) -> str | None:
         """Whether the NLP's functions are fused C functions (:mod:`colloc.transcription.fused`):
         ``"compile"`` for a compiled model (a block marked ``compiled``), never for a model
-        marked ``compiled=False``, and for a model left to decide (``compiled=None``) once the blocks have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE``
+        marked ``compiled=False``, and for a model left to decide (``compiled=None``) once
+        the blocks have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE``
         overrides it) and a C compiler exists; ``"cached"`` (used if already compiled) from
         :data:`FUSE_CACHED_ABOVE`; else ``None``.  A compile failure or a cache miss falls
         back to CasADi's graphs silently."""
