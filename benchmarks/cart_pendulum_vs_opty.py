@@ -11,8 +11,10 @@ evaluated at the same seeded random point:
   centre with the averaged states and (x₁ − x₀)/h), every state fitted, the cart force a
   known input, all 22 parameters unknown. Timed: the NLP's ``nlp_g`` (constraints) and
   ``nlp_jac_g`` (constraints and Jacobian, as IPOPT calls it) through CasADi's buffers into
-  preallocated arrays: with the model interpreted by CasADi's virtual machine
-  (``colloc``: ``Model(compiled=False)``, the default), with its local functions compiled
+  preallocated arrays: as ``Model()`` decides by default (``colloc-default``:
+  ``compiled=None``, compiled when a C compiler is found and the problem is large, the
+  choice printed), with the model interpreted by CasADi's virtual machine
+  (``colloc``: ``Model(compiled=False)``), with its local functions compiled
   to C (``colloc-compiled``: ``Model(compiled=True)``: local functions of more than 100
   instructions compiled, the constraints and their Jacobian written in place by one C
   function, colloc.transcription.fused), and, as a diagnostic, with every local function
@@ -335,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     tools: dict[str, dict] = {}
     evaluators: dict[str, tuple] = {}
     # (name, Model(compiled=...), compile every local function whatever its size)
-    variants = [("colloc", False, False)]
+    variants = [("colloc-default", None, False), ("colloc", False, False)]
     if not args.no_compiled:
         variants += [("colloc-compiled", True, False), ("colloc-compiled-all", True, True)]
     for name, compiled, every in variants:
@@ -346,10 +348,11 @@ def main(argv: list[str] | None = None) -> int:
         evaluators[name] = (ev.constraints, ev.jacobian)
         tools[name] = {"build_s": build_s, "num_constraints": int(ev.nlp.num_rows),
                        "num_free": int(ev.nlp.num_variables), "jacobian_nonzeros": ev.jac_nnz,
-                       "compiled": compiled, "compile_every_local_function": every, "form": args.form,
+                       "compiled": compiled, "compile_note": ev.nlp.compile_note, "compile_s": ev.nlp.compile_s,
+                       "compile_every_local_function": every, "form": args.form,
                        "eq_scale": problem.model.equation_scales.tolist()}
         tools[name]["_ev"] = ev
-        print(f"  {name}: NLP built in {build_s:.2f} s ({ev.nlp.num_rows} constraints, "
+        print(f"  {name}: NLP built in {build_s:.2f} s, {ev.nlp.compile_note} ({ev.nlp.num_rows} constraints, "
               f"{ev.jac_nnz} Jacobian non-zeros)")
     if opty_version:
         prob, order, info = _build_opty(n, args.bodies, N, h, force, measured)

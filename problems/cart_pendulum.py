@@ -167,7 +167,7 @@ def energy(states: np.ndarray, params: dict[str, float], n: int, bodies: str = "
     return E
 
 
-def model(n: int = 10, bodies: str = "point", *, form="recursive", compiled: bool = False) -> co.Model:
+def model(n: int = 10, bodies: str = "point", *, form="recursive", compiled: bool | None = None) -> co.Model:
     """The n-link cart pendulum in implicit form, every parameter unknown (2n + 2 of them).
 
     States ``q_0`` (cart position, m), ``q_1 … q_n`` (link angles, rad) and ``u_0 … u_n``
@@ -208,7 +208,7 @@ def simulate_trial(
     noise_std: float = 0.0,
     seed: int = 0,
     parameters: dict[str, float] | None = None,
-    compiled: bool = False,
+    compiled: bool | None = None,
     name: str = "cart_pendulum",
 ) -> co.Trial:
     """A synthetic trial: the chain hanging down (θ = π plus seeded offsets of ±0.1 rad),
@@ -239,7 +239,7 @@ def simulate_trial(
 
 
 def problem(trials: co.Trial | Sequence[co.Trial], n: int = 10, bodies: str = "point", *,
-            noise_std: float = 0.01, form="recursive", compiled: bool = False) -> co.Problem:
+            noise_std: float = 0.01, form="recursive", compiled: bool | None = None) -> co.Problem:
     """Every state fitted with weight 1/σ², F a known (exact) input, all 2n + 2 parameters
     unknown; ``form`` and ``compiled`` as in :func:`model`.
 

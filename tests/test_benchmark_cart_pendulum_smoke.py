@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = "benchmarks/cart_pendulum_vs_opty.py"
-VARIANTS = ("colloc", "colloc-compiled", "colloc-compiled-all")
+VARIANTS = ("colloc-default", "colloc", "colloc-compiled", "colloc-compiled-all")
 
 
 def _run(tmp_path, *extra):
@@ -43,6 +43,10 @@ def test_quick_colloc_alone(tmp_path):
     assert doc["opty"] == "skipped" and "opty" not in doc["tools"] and doc["ratios"] == {}
     _check_colloc(doc, 2, 60)
     assert "colloc-compiled-all" in proc.stdout
+    # 2 links at 60 nodes: the default keeps the model interpreted, and says so
+    assert doc["tools"]["colloc-default"]["compile_note"] in ("interpreted (small problem)",
+                                                              "interpreted (no C compiler)")
+    assert doc["tools"]["colloc"]["compile_note"].startswith("interpreted (")
 
 
 @pytest.mark.slow  # opty's code generation and C compilation alone take ~30 s here, even for one link

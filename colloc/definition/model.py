@@ -192,12 +192,15 @@ class Model:
     ----------
     name : str
         Used in messages and result documents.
-    compiled : bool
-        Compile the derivative functions of the collocation defects (and the forward
-        simulation's right-hand side) to machine code with the system C compiler, cached
-        on disk (:func:`colloc.base.compiler.compiled`).  Worth it for large residuals
-        (thousands of operations, e.g. a spatial multibody chain), where evaluating them
-        dominates a solve; the first build of a model pays the compile time once.
+    compiled : bool or None
+        Compile the derivative functions of the collocation defects (and, if ``True``, the
+        forward simulation's right-hand side) to machine code with the system C compiler,
+        cached on disk (:func:`colloc.base.compiler.compiled`).  ``None`` (the default):
+        decided when the NLP is built (:func:`colloc.transcription.nlp.compile_decision`):
+        compiled when a C compiler is found and the problem is large enough to repay the
+        compile time or the cache already holds its functions, else interpreted by CasADi's
+        virtual machine; ``True`` / ``False`` force it.  What was done and what it cost are
+        in ``result.info["compiled"]`` and ``result.timings["compile_s"]``.
 
     Examples
     --------
@@ -209,11 +212,14 @@ class Model:
     >>> m.set_der(omega, -p * ca.sin(theta))
     """
 
-    def __init__(self, name: str, *, compiled: bool = False) -> None:
+    def __init__(self, name: str, *, compiled: bool | None = None) -> None:
         if not isinstance(name, str) or not name:
             raise ModelError(f"Model name must be a non-empty string, got {name!r}")
+        if compiled is not None and not isinstance(compiled, (bool, np.bool_)):
+            raise ModelError(f"Model '{name}': compiled must be True, False or None (decided by size), "
+                             f"got {compiled!r}")
         self.name = name
-        self.compiled = bool(compiled)
+        self.compiled: bool | None = None if compiled is None else bool(compiled)
         self.time = ca.SX.sym("t")
         self._variables: dict[str, Variable] = {}
         self._element_owner: dict[str, str] = {}

@@ -232,12 +232,14 @@ class Result:
         return "\n".join(lines)
 
     def timing_line(self) -> str:
-        """``build … · solve … · covariance … · simulation … · total …`` (total: the whole call)."""
+        """``build … · solve … · covariance … · simulation … · total …`` (total: the whole call),
+        then how the model was evaluated (``info["compiled"]``, e.g. ``model compiled (cache hit)``)."""
         t = self.timings
         parts = [(k, t.get(f"{k}_s")) for k in ("start", "build", "solve", "covariance", "simulation")]
         shown = " · ".join(f"{k} {v:.2f} s" for k, v in parts if v is not None and np.isfinite(v) and (v >= 0.005 or k in ("build", "solve")))
         total = t.get("total_s", float("nan"))
-        return f"nodes {self.num_nodes} · {shown} · total {total:.2f} s"
+        how = self.info.get("compiled")
+        return f"nodes {self.num_nodes} · {shown} · total {total:.2f} s" + (f" · model {how}" if isinstance(how, str) else "")
 
     def summary(self, truth: dict[str, float] | None = None) -> str:
         """A human-readable report: status, timings, parameter table, simulation check."""

@@ -25,14 +25,16 @@ blocks and instances multiplied by ``objective_scale``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Literal
 
 import casadi as ca
 import numpy as np
 
-from ..base.compiler import cached_only, compiled_all, has_compiler
+from ..base.compiler import cached_only, compiled_all, compiler_runs, has_compiler
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
 
@@ -63,9 +65,11 @@ class Block:
         Names of the constraint rows of one instance.
     instance_times : ndarray, shape (count,)
         Time at which each instance sits (for messages).
-    compiled : bool
+    compiled : bool or None
         Compile the block's local derivative functions to machine code
-        (:func:`colloc.base.compiler.compiled`; the model's ``compiled`` option).
+        (:func:`colloc.base.compiler.compiled`; the model's ``compiled`` option); ``None``:
+        as :func:`compile_decision` decides for the whole NLP.  An NLP none of whose blocks
+        is ``True`` or ``None`` compiles nothing (not even the fused functions).
     """
 
     name: str
@@ -78,7 +82,7 @@ class Block:
     row_names: tuple[str, ...]
     instance_times: np.ndarray
     res_names: tuple[str, ...] = field(default=())
-    compiled: bool = False
+    compiled: bool | None = False
 
     @property
     def count(self) -> int:
@@ -184,6 +188,29 @@ FUSE_ABOVE = 20_000
 #: with the libraries cached (benchmarks/README.md).  A lookup generates the C (≈0.03 s on
 #: that case, in vain on a miss), so small NLPs, whose graphs cost little, do not look.
 FUSE_CACHED_ABOVE = 3_000
+
+
+#: Models left to decide (``Model(compiled=None)``, the default) are compiled from this much
+#: work on: the blocks' instances times the instructions of their local function (CasADi's
+#: virtual machine), summed.  Measured (benchmarks/README.md, "Compiled by default"): a
+#: first compile costs 1.9 s for the pendulum at 100 nodes (work 4e3; the whole solve
+#: 0.3 s) and 2.1 s for the two-link seed case (1.25e6; it saves ≈ 1.1 s there), more than
+#: it saves; the 10-link cart at 10,000 nodes (6.7e6) evaluates its constraints and
+#: Jacobian 14× and 26× faster compiled, every iteration and every later run (cached).
+COMPILE_WORK_ABOVE = 4_000_000
+
+
+def compile_decision(blocks: list[Block]) -> tuple[bool, str]:
+    """``(compile, why)`` for the blocks whose model left it open (``compiled=None``): not
+    without a C compiler (``why`` ``"no C compiler"``), nor below :data:`COMPILE_WORK_ABOVE`
+    (``"small problem"``; ``$COLLOC_COMPILE_WORK_ABOVE`` overrides it), else compiled
+    (``"large problem"``).  Blocks marked ``True`` or ``False`` keep their mark."""
+    if not has_compiler():
+        return False, "no C compiler"
+    work = sum(b.count * b.func.n_instructions() for b in blocks if b.compiled is None)
+    if work >= int(os.environ.get("COLLOC_COMPILE_WORK_ABOVE", COMPILE_WORK_ABOVE)):
+        return True, "large problem"
+    return False, "small problem"
 
 
 def _compiling(fuse: str | None):
@@ -294,6 +321,12 @@ class NLP:
         the solve: not held while IPOPT runs).
     fused : dict of bool
         Which of ``jac_g``, ``grad_f``, ``hess_lag`` are fused C functions.
+    compile_s : float
+        Seconds spent compiling for this NLP (0 when the compile cache held everything).
+    compile_note : str
+        ``"compiled (cache hit)"``, ``"compiled (N s)"``, ``"interpreted (no C compiler)"``,
+        ``"interpreted (small problem)"`` or ``"interpreted (compiled=False)"``: what was
+        done with the blocks' functions.
     data : ndarray
         The NLP parameter vector (all block data, concatenated).
     """
@@ -309,6 +342,14 @@ class NLP:
         residual_jacobian: bool = True,
     ) -> None:
         self.num_variables = nx = int(num_variables)
+        why = "compiled=False"
+        # Model(compiled=False) everywhere: nothing compiled, not even the fused functions
+        self._interpreted = not any(b.compiled is None or b.compiled for b in blocks)
+        if any(b.compiled is None for b in blocks):  # Model(compiled=None): decided here, by size
+            choice, why = compile_decision(blocks)
+            blocks = [dataclasses.replace(b, compiled=choice) if b.compiled is None else b for b in blocks]
+        elif not has_compiler():
+            why = "no C compiler"
         self.blocks = blocks
         self.hessian = hessian
         self.objective_scale = float(objective_scale)
@@ -346,6 +387,7 @@ class NLP:
         itype = np.int32 if max(nx, ng, res) < 2**31 - 1 else np.int64
         locs = [_Local(b, hessian) for b in blocks]
         quiet = not any(b.compiled for b in blocks)  # fused on our own decision: fall back silently
+        runs, t_compile = compiler_runs(), time.perf_counter()
         fuse = self._fuse_decision()
         with _compiling(fuse):
             fused, jac_pattern = self._fused(locs, quiet) if fuse else (None, None)
@@ -356,8 +398,14 @@ class NLP:
         self.fused = {"jac_g": fused is not None, "grad_f": fused_grad is not None, "hess_lag": fused_hess is not None}
         skip = tuple(k for k, done in (("jac", fused), ("grad", fused_grad), ("hess", fused_hess)) if done is not None)
         graphs = len(skip) < (3 if hessian != "limited-memory" else 2)  # something is left to CasADi's graphs
-        for loc, b, doff, roff in zip(locs, blocks, self.data_offsets, self.row_offsets):
+        for loc in locs:
             loc.compile(skip=skip)
+        self.compile_s = time.perf_counter() - t_compile if compiler_runs() > runs else 0.0
+        if any(self.fused.values()) or any(b.compiled for b in blocks):
+            self.compile_note = "compiled (cache hit)" if compiler_runs() == runs else f"compiled ({self.compile_s:.1f} s)"
+        else:
+            self.compile_note = f"interpreted ({why})"
+        for loc, b, doff, roff in zip(locs, blocks, self.data_offsets, self.row_offsets):
             if not graphs:
                 continue
             n, L, m = b.count, b.num_local, b.num_rows
@@ -512,8 +560,9 @@ class NLP:
 
     def _fuse_decision(self) -> str | None:
         """Whether the NLP's functions are fused C functions (:mod:`colloc.transcription.fused`):
-        ``"compile"`` for a compiled model (a block marked ``compiled``), and for any model
-        once the blocks have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE``
+        ``"compile"`` for a compiled model (a block marked ``compiled``), never for a model
+        marked ``compiled=False``, and for a model left to decide (``compiled=None``) once
+        the blocks have :data:`FUSE_ABOVE` instances in all (``$COLLOC_FUSE_ABOVE``
         overrides it) and a C compiler exists; ``"cached"`` (used if already compiled) from
         :data:`FUSE_CACHED_ABOVE`; else ``None``.  A compile failure or a cache miss falls
         back to CasADi's graphs silently."""
@@ -521,6 +570,8 @@ class NLP:
             return None
         if any(b.compiled for b in self.blocks):
             return "compile"
+        if self._interpreted:
+            return None
         count = sum(b.count for b in self.blocks)
         if not has_compiler():
             return None

@@ -256,3 +256,94 @@ def test_transposed_jacobian_stores_of_every_width_match_the_virtual_machine(cac
     # one lanes unit a method, shared by the two trials' blocks (28 and 39 intervals): the
     # groups depend on the pattern's structure, not on the record length
     assert len(list(cache.glob(f"colloc_lk*w{width}_*.o"))) == 2
+
+
+# ---- Model(compiled=None), the default: decided by the compiler's presence and the size ----
+
+def _pendulum_problem():
+    from colloc_problems import pendulum
+
+    return pendulum.problem(pendulum.simulate_trial(duration=1.0, seed=1))
+
+
+def _nlp_values(problem):
+    layout, blocks, x0, _, _ = transcribe(problem, co.Midpoint())
+    nlp = NLP(layout.size, blocks)
+    x = x0 * (1 + 0.1 * np.random.default_rng(0).standard_normal(x0.size))
+    g, jac = nlp.functions["jac_g"](x, nlp.data)
+    return nlp, np.asarray(g).ravel(), np.asarray(jac.nonzeros())
+
+
+def test_the_default_leaves_the_choice_to_the_build():
+    assert co.Model("m").compiled is None
+    assert co.Model("m", compiled=True).compiled is True and co.Model("m", compiled=False).compiled is False
+    with pytest.raises(co.ModelError, match="Model 'm': compiled must be True, False or None"):
+        co.Model("m", compiled="yes")
+
+
+def test_a_small_problem_stays_interpreted_and_says_so(cache):
+    result = co.solve(_pendulum_problem(), co.Midpoint())
+    assert result.info["compiled"] == "interpreted (small problem)"
+    assert result.timing_line().endswith("· model interpreted (small problem)")
+    assert result.timings["compile_s"] == 0.0
+    runs = compiler.compiler_runs()
+    nlp, *_ = _nlp_values(_pendulum_problem())
+    assert compiler.compiler_runs() == runs and nlp.compile_note == "interpreted (small problem)"
+
+
+def test_without_a_compiler_the_default_is_interpreted_without_a_warning(cache, monkeypatch):
+    monkeypatch.setenv("COLLOC_NO_COMPILER", "1")
+    monkeypatch.setenv("COLLOC_COMPILE_WORK_ABOVE", "0")  # large enough to compile, were there a compiler
+    assert not compiler.has_compiler()
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = co.solve(_pendulum_problem(), co.Midpoint())
+    assert result.success
+    assert result.info["compiled"] == "interpreted (no C compiler)" and result.timings["compile_s"] == 0.0
+
+
+def test_the_decision_counts_instances_times_instructions(monkeypatch):
+    monkeypatch.delenv("COLLOC_NO_COMPILER", raising=False)
+    monkeypatch.setattr(compiler, "_compiler", lambda: "gcc")
+    monkeypatch.setattr(nlp_module, "has_compiler", lambda: True)
+    _, blocks, *_ = transcribe(_pendulum_problem(), co.Midpoint())
+    work = sum(b.count * b.func.n_instructions() for b in blocks if b.compiled is None)  # the dynamics
+    assert work > 0
+    monkeypatch.setenv("COLLOC_COMPILE_WORK_ABOVE", str(work))
+    assert nlp_module.compile_decision(blocks) == (True, "large problem")
+    monkeypatch.setenv("COLLOC_COMPILE_WORK_ABOVE", str(work + 1))
+    assert nlp_module.compile_decision(blocks) == (False, "small problem")
+    monkeypatch.setattr(nlp_module, "has_compiler", lambda: False)
+    monkeypatch.setenv("COLLOC_COMPILE_WORK_ABOVE", "0")
+    assert nlp_module.compile_decision(blocks) == (False, "no C compiler")
+
+
+@pytest.mark.needs_compiler
+def test_a_large_problem_is_compiled_once_then_found_in_the_cache(cache, monkeypatch):
+    problem = _pendulum_problem()
+    _, g_ref, jac_ref = _nlp_values(problem)  # the virtual machine (small problem)
+    monkeypatch.setenv("COLLOC_COMPILE_WORK_ABOVE", "0")  # as if the pendulum were large
+    runs = compiler.compiler_runs()
+    nlp, g, jac = _nlp_values(problem)
+    assert compiler.compiler_runs() > runs and list(cache.glob("*.so"))
+    assert nlp.compile_s > 0 and nlp.compile_note == f"compiled ({nlp.compile_s:.1f} s)"
+    np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12 * np.abs(g_ref).max())
+    np.testing.assert_allclose(jac, jac_ref, rtol=1e-12, atol=1e-12 * np.abs(jac_ref).max())
+    first = co.solve(problem, co.Midpoint())  # the solver's NLP (its own Hessian): compiled if not yet
+    assert first.info["compiled"].startswith("compiled (")
+    again = co.solve(problem, co.Midpoint())  # the same build again: everything from the cache
+    assert again.info["compiled"] == "compiled (cache hit)" and again.timings["compile_s"] == 0.0
+    assert again.success and again.parameters == pytest.approx(first.parameters, rel=1e-10)
+
+
+def test_compiled_false_compiles_nothing_not_even_the_fused_functions(cache, monkeypatch):
+    monkeypatch.setenv("COLLOC_FUSE_ABOVE", "0")  # a model left to decide would get the fused C functions
+    problem = _pendulum_problem()
+    problem.model.compiled = False
+    runs = compiler.compiler_runs()
+    nlp, *_ = _nlp_values(problem)
+    assert compiler.compiler_runs() == runs and not any(nlp.fused.values())
+    assert nlp.compile_note in ("interpreted (compiled=False)", "interpreted (no C compiler)")
+    assert nlp.compile_s == 0.0
