@@ -26,15 +26,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _report import write_report  # noqa: E402
+from _report import write_report
+from real_sway_heldout import _info, _trials
 
-import colloc as co  # noqa: E402
-
-
-def _info(path: Path) -> dict:
-    rows = path.read_text().splitlines()
-    head = rows[0].split("\t")
-    return {dict(zip(head, line.split("\t")))["Trial"]: dict(zip(head, line.split("\t"))) for line in rows[1:]}
+import colloc as co
 
 
 def _fit(cip, trial, body, controller, noise):
@@ -82,10 +77,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_sway_stability.json"))
     args = ap.parse_args(argv)
-    files: list[Path] = []
-    for item in args.data:
-        p = Path(item)
-        files += sorted(p.glob("BDS*.txt.gz")) if p.is_dir() else [p]
+    files = _trials(args.data)
     if args.quick:
         files = files[:1]
     info = _info(Path(args.info))
