@@ -402,7 +402,7 @@ def _report_poor_fit(result) -> None:
     if result.status == "poor_fit":
         from .solving.solve import POOR_FIT_HINT
 
-        reason = result.info.get("fit_verdict", {}).get("reason", "residuals far above the declared noise")
+        reason = result.fit_verdict.get("reason", "residuals far above the declared noise")
         sys.stderr.write(f"colloc: poor fit: {reason}; {POOR_FIT_HINT}\n")
 
 

@@ -735,7 +735,7 @@ def identify_result(trials: Sequence[FesTrial], *, method: str = DEFAULT_METHOD,
     message = (f"{res['rounds']} round(s) of phase re-assignment"
                + ("" if res["settled"] else f"; the clock times still moved after {res['rounds']} rounds"))
     cov = pd.DataFrame(res["covariance"], index=list(NAMES), columns=list(NAMES))
-    result = co.Result(problem="fes-muscle", method=method, success=res["success"], status=status,
+    estimate = co.Estimate(problem="fes-muscle", method=method, success=res["success"], status=status,
                        message=message, iterations=res["iterations"], objective=res["objective"],
                        parameters=dict(res["parameters"]), standard_errors=dict(res["standard_errors"]),
                        covariance=cov, trajectories=trajectories, measurements=measurements,
@@ -747,7 +747,7 @@ def identify_result(trials: Sequence[FesTrial], *, method: str = DEFAULT_METHOD,
                              "h_max_s": h_max, "degree": DEGREES[method],
                              "formulation": "multi-phase Radau collocation"},
                        initial_parameters={**GUESS, **(guess or {})}, descriptions=dict(DESCRIPTIONS))
-    return co.finalize(result, bounds=res["bounds"], physical={n: (n == "tau", False) for n in NAMES},
+    return co.finalize(estimate, bounds=res["bounds"], physical={n: (n == "tau", False) for n in NAMES},
                        fit={"force": 1.0}, verdict_residuals=standardized,
                        verdict_note="model − measurement divided by the record's force noise σ estimated "
                                     "from its third differences (info['noise']); the fit is unweighted")

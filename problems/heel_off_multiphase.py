@@ -1556,7 +1556,7 @@ def finish(out: Mapping, trials: Sequence[HeelOffTrial], *, method: str, message
     ended by :func:`colloc.finalize`: the fit's states at its nodes (``trajectories``), the fitted
     signals as measured and the residuals at the samples, the forward-simulation check of every
     record (:func:`simulation_check`), the fit verdict (:func:`colloc.fit_verdict` at
-    :data:`CHI2_POOR`, ``info["fit_verdict"]``) of the residuals divided by the noise σ the fit
+    :data:`CHI2_POOR`, ``result.fit_verdict``) of the residuals divided by the noise σ the fit
     weighted them by (``info["noise"]``), the warnings and the intervals.  ``bounds``: those of
     the unknowns; only τ's lower bound (no delay) is a limit of the model, the others are search
     ranges."""
@@ -1581,7 +1581,7 @@ def finish(out: Mapping, trials: Sequence[HeelOffTrial], *, method: str, message
         why = verdict["reason"] if verdict["verdict"] == "poor_fit" else "the fit of a window is poor"
         message += (f". But the fit is poor: {why}: a local minimum (try other guesses) or a model that does "
                     "not explain the record")
-    result = co.Result(
+    estimate = co.Estimate(
         problem="heel-off", method=method, success=bool(out["success"]), status=out["status"], message=message,
         iterations=out["iterations"], objective=out["objective"], parameters=dict(out["parameters"]),
         standard_errors=dict(out["standard_errors"]),
@@ -1591,7 +1591,7 @@ def finish(out: Mapping, trials: Sequence[HeelOffTrial], *, method: str, message
                  "simulation_s": _time.perf_counter() - t0, "total_s": out["time_s"] + _time.perf_counter() - t0},
         num_nodes=sum(len(f) for f in trajectories.values()), trials=[t.name for t in trials],
         versions=co.versions(), simulation=simulation, units={**{k: UNITS[k] for k in names}, **SIGNAL_UNITS},
-        info={**info, "fit_verdict": verdict}, initial_parameters=dict(initial_parameters),
+        info=dict(info), fit_verdict=verdict, initial_parameters=dict(initial_parameters),
         descriptions=dict(descriptions), solver_status=out["solver_status"])
     # the verdict is made above at heel-off's threshold; finalize adds its warning, the rest
-    return co.finalize(result, bounds=bounds, physical={k: (k == "tau", False) for k in names}, verdict=False)
+    return co.finalize(estimate, bounds=bounds, physical={k: (k == "tau", False) for k in names}, verdict=False)

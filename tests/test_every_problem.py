@@ -4,7 +4,7 @@
 Each must end in exit 0 with a successful result, or exit 1 with a failure its document names
 (``status``, printed too), never an internal error; write a figure that is a valid PNG; and
 write a result document with the same top-level keys for every problem (CONTRACTS §4's keys,
-``warnings``, ``simulation`` and ``info.fit_verdict`` among them).
+``warnings``, ``simulation`` and ``fit_verdict`` among them).
 
 The default suite runs ``identify`` for every problem and ``demo`` for all but the long ones
 (:data:`LONG_DEMOS`: their two figures alone take seconds) in this process, on the first
@@ -100,8 +100,8 @@ def _report(doc: dict, reference: set[str]) -> None:
     keys = set(doc)
     assert REPORT_KEYS <= keys, f"missing {sorted(REPORT_KEYS - keys)}"
     assert keys == reference, f"missing {sorted(reference - keys)}, extra {sorted(keys - reference)}"
-    verdict = doc["info"].get("fit_verdict")
-    assert isinstance(verdict, dict) and verdict.get("verdict") in VERDICTS, f"info.fit_verdict: {verdict!r}"
+    verdict = doc.get("fit_verdict")
+    assert isinstance(verdict, dict) and verdict.get("verdict") in VERDICTS, f"fit_verdict: {verdict!r}"
 
 
 # ---- quick: the commands in this process, on the first seconds of each record ----------------------------

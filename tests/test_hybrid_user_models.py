@@ -178,7 +178,7 @@ def test_ball_noisy_data_within_three_standard_errors():
     y = h + np.random.default_rng(7).normal(0.0, SIGMA_H, t.size)
     r = co.solve(ball_problem(y, t), co.Radau(degree=3))
     assert r.success
-    assert r.info["fit_verdict"]["verdict"] == "good"
+    assert r.fit_verdict["verdict"] == "good"
     for name, value in BALL.items():
         se = r.standard_errors[name]
         assert 0 < se < 0.05 * value
@@ -227,7 +227,7 @@ def test_ball_with_too_few_bounces_forced_is_a_failure():
         co.solve(ball_problem(y, t, sequence=["flight"] * 3), co.Radau(degree=3))
     r = err.value.result
     assert not r.success and r.status == "poor_fit"
-    assert r.info["fit_verdict"]["signals"]["h"]["chi2_red"] > 4
+    assert r.fit_verdict["signals"]["h"]["chi2_red"] > 4
     # the simulation check at the estimate goes through other modes than the forced ones
     assert not r.simulation["drop"]["same_modes"]
     assert "simulation_modes" in {w["code"] for w in r.warnings}
@@ -292,7 +292,7 @@ def test_stick_slip_noisy_data_within_three_standard_errors():
     t, x, _ = belt_record(**BELT_TRUTH)
     y = x + np.random.default_rng(11).normal(0.0, SIGMA_X, t.size)
     r = co.solve(belt_problem(y, t), co.Radau(degree=3))
-    assert r.success and r.info["fit_verdict"]["verdict"] == "good"
+    assert r.success and r.fit_verdict["verdict"] == "good"
     for name, value in BELT_TRUTH.items():
         se = r.standard_errors[name]
         assert 0 < se < 0.05 * value

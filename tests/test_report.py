@@ -17,7 +17,7 @@ from colloc.results.report import INTERVAL_Z, finalize, parameter_intervals
 def _result(parameters, standard_errors, *, residuals=None, simulation=None, status="Solve_Succeeded"):
     index = pd.Index(np.arange(50) * 0.01, name="time")
     residuals = residuals if residuals is not None else {"t": pd.DataFrame({"y": np.zeros(50)}, index=index)}
-    return co.Result(problem="fake", method="m", success=status == "Solve_Succeeded", status=status, message="",
+    return co.Estimate(problem="fake", method="m", success=status == "Solve_Succeeded", status=status, message="",
                      iterations=3, objective=1.0, parameters=dict(parameters), standard_errors=dict(standard_errors),
                      covariance=None, trajectories={}, measurements={}, residuals=residuals,
                      timings={}, num_nodes=50, trials=["t"], versions={},
@@ -61,8 +61,7 @@ def test_no_standard_error_means_no_interval():
 @pytest.mark.parametrize("physical, success, status", [(False, False, "parameter_at_bound"),
                                                        ((True, False), True, "Solve_Succeeded")])
 def test_an_estimate_on_a_bound_fails_unless_the_bound_is_physical(physical, success, status):
-    r = _result({"k": 0.0, "g": 5.0}, {"k": 0.1, "g": 1.0})
-    finalize(r, bounds={"k": (0.0, 10.0), "g": (0.0, 10.0)}, physical={"k": physical}, fit={"y": 1.0})
+    r = finalize(_result({"k": 0.0, "g": 5.0}, {"k": 0.1, "g": 1.0}), bounds={"k": (0.0, 10.0), "g": (0.0, 10.0)}, physical={"k": physical}, fit={"y": 1.0})
     assert (r.success, r.status, r.solver_status) == (success, status, "Solve_Succeeded")
     assert [w["parameters"] for w in r.warnings if w["code"] == "parameter_at_bound"] == [["k"]]
     assert all(math.isnan(v) for v in r.intervals["k"])  # on a bound the standard error says nothing
@@ -75,13 +74,13 @@ def test_a_poor_fit_fails_and_every_result_gets_a_verdict_and_says_why_it_has_no
     big = {"t": pd.DataFrame({"y": 3.0 * rng.standard_normal(400)}, index=index)}  # 3σ residuals
     r = finalize(_result({"a": 1.0}, {"a": 0.1}, residuals=big, simulation={}), fit={"y": 1.0},
                  no_simulation="a stochastic model")
-    assert r.status == "poor_fit" and not r.success and r.info["fit_verdict"]["verdict"] == "poor_fit"
+    assert r.status == "poor_fit" and not r.success and r.fit_verdict["verdict"] == "poor_fit"
     assert "poor_fit" in {w["code"] for w in r.warnings}
     assert r.simulation_note == "a stochastic model"
     assert "forward simulation: none (a stochastic model)" in r.summary()
     # nothing with a declared noise: the verdict says it does not apply (not silently absent)
     r = finalize(_result({"a": 1.0}, {"a": 0.1}), fit={})
-    assert r.info["fit_verdict"]["verdict"] == "not_applicable" and r.success
+    assert r.fit_verdict["verdict"] == "not_applicable" and r.success
 
 
 def test_a_derived_parameter_without_standard_error_is_not_called_unidentifiable():

@@ -184,7 +184,7 @@ def test_mass_matrix_and_dae_forms_give_the_explicit_answer(noisy_pendulum_trial
     # backward Euler's numerical damping over 10 s at 100 Hz leaves residuals of 2.3 σ: the
     # fit verdict rightly calls that poor (Midpoint is within σ); here only the forms are compared
     ref = co.solve(pendulum.problem(noisy_pendulum_trial), co.BackwardEuler(), solver=QUIET, verdict=False)
-    assert ref.info.get("fit_verdict") is None
+    assert not ref.fit_verdict
     assert co.solve(pendulum.problem(noisy_pendulum_trial), co.BackwardEuler(), solver=QUIET,
                     throw=False).status == "poor_fit"
     for model in (implicit, dae):

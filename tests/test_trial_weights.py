@@ -32,7 +32,7 @@ def test_weight_two_equals_the_trial_twice():
     np.testing.assert_allclose(weighted.residuals["a.csv"]["theta"], doubled.residuals["a.csv"]["theta"],
                                atol=1e-8)
     # the verdict compares with the declared noise (1/σ² = 400), not with the trial weight
-    assert 0.7 < weighted.info["fit_verdict"]["signals"]["theta"]["chi2_red"] < 1.3
+    assert 0.7 < weighted.fit_verdict["signals"]["theta"]["chi2_red"] < 1.3
 
 
 def test_weight_applies_to_shooting_too():

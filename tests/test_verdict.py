@@ -77,7 +77,7 @@ def test_nothing_fitted_is_not_applicable():
 def test_noisy_pendulum_with_declared_noise_is_a_good_fit(seed):
     trial = pendulum.simulate_trial(duration=5.0, noise_std=0.05, seed=seed, measure_omega=seed % 2 == 1)
     r = co.solve(pendulum.problem(trial, noise_std=0.05), co.Midpoint(), solver=QUIET)
-    v = r.info["fit_verdict"]
+    v = r.fit_verdict
     assert r.success and r.status == r.solver_status == "Solve_Succeeded"
     assert v["verdict"] == "good"
     assert 0.8 < v["signals"]["theta"]["chi2_red"] < 1.2
@@ -88,24 +88,24 @@ def test_noisy_pendulum_with_declared_noise_is_a_good_fit(seed):
 def test_noisy_two_link_with_declared_noise_is_a_good_fit(seed):
     trial = two_link.simulate_trial(duration=10.0, seed=seed)
     r = co.solve(two_link.problem(trial), co.Midpoint(), solver=QUIET)
-    assert r.success and r.info["fit_verdict"]["verdict"] == "good"
+    assert r.success and r.fit_verdict["verdict"] == "good"
     for s in two_link.STATE_NAMES:
-        assert 0.8 < r.info["fit_verdict"]["signals"][s]["chi2_red"] < 1.2
+        assert 0.8 < r.fit_verdict["signals"][s]["chi2_red"] < 1.2
 
 
 @pytest.mark.parametrize("seed", [0, 4])
 def test_noisy_cip_with_declared_noise_is_a_good_fit(seed):
     trial = cip.simulate_trial(duration=20.0, seed=seed)
     r = co.solve(cip.problem(trial), co.Midpoint(), solver=QUIET)
-    assert r.success and r.info["fit_verdict"]["verdict"] == "good"
-    assert 0.8 < r.info["fit_verdict"]["signals"]["cop"]["chi2_red"] < 1.2
+    assert r.success and r.fit_verdict["verdict"] == "good"
+    assert 0.8 < r.fit_verdict["signals"]["cop"]["chi2_red"] < 1.2
 
 
 def test_shooting_baseline_gets_a_verdict_too():
     trial = pendulum.simulate_trial(duration=3.0, noise_std=0.05, seed=2)
     method = co.MultipleShooting(segments=5)
     near = co.solve(pendulum.problem(trial), method, solver=QUIET, guess={"p": 9.0}, throw=False)
-    assert near.info["fit_verdict"]["verdict"] == "good" and near.success
+    assert near.fit_verdict["verdict"] == "good" and near.success
     # from p = 1 shooting converges to the local minimum at the lower bound: a poor fit
     far = co.solve(pendulum.problem(trial), method, solver=QUIET, throw=False)
     assert far.solver_status == "Solve_Succeeded" and far.parameters["p"] < 1.0
@@ -129,7 +129,7 @@ def test_undamped_model_on_damped_data_is_a_poor_fit(tmp_path):
     r = co.solve(pendulum.problem(trial, noise_std=0.01), co.Midpoint(), solver=QUIET, throw=False)
     assert r.solver_status == "Solve_Succeeded"  # IPOPT converged ...
     assert not r.success and r.status == "poor_fit"  # ... to a fit far above the noise
-    v = r.info["fit_verdict"]
+    v = r.fit_verdict
     assert v["verdict"] == "poor_fit" and v["signals"]["theta"]["chi2_red"] > 100
     assert v["signals"]["theta"]["whiteness"] == "coloured"
     assert "poor" in r.message and "declared noise" in r.message
@@ -146,7 +146,7 @@ def test_verdict_can_be_switched_off(tmp_path):
     trial = pendulum.load_trial(damped_pendulum_csv(tmp_path / "damped.csv"))
     r = co.solve(pendulum.problem(trial, noise_std=0.01), co.Midpoint(), solver=QUIET, verdict=False)
     assert r.success and r.status == r.solver_status == "Solve_Succeeded"
-    assert "fit_verdict" not in r.info
+    assert not r.fit_verdict
 
 
 def test_cli_exits_1_with_a_one_line_reason_on_a_poor_fit(capsys, tmp_path):

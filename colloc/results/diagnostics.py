@@ -46,10 +46,12 @@ def _finite(v) -> bool:
 
 
 def diagnose(result, model: Model | None = None, *, bounds: Mapping[str, tuple[float, float]] | None = None,
-             scales: Mapping[str, float] | None = None) -> list[dict]:
-    """The diagnostics of ``result`` (a :class:`~colloc.Result`); the parameters' bounds and
+             scales: Mapping[str, float] | None = None, verdict: Mapping | None = None) -> list[dict]:
+    """The diagnostics of ``result`` (a :class:`~colloc.Result`, or the
+    :class:`~colloc.results.result.Estimate` it is made from); the parameters' bounds and
     nominal scales come from ``model`` or, for an estimator without one, from ``bounds`` (name →
-    (lower, upper)) and ``scales`` (name → typical size)."""
+    (lower, upper)) and ``scales`` (name → typical size); ``verdict``: the fit verdict (default
+    ``result.fit_verdict``)."""
     found: list[dict] = []
     names = list(result.parameters)
     se = result.standard_errors or {}
@@ -138,7 +140,7 @@ def diagnose(result, model: Model | None = None, *, bounds: Mapping[str, tuple[f
         found.append({"code": "constant_signal", "signals": [f"{t}:{k}" for t, k in constant],
                       "message": "constant measured signal(s), NRMSE undefined: "
                                  + ", ".join(f"{k} in '{t}'" for t, k in constant)})
-    v = info.get("fit_verdict")
+    v = getattr(result, "fit_verdict", None) if verdict is None else verdict
     if isinstance(v, dict) and v.get("verdict") == "poor_fit":
         found.append({"code": "poor_fit", "message": f"poor fit: {v.get('reason', 'residuals far above the declared noise')}"})
     return found

@@ -192,7 +192,7 @@ def _deterministic(problem, result, trial, names: list[str], steps: int, dt: flo
     Y = np.vstack([np.asarray(trial[n], dtype=float) for n in names])
     # each signal's noise: the residual variance of the fit (its reduced χ² over the weight it was
     # fitted with), else the problem's declared noise
-    verdict = result.info.get("fit_verdict", {})
+    verdict = result.fit_verdict
     weights = {**problem.fit, **verdict.get("weights", {})}
     chi2 = {k: v.get("chi2_red", 1.0) for k, v in verdict.get("signals", {}).items()}
     unknown = [n for n in names if not weights.get(n)]

@@ -21,10 +21,12 @@ The solver's own ending stays in ``result.solver_status``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 
 from .diagnostics import diagnose
+from .result import Estimate, Result
 from .verdict import fit_verdict
 
 __all__ = ["FIT_REJECTED", "INTERVAL_Z", "POOR_FIT_HINT", "finalize", "model_bounds", "parameter_intervals",
@@ -123,19 +125,21 @@ def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mappin
     return intervals, scales
 
 
-def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
+def finalize(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | None = None,
              physical: Mapping[str, tuple[bool, bool]] | None = None, scales: Mapping[str, float] | None = None,
              fit: Mapping[str, float] | None = None,
              verdict: bool = True, verdict_residuals=None, verdict_note: str | None = None,
              no_simulation: str | None = None, warnings: list[dict] | None = None,
-             derived: Mapping[str, str] | None = None):
-    """Judge ``result`` (a :class:`~colloc.Result`) and fill its report fields; returns it.
+             derived: Mapping[str, str] | None = None) -> Result:
+    """Judge ``estimate`` (an :class:`~colloc.results.result.Estimate`) and build its
+    :class:`~colloc.Result`, once: the verdict, the warnings, the intervals and the final
+    ``success``/``status``/``message`` are decided first, then the result is made with them.
 
     Parameters
     ----------
-    result : Result
+    estimate : Estimate
         As the estimator left it: parameters, standard errors, covariance, residuals,
-        simulation check.
+        simulation check, its own ``success``/``status``/``message``.
     bounds, physical : mapping, optional
         Each parameter's ``(lower, upper)`` bounds and whether each side is a limit of the model
         (a bool for both, or a pair)
@@ -146,13 +150,14 @@ def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
     fit : mapping of str to float, optional
         Fit weight ``1/σ²`` of each signal (a problem's ``fit``).
     verdict : bool
-        Judge the fit against the declared noise (False: data whose noise is unknown).
+        Judge the fit against the declared noise (False: data whose noise is unknown, or an
+        estimator that judged it itself and left its verdict in ``estimate.fit_verdict``).
     verdict_residuals : mapping of str to DataFrame, optional
-        What the verdict judges instead of ``result.residuals``: an estimator whose residuals
+        What the verdict judges instead of ``estimate.residuals``: an estimator whose residuals
         have a per-sample σ gives them standardised (a Kalman filter's innovations divided by
         their predicted SD), with weights 1 in ``fit``.
     verdict_note : str, optional
-        What the verdict's residuals are, kept in ``info["fit_verdict"]["residuals"]``.
+        What the verdict's residuals are, kept in ``result.fit_verdict["residuals"]``.
     no_simulation : str, optional
         Why the result has no forward-simulation check (``result.simulation_note``, printed
         by the summary, when ``result.simulation`` is empty).
@@ -162,25 +167,27 @@ def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
         Parameters reported without a standard error by design (a record's mean taken as an
         offset), each with what it is: they are not called "not identifiable".
     """
-    if not result.solver_status:
-        result.solver_status = result.status
-    residuals = result.residuals if verdict_residuals is None else verdict_residuals
+    if not isinstance(estimate, Estimate):
+        raise TypeError(f"finalize: expected a colloc.results.result.Estimate, got {type(estimate).__name__} "
+                        "(a Result is already judged)")
+    bounds, physical = dict(bounds or {}), dict(physical or {})
+    success, status, message = bool(estimate.success), estimate.status, estimate.message
+    solver_status = estimate.solver_status or estimate.status
+    residuals = estimate.residuals if verdict_residuals is None else verdict_residuals
+    judged = dict(estimate.fit_verdict)
     if verdict and residuals and fit:
-        v = fit_verdict(residuals, fit, num_parameters=len(result.parameters), simulation=result.simulation)
-        v["residuals"] = verdict_note or "model − measurement, weighted by the declared noise 1/σ²"
-        v["weights"] = {k: float(w) for k, w in fit.items()}
-        result.info["fit_verdict"] = v
-        if result.success and v["verdict"] == "poor_fit":
-            result.success = False
-            result.status = "poor_fit"
-            result.message = f"{result.message} But the fit is poor: {v['reason']}. To do: {POOR_FIT_HINT}."
+        judged = fit_verdict(residuals, fit, num_parameters=len(estimate.parameters), simulation=estimate.simulation)
+        judged["residuals"] = verdict_note or "model − measurement, weighted by the declared noise 1/σ²"
+        judged["weights"] = {k: float(w) for k, w in fit.items()}
+        if success and judged["verdict"] == "poor_fit":
+            success, status = False, "poor_fit"
+            message = f"{message} But the fit is poor: {judged['reason']}. To do: {POOR_FIT_HINT}."
     elif verdict:
         why = ("no fitted signal with a declared noise" if not fit else "no residuals")
-        result.info["fit_verdict"] = {"verdict": "not_applicable", "reason": why, "signals": {}, "trials": {},
-                                      "simulation_nrmse": {}}
+        judged = {"verdict": "not_applicable", "reason": why, "signals": {}, "trials": {}, "simulation_nrmse": {}}
     found = list(warnings or [])
     codes = {w.get("code") for w in found}
-    for w in diagnose(result, bounds=bounds or {}, scales=scales):
+    for w in diagnose(estimate, bounds=bounds, scales=scales, verdict=judged):
         if w.get("code") in codes:
             continue
         if w.get("code") == "not_identifiable" and derived:
@@ -190,39 +197,37 @@ def finalize(result, *, bounds: Mapping[str, tuple[float, float]] | None = None,
             w = {**w, "parameters": concerned,
                  "message": f"not identifiable from these data: {', '.join(concerned)}; standard errors are null"}
         found.append(w)
-    result.warnings = found
-    if not result.simulation:
-        result.simulation_note = no_simulation or "the estimator made none"
-    _fail_on_search_bounds(result, bounds or {}, physical or {})
-    result.intervals, result.interval_scales = parameter_intervals(result.parameters, result.standard_errors,
-                                                                   bounds, physical)
-    for w in result.warnings:  # on a bound the standard error does not describe the estimate
+    at = _on_search_bounds(estimate.parameters, found, bounds, physical)
+    if success and at:
+        success, status = False, "parameter_at_bound"
+        message = (f"{message} But {', '.join(at)} ended on the bound of "
+                   f"{'its' if len(at) == 1 else 'their'} search range: widen the range (--bounds), "
+                   "declare the bound physical (Model.parameter(physical=True)) if it is a limit of the "
+                   "model, or question the model.")
+    intervals, interval_scales = parameter_intervals(estimate.parameters, estimate.standard_errors, bounds, physical)
+    for w in found:  # on a bound the standard error does not describe the estimate
         if w.get("code") == "parameter_at_bound":
             for name in w.get("parameters", []):
-                result.intervals[name], result.interval_scales[name] = (math.nan, math.nan), "none"
-    return result
+                intervals[name], interval_scales[name] = (math.nan, math.nan), "none"
+    raw = {f.name: getattr(estimate, f.name) for f in dataclasses.fields(Estimate)}
+    raw.update(success=success, status=status, message=message, solver_status=solver_status, fit_verdict=judged)
+    return Result(**raw, warnings=found, intervals=intervals, interval_scales=interval_scales,
+                  simulation_note="" if estimate.simulation else (no_simulation or "the estimator made none"))
 
 
-def _fail_on_search_bounds(result, bounds: Mapping[str, tuple[float, float]],
-                           physical: Mapping[str, tuple[bool, bool]]) -> None:
-    """A converged fit with a parameter on a bound that is only a search range fails: the data
-    push it beyond where it was sought, so the estimate is an optimum of the box, not of the
-    model."""
+def _on_search_bounds(parameters: Mapping[str, float], found: list[dict], bounds: Mapping[str, tuple[float, float]],
+                      physical: Mapping[str, tuple[bool, bool]]) -> list[str]:
+    """The parameters on a bound that is only a search range.  A converged fit with one fails:
+    the data push it beyond where it was sought, so the estimate is an optimum of the box, not
+    of the model."""
     at = []
-    for w in result.warnings:
+    for w in found:
         if w.get("code") != "parameter_at_bound":
             continue
         for name in w.get("parameters", []):
             lo, hi = bounds.get(name, (-math.inf, math.inf))
-            value = result.parameters.get(name, math.nan)
+            value = parameters.get(name, math.nan)
             side = 0 if abs(value - lo) <= abs(value - hi) else 1
             if not _sides(physical.get(name, False))[side]:
                 at.append(name)
-    if result.success and at:
-        result.success = False
-        result.status = "parameter_at_bound"
-        result.message = (f"{result.message} But {', '.join(at)} ended on the bound of "
-                          f"{'its' if len(at) == 1 else 'their'} search range: widen the range (--bounds), "
-                          "declare the bound physical (Model.parameter(physical=True)) if it is a limit of the "
-                          "model, or question the model.")
-
+    return at

@@ -20,7 +20,7 @@ from ..base.files import dumps_compact_arrays, json_safe, write_atomic
 if TYPE_CHECKING:  # imported where a table is made: 0.15-0.2 s, beside the solve (base/prefetch.py)
     import pandas as pd
 
-__all__ = ["Result"]
+__all__ = ["Estimate", "Result"]
 
 
 def _frame_to_dict(frame: pd.DataFrame) -> dict:
@@ -38,6 +38,49 @@ def _frame_from_dict(d: dict) -> pd.DataFrame:
 
 
 @dataclass
+class Estimate:
+    """What an estimator found, before it is judged: the input of :func:`colloc.finalize`.
+
+    Every estimator (collocation, shooting, the Kalman maximum likelihood, the hybrid fits)
+    fills one and hands it to :func:`~colloc.results.report.finalize`, which decides the
+    verdict, the warnings, the intervals and the final ``success``/``status``/``message``, and
+    only then builds the :class:`Result`: a result is made once, already judged, and its status
+    is never rewritten.  The fields are :class:`Result`'s of the same names; ``success``,
+    ``status`` and ``message`` are the estimator's own (``solver_status``, when empty, becomes
+    ``status``), and ``fit_verdict`` is a verdict the estimator made itself (at its own
+    threshold), used when ``finalize`` is asked not to make one.
+    """
+
+    problem: str
+    method: str
+    success: bool
+    status: str
+    message: str
+    iterations: int
+    objective: float
+    parameters: dict[str, float]
+    standard_errors: dict[str, float] | None
+    covariance: pd.DataFrame | None
+    trajectories: dict[str, pd.DataFrame]
+    measurements: dict[str, pd.DataFrame]
+    residuals: dict[str, pd.DataFrame]
+    timings: dict[str, float]
+    num_nodes: int
+    trials: list[str]
+    versions: dict[str, str]
+    violations: list[dict] = field(default_factory=list)
+    simulation: dict[str, dict] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+    initial_parameters: dict[str, float] = field(default_factory=dict)
+    solver_status: str = ""
+    descriptions: dict[str, str] = field(default_factory=dict)
+    trajectory_label: str = ""
+    notes: list[str] = field(default_factory=list)
+    fit_verdict: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
 class Result:
     """Outcome of :func:`colloc.solve`.
 
@@ -48,7 +91,7 @@ class Result:
     status : str
         The solver's return status (``"Solve_Succeeded"``, ``"Maximum_Iterations_Exceeded"``…),
         or ``"poor_fit"`` when the solver converged but the residuals are far above the
-        declared noise (see :mod:`colloc.results.verdict`; details in ``info["fit_verdict"]``).
+        declared noise (see :mod:`colloc.results.verdict`; details in :attr:`fit_verdict`).
     message : str
     iterations : int
     objective : float
@@ -78,8 +121,7 @@ class Result:
         model simulated with CVODES from the identified initial state.
     units : dict of str to str
     info : dict
-        Everything else (residual variance, degrees of freedom, objective history,
-        ``fit_verdict``…);
+        Everything else (residual variance, degrees of freedom, objective history…);
         ``info["initial_estimate"]`` says how the start was found and, after several starts,
         ``info["local_minima"]`` lists the distinct local minima reached (``objective``,
         ``parameters``, ``starts``: how many starts reached it, ``start_indices``).
@@ -108,6 +150,13 @@ class Result:
     notes : list of str
         Quantities derived from the estimates that a reader judges them by (a gain over m·g·h,
         an information criterion), one line each, printed under the table.
+    fit_verdict : dict
+        The fit verdict (:func:`colloc.fit_verdict`): ``verdict`` (``"good"``, ``"poor_fit"``,
+        ``"not_applicable"`` …), ``reason``, the per-signal and per-trial checks; empty when the
+        result was not judged against a declared noise.
+
+    A result is made by :func:`colloc.finalize` from an :class:`Estimate`, already judged
+    (its ``success``, ``status``, ``warnings`` and ``intervals`` decided before it exists).
     """
 
     problem: str
@@ -140,6 +189,7 @@ class Result:
     simulation_note: str = ""
     trajectory_label: str = ""
     notes: list[str] = field(default_factory=list)
+    fit_verdict: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.solver_status:
@@ -255,13 +305,13 @@ class Result:
             self.format_table(truth),
         ]
         lines += self.notes
-        if self.info.get("fit_verdict"):
+        if self.fit_verdict:
             from .verdict import verdict_line
 
             lines.append("")
-            lines.append(verdict_line(self.info["fit_verdict"]))
+            lines.append(verdict_line(self.fit_verdict))
             if not self.success and self.status == "poor_fit":
-                lines.append(f"  {self.info['fit_verdict']['reason']}")
+                lines.append(f"  {self.fit_verdict['reason']}")
         if self.simulation:
             lines.append("")
             for trial, sim in self.simulation.items():
@@ -316,6 +366,7 @@ class Result:
         if self.standard_errors is not None:
             doc["standard_errors"] = self.standard_errors  # NaN (not estimable) becomes null
         doc["warnings"] = self.warnings
+        doc["fit_verdict"] = self.fit_verdict
         doc["descriptions"] = self.descriptions
         doc["covariance"] = None if self.covariance is None else {
             "names": list(self.covariance.columns),
@@ -396,6 +447,8 @@ class Result:
             simulation_note=doc.get("simulation_note", ""),
             trajectory_label=doc.get("trajectory_label", ""),
             notes=list(doc.get("notes", [])),
+            # documents written before the verdict had a field of its own kept it in ``info``
+            fit_verdict=dict(doc.get("fit_verdict") or doc.get("info", {}).get("fit_verdict") or {}),
         )
 
     # ---- prediction ---------------------------------------------------------------------

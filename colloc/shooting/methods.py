@@ -11,7 +11,7 @@
 * :class:`MultipleShooting`: the record is cut into segments whose initial states are
   unknowns too, tied by continuity constraints; IPOPT (L-BFGS Hessian) solves it.
 
-Both return a :class:`~colloc.Result`.  A simulation that diverges or fails never raises:
+Both return an :class:`~colloc.results.result.Estimate` (judged into a :class:`~colloc.Result` by :func:`colloc.solve`).  A simulation that diverges or fails never raises:
 the run ends with a named status (``"simulation_failed"``…).
 """
 
@@ -28,7 +28,7 @@ from ..base.errors import OptionsError, ProblemError
 from ..base.versions import versions
 from ..definition.explicit import explicit_rhs
 from ..definition.problem import Problem
-from ..results.result import Result
+from ..results.result import Estimate
 from ..simulation.integrators import Cvodes, RungeKutta, interval_data_size
 from ..solving.ipopt import IterationInfo
 from ..transcription.interpolation import InputReader, keys_kernel
@@ -301,7 +301,7 @@ def _evaluate(fun: ca.Function):
 
 
 def _result(problem: Problem, method, setup: _Shooting, outcome: Outcome, build_s: float, solve_s: float,
-            standard_errors: bool) -> Result:
+            standard_errors: bool) -> Estimate:
     model = problem.model
     x = outcome.x
     phys = x * setup.scale
@@ -346,7 +346,7 @@ def _result(problem: Problem, method, setup: _Shooting, outcome: Outcome, build_
             info.update(residual_variance=s2, dof=dof)
         except RuntimeError:
             pass
-    return Result(
+    return Estimate(
         problem=problem.name, method=method.name, success=outcome.success, status=outcome.status,
         message=outcome.message, iterations=outcome.iterations, objective=outcome.fun,
         parameters=params, standard_errors=se, covariance=cov, trajectories=trajectories,
@@ -380,7 +380,7 @@ class SingleShooting(AbstractMethod):
         return f"single-shooting({self.gradient.name}, {self.optimizer.name})"
 
     def solve(self, problem, *, solver=None, guess=None, progress=None):
-        """Build the reduced problem, minimise it, return a :class:`~colloc.Result`."""
+        """Build the reduced problem, minimise it, return its :class:`~colloc.results.result.Estimate`."""
         start = _time.perf_counter()
         setup = _Shooting(problem, self.integrator, segments=1)
         x0 = setup.x0.copy()
@@ -428,7 +428,7 @@ class MultipleShooting(AbstractMethod):
             raise OptionsError(f"MultipleShooting(segments={self.segments!r}): must be an integer >= 1")
 
     def solve(self, problem, *, solver=None, guess=None, progress=None):
-        """Build the segment NLP, solve it with IPOPT, return a :class:`~colloc.Result`."""
+        """Build the segment NLP, solve it with IPOPT, return its :class:`~colloc.results.result.Estimate`."""
         start = _time.perf_counter()
         setup = _Shooting(problem, self.integrator, segments=self.segments)
         x0 = setup.x0.copy()

@@ -20,7 +20,7 @@ from ..base.prefetch import prefetch
 from ..base.versions import versions
 from ..definition.problem import Problem
 from ..inference.covariance import Covariance, parameter_covariance
-from ..results.result import Result
+from ..results.result import Estimate
 from ..simulation.ode import simulate
 from ..transcription.collocation import Layout, transcribe
 from ..transcription.interpolation import InputReader
@@ -52,7 +52,7 @@ def solve_collocation(
     guess: Mapping[str, float] | None,
     progress: Callable[[IterationInfo], None] | None,
     fix_parameters: bool = False,
-) -> Result:
+) -> Estimate:
     """Collocation path of :func:`solve` (see there).
 
     ``fix_parameters`` holds the parameters at their initial values (only the trajectories
@@ -142,7 +142,7 @@ def _message(status: str, success: bool) -> str:
     return f"IPOPT stopped with {status}" + (f": {hints[status]}" if status in hints else "") + "."
 
 
-def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solver: Ipopt) -> Result:
+def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solver: Ipopt) -> Estimate:
     import pandas as pd
 
     model = problem.model
@@ -224,7 +224,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
     units = {name: model.unit_of(name) for name in signal_names + pnames}
     if eiv:
         info["input_noise"] = dict(problem.input_noise)
-    return Result(
+    return Estimate(
         problem=problem.name,
         method=method.name,
         success=False,

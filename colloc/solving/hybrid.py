@@ -33,7 +33,7 @@ from ..base.versions import versions
 from ..definition.hybrid_problem import HybridProblem
 from ..inference.covariance import parameter_covariance
 from ..results.report import finalize
-from ..results.result import Result
+from ..results.result import Estimate, Result
 from ..simulation.hybrid import simulate_hybrid
 from ..transcription.hybrid_fit import HybridNLP, TrialLayout, assign
 from ..transcription.methods import Radau
@@ -285,7 +285,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
     else:
         message = (f"IPOPT stopped with {status}: try other guesses, switch_times read from the data, or check "
                    "that the model and the sequence of modes can produce the data.")
-    result = Result(
+    estimate = Estimate(
         problem=problem.name, method=f"hybrid-{method.name}", success=success, status=status, message=message,
         iterations=int(stats.get("iter_count", 0)), objective=0.5 * float(res @ res), parameters=params,
         standard_errors=se, covariance=cov, trajectories=trajectories, measurements=measurements,
@@ -300,7 +300,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
     found = [{"code": "simulation_modes", "trials": other,
               "message": "the event-driven simulation at the estimate goes through other phases than the fit in "
                          + "; ".join(f"{n} ({simulation[n]['message']})" for n in other)}] if other else []
-    finalize(result, bounds=problem.bounds, physical={n: True for n in names},
+    result = finalize(estimate, bounds=problem.bounds, physical={n: True for n in names},
              scales={n: abs(v) if v else 1.0 for n, v in problem.guess.items()}, fit=problem.fit, verdict=verdict,
              warnings=found)
     result.timings["total_s"] = _time.perf_counter() - t_call

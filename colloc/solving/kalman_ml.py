@@ -26,7 +26,7 @@ from ..base.versions import versions
 from ..definition.stochastic import StochasticProblem
 from ..definition.trial import Trial
 from ..results.report import finalize
-from ..results.result import Result
+from ..results.result import Estimate, Result
 from ..signals.forecast import ljung_box
 from ..transcription.methods import AbstractMethod
 
@@ -217,7 +217,7 @@ class KalmanML(AbstractMethod):
                 "off their bounds; assumes white Gaussian innovations"}
         if problem.extra_info:
             info.update(problem.extra_info(params))
-        result = Result(
+        estimate = Estimate(
             problem=problem.name, method=self.name, success=status == "Solve_Succeeded", status=status,
             message=f"Kalman maximum likelihood{label}: {fit.message}", iterations=fit.iterations,
             objective=float(fit.nll), parameters=params, standard_errors=se, covariance=cov,
@@ -236,7 +236,7 @@ class KalmanML(AbstractMethod):
             trajectory_label=f"one-step-ahead prediction (Kalman filter, {problem.label or lgm.name})", notes=notes)
         innovations = {trial.name: pd.DataFrame({c: z[:, j] for j, c in enumerate(problem.outputs)}, index=index)}
         physical = {k: (v, v) if isinstance(v, bool) else tuple(v) for k, v in problem.physical.items()}
-        return finalize(result, bounds={**fit.bounds, **{k: (-np.inf, np.inf) for k in offset_names}},
+        return finalize(estimate, bounds={**fit.bounds, **{k: (-np.inf, np.inf) for k in offset_names}},
                         physical=physical, fit={c: 1.0 for c in problem.outputs}, verdict_residuals=innovations,
                         warnings=warnings, derived={k: "the record's mean (the sensor's origin)" for k in offset_names},
                         verdict_note="the Kalman filter's one-step-ahead innovations divided by their predicted SD",

@@ -18,7 +18,7 @@ from ..definition.hybrid_problem import HybridProblem
 from ..definition.problem import Problem
 from ..definition.stochastic import StochasticProblem
 from ..results.report import POOR_FIT_HINT, finalize, model_bounds
-from ..results.result import Result
+from ..results.result import Estimate, Result
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, Radau, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
@@ -169,8 +169,8 @@ def solve(
         no_simulation = "switched off (Ipopt(simulate=False))"
     else:
         no_simulation = "the solve ended before it"
-    finalize(result, **model_bounds(problem.model), fit=problem.fit, verdict=verdict,
-             no_simulation=no_simulation)
+    result = finalize(result, **model_bounds(problem.model), fit=problem.fit, verdict=verdict,
+                      no_simulation=no_simulation)
     # ``total_s`` is the whole call: start, build, solve(s), covariance, simulation, verdict
     result.timings["start_s"] = start_s
     result.timings["total_s"] = time.perf_counter() - t_call
@@ -223,7 +223,7 @@ def _solve_stochastic(problem: StochasticProblem, method, guess, starts, throw: 
 
 
 def _solve_from(problem: Problem, method: AbstractMethod, solver: Ipopt, guess: Mapping[str, float],
-                progress: Callable[[IterationInfo], None] | None = None) -> Result:
+                progress: Callable[[IterationInfo], None] | None = None) -> Estimate:
     """One solve from the parameter values ``guess`` (a full set, by element name)."""
     if isinstance(method, AbstractTranscription):
         result = solve_collocation(problem, method, solver=solver, guess=guess, progress=progress)

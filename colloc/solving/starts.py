@@ -20,7 +20,7 @@ import numpy as np
 
 from ..base.engine import pack, process_pool, single_threaded, unpack
 from ..definition.problem import Problem
-from ..results.result import Result
+from ..results.result import Estimate
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint
 
 __all__ = ["start_box", "start_points", "cluster_minima", "solve_starts"]
@@ -140,10 +140,10 @@ def _describe(run: dict, method_name: str, guess: Mapping[str, float] | None = N
 
 
 def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, float], count: int, *,
-                 seed: int = 0, client=None) -> tuple[Result | None, list[dict]]:
+                 seed: int = 0, client=None) -> tuple[Estimate | None, list[dict]]:
     """Solve from ``first`` and ``count − 1`` space-filling starts; return the best result.
 
-    ``runner(problem, method, solver, guess) -> Result`` is the single-start solve (it must
+    ``runner(problem, method, solver, guess) -> Estimate`` is the single-start solve (it must
     be importable by name in the workers).
 
     Start 0 is solved in this process (a thread of it) with ``method`` and the full

@@ -50,7 +50,7 @@ def test_real_trial_by_kalman_ml(capsys, tmp_path):
     assert 0.9 < info["innovations_std"] < 1.1
     # the one report: a verdict on the standardised innovations, intervals above zero, what the
     # trajectory is, no simulation and why, the gains over m·g·h printed under the table
-    assert doc["info"]["fit_verdict"]["verdict"] == "good" and "innovations" in doc["info"]["fit_verdict"]["residuals"]
+    assert doc["fit_verdict"]["verdict"] == "good" and "innovations" in doc["fit_verdict"]["residuals"]
     assert all(doc["intervals"][k][0] > 0 for k in ("KP", "KI", "KD", "A", "B", "sigma"))
     assert doc["trajectory_label"].startswith("one-step-ahead prediction") and doc["simulation"] == {}
     assert "stochastic model" in doc["simulation_note"]

@@ -72,7 +72,7 @@ def test_cli_identifies_a_record_into_a_normal_result(tmp_path):
     assert len(traj) == len(meas) == len(r) == 301 and {"force", "k_c"} <= set(traj.columns)
     np.testing.assert_allclose(r["force"], traj["force"] - meas["force"], atol=1e-12)
     assert res.info["noise"]["twitch.csv"] == fm.NOISE_FLOOR
-    verdict = res.info["fit_verdict"]
+    verdict = res.fit_verdict
     assert verdict["verdict"] == "good" and set(verdict["signals"]) == {"force"}
     assert isinstance(res.warnings, list) and set(res.intervals) == set(fm.NAMES)
 
@@ -120,7 +120,7 @@ def test_a_record_the_model_cannot_follow_is_a_poor_fit():
     res = fm.identify_result([fm.FesTrial("bad", twitch.time, twitch.force + wave + noise, twitch.pulse,
                                           twitch.alpha)])
     assert not res.success and res.status == "poor_fit" and res.solver_status != "poor_fit"
-    assert res.info["fit_verdict"]["signals"]["force"]["rms_over_sigma"] > 10
+    assert res.fit_verdict["signals"]["force"]["rms_over_sigma"] > 10
 
 
 def test_shipped_records_load_and_follow_the_contract():

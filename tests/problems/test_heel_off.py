@@ -77,7 +77,7 @@ def test_the_result_reports_the_fit_its_simulation_and_its_verdict(one_heel_off,
     check = res.simulation["one.csv"]
     assert check["status"] == "ok" and set(check["nrmse"]) == set(heel_off.STATE_NAMES)
     assert max(check["nrmse"].values()) < 1e-4
-    verdict = res.info["fit_verdict"]
+    verdict = res.fit_verdict
     assert verdict["verdict"] == "good" and set(verdict["signals"]) == set(heel_off.STATE_NAMES)
     assert res.warnings == [] and all(lo < res.parameters[k] < hi for k, (lo, hi) in res.intervals.items())
     fig = plot_fit(res, signals=list(heel_off.STATE_NAMES), path=tmp_path / "fit.png")
@@ -100,7 +100,7 @@ def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(tm
     res = heel_off.finish(out, [trial], method="multiphase-radau3", message="", info={}, bounds={},
                           initial_parameters=heel_off.GUESS, descriptions={})
     assert not res.success and res.status == "poor_fit" and res.solver_status == out["solver_status"]
-    assert res.info["fit_verdict"]["verdict"] == "poor_fit" and "poor" in res.message
+    assert res.fit_verdict["verdict"] == "poor_fit" and "poor" in res.message
     # residuals are model − measurement: with the measurement added back they lie on the fit
     traj, r = res.trajectories["wavy.csv"], res.residuals["wavy.csv"]
     model = np.interp(trial.time, traj.index, traj["theta_body"])
@@ -151,7 +151,7 @@ def test_cli_result_document_has_the_contract_keys(tmp_path):
     # the same report as every problem's: the verdict, the simulation check, the fit (the rates,
     # not measured here, are in the trajectories and not in the fitted signals)
     (name,) = doc["trajectories"]
-    assert doc["info"]["fit_verdict"]["verdict"] == "good" and doc["simulation"][name]["status"] == "ok"
+    assert doc["fit_verdict"]["verdict"] == "good" and doc["simulation"][name]["status"] == "ok"
     assert set(doc["trajectories"][name]) >= {"time", *heel_off.STATE_NAMES}
     fitted = {"time", "theta_body", "theta_foot"}
     assert set(doc["measurements"][name]) == set(doc["residuals"][name]) == fitted

@@ -137,7 +137,7 @@ def test_the_time_limit_stops_a_solve_inside_it(short_heel_off, tmp_path):
         assert set(check["nrmse"]) == set(heel_off.STATE_NAMES)
     else:
         assert check["message"]
-    assert res.info["fit_verdict"]["verdict"] != "not_applicable"
+    assert res.fit_verdict["verdict"] != "not_applicable"
     plot_fit(res, path=tmp_path / "stopped.png")
     assert (tmp_path / "stopped.png").stat().st_size > 0
     with pytest.raises(co.OptionsError, match="start 'zero'"):
@@ -236,7 +236,7 @@ def test_cli_complementarity_on_the_shipped_flat_record(tmp_path):
     keys = {"problem", "method", "success", "status", "iterations", "objective", "parameters", "standard_errors",
             "timings", "num_nodes", "trials", "versions", "warnings", "intervals", "simulation"}
     assert keys <= set(doc) and json.loads(out.read_text())["status"] == doc["status"]
-    assert doc["info"]["fit_verdict"]["verdict"] == "good" or not doc["success"]
+    assert doc["fit_verdict"]["verdict"] == "good" or not doc["success"]
     assert plot.stat().st_size > 0
     (name,) = doc["trajectories"]
     assert doc["simulation"][name]["status"] == "ok" and len(doc["residuals"][name]["time"]) == 401

@@ -66,6 +66,6 @@ def test_nine_experiments_fit_well_and_the_cli_runs(capsys, tmp_path):
     assert code == 0, out
     doc = json.loads((tmp_path / "r.json").read_text())
     assert len(doc["trials"]) == 9
-    assert doc["success"] and doc["info"]["fit_verdict"]["verdict"] == "good"
+    assert doc["success"] and doc["fit_verdict"]["verdict"] == "good"
     assert all(np.isfinite(v) for v in doc["standard_errors"].values())
     assert "fit verdict: good" in out
