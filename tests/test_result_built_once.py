@@ -53,10 +53,11 @@ def test_the_scan_sees_a_result_assembled_by_hand(tmp_path):
 
 def _estimate(**kw):
     index = pd.Index(np.arange(40) * 0.01, name="time")
-    base = dict(problem="p", method="m", success=True, status="Solve_Succeeded", message="converged.", iterations=4,
-                objective=1.0, parameters={"a": 2.0}, standard_errors={"a": 0.1}, covariance=None, trajectories={},
-                measurements={}, residuals={"t": pd.DataFrame({"y": 5.0 * np.ones(40)}, index=index)}, timings={},
-                num_nodes=40, trials=["t"], versions={}, simulation={"t": {"status": "ok", "nrmse": {}}})
+    base = {"problem": "p", "method": "m", "success": True, "status": "Solve_Succeeded", "message": "converged.",
+            "iterations": 4, "objective": 1.0, "parameters": {"a": 2.0}, "standard_errors": {"a": 0.1},
+            "covariance": None, "trajectories": {}, "measurements": {},
+            "residuals": {"t": pd.DataFrame({"y": 5.0 * np.ones(40)}, index=index)}, "timings": {}, "num_nodes": 40,
+            "trials": ["t"], "versions": {}, "simulation": {"t": {"status": "ok", "nrmse": {}}}}
     base.update(kw)
     return co.Estimate(**base)
 
