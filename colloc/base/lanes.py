@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import casadi as ca
 
@@ -143,7 +144,7 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
     # once, which changes no value
     name_of: dict[int, str] = {}
     known: dict[tuple, str] = {}
-    code = []  # (op, output variable or output position, input variables, constant)
+    code: list[tuple[Any, Any, Any, Any]] = []  # (op, output variable or position, input variables, constant)
     for k in range(f.n_instructions()):
         op = f.instruction_id(k)
         out, args = f.instruction_output(k), f.instruction_input(k)
@@ -159,7 +160,7 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
         name_of[out[0]] = known[key] = f"t{k}"
         code.append((op, f"t{k}", ins, const))
     # sin and cos of one value in one lane loop: the compiler computes them together
-    partner = {}
+    partner: dict[int, int | None] = {}
     first: dict[tuple[str, int], int] = {}
     for k, (op, _, ins, _) in enumerate(code):
         if op in (ca.OP_SIN, ca.OP_COS) and not vector_math:
@@ -173,7 +174,7 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
     for k, (op, out, ins, const) in enumerate(code):
         if op == ca.OP_INPUT:
             body.append(f"{out}=in{ins[0]}[{ins[1]}];")
-        elif op == ca.OP_OUTPUT and out[0] == scatter and group_of:
+        elif op == ca.OP_OUTPUT and out[0] == scatter and group_of and chunks is not None:
             g, j = group_of[out[1]]
             pending.setdefault(g, {})[j] = ins[0]
             if len(pending[g]) == len(chunks[g]):
@@ -196,8 +197,9 @@ def lane_source(f: ca.Function, name: str, width: int, vector_math: bool = False
             continue  # written with its partner
         else:
             lanes = [f"{out}[l]=" + _SCALAR[op].format(*(f"{i}[l]" for i in ins)) + ";"]
-            if partner.get(k) is not None:
-                other_op, other_out, other_ins, _ = code[partner[k]]
+            mate = partner.get(k)
+            if mate is not None:
+                other_op, other_out, other_ins, _ = code[mate]
                 lanes.append(f"{other_out}[l]=" + _SCALAR[other_op].format(*(f"{i}[l]" for i in other_ins)) + ";")
             body.append(f"for(l=0;l<LANE_WIDTH;++l){{{''.join(lanes)}}}")
     variables = [out for op, out, _, _ in code if op != ca.OP_OUTPUT]

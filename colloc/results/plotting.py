@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 
 from ..base.files import atomic_path
-from .report import solver_converged
 
 __all__ = ["parameter_lines", "plot_estimates", "plot_fit", "plot_objective_history", "plot_residuals", "save_figure"]
 
@@ -484,7 +483,7 @@ def plot_residuals(result, trial=None, *, signals=None, path=None):
 # ---- method comparisons (colloc.studies.compare) ---------------------------------------------------
 def _run_kind(result) -> str:
     """``"success"``, ``"rejected"`` (the solver converged, the fit is not accepted) or ``"failed"``."""
-    return "success" if result.success else "rejected" if solver_converged(result) else "failed"
+    return "success" if result.success else "rejected" if result.converged else "failed"
 
 
 def _method_colors(comparison) -> dict[str, str]:
@@ -547,7 +546,7 @@ def plot_objective_history(comparison, *, path=None):
             ls = "--" if panel == 1 and estimated else "-"
             ax.plot(x[keep], obj[keep], ls, color=color, lw=lw, alpha=0.9, label=label)
             if not run.result.success:  # ×: the solver failed; ○: it converged, the fit is not accepted
-                ax.plot(x[keep][-1], obj[keep][-1], "o" if solver_converged(run.result) else "x",
+                ax.plot(x[keep][-1], obj[keep][-1], "o" if run.result.converged else "x",
                         color=color, ms=7, mew=1.8, mfc="none")
     for ax in (ax_it, ax_t):
         ax.set_yscale("log")

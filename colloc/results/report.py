@@ -26,28 +26,20 @@ import math
 from collections.abc import Mapping
 
 from .diagnostics import diagnose
-from .result import Estimate, Result
+from .result import FIT_REJECTED, INTERVAL_Z, Estimate, Result
 from .verdict import fit_verdict
 
 __all__ = ["FIT_REJECTED", "INTERVAL_Z", "POOR_FIT_HINT", "finalize", "model_bounds", "parameter_intervals",
            "solver_converged"]
-
-#: Standard normal quantile of a two-sided 95 % interval.
-INTERVAL_Z = 1.959963984540054
 
 #: What to try when a converged fit is poor (shown in the message and by the CLI).
 POOR_FIT_HINT = ("try several starts (colloc identify --starts N, solve(starts=N)) or other guesses, "
                  "a model that captures the missing dynamics, or check the declared noise (fit weights 1/σ²)")
 
 
-#: Statuses :func:`finalize` gives a solve that converged but whose fit it does not accept
-#: (``result.solver_status`` keeps the solver's own ending).
-FIT_REJECTED = ("poor_fit", "parameter_at_bound")
-
-
 def solver_converged(result) -> bool:
-    """Whether the solver (or baseline) converged, whatever the judgement of the fit: the
-    result succeeded, or :func:`finalize` rejected its fit after convergence (:data:`FIT_REJECTED`)."""
+    """Whether the solver (or baseline) converged, whatever the judgement of the fit
+    (:attr:`colloc.Result.converged`)."""
     return bool(result.success) or result.status in FIT_REJECTED
 
 

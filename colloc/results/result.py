@@ -20,7 +20,14 @@ from ..base.files import dumps_compact_arrays, json_safe, write_atomic
 if TYPE_CHECKING:  # imported where a table is made: 0.15-0.2 s, beside the solve (base/prefetch.py)
     import pandas as pd
 
-__all__ = ["Estimate", "Result"]
+__all__ = ["Estimate", "FIT_REJECTED", "INTERVAL_Z", "Result"]
+
+#: Standard normal quantile of a two-sided 95 % interval.
+INTERVAL_Z = 1.959963984540054
+
+#: Statuses :func:`colloc.finalize` gives a solve that converged but whose fit it does not accept
+#: (``Result.solver_status`` keeps the solver's own ending).
+FIT_REJECTED = ("poor_fit", "parameter_at_bound")
 
 
 def _frame_to_dict(frame: pd.DataFrame) -> dict:
@@ -205,11 +212,16 @@ class Result:
         value = self.parameters.get(name, float("nan"))
         if se is None or not np.isfinite(se):
             return float("nan"), float("nan")
-        from .report import INTERVAL_Z
-
         return value - INTERVAL_Z * se, value + INTERVAL_Z * se
 
     # ---- convenience --------------------------------------------------------------------
+    @property
+    def converged(self) -> bool:
+        """Whether the solver (or baseline) converged, whatever the judgement of the fit: the
+        result succeeded, or :func:`colloc.finalize` rejected its fit after convergence
+        (:data:`FIT_REJECTED`)."""
+        return bool(self.success) or self.status in FIT_REJECTED
+
     @property
     def x(self) -> np.ndarray:
         """Identified parameters as an array, in declaration order (scipy's name)."""

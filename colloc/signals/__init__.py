@@ -31,10 +31,39 @@ Santos, D. A. & Duarte, M. (2016). A public data set of human balance evaluation
 e2648 (the sources of :mod:`.posturography` are in its docstring).
 """
 
-from .diffusion import sdf
-from .filters import cumulative_integral, derivative, lowpass
-from .posturography import (ellipse_area, mean_frequency, mean_power_frequency, mean_speed,
-                            path_length, sway_metrics)
+from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
+
+#: Where each name lives: imported on first use (PEP 562), so that importing one module of this
+#: package (``colloc.signals.forecast`` for the Kalman path) does not pay for SciPy's signal
+#: processing (≈ 0.6 s) until a filter or a spectrum is asked for.
+_LAZY = {"sdf": "diffusion", "cumulative_integral": "filters", "derivative": "filters", "lowpass": "filters",
+         "ellipse_area": "posturography", "mean_frequency": "posturography", "mean_power_frequency": "posturography",
+         "mean_speed": "posturography", "path_length": "posturography", "sway_metrics": "posturography"}
 
 __all__ = ["cumulative_integral", "derivative", "ellipse_area", "lowpass", "mean_frequency",
            "mean_power_frequency", "mean_speed", "path_length", "sdf", "sway_metrics"]
+
+if TYPE_CHECKING:  # what type checkers and IDEs see
+    from .diffusion import sdf as sdf
+    from .filters import cumulative_integral as cumulative_integral
+    from .filters import derivative as derivative
+    from .filters import lowpass as lowpass
+    from .posturography import ellipse_area as ellipse_area
+    from .posturography import mean_frequency as mean_frequency
+    from .posturography import mean_power_frequency as mean_power_frequency
+    from .posturography import mean_speed as mean_speed
+    from .posturography import path_length as path_length
+    from .posturography import sway_metrics as sway_metrics
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(_import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

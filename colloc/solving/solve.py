@@ -7,6 +7,7 @@ method object (a shooting baseline, or a user's own) runs its ``solve``.
 from __future__ import annotations
 
 import numbers
+import sys
 import time
 from collections.abc import Callable, Mapping
 
@@ -22,7 +23,6 @@ from ..results.result import Estimate, Result
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, Radau, default_method
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
-from .kalman_ml import KalmanML
 from .start import InitialEstimate, equation_error, residual_is_linear
 from .starts import solve_starts
 
@@ -106,7 +106,8 @@ def solve(
         return _solve_hybrid(problem, method, solver, guess, progress, throw, start, starts, client, verdict)
     if isinstance(problem, StochasticProblem):
         return _solve_stochastic(problem, method, guess, starts, throw, t_call)
-    if isinstance(method, KalmanML):
+    kalman = sys.modules.get(f"{__package__}.kalman_ml")  # a KalmanML exists only once its module is imported
+    if kalman is not None and isinstance(method, kalman.KalmanML):
         raise OptionsError("solve(): KalmanML estimates a colloc.StochasticProblem (a linear-Gaussian model); "
                            f"a colloc.Problem is fitted by a transcription, got {type(problem).__name__}")
     if not isinstance(problem, Problem):
@@ -203,8 +204,17 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
     return result
 
 
+def _kalman_ml() -> type:
+    """:class:`colloc.KalmanML`, imported when a stochastic problem or the method is met (its
+    signal tools stay off the collocation path's start-up)."""
+    from .kalman_ml import KalmanML
+
+    return KalmanML
+
+
 def _solve_stochastic(problem: StochasticProblem, method, guess, starts, throw: bool, t_call: float) -> Result:
     """``solve`` of a :class:`StochasticProblem`: its estimator (default :class:`KalmanML`)."""
+    KalmanML = _kalman_ml()
     method = KalmanML() if method is None else method
     if not isinstance(method, KalmanML):
         raise OptionsError(f"solve(): a colloc.StochasticProblem is estimated by colloc.KalmanML(), not "
