@@ -42,6 +42,20 @@ def test_the_solve_path_and_reading_a_large_file_do_not_import_pandas():
     assert out == "6001 False"
 
 
+def test_the_solve_path_leaves_the_stochastic_estimator_and_signal_processing_unimported():
+    """A deterministic identification never needs the Kalman estimator nor SciPy's signal
+    processing (0.6 s of imports); they come with a stochastic problem or a signal tool."""
+    out = _run("""
+        import sys
+        import colloc.solving.solve, colloc.cli, colloc.results.report
+        from colloc.signals import forecast
+        before = ["colloc.solving.kalman_ml" in sys.modules, "scipy.signal" in sys.modules]
+        from colloc.signals import lowpass
+        print(before, "scipy.signal" in sys.modules, callable(lowpass))
+    """)
+    assert out == "[False, False] True True"
+
+
 def test_prefetch_imports_on_another_thread_and_leaves_errors_to_the_caller(tmp_path, monkeypatch):
     (tmp_path / "colloc_probe_ok.py").write_text("import threading\nTHREAD = threading.current_thread().name\n")
     (tmp_path / "colloc_probe_bad.py").write_text("raise RuntimeError('broken on purpose')\n")
