@@ -1,0 +1,5 @@
+"""``python -m colloc.cli``: the ``colloc`` command."""
+
+from . import run
+
+run()
