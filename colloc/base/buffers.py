@@ -8,10 +8,27 @@ residuals (60k variables, 126k data values) the conversion took 22 of the call's
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, cast
+
 import casadi as ca
 import numpy as np
 
-__all__ = ["values"]
+__all__ = ["function_buffer", "values", "view"]
+
+
+def function_buffer(f: ca.Function) -> tuple[Any, Callable[[], None]]:
+    """``f.buffer()``: the function's buffer and its evaluation.  Bind an input with
+    ``buf.set_arg(i, view(array))`` and an output with ``buf.set_res(i, view(array))`` (CasADi's
+    type stubs ask for a byte size that its binding takes from the memoryview itself)."""
+    buf, evaluate = f.buffer()
+    return buf, evaluate
+
+
+def view(array: np.ndarray) -> memoryview:
+    """A memoryview of a contiguous float array, for :func:`function_buffer` (NumPy declares
+    the buffer protocol to type checkers only from Python 3.12)."""
+    return memoryview(cast(Any, array))
 
 
 def values(f: ca.Function, *args) -> list[np.ndarray]:
@@ -19,7 +36,7 @@ def values(f: ca.Function, *args) -> list[np.ndarray]:
     output densified).  Each argument is a NumPy array (or a number) holding the input's
     dense entries in column-major order, as ``f(*args)`` would read them; one column where
     the input has several is repeated, as a call does."""
-    buf, evaluate = f.buffer()
+    buf, evaluate = function_buffer(f)
     kept = []
     for i, a in enumerate(args):
         v = np.asarray(a, dtype=float).reshape(-1, order="F")
@@ -33,11 +50,11 @@ def values(f: ca.Function, *args) -> list[np.ndarray]:
         if not sp.is_dense():
             v = v[np.array(sp.find(), dtype=np.int64)]  # the input's nonzeros, column-major
         kept.append(v)
-        buf.set_arg(i, memoryview(v))
+        buf.set_arg(i, view(v))
     outs = []
     for i in range(f.n_out()):
         out = np.empty(f.nnz_out(i))
-        buf.set_res(i, memoryview(out))
+        buf.set_res(i, view(out))
         outs.append(out)
     evaluate()
     shaped = []

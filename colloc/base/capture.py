@@ -10,12 +10,12 @@ Python code that must still reach the terminal (a progress line) writes to
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TextIO
 
 __all__ = ["NativeOutput", "capture_native_output"]
 
@@ -28,12 +28,12 @@ class NativeOutput:
     ----------
     text : str
         Everything written (filled when the block ends).
-    terminal : io.TextIOBase
+    terminal : text stream
         A stream on the terminal's standard error, usable inside the block.
     """
 
     text: str = ""
-    terminal: io.TextIOBase = field(default_factory=lambda: sys.stderr)
+    terminal: TextIO = field(default_factory=lambda: sys.stderr)
 
     @property
     def lines(self) -> list[str]:
@@ -59,7 +59,10 @@ def capture_native_output(enabled: bool = True) -> Iterator[NativeOutput]:
         yield out
         return
     try:
-        fds = [sys.__stdout__.fileno(), sys.__stderr__.fileno()]
+        streams = [s for s in (sys.__stdout__, sys.__stderr__) if s is not None]  # None: no console (pythonw)
+        fds = [s.fileno() for s in streams]
+        if len(fds) != 2:
+            raise ValueError("no standard stream")
     except (AttributeError, OSError, ValueError):
         yield out
         return

@@ -200,7 +200,7 @@ def _missing(name: str, compiler: str, flags: tuple[str, ...], units, objects: l
              source: str, target: Path) -> None:
     """:func:`linked` under :func:`cached_only`: queue the build if asked (once a scope)."""
     scope, queue = _CACHED_ONLY.get(), _AHEAD.get()
-    if queue is None or scope[0] or target.with_suffix(".failed").exists():
+    if scope is None or queue is None or scope[0] or target.with_suffix(".failed").exists():
         return
     scope[0] = True
     commands, sources = [], {f"{name}.c": source}
@@ -258,7 +258,8 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
                                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
                                  partial, target))
                 except OSError as exc:  # CC names no program
-                    return _not_linked(name, compiler, str(exc), quiet)
+                    _not_linked(name, compiler, str(exc), quiet)
+                    return None
         failed = None
         for process, partial, target in jobs:
             _, err = process.communicate()
@@ -267,9 +268,10 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
             else:
                 _cached(target, partial)
         if failed is not None:
-            return _not_linked(name, compiler, failed, quiet)
-        target = _link(name, source, objects, libs, compiler, tmp, quiet)
-    return None if target is None else ca.external(name, str(target))
+            _not_linked(name, compiler, failed, quiet)
+            return None
+        library = _link(name, source, objects, libs, compiler, tmp, quiet)
+    return None if library is None else ca.external(name, str(library))
 
 
 def shared_library(name: str, source: str, *, quiet: bool = False) -> Path | None:
@@ -300,9 +302,11 @@ def _link(name: str, source: str, objects: list[Path], libs: list[str], compiler
             process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         except OSError as exc:
-            return _not_linked(name, compiler, str(exc), quiet)
+            _not_linked(name, compiler, str(exc), quiet)
+            return None
         if process.returncode != 0:
-            return _not_linked(name, compiler, process.stderr, quiet)
+            _not_linked(name, compiler, process.stderr, quiet)
+            return None
         _cached(target, partial)
     return target
 
@@ -320,7 +324,6 @@ def _library_target(name: str, source: str, objects: list[Path], compiler: str, 
 def _not_linked(name: str, compiler: str, why: str, quiet: bool) -> None:
     if not quiet:
         warnings.warn(f"compiling '{name}' with {compiler} failed ({why.strip()[:200]})", CompilerWarning, stacklevel=3)
-    return None
 
 
 def compiled(function: ca.Function, *, jacobian: ca.Function | bool = False) -> ca.Function:

@@ -18,7 +18,7 @@ def versions() -> dict[str, str]:
         import casadi as ca
         import numpy as np
         import pandas as pd
-        import scipy
+        from scipy.version import version as scipy_version
 
         # CasADi bundles IPOPT as a shared library whose file name carries the version
         ipopt = "unknown"
@@ -29,7 +29,7 @@ def versions() -> dict[str, str]:
                 ipopt = match.group(1)
                 break
         _VERSIONS.update(
-            colloc=__version__, casadi=ca.__version__, ipopt=ipopt, numpy=np.__version__,
-            scipy=scipy.__version__, pandas=pd.__version__,
+            colloc=__version__, casadi=ca.CasadiMeta.version(), ipopt=ipopt, numpy=np.__version__,
+            scipy=scipy_version, pandas=pd.__version__,
         )
     return dict(_VERSIONS)

@@ -13,6 +13,7 @@ import casadi as ca
 import numpy as np
 import scipy.sparse as sps
 
+from ..base.buffers import function_buffer, view
 from ..base.capture import capture_native_output
 from ..base.sparsity import sparsity_from_ccs
 
@@ -142,7 +143,6 @@ def parameter_covariance(
     nan = np.full((npar, npar), np.nan)
     # equilibrate the constraint rows (unit maximum); structurally empty rows carry nothing
     A = _equilibrated(A)
-    na = A.shape[0]
     H = (J.T @ J).tocsc()
     diag_h = H.diagonal()
     # the shift's size: a typical pivot of the data (the median, not the largest: weights of
@@ -424,9 +424,9 @@ class _KKTSolver:
         Ks, Bs = ca.MX.sym("K", pattern), ca.MX.sym("B", n, ncol)
         linsol = ca.Linsol("covariance", "ldl", pattern, {})
         self._f = ca.Function("kkt_solve", [Ks, Bs], [linsol.solve(Ks, Bs)])
-        self._buf, self._eval = self._f.buffer()
+        self._buf, self._eval = function_buffer(self._f)
         self._K = np.ascontiguousarray(K.data, dtype=float)  # kept alive: the buffer points at it
-        self._buf.set_arg(0, memoryview(self._K))
+        self._buf.set_arg(0, view(self._K))
 
     def __call__(self, B: np.ndarray) -> np.ndarray:
         n, ncol = self.shape
@@ -438,8 +438,8 @@ class _KKTSolver:
                 if ncol else np.zeros((n, 0))
         b = np.ascontiguousarray(np.asarray(B, dtype=float).T).ravel()  # column-major
         out = np.empty(n * ncol)
-        self._buf.set_arg(1, memoryview(b))
-        self._buf.set_res(0, memoryview(out))
+        self._buf.set_arg(1, view(b))
+        self._buf.set_res(0, view(out))
         self._eval()
         return out.reshape(ncol, n).T
 

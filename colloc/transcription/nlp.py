@@ -34,6 +34,7 @@ from typing import Literal
 import casadi as ca
 import numpy as np
 
+from ..base.buffers import function_buffer, view
 from ..base.compiler import cached_only, compiled_all, compiler_runs, has_compiler
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
@@ -107,8 +108,7 @@ class Block:
 
 def _nonzeros(expr: ca.SX) -> ca.SX:
     """Structural nonzeros of a (sparse) SX matrix as a column, in CCS order."""
-    nz = expr.nonzeros()
-    return ca.vertcat(*nz) if nz else ca.SX(0, 1)
+    return expr.nz[:] if expr.nnz() else ca.SX(0, 1)
 
 
 def _triplets(sp: ca.Sparsity) -> tuple[np.ndarray, np.ndarray]:
@@ -460,7 +460,10 @@ class NLP:
         else:
             jac, jac_pattern = self._sparse(ng, nx, jac_rows, jac_cols, jac_vals)
         # the patterns of the Jacobians, for :meth:`sparse_value` (no lists from CasADi)
-        self._patterns = {("jac_g", 1): ((ng, nx), jac_pattern)}
+        if jac_pattern is None:  # the fused blocks give theirs, the sparse assembly its own
+            raise RuntimeError("no pattern of the constraint Jacobian")
+        self._patterns: dict[tuple[str, int], tuple[tuple[int, int], tuple]] = {
+            ("jac_g", 1): ((ng, nx), jac_pattern)}
 
         self.x, self.p = x, p
         self.f, self.g = f, g
@@ -695,13 +698,13 @@ class NLP:
         output = 1 if name == "jac_g" else 0
         f = self.functions[name]  # built now if it is built on first use
         shape, (colind, rows) = self._patterns[(name, output)]
-        buf, evaluate = f.buffer()
+        buf, evaluate = function_buffer(f)
         xv = np.ascontiguousarray(x, dtype=float)
         pv = np.ascontiguousarray(self.data, dtype=float)
         values = np.empty(rows.size)
-        buf.set_arg(0, memoryview(xv))
-        buf.set_arg(1, memoryview(pv))
-        buf.set_res(output, memoryview(values))
+        buf.set_arg(0, view(xv))
+        buf.set_arg(1, view(pv))
+        buf.set_res(output, view(values))
         evaluate()
         return sps.csc_matrix((values, rows, colind), shape=shape)
 
