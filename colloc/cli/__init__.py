@@ -39,9 +39,11 @@ from .common import (
 from .delay_margin import format_matrix, margin_lines
 from .identify import _demo_data as _demo_data  # the demo's shipped files (tests read them)
 
+
 __all__ = ["BASELINES", "EXIT_FAILED", "EXIT_INPUT", "EXIT_OK", "METHODS", "PLUGIN_API", "UsageError",
            "build_parser", "check_output_file", "format_matrix", "main", "make_method", "margin_lines",
            "method_names", "number", "run"]
+
 
 #: The names of this package that a ``colloc.commands`` plugin uses: its one-line usage error,
 #: the check of an output file, the number type of its options, the delay-margin printout.
@@ -75,8 +77,10 @@ def _add_plugin_commands(sub) -> None:
             sys.stderr.write(f"colloc: warning: command '{name}' ({COMMANDS_GROUP}) left out: "
                              f"{' '.join(str(exc).split())}\n")
 
+
 def _one_line_warnings(message, category, filename, lineno, file=None, line=None):
     sys.stderr.write(f"colloc: warning: {str(message).splitlines()[0]}\n")
+
 
 def _one_thread_libraries() -> bool:
     """One BLAS/OpenMP thread (:data:`colloc.base.engine.THREAD_ENV`) for the command's own
@@ -128,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 #: glibc's ``mallopt`` parameters (malloc.h): M_TRIM_THRESHOLD, M_MMAP_THRESHOLD.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 
+
 def _keep_freed_memory() -> bool:
     """glibc's allocator keeps what the command frees for the command's next allocations.
 
@@ -153,6 +158,7 @@ def _keep_freed_memory() -> bool:
     # older glibc refuses a mapping threshold above 32 MiB: then that, its largest
     mapped = mallopt(_M_MMAP_THRESHOLD, 1 << 30) or mallopt(_M_MMAP_THRESHOLD, 32 << 20)
     return bool(mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1) and mapped)
+
 
 def run() -> None:
     """The ``colloc`` console script: :func:`main`, then the process ends at once (unless a

@@ -74,6 +74,7 @@ def cmd_batch(args) -> int:
         print(f"summary {kind} written to {path}")
     return EXIT_OK
 
+
 def add_cohort_commands(sub) -> None:
     """``colloc cohort RESULTS... --conditions FILE --out DIR`` and ``colloc batch ... --cohort
     CONDITIONS``: the cohort view of colloc/studies/cohort.py (every cohort option is here)."""

@@ -20,22 +20,27 @@ from ..studies.identify import problem_registry
 if TYPE_CHECKING:
     from ..solving.ipopt import IterationInfo
 
+
 def Ipopt(**kwargs):  # noqa: N802 - stands for the class
     """:class:`colloc.Ipopt` (imported on first use)."""
     from ..solving.ipopt import Ipopt as _Ipopt
 
     return _Ipopt(**kwargs)
 
+
 EXIT_OK, EXIT_FAILED, EXIT_INPUT = 0, 1, 2
+
 
 class UsageError(CollocInputError):
     """Bad command-line usage."""
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error and exit code 2."""
 
     def error(self, message: str):  # noqa: D102 - argparse API
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
 
 class _Progress:
     """Compact live progress line on stderr (throttled; only for solves longer than 1 s)."""
@@ -61,6 +66,7 @@ class _Progress:
             self.stream.write("\n")
             self.stream.flush()
 
+
 def _known_problem(name: str) -> str:
     """argparse type: a registered problem name (checked before --help is honoured)."""
     registry = problem_registry()
@@ -69,6 +75,7 @@ def _known_problem(name: str) -> str:
             f"unknown problem '{name}'; available: {', '.join(sorted(registry)) or '(none installed)'}"
         )
     return name
+
 
 def _seconds(text: str) -> float:
     """argparse type of ``--time-limit``: a finite number of seconds > 0."""
@@ -80,6 +87,7 @@ def _seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text}")
     return value
 
+
 def _starts_count(text: str) -> int:
     """argparse type of ``--starts``: an integer >= 1."""
     try:
@@ -90,8 +98,10 @@ def _starts_count(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
     return value
 
+
 #: Figure formats ``--plot`` accepts (matplotlib's file types without a special backend).
 PLOT_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".eps", ".ps", ".tif", ".tiff", ".webp")
+
 
 def check_output_file(option: str, path: str | None, suffixes: tuple[str, ...] | None = None) -> None:
     """Refuse, before any work, an output file that cannot be written (one-line error)."""
@@ -110,6 +120,7 @@ def check_output_file(option: str, path: str | None, suffixes: tuple[str, ...] |
     if p.exists() and not os.access(p, os.W_OK):
         raise UsageError(f"{option} {path}: file exists and is not writable")
 
+
 def _probe(option: str, path: str, folder: Path) -> None:
     """Create and remove a file in ``folder`` (permissions alone do not tell: root, read-only
     mounts, full disks); results are written there atomically through a temporary file."""
@@ -118,6 +129,7 @@ def _probe(option: str, path: str, folder: Path) -> None:
             pass
     except OSError as exc:
         raise UsageError(f"{option} {path}: cannot write in folder {folder} ({exc.strerror or exc})") from None
+
 
 def _check_output_dir(option: str, path: str) -> Path:
     """Make (if needed) and check a writable output folder before any work."""
@@ -130,6 +142,7 @@ def _check_output_dir(option: str, path: str) -> Path:
         raise UsageError(f"{option} {path}: cannot create the folder ({exc.strerror or exc})") from None
     _probe(option, path, p)
     return p
+
 
 def _data_files(option: str, paths: list[str]) -> list[str]:
     """The files behind ``--data``: a folder stands for the ``*.csv`` files in it."""
@@ -147,6 +160,7 @@ def _data_files(option: str, paths: list[str]) -> list[str]:
             raise UsageError(f"{option} {text}: no such file or folder")
     return files
 
+
 def _assignments(option: str, items: list[str] | None, parse) -> dict:
     """``NAME=VALUE`` pairs of a repeatable option, values parsed by ``parse``."""
     out: dict = {}
@@ -163,7 +177,9 @@ def _assignments(option: str, items: list[str] | None, parse) -> dict:
             raise UsageError(f"{option} {item}: {exc}") from None
     return out
 
+
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+
 
 def number(text: str) -> float:
     """A decimal number as people write it (no ``1_0``, no hex); ``inf`` and ``nan`` are read
@@ -172,11 +188,13 @@ def number(text: str) -> float:
         raise ValueError(f"'{text}' is not a number")
     return float(text)
 
+
 def _finite_number(text: str) -> float:
     value = number(text)
     if not math.isfinite(value):
         raise ValueError(f"'{text}' is not a finite number")
     return value
+
 
 def _window(text: str) -> tuple[float | None, float | None]:
     """argparse type of ``--window A:B``: seconds of the record's own time, start inclusive,
@@ -185,13 +203,14 @@ def _window(text: str) -> tuple[float | None, float | None]:
     try:
         if not sep:
             raise ValueError
-        pair = tuple(_finite_number(v) if v.strip() else None for v in (start, end))
+        pair = (_finite_number(start) if start.strip() else None, _finite_number(end) if end.strip() else None)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected A:B in seconds (start inclusive, end exclusive; either "
                                          f"side may be empty), got '{text}'") from None
     if pair[0] is not None and pair[1] is not None and not pair[0] < pair[1]:
         raise argparse.ArgumentTypeError(f"'{text}': the start must be before the end")
     return pair
+
 
 def _bounds_pair(text: str) -> tuple[float | None, float | None]:
     lo, sep, hi = text.partition(":")

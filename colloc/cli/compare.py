@@ -65,6 +65,7 @@ def _parse_methods(text: str, nodes: int | None) -> dict:
         raise UsageError(f"--nodes applies to the collocation methods ({', '.join(METHODS)}) only")
     return {n: make_method(n, nodes if n in METHODS else None) for n in names}
 
+
 def _run_outcome(result) -> str:
     """The solver's ending and the fit's judgement of one compare run, apart."""
     from ..results.report import solver_converged
@@ -74,6 +75,7 @@ def _run_outcome(result) -> str:
     if solver_converged(result):
         return f"converged, fit NOT accepted ({result.status})"
     return f"solver FAILED ({result.solver_status or result.status})"
+
 
 def cmd_compare(args) -> int:
     from ..results.report import solver_converged
@@ -125,14 +127,14 @@ def cmd_compare(args) -> int:
                                         else f"{args.workers} local worker process(es)")
     comparison.problem = args.problem
     comparison.notes["trials"] = [str(p) for p in paths]
-    paths = comparison.write(out)
+    written = comparison.write(out)
     ok = sum(r.result.success for r in comparison.runs)
     converged = sum(solver_converged(r.result) for r in comparison.runs)
     print(f"{args.problem} · {len(methods)} methods × {args.starts} starts (seed {args.seed}) · "
           f"{converged}/{len(comparison.runs)} runs converged, {ok} succeeded (fit accepted)")
     print(comparison.format_table())
-    print(f"\ncomparison written to {paths['json']}")
-    print(f"figures written to {paths['objective_history']} and {paths['estimates']}")
+    print(f"\ncomparison written to {written['json']}")
+    print(f"figures written to {written['objective_history']} and {written['estimates']}")
     if not ok:
         sys.stderr.write("colloc: no run succeeded (see the table's solver_converged and status columns)\n")
     return EXIT_OK if ok else EXIT_FAILED

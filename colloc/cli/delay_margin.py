@@ -82,12 +82,14 @@ def _read_matrix_csv(path: str, option: str):
         raise UsageError(f"{option} {path}: empty file, no matrix")
     return np.array(rows, dtype=float)
 
+
 def format_matrix(name: str, m) -> str:
     """``name =`` and the rows of matrix ``m`` (the delay-margin commands' printout)."""
     lines = [f"{name} ="]
     for row in m:
         lines.append("  [" + "  ".join(f"{v:11.5g}" for v in row) + " ]")
     return "\n".join(lines)
+
 
 def margin_lines(margin) -> list[str]:
     """The lines that report a :class:`colloc.DelayMargin` (the delay-margin commands' printout)."""
@@ -99,6 +101,7 @@ def margin_lines(margin) -> list[str]:
     return [f"delay margin        {margin.delay_margin_s:.6g} s",
             f"crossing frequency  {margin.crossing_frequency_rad_s:.6g} rad/s",
             f"crossings found     {len(margin.crossings)} ({margin.method}, {margin.elapsed_s:.3f} s)"]
+
 
 def cmd_delay_margin(args) -> int:
     import json

@@ -149,6 +149,7 @@ def _identify(problem_name: str, paths: list[str], method_name: str,
     _replay(native, result)
     return result
 
+
 def _replay(native, result=None) -> None:
     """After a captured block: our own warnings go to the terminal; the libraries' output is
     counted in one line (and its first lines kept in the result)."""
@@ -162,8 +163,10 @@ def _replay(native, result=None) -> None:
         if result is not None:
             result.info["solver_output"] = theirs[:40]
 
+
 #: Stands for ``write_s`` while the result document is serialised (no time is this number).
 _WRITE_PLACEHOLDER = 1.2345678901234567e-300
+
 
 def cmd_identify(args) -> int:
     problem_spec(args.problem)  # an unknown or broken problem is refused first
@@ -203,6 +206,7 @@ def cmd_identify(args) -> int:
         note.write(f"figure written to {args.plot}\n")
     return EXIT_OK if result.success else EXIT_FAILED
 
+
 def _write_result(result, out: str | None, as_json: bool) -> None:
     """``--out`` (atomically) and ``--json`` (stdout) of ``colloc identify``."""
     if out:
@@ -220,6 +224,7 @@ def _write_result(result, out: str | None, as_json: bool) -> None:
     elif out:
         print(f"result written to {out}")
 
+
 def _plot(result, verbose: bool, fit_path, residuals_path=None, signals=None) -> None:
     """Draw and write the fit figure (and the residuals figure); their time is ``timings["plot_s"]``."""
     from ..results.plotting import plot_fit, plot_residuals
@@ -233,6 +238,7 @@ def _plot(result, verbose: bool, fit_path, residuals_path=None, signals=None) ->
         _replay(native)
     finally:
         result.timings["plot_s"] = time.perf_counter() - t_plot
+
 
 def _lab_options(args) -> dict:
     """``--column/--unit`` (lab files as they come) and ``--height/--mass`` (the subject's body,
@@ -259,6 +265,7 @@ def _lab_options(args) -> dict:
         out.setdefault("problem_options", {})["noise"] = args.noise
     return out
 
+
 def _report_poor_fit(result) -> None:
     """One line on stderr when the solver converged but the fit is far above the declared noise."""
     if result.status == "poor_fit":
@@ -267,12 +274,14 @@ def _report_poor_fit(result) -> None:
         reason = result.fit_verdict.get("reason", "residuals far above the declared noise")
         sys.stderr.write(f"colloc: poor fit: {reason}; {POOR_FIT_HINT}\n")
 
+
 def _demo_data(spec) -> list[str]:
     """The shipped files of a problem's demo (a :class:`~colloc.definition.registry.ProblemSpec`).
     ``DEFAULT_DATA`` names one file or folder (path parts of its shipped data, a folder
     standing for its ``.csv`` files) or a tuple of such names; the problem's registry entry
     finds them (its ``data_path`` hook or its package's ``colloc.data`` entry point)."""
     return _data_files("DEFAULT_DATA", [str(spec.data_path(*parts)) for parts in spec.default_data])
+
 
 def cmd_demo(args) -> int:
     spec = problem_spec(args.problem)

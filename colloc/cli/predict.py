@@ -66,6 +66,7 @@ def cmd_predict(args) -> int:
     print(f"predictions written to {args.out}")
     return EXIT_OK
 
+
 def _prediction_line(table, trial, horizon: float, window) -> str:
     """Coverage of the 95 % intervals and the mean log score, beside persistence's (y(t) predicted
     by y(t − H), its SD that of the H-changes before the window)."""
