@@ -475,7 +475,8 @@ def summary_figure(problems: dict[str, list[dict]], params: dict[str, list[str]]
         cols = min(4, max(len(ps) for _, ps in blocks))
         heights = [-(-len(ps) // cols) for _, ps in blocks]
         fig = Figure(figsize=(max(3.2 * cols, 6.4), sum(2.6 * h + 0.5 for h in heights) + 0.5), layout="constrained")
-        subfigs = np.atleast_1d(fig.subfigures(len(blocks), 1, height_ratios=[2.6 * h + 0.5 for h in heights]))
+        made = fig.subfigures(len(blocks), 1, height_ratios=[2.6 * h + 0.5 for h in heights])
+        subfigs = list(made.ravel()) if isinstance(made, np.ndarray) else [made]  # one block: a SubFigure
         for sub, (prob, ps), nrows in zip(subfigs, blocks, heights):
             fits = problems[prob]
             groups = sorted({r.get("group", "") for r in fits})

@@ -174,7 +174,7 @@ def bootstrap(
     replicas = []
     for k in range(replicates):
         if kind == "trials":
-            replicas.append(problem.resampled(rng.integers(0, len(problem.trials), len(problem.trials))))
+            replicas.append(problem.resampled(rng.integers(0, len(problem.trials), len(problem.trials)).tolist()))
         else:
             replicas.append(problem.with_trials(_replicate(problem, result, rng, s2)))
     if client is None:

@@ -45,6 +45,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pandas as pd
@@ -150,7 +151,8 @@ def read_conditions(path: str | Path, factors: Sequence[str] | None = None) -> C
         raise DataError(f"{path}: no condition column; a conditions file has the columns trial,<condition>,... "
                         f"(its header is: {', '.join(header)})")
     used = [trial_col, *([subject_col] if subject_col else []), *factors]
-    rows, where = [], {}
+    rows: list[dict] = []
+    where: dict[str, int] = {}
     for line, row in csv_rows(path, reader, header, used):
         key = trial_key(row[trial_col])
         if key in where:
@@ -255,15 +257,15 @@ def _quantities(doc: dict) -> list[dict]:
     mgh = None
     if all(_finite(body.get(k)) for k in ("m", "g", "h")):
         mgh = float(body["m"]) * float(body["g"]) * float(body["h"])
-    if p.get("KP") is not None and mgh:
-        kp, e = p["KP"], se.get("KP")
+    kp, kd = p.get("KP"), p.get("KD")
+    if kp is not None and mgh:
+        e = se.get("KP")
         lo, hi = (_finite(x) for x in (intervals.get("KP") or (None, None)))
         out.append({"name": "KP/mgh", "label": "K_P/(m·g·h)", "unit": "1", "estimate": kp / mgh,
                     "se": None if e is None else e / mgh, "low": None if lo is None else lo / mgh,
                     "high": None if hi is None else hi / mgh, "at_bound": "KP" in bound})
         replaced.add("KP")
-    if p.get("KP") and p.get("KD") and p["KP"] > 0 and p["KD"] > 0:
-        kp, kd = p["KP"], p["KD"]
+    if kp is not None and kd is not None and kp > 0 and kd > 0:
         ratio = kd / kp
         vp, vd, c = _covariance(doc, "KP", "KP"), _covariance(doc, "KD", "KD"), _covariance(doc, "KP", "KD")
         e = lo = hi = None
@@ -445,13 +447,13 @@ def _p(v) -> str:
 
 def _cells(trials: pd.DataFrame, factors: Sequence[str], levels: dict) -> list[tuple[str, ...]]:
     present = set(map(tuple, trials[list(factors)].drop_duplicates().to_numpy()))
-    grid = [()]
+    grid: list[tuple[str, ...]] = [()]
     for f in factors:
         grid = [g + (v,) for g in grid for v in levels[f]]
     return [c for c in grid if c in present]
 
 
-def cohort(results: str | Path | Iterable | list[tuple[Path, dict]], conditions: str | Path | Conditions,
+def cohort(results: str | Path | Iterable[str | Path] | list[tuple[Path, dict]], conditions: str | Path | Conditions,
            *, factors: Sequence[str] | None = None) -> Cohort:
     """The cohort view of ``results`` (folders, files, or :func:`read_results`' list) by the
     conditions of ``conditions`` (a file for :func:`read_conditions`, or its result).
@@ -464,11 +466,14 @@ def cohort(results: str | Path | Iterable | list[tuple[Path, dict]], conditions:
         conditions = read_conditions(conditions, factors)
     elif factors is not None and tuple(factors) != conditions.factors:
         raise OptionsError("give factors= to read_conditions, not with a Conditions already read")
-    docs = results if (isinstance(results, list) and results and isinstance(results[0], tuple)) \
-        else read_results(results)
+    if isinstance(results, list) and results and isinstance(results[0], tuple):
+        docs: list[tuple[Path, dict]] = results  # read_results' list
+    else:
+        docs = read_results(cast("str | Path | Iterable[str | Path]", results))  # not read_results' list
     table = conditions.table
     matched: dict[str, Path] = {}
-    rows, failed, models = [], [], {}
+    rows, failed = [], []
+    models: dict[tuple, Path] = {}  # each model met: the first document of it
     for path, doc in docs:
         keys = []
         if doc.get("fit_id"):
@@ -644,7 +649,7 @@ def _tests(trials: pd.DataFrame, factors: Sequence[str], levels: dict, several: 
             b = R @ beta
             V = R @ cov @ R.T
             wald = float(b @ np.linalg.solve(V, b))
-            if stat_name == "F":
+            if df_resid is not None:  # F test of the least-squares fit
                 stat, df = wald / len(idx), f"{len(idx)},{int(df_resid)}"
                 p = float(stats.f.sf(stat, len(idx), df_resid))
             else:

@@ -166,21 +166,21 @@ def profile(problem: Problem, name: str, values: Sequence[float], *, method=None
     names = problem.model.element_names("parameter")
     if name not in names:
         raise OptionsError(f"profile: '{name}' is not a parameter; parameters: {', '.join(names)}")
-    values = np.asarray(values, dtype=float)
-    if values.ndim != 1 or values.size < 2 or np.any(np.diff(values) <= 0):
+    grid = np.asarray(values, dtype=float)
+    if grid.ndim != 1 or grid.size < 2 or np.any(np.diff(grid) <= 0):
         raise OptionsError("profile: values must be a strictly increasing 1-D grid of at least two values")
     solver = Ipopt(simulate=False, standard_errors=False) if solver is None else solver
     check_client(client, "profile")
     if client is None:
         if segments is not None:
             raise OptionsError("profile(segments=...) needs client= (it splits the grid between workers)")
-        results = _walk(problem, name, values, method, solver, progress)
+        results = _walk(problem, name, grid.tolist(), method, solver, progress)
     else:
         if segments is None:
             segments = max(1, len(client.scheduler_info().get("workers", {})))
         if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or segments < 1:
             raise OptionsError(f"profile(segments={segments!r}): expected a positive integer")
-        pieces = [list(map(float, piece)) for piece in np.array_split(values, min(int(segments), values.size))]
+        pieces = [list(map(float, piece)) for piece in np.array_split(grid, min(int(segments), grid.size))]
         # hash=False: a unique key, so a release of an earlier identical scatter cannot drop it
         blob = client.scatter(pack((problem, name, method, solver)), broadcast=True, hash=False)
         futures = [client.submit(_walk_task, blob, piece, pure=False) for piece in pieces]
@@ -189,10 +189,10 @@ def profile(problem: Problem, name: str, values: Sequence[float], *, method=None
             part = future.result()
             if progress is not None:
                 for j, res in enumerate(part):
-                    progress(len(results) + j, float(values[len(results) + j]), res)
+                    progress(len(results) + j, float(grid[len(results) + j]), res)
             results.extend(part)
     objective = [res.objective if res.success else np.nan for res in results]
     success = [bool(res.success) for res in results]
     rows = [{k: val for k, val in res.parameters.items() if k != name} for res in results]
-    return Profile(name, values, np.array(objective, dtype=float), pd.DataFrame(rows, index=values),
+    return Profile(name, grid, np.array(objective, dtype=float), pd.DataFrame(rows, index=grid),
                    np.array(success))
