@@ -217,7 +217,8 @@ class Chain:
         al_S = R_NS @ (_dot(E_S, th, thd) @ thd + E_S @ thdd)     # Ṙ·E·θ̇ = ω × ω = 0
         a_O = R_NS @ a_base
         frames, joints, coms, omegas, alphas = {}, {}, [], [], []
-        kin = {}   # name → (R, ω, α, v_joint, a_joint) with v relative to the base point's motion
+        # name → (R, ω, α, v_joint, a_joint) with v relative to the base point's motion
+        kin: dict[str, tuple] = {}
         force_star, moment_star = [], []
         index = 0
         for b in self.bodies:
@@ -266,10 +267,10 @@ class Chain:
         deck_F = sum(force_star[1:], force_star[0])
         deck_M = sum((ca.cross(c[0], F) + Mo for c, F, Mo in zip(coms, force_star, moment_star)),
                      ca.SX.zeros(3))
-        children = {b.name: [] for b in self.bodies}
+        children: dict[str, list[int]] = {b.name: [] for b in self.bodies}
         for i, b in enumerate(self.bodies):
             # every body belongs to its own sub-tree and to its ancestors' ones
-            name = b.name
+            name: str | None = b.name
             while name is not None:
                 children[name].append(i)
                 name = next(x.parent for x in self.bodies if x.name == name)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -269,7 +269,8 @@ class ShipMotion:
         ``derivative``-th exact time derivative (0–2), shape (len(t), 6)."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
         gain = self._gain * self.omega**derivative
-        wave = [np.cos, lambda x: -np.sin(x), lambda x: -np.cos(x)][derivative]
+        waves: list[Callable[[np.ndarray], np.ndarray]] = [np.cos, lambda x: -np.sin(x), lambda x: -np.cos(x)]
+        wave = waves[derivative]
         out = np.empty((t.size, 6))
         for a in range(0, t.size, _CHUNK):                               # bounded memory
             arg = t[a:a + _CHUNK, None] * self.omega + self._lag[:, None, :]   # (6, time, n)
@@ -292,7 +293,7 @@ class ShipMotion:
 
     def symbolic(self, t) -> list:
         """The 12 columns as CasADi expressions of the time symbol ``t`` (for ``Model`` use)."""
-        out = [[], [], []]
+        out: list[list] = [[], [], []]
         for k in range(6):
             arg = t * ca.DM(self.omega) + ca.DM(self._lag[k])
             g = self._gain[k]

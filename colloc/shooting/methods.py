@@ -11,7 +11,8 @@
 * :class:`MultipleShooting`: the record is cut into segments whose initial states are
   unknowns too, tied by continuity constraints; IPOPT (L-BFGS Hessian) solves it.
 
-Both return an :class:`~colloc.results.result.Estimate` (judged into a :class:`~colloc.Result` by :func:`colloc.solve`).  A simulation that diverges or fails never raises:
+Both return an :class:`~colloc.results.result.Estimate`, judged into a
+:class:`~colloc.Result` by :func:`colloc.solve`.  A simulation that diverges or fails never raises:
 the run ends with a named status (``"simulation_failed"``…).
 """
 
@@ -77,7 +78,8 @@ class _Shooting:
                 name = expr.name() if expr.numel() == 1 and expr.is_symbolic() else None
                 starts = [i for i, t in enumerate(problem.trials)
                           if (term.trial is None or term.trial == i) and term.time == t.time[0]]
-                if name in states and starts and len(starts) == (1 if term.trial is not None else len(problem.trials)):
+                if (name in states and starts and term.lower is not None and term.upper is not None
+                        and len(starts) == (1 if term.trial is not None else len(problem.trials))):
                     for i in starts:
                         initial_bounds[(i, name)] = (float(term.lower[0]), float(term.upper[0]))
                     continue
@@ -212,7 +214,7 @@ class _Shooting:
             meas = np.nan_to_num(meas, nan=0.0)
             res_parts.append(ca.vec((Y[sel, :] - ca.DM(meas)) * ca.DM(w)))
             for term in problem.terms:
-                if term.kind == "trajectory":
+                if term.kind == "trajectory" and term.function is not None:
                     values = {sig: Y[signal_names.index(sig), :].T for sig in term.signals}
                     extra.append(ca.MX(term.function(values, trial.time, trial)))
                     continue

@@ -98,7 +98,7 @@ class SteepestDescent:
             return Outcome(x, f, False, "simulation_failed", "the initial guess cannot be simulated", 0, 1, 1)
         history = _History(callback)
         history.append((0, f, count.elapsed()))
-        alpha = self.step / max(np.linalg.norm(g), 1e-300)
+        alpha = self.step / max(float(np.linalg.norm(g)), 1e-300)
         for it in range(1, self.max_iter + 1):
             accepted = False
             for _ in range(60):

@@ -116,7 +116,7 @@ def ellipse_area(ap, ml, probability=0.95) -> float:
     """
     x, y = _pair(ap, ml, 3, "ellipse_area")
     if (isinstance(probability, bool) or not isinstance(probability, numbers.Real)
-            or not 0.0 < probability < 1.0):
+            or not 0.0 < float(probability) < 1.0):
         raise CollocInputError(f"probability must be a number in (0, 1), got {probability!r}")
     n = x.size
     variances = np.clip(np.linalg.eigvalsh(np.cov(np.vstack((x, y)))), 0.0, None)

@@ -157,15 +157,15 @@ def _lane_unit(key: str, ev: ca.Function, jac: ca.Function, width: int, mvec: bo
     # the local variables of instances i … i + width − 1 from x, global variable xa[k] + xb[k]·i
     # (here, at the lanes' optimisation: by groups, or with the loop over lanes unrolled)
     if gather is not None:
-        gather = lane_gather(f"lk{key}_x", width, L, *gather)
+        gather_c = lane_gather(f"lk{key}_x", width, L, *gather)
     else:
-        gather = (f"void lk{key}_x(const double* restrict x, const long long* restrict xa,\n"
+        gather_c = (f"void lk{key}_x(const double* restrict x, const long long* restrict xa,\n"
                   f"               const long long* restrict xb, long long i, double* restrict V) {{\n"
                   f"  long long k;\n  int l;\n"
                   f"  for (k = 0; k < {L}; ++k) {{\n"
                   f"    const double* xk = x + xa[k] + xb[k] * i;\n    const long long s = xb[k];\n"
                   f"    for (l = 0; l < {width}; ++l) V[{width} * k + l] = xk[l * s];\n  }}\n}}\n")
-    return (lane_prelude(width, mvec) + "".join(kernels) + gather
+    return (lane_prelude(width, mvec) + "".join(k for k in kernels if k is not None) + gather_c
             + f"void lk{key}_g(const double* v, const double* d, double* g) {{\n"
               f"  lane_g{key}({cast}v, {cast}d, (colloc_lanes*)g);\n}}\n"
             + f"void lk{key}_j(const double* v, const double* d, double* jv, const long long* a,\n"
@@ -402,7 +402,9 @@ def _fused(num_variables: int, num_data: int, num_rows: int, num_nonzeros: int, 
     (compiled with ``lane_flags``, calling libmvec if ``mvec``, the Jacobian's consecutive
     places written by transposed vectors if ``transposed``) or none (``width`` 1); ``None``
     as there (warnings only if not ``quiet``)."""
-    units, unit_of, blocks_c, decls, pattern_c = [], {}, [], [], []
+    units: list[tuple] = []  # (name, C source[, extra flags])
+    unit_of: dict[object, bool] = {}  # the units made: a block's key, or a lane unit's (key, width)
+    blocks_c, decls, pattern_c = [], [], []
     sz_arg = sz_res = sz_iw = sz_w = 0
     for j, part in enumerate(parts):
         L, n = part.index.shape
