@@ -28,6 +28,7 @@ contact began).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -53,6 +54,17 @@ class ContactSimulation(HybridSimulation):
     status: str = "ok"
     message: str = ""
     anchors: list = field(default_factory=list)
+
+
+class _Watch:
+    """An event function of ``solve_ivp``: ``g(t, y)`` crossing zero in ``direction`` ends the
+    integration (``terminal``)."""
+
+    def __init__(self, g: Callable[..., float], direction: int) -> None:
+        self.g, self.direction, self.terminal = g, direction, True
+
+    def __call__(self, t: float, y: np.ndarray) -> float:
+        return self.g(t, y)
 
 
 def _mode_name(system: ContactSystem, active) -> str:
@@ -153,7 +165,8 @@ def simulate_contact(system: ContactSystem, x0, t_span, p, *, active=None, t_eva
     anchors = {i: float(np.asarray(system.contacts[i].point(q)).ravel()[0]) for i in current}
     armed = {j: system.contacts[j].gap(q) > SQRT_EPS for j in range(nc)}
     events: list[Event] = []
-    segments, seg_anchors = [], []
+    segments: list[tuple] = []
+    seg_anchors: list[dict] = []
     steps_t, steps_x = [np.array([t0])], [x[None, :]]
     status, message = "ok", ""
     t = t0
@@ -172,26 +185,22 @@ def simulate_contact(system: ContactSystem, x0, t_span, p, *, active=None, t_eva
             qdd = constrained_dynamics(system, tt, y[:n], y[n:], p, A, anc, baumgarte)[0]
             return np.concatenate([y[n:], qdd])
 
-        funcs, kinds = [], []
+        funcs: list[_Watch] = []
+        kinds: list[tuple[str, int]] = []
         for i in A:
-            g = (lambda tt, y, i=i, A=A, anc=anc:
-                 constrained_dynamics(system, tt, y[:n], y[n:], p, A, anc, baumgarte)[1][i][0])
-            g.direction, g.terminal = -1, True
-            funcs.append(g), kinds.append(("lift-off", i))
+            funcs.append(_Watch(lambda tt, y, i=i, A=A, anc=anc:
+                                constrained_dynamics(system, tt, y[:n], y[n:], p, A, anc, baumgarte)[1][i][0], -1))
+            kinds.append(("lift-off", i))
         for j in range(nc):
             if j in A:
                 continue
             c = system.contacts[j]
             if armed[j]:
-                g = (lambda tt, y, c=c: c.gap(y[:n]))
-                g.direction = -1
+                funcs.append(_Watch(lambda tt, y, c=c: c.gap(y[:n]), -1))
                 kinds.append(("landing", j))
             else:
-                g = (lambda tt, y, c=c: c.gap(y[:n]) - SQRT_EPS)
-                g.direction = +1
+                funcs.append(_Watch(lambda tt, y, c=c: c.gap(y[:n]) - SQRT_EPS, +1))
                 kinds.append(("arm", j))
-            g.terminal = True
-            funcs.append(g)
         sol = solve_ivp(rhs, (t, tf), x, method="DOP853", rtol=rtol, atol=atol, events=funcs, dense_output=True)
         if sol.status == -1:
             raise SolveFailed(f"simulate_contact: integration failed in mode {_mode_name(system, A)} at t = {t}: "
@@ -199,7 +208,8 @@ def simulate_contact(system: ContactSystem, x0, t_span, p, *, active=None, t_eva
         t_e, x_e = float(sol.t[-1]), sol.y[:, -1].copy()
         segments.append((t, t_e, _mode_name(system, A), sol.sol, x.copy()))
         seg_anchors.append(anc)
-        steps_t.append(sol.t[1:]), steps_x.append(sol.y[:, 1:].T)
+        steps_t.append(sol.t[1:])
+        steps_x.append(sol.y[:, 1:].T)
         same_time = same_time + 1 if t_e - t <= 1e-12 * max(1.0, abs(t)) else 0
         if same_time > 20:
             raise SolveFailed(f"simulate_contact: the contact mode keeps changing at t = {t_e} (no consistent mode)",

@@ -79,6 +79,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -573,12 +574,12 @@ def delay_margin(
     stable0 = max_re < 0.0
     omega_max = float(np.linalg.norm(Ji, 2) + np.linalg.norm(Jd, 2))
     mult = _Multipliers(Ji, Jd, rank_tol)
-    common = {"stable_at_zero_delay": stable0, "max_real_eigenvalue_zero_delay": max_re, "method": method,
-              "omega_max_rad_s": omega_max, "delayed_rank": mult.r}
+    common = functools.partial(DelayMargin, stable_at_zero_delay=stable0, max_real_eigenvalue_zero_delay=max_re,
+                               method=method, omega_max_rad_s=omega_max, delayed_rank=mult.r)
     if not stable0:
-        return DelayMargin(0.0, None, elapsed_s=time.perf_counter() - t0, **common)
+        return common(0.0, None, elapsed_s=time.perf_counter() - t0)
     if mult.r == 0 or omega_max == 0.0:
-        return DelayMargin(None, None, elapsed_s=time.perf_counter() - t0, **common)
+        return common(None, None, elapsed_s=time.perf_counter() - t0)
     limited = False
     if method == "sweep":
         found, ncand, limited = _sweep(Ji, Jd, mult, omega_max * (1 + 1e-9) + 1e-300, grid_points, xtol,
@@ -588,7 +589,7 @@ def delay_margin(
         found, ncand, evaluations = _exact(Ji, Jd, unit_tol, residual_tol)
     crossings = _dedupe(found)
     first = crossings[0] if crossings else None
-    return DelayMargin(
+    return common(
         first.delay_s if first else None,
         first.frequency_rad_s if first else None,
         crossings=crossings,
@@ -596,5 +597,4 @@ def delay_margin(
         candidates=int(ncand),
         refinement_limited=bool(limited),
         elapsed_s=time.perf_counter() - t0,
-        **common,
     )
