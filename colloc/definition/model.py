@@ -22,7 +22,7 @@ import dataclasses
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import casadi as ca
 import numpy as np
@@ -138,15 +138,12 @@ class Delay:
 
 
 def _normalize_shape(shape: int | Sequence[int], where: str) -> tuple[int, int]:
-    if isinstance(shape, (int, np.integer)):
-        dims = (int(shape), 1)
-    else:
-        dims = tuple(int(d) for d in shape)
-        if len(dims) == 1:
-            dims = (dims[0], 1)
-    if len(dims) != 2 or min(dims) < 1:
+    given = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
+    if len(given) == 1:
+        given = (given[0], 1)
+    if len(given) != 2 or min(given) < 1:
         raise ModelError(f"{where}: shape must be a positive int or (rows, cols), got {shape!r}")
-    return dims  # type: ignore[return-value]
+    return given[0], given[1]
 
 
 def _element_names(name: str, shape: tuple[int, int]) -> tuple[str, ...]:
@@ -238,7 +235,7 @@ class Model:
         kind: Kind,
         name: str,
         shape: int | Sequence[int],
-        unit: str,
+        unit: str | Sequence[Any],
         bounds: tuple,
         scale,
         guess,
@@ -536,11 +533,11 @@ class Model:
         if isinstance(state, str):
             state = self.variable(state).symbol
         sx = ca.SX(state)
-        elements = []
+        elements: list[str] = []
         for e in ca.vertsplit(ca.vec(sx.T) if sx.shape[1] > 1 else sx):
-            name = e.name() if e.is_symbolic() else None
+            name = e.name() if e.is_symbolic() else ""
             owner = self._variables.get(self._element_owner.get(name, ""), None)
-            if owner is None or owner.kind != "state":
+            if not name or owner is None or owner.kind != "state":
                 raise ModelError(f"delayed() takes states of model '{self.name}' (symbols or a name), got {e}")
             elements.append(name)
         if isinstance(delay, (int, float, np.integer, np.floating)):

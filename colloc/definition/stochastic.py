@@ -154,9 +154,10 @@ class StochasticProblem:
 
     def model_at(self, dt: float):
         """The linear-Gaussian model at sample step ``dt``."""
-        if hasattr(self._model, "parameter_names"):
-            if not math.isclose(self._model.dt, dt, rel_tol=1e-6):
-                raise OptionsError(f"StochasticProblem: the model is built for a step of {self._model.dt:g} s, "
+        if hasattr(self._model, "parameter_names"):  # a model built for one step
+            built = float(getattr(self._model, "dt", math.nan))
+            if not math.isclose(built, dt, rel_tol=1e-6):
+                raise OptionsError(f"StochasticProblem: the model is built for a step of {built:g} s, "
                                    f"a record is sampled every {dt:g} s; pass a callable dt -> model")
             return self._model
         return self._model(dt)
