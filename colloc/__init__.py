@@ -17,6 +17,7 @@ checks it):
 """
 
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
 
 from .base.errors import (
     CollocError as CollocError,
@@ -124,6 +125,175 @@ _LAZY = {
 #: Public sub-modules, also imported on first use.
 _MODULES = {"signals": "signals", "kalman": "inference.kalman"}
 
+if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (jedi, pyright, mypy);
+    # tests/unit/test_public_api_static.py checks that this block and _LAZY agree
+    from .base.callbacks import (
+        IterationCallback as IterationCallback,
+    )
+    from .base.files import (
+        atomic_path as atomic_path,
+        write_atomic as write_atomic,
+    )
+    from .base.versions import (
+        versions as versions,
+    )
+    from .definition.contact import (
+        ContactPoint as ContactPoint,
+        ContactSystem as ContactSystem,
+    )
+    from .definition.hybrid import (
+        Guard as Guard,
+        HybridModel as HybridModel,
+        Mode as Mode,
+        Switch as Switch,
+        TimeEvent as TimeEvent,
+    )
+    from .definition.hybrid_problem import (
+        HybridProblem as HybridProblem,
+    )
+    from .definition.model import (
+        Model as Model,
+    )
+    from .definition.problem import (
+        Problem as Problem,
+    )
+    from .definition.stochastic import (
+        StochasticProblem as StochasticProblem,
+    )
+    from .definition.trial import (
+        Trial as Trial,
+    )
+    from .inference.covariance import (
+        constrained_covariance as constrained_covariance,
+        Covariance as Covariance,
+    )
+    from .inference.identifiability import (
+        Identifiability as Identifiability,
+        identifiability as identifiability,
+    )
+    from .multibody.chain import (
+        Body as Body,
+        bryant as bryant,
+        Chain as Chain,
+        ChainEquations as ChainEquations,
+        nrmse as nrmse,
+    )
+    from .results.plotting import (
+        save_figure as save_figure,
+    )
+    from .results.prediction import (
+        predict as predict,
+        StochasticModel as StochasticModel,
+    )
+    from .results.report import (
+        finalize as finalize,
+        parameter_intervals as parameter_intervals,
+    )
+    from .results.result import (
+        Estimate as Estimate,
+        Result as Result,
+    )
+    from .results.verdict import (
+        fit_verdict as fit_verdict,
+    )
+    from .seakeeping.files import (
+        read_ship_motion as read_ship_motion,
+    )
+    from .seakeeping.motion import (
+        jonswap as jonswap,
+        MotionRAO as MotionRAO,
+        SeaState as SeaState,
+        ship_motion as ship_motion,
+        ShipMotion as ShipMotion,
+    )
+    from .shooting.methods import (
+        Adjoint as Adjoint,
+        Forward as Forward,
+        MultipleShooting as MultipleShooting,
+        SingleShooting as SingleShooting,
+    )
+    from .shooting.optimizers import (
+        LBFGS as LBFGS,
+        ReducedIpopt as ReducedIpopt,
+        SteepestDescent as SteepestDescent,
+    )
+    from .simulation.contact import (
+        ContactSimulation as ContactSimulation,
+        simulate_contact as simulate_contact,
+    )
+    from .simulation.dde import (
+        DDESimulation as DDESimulation,
+        simulate_dde as simulate_dde,
+    )
+    from .simulation.hybrid import (
+        HybridSimulation as HybridSimulation,
+        simulate_hybrid as simulate_hybrid,
+    )
+    from .simulation.integrators import (
+        Cvodes as Cvodes,
+        RungeKutta as RungeKutta,
+    )
+    from .simulation.ode import (
+        simulate as simulate,
+        Simulation as Simulation,
+    )
+    from .solving.ipopt import (
+        Ipopt as Ipopt,
+        IterationInfo as IterationInfo,
+    )
+    from .solving.kalman_ml import (
+        KalmanML as KalmanML,
+        on_one_grid as on_one_grid,
+    )
+    from .solving.solve import (
+        solve as solve,
+    )
+    from .stability.delay_margin import (
+        Crossing as Crossing,
+        delay_margin as delay_margin,
+        DelayMargin as DelayMargin,
+    )
+    from .studies.batch import (
+        batch as batch,
+        BatchReport as BatchReport,
+    )
+    from .studies.bootstrap import (
+        Bootstrap as Bootstrap,
+        bootstrap as bootstrap,
+    )
+    from .studies.profile import (
+        Profile as Profile,
+        profile as profile,
+    )
+    from .studies.select import (
+        ModelSelection as ModelSelection,
+        select_model as select_model,
+    )
+    from .transcription.grid import (
+        radau_basis as radau_basis,
+        RadauBasis as RadauBasis,
+    )
+    from .transcription.layout import (
+        ChainLayout as ChainLayout,
+    )
+    from .transcription.methods import (
+        AbstractMethod as AbstractMethod,
+        AbstractTranscription as AbstractTranscription,
+        BackwardEuler as BackwardEuler,
+        HermiteSimpson as HermiteSimpson,
+        Midpoint as Midpoint,
+        Radau as Radau,
+        Trapezoidal as Trapezoidal,
+    )
+    from .transcription.multiphase import (
+        IntervalChain as IntervalChain,
+        Phase as Phase,
+        PointFunction as PointFunction,
+        transcribe_phases as transcribe_phases,
+    )
+    from . import signals as signals
+    from .inference import kalman as kalman
+
 
 def __getattr__(name: str):
     if name in _LAZY:
@@ -190,6 +360,13 @@ __all__ = [
     "Estimate",
     "Simulation",
     "StochasticModel",
+    # stochastic (linear-Gaussian) models estimated by Kalman maximum likelihood, and the
+    # held-out comparison of candidate models
+    "StochasticProblem",
+    "KalmanML",
+    "on_one_grid",
+    "select_model",
+    "ModelSelection",
     "SolveFailed",
     "Trapezoidal",
     "Trial",

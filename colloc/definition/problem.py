@@ -182,13 +182,13 @@ class Problem:
                     f"{where}: column '{col}' jumps at t = {float(times[0]):g} s but is {what}; only exact known "
                     f"inputs may jump (known inputs: {', '.join(known) or '(none)'})"
                 )
-        for name, times in self.model.input_jumps().items():
+        for name, declared in self.model.input_jumps().items():
             if name in self.input_noise:
                 raise ProblemError(
                     f"known input '{name}' declares jumps but is estimated as errors-in-variables (input_noise); "
                     "its estimate is continuous: drop jumps= or input_noise for it"
                 )
-            for tj in times:
+            for tj in declared:
                 if not (t.time[0] < tj < t.time[-1]):
                     raise ProblemError(
                         f"known input '{name}': jump at t = {tj:g} s is outside {where}, which runs from "

@@ -276,14 +276,15 @@ def _simulation_check(model, trial, fitted, x0, params, t_sim, U_sim, R_sim) -> 
     t0 = _time.perf_counter()
     sim = simulate(model, x0, params, t_sim, known_inputs=U_sim.T, free_inputs=R_sim.T)
     elapsed = _time.perf_counter() - t0
-    entry = {"status": sim.status, "message": sim.message, "nrmse": {}}
+    nrmse: dict[str, float] = {}
+    entry = {"status": sim.status, "message": sim.message, "nrmse": nrmse}
     if sim.success:
         for s in (s for s in fitted if s in sim.signals):
             m = trial.present(s)  # measured values only
             ys = np.interp(trial.time[m], t_sim, sim.signals[s])
             span = np.ptp(trial[s][m])
             rms = float(np.sqrt(np.mean((ys - trial[s][m]) ** 2)))
-            entry["nrmse"][s] = float(rms / span) if span > 0 else float("nan")
+            nrmse[s] = float(rms / span) if span > 0 else float("nan")
     return entry, elapsed
 
 

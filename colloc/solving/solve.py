@@ -10,6 +10,7 @@ import numbers
 import sys
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,11 +21,21 @@ from ..definition.problem import Problem
 from ..definition.stochastic import StochasticProblem
 from ..results.report import POOR_FIT_HINT, finalize, model_bounds
 from ..results.result import Estimate, Result
-from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, Radau, default_method
+from ..transcription.methods import (
+    AbstractMethod,
+    AbstractTranscription,
+    Midpoint,
+    OwnSolve,
+    Radau,
+    default_method,
+)
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
 from .start import InitialEstimate, equation_error, residual_is_linear
 from .starts import solve_starts
+
+if TYPE_CHECKING:
+    from .kalman_ml import KalmanML
 
 __all__ = ["POOR_FIT_HINT", "START_CHOICES", "solve"]
 
@@ -33,7 +44,7 @@ START_CHOICES = ("equation-error", "guess")
 
 
 def solve(
-    problem: Problem,
+    problem: Problem | HybridProblem | StochasticProblem,
     method: AbstractMethod | None = None,
     *,
     solver: Ipopt | None = None,
@@ -118,6 +129,11 @@ def solve(
         raise OptionsError(
             f"solve(method={method!r}): expected a method object such as colloc.Midpoint(); "
             "strings are accepted only on the command line"
+        )
+    if not isinstance(method, AbstractTranscription | OwnSolve):
+        raise OptionsError(
+            f"solve(method={type(method).__name__}()): a method that is not a transcription must provide "
+            "solve(problem, *, solver, guess, progress) returning a colloc.Estimate"
         )
     solver = Ipopt() if solver is None else solver
     if not isinstance(solver, Ipopt):
@@ -204,7 +220,7 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
     return result
 
 
-def _kalman_ml() -> type:
+def _kalman_ml() -> type[KalmanML]:
     """:class:`colloc.KalmanML`, imported when a stochastic problem or the method is met (its
     signal tools stay off the collocation path's start-up)."""
     from .kalman_ml import KalmanML
@@ -238,6 +254,7 @@ def _solve_from(problem: Problem, method: AbstractMethod, solver: Ipopt, guess: 
     if isinstance(method, AbstractTranscription):
         result = solve_collocation(problem, method, solver=solver, guess=guess, progress=progress)
     else:
+        assert isinstance(method, OwnSolve)  # checked by solve()
         result = method.solve(problem, solver=solver, guess=guess, progress=progress)
     result.initial_parameters = {k: float(v) for k, v in guess.items()}
     return result

@@ -299,12 +299,12 @@ def _trajectories(problem: Problem, collocation_states) -> tuple[_Columns, dict[
         R = np.array([guesses[r] for r in free]).reshape(len(free), tk.size)
         U = []
         exact = InputReader(trial, known, "cubic", problem.input_jumps(i))(tk)  # measured, else interpolated
-        for e, u in enumerate(known):
+        for k, u in enumerate(known):
             if u in problem.input_noise:
                 m = trial.present(u)
                 U.append(_spline(t[m], trial[u][m], problem.input_noise[u])(tk))
             else:
-                U.append(exact[e])
+                U.append(exact[k])
         delayed = []
         row = len(known)
         for d in model.delays:

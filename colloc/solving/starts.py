@@ -183,6 +183,7 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
             polish_runs: list[dict] = []
             todo = [m for m in clusters if m is not zero_cluster] if cheap else []
             if todo:
+                assert polish_blob is not None  # packed whenever clusters are polished (cheap)
                 polish_runs = tasks.run(polish_blob, [(m["start_indices"][0], m["parameters"]) for m in todo])
                 for run, m in zip(polish_runs, todo):
                     run["members"] = m["start_indices"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import casadi as ca
 
@@ -19,9 +19,19 @@ from ..definition.explicit import explicit_form
 from .grid import radau_basis
 
 __all__ = [
-    "AbstractMethod", "AbstractTranscription", "BackwardEuler", "HermiteSimpson", "Midpoint", "Radau",
-    "Trapezoidal", "default_method",
+    "AbstractMethod",
+    "AbstractTranscription",
+    "BackwardEuler",
+    "HermiteSimpson",
+    "Midpoint",
+    "OwnSolve",
+    "Radau",
+    "Trapezoidal",
+    "default_method",
 ]
+
+if TYPE_CHECKING:
+    from ..results.result import Estimate
 
 
 class AbstractMethod(abc.ABC):
@@ -34,6 +44,17 @@ class AbstractMethod(abc.ABC):
 
     #: Name used in result documents and on the command line.
     name: str = "method"
+
+
+@runtime_checkable
+class OwnSolve(Protocol):
+    """What a method that is not a transcription provides: its own ``solve``, which
+    :func:`colloc.solve` calls once per start and whose :class:`colloc.Estimate` goes through
+    the same verdict and report as a transcription's."""
+
+    name: str
+
+    def solve(self, problem: Any, *, solver: Any, guess: Any, progress: Any = None) -> Estimate: ...
 
 
 @dataclass(frozen=True)
@@ -111,6 +132,13 @@ class AbstractTranscription(AbstractMethod):
         defect / eq_scale``.
         """
         return h * self.defect(residual, X[0], X[-1], R[0], R[-1], U[0], U[-1], p, t0, h) / eq_scale
+
+    def defect(self, residual, x0, x1, r0, r1, u0, u1, p, t0, h) -> ca.SX:
+        """Residual of a two-node scheme between the ends of one interval (what
+        :meth:`interval_defects` scales).  Schemes with interior nodes override
+        :meth:`interval_defects` instead and never reach this."""
+        raise TypeError(f"{type(self).__name__} has interior nodes: it must override interval_defects, "
+                        "not rely on a two-node defect")
 
     def row_names(self, equation_names: list[str], state_names: list[str]) -> tuple[str, ...]:
         """Names of the constraint rows of one interval."""
