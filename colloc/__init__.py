@@ -127,6 +127,7 @@ _MODULES = {"signals": "signals", "kalman": "inference.kalman"}
 
 if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (jedi, pyright, mypy);
     # tests/unit/test_public_api_static.py checks that this block and _LAZY agree
+    from . import signals as signals
     from .base.callbacks import (
         IterationCallback as IterationCallback,
     )
@@ -163,9 +164,10 @@ if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (
     from .definition.trial import (
         Trial as Trial,
     )
+    from .inference import kalman as kalman
     from .inference.covariance import (
-        constrained_covariance as constrained_covariance,
         Covariance as Covariance,
+        constrained_covariance as constrained_covariance,
     )
     from .inference.identifiability import (
         Identifiability as Identifiability,
@@ -173,17 +175,17 @@ if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (
     )
     from .multibody.chain import (
         Body as Body,
-        bryant as bryant,
         Chain as Chain,
         ChainEquations as ChainEquations,
+        bryant as bryant,
         nrmse as nrmse,
     )
     from .results.plotting import (
         save_figure as save_figure,
     )
     from .results.prediction import (
-        predict as predict,
         StochasticModel as StochasticModel,
+        predict as predict,
     )
     from .results.report import (
         finalize as finalize,
@@ -200,11 +202,11 @@ if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (
         read_ship_motion as read_ship_motion,
     )
     from .seakeeping.motion import (
-        jonswap as jonswap,
         MotionRAO as MotionRAO,
         SeaState as SeaState,
-        ship_motion as ship_motion,
         ShipMotion as ShipMotion,
+        jonswap as jonswap,
+        ship_motion as ship_motion,
     )
     from .shooting.methods import (
         Adjoint as Adjoint,
@@ -234,8 +236,8 @@ if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (
         RungeKutta as RungeKutta,
     )
     from .simulation.ode import (
-        simulate as simulate,
         Simulation as Simulation,
+        simulate as simulate,
     )
     from .solving.ipopt import (
         Ipopt as Ipopt,
@@ -250,12 +252,12 @@ if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (
     )
     from .stability.delay_margin import (
         Crossing as Crossing,
-        delay_margin as delay_margin,
         DelayMargin as DelayMargin,
+        delay_margin as delay_margin,
     )
     from .studies.batch import (
-        batch as batch,
         BatchReport as BatchReport,
+        batch as batch,
     )
     from .studies.bootstrap import (
         Bootstrap as Bootstrap,
@@ -270,8 +272,8 @@ if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (
         select_model as select_model,
     )
     from .transcription.grid import (
-        radau_basis as radau_basis,
         RadauBasis as RadauBasis,
+        radau_basis as radau_basis,
     )
     from .transcription.layout import (
         ChainLayout as ChainLayout,
@@ -291,8 +293,6 @@ if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (
         PointFunction as PointFunction,
         transcribe_phases as transcribe_phases,
     )
-    from . import signals as signals
-    from .inference import kalman as kalman
 
 
 def __getattr__(name: str):
@@ -311,106 +311,98 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "Body",
-    "Chain",
-    "ChainEquations",
-    "bryant",
-    "nrmse",
-    # ship-deck motion from a sea state, and measured ship-motion files
-    "MotionRAO",
-    "SeaState",
-    "ShipMotion",
-    "jonswap",
-    "read_ship_motion",
-    "ship_motion",
-    "Adjoint",
-    "Cvodes",
-    "Forward",
-    "HermiteSimpson",
     "LBFGS",
-    "MultipleShooting",
-    "ReducedIpopt",
-    "RungeKutta",
-    "SingleShooting",
-    "SteepestDescent",
     "AbstractMethod",
     "AbstractTranscription",
+    "Adjoint",
     "BackwardEuler",
+    "BatchReport",
+    "Body",
     "Bootstrap",
+    "Chain",
+    "ChainEquations",
+    "ChainLayout",
     "CollocError",
     "CollocInputError",
+    "ContactPoint",
+    "ContactSimulation",
+    "ContactSystem",
+    "Covariance",
     "Crossing",
+    "Cvodes",
     "DDESimulation",
-    "DelayMargin",
     "DataError",
+    "DelayMargin",
+    "Estimate",
     "ExtraColumnsWarning",
+    "Forward",
+    "Guard",
+    "HermiteSimpson",
+    "HybridModel",
+    "HybridProblem",
+    "HybridSimulation",
     "Identifiability",
+    "IntervalChain",
     "Ipopt",
     "IterationCallback",
     "IterationInfo",
+    "KalmanML",
     "Midpoint",
+    "Mode",
     "Model",
     "ModelError",
+    "ModelSelection",
+    "MotionRAO",
+    "MultipleShooting",
     "OptionsError",
+    "Phase",
+    "PointFunction",
     "Problem",
     "ProblemError",
     "Profile",
     "Radau",
+    "RadauBasis",
+    "ReducedIpopt",
     "Result",
-    "Estimate",
+    "RungeKutta",
+    "SeaState",
+    "ShipMotion",
     "Simulation",
-    "StochasticModel",
-    # stochastic (linear-Gaussian) models estimated by Kalman maximum likelihood, and the
-    # held-out comparison of candidate models
-    "StochasticProblem",
-    "KalmanML",
-    "on_one_grid",
-    "select_model",
-    "ModelSelection",
+    "SingleShooting",
     "SolveFailed",
+    "SteepestDescent",
+    "StochasticModel",
+    "StochasticProblem",
+    "Switch",
+    "TimeEvent",
     "Trapezoidal",
     "Trial",
+    "atomic_path",
     "batch",
-    "BatchReport",
     "bootstrap",
+    "bryant",
+    "constrained_covariance",
     "delay_margin",
     "finalize",
     "fit_verdict",
+    "identifiability",
+    "jonswap",
+    "nrmse",
+    "on_one_grid",
     "parameter_intervals",
     "predict",
-    "identifiability",
     "profile",
+    "radau_basis",
+    "read_ship_motion",
+    "save_figure",
+    "select_model",
+    "ship_motion",
     "simulate",
+    "simulate_contact",
     "simulate_dde",
     "simulate_hybrid",
     "solve",
-    # hybrid models (modes, guards, switches, time events) and their event-driven simulation
-    "Guard",
-    "HybridModel",
-    "HybridProblem",
-    "HybridSimulation",
-    "IntervalChain",
-    "Mode",
-    "Phase",
-    "PointFunction",
-    "Switch",
     "transcribe_phases",
-    "TimeEvent",
-    # building blocks of one's own transcriptions: a record laid on an IntervalChain, the Radau basis
-    "ChainLayout",
-    "RadauBasis",
-    "radau_basis",
-    # ... and the Gauss–Newton covariance under equality constraints
-    "Covariance",
-    "constrained_covariance",
-    # unilateral point contacts (Signorini's law) and their event-driven simulation
-    "ContactPoint",
-    "ContactSimulation",
-    "ContactSystem",
-    "simulate_contact",
-    # for scripts of one's own: versions for a result document, files written atomically
-    "atomic_path",
-    "save_figure",
     "versions",
     "write_atomic",
 ]

@@ -300,7 +300,7 @@ def _link(name: str, source: str, objects: list[Path], libs: list[str], compiler
         _RUNS[0] += 1
         try:
             process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
         except OSError as exc:
             _not_linked(name, compiler, str(exc), quiet)
             return None

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import OptionsError
 
-__all__ = ["THREAD_ENV", "local_client", "process_pool", "pack", "unpack", "single_threaded", "check_client"]
+__all__ = ["THREAD_ENV", "check_client", "local_client", "pack", "process_pool", "single_threaded", "unpack"]
 
 #: Environment of every worker process: one BLAS/OpenMP thread.
 THREAD_ENV = {

@@ -39,7 +39,6 @@ from .common import (
 from .delay_margin import format_matrix, margin_lines
 from .identify import _demo_data as _demo_data  # the demo's shipped files (tests read them)
 
-
 __all__ = ["BASELINES", "EXIT_FAILED", "EXIT_INPUT", "EXIT_OK", "METHODS", "PLUGIN_API", "UsageError",
            "build_parser", "check_output_file", "format_matrix", "main", "make_method", "margin_lines",
            "method_names", "number", "run"]

@@ -353,7 +353,7 @@ class Problem:
         else:
             self._guesses[(name, self.trial_index(trial))] = value
 
-    def with_trials(self, trials: Trial | Sequence[Trial]) -> "Problem":
+    def with_trials(self, trials: Trial | Sequence[Trial]) -> Problem:
         """The same problem (model, weights, input noise, extra terms, guesses) on other trials.
 
         Point constraints that name a trial by index keep that index.  Trial weights carry
@@ -425,7 +425,7 @@ class Problem:
                     copy._guesses[(key[0], j)] = v
         return copy
 
-    def copy(self) -> "Problem":
+    def copy(self) -> Problem:
         """An independent copy (same model and trials; terms and guesses copied)."""
         c = self.with_trials(self.trials)
         c._guesses = dict(self._guesses)

@@ -20,7 +20,7 @@ from ..base.files import dumps_compact_arrays, json_safe, write_atomic
 if TYPE_CHECKING:  # imported where a table is made: 0.15-0.2 s, beside the solve (base/prefetch.py)
     import pandas as pd
 
-__all__ = ["Estimate", "FIT_REJECTED", "INTERVAL_Z", "Result"]
+__all__ = ["FIT_REJECTED", "INTERVAL_Z", "Estimate", "Result"]
 
 #: Standard normal quantile of a two-sided 95 % interval.
 INTERVAL_Z = 1.959963984540054
@@ -310,8 +310,8 @@ class Result:
                                                                           ("noise_model", "noise model"))
                         if isinstance(self.info.get(key), str))
         lines = [
-            f"{self.problem} · {self.method}{model} · {'success' if self.success else 'FAILED'} "
-            f"({ending}) · {self.iterations} iterations · objective {self.objective:.6g}",
+            (f"{self.problem} · {self.method}{model} · {'success' if self.success else 'FAILED'} "
+            f"({ending}) · {self.iterations} iterations · objective {self.objective:.6g}"),
             self.timing_line(),
             "",
             self.format_table(truth),
@@ -409,7 +409,7 @@ class Result:
         return text
 
     @classmethod
-    def from_json(cls, source: str | os.PathLike) -> "Result":
+    def from_json(cls, source: str | os.PathLike) -> Result:
         """Read a result document from a path or a JSON string."""
         text = str(source)
         if not text.lstrip().startswith("{"):

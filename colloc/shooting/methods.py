@@ -36,7 +36,7 @@ from ..transcription.interpolation import InputReader, keys_kernel
 from ..transcription.methods import AbstractMethod
 from .optimizers import LBFGS, Outcome, ReducedIpopt, SteepestDescent
 
-__all__ = ["Adjoint", "Forward", "SingleShooting", "MultipleShooting"]
+__all__ = ["Adjoint", "Forward", "MultipleShooting", "SingleShooting"]
 
 
 @dataclass(frozen=True)

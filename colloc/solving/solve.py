@@ -10,7 +10,7 @@ import numbers
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -25,7 +25,6 @@ from ..transcription.methods import (
     AbstractMethod,
     AbstractTranscription,
     Midpoint,
-    OwnSolve,
     Radau,
     default_method,
 )
@@ -36,6 +35,17 @@ from .starts import solve_starts
 
 if TYPE_CHECKING:
     from .kalman_ml import KalmanML
+
+
+@runtime_checkable
+class OwnSolve(Protocol):
+    """What a method that is not a transcription provides: its own ``solve``, which
+    :func:`colloc.solve` calls once per start and whose :class:`colloc.Estimate` goes through
+    the same verdict and report as a transcription's."""
+
+    name: str
+
+    def solve(self, problem: Any, *, solver: Any, guess: Any, progress: Any = None) -> Estimate: ...
 
 __all__ = ["POOR_FIT_HINT", "START_CHOICES", "solve"]
 

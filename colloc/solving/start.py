@@ -104,7 +104,7 @@ class _Pieces:
             out[sel] = self.pieces[k](x[sel])
         return out
 
-    def derivative(self, n: int = 1) -> "_Pieces":
+    def derivative(self, n: int = 1) -> _Pieces:
         return _Pieces([p.derivative(n) for p in self.pieces], self.edges)
 
 
@@ -378,7 +378,7 @@ def _nonlinear_fit(problem: Problem, cols: _Columns, lb, ub, scale, p0) -> tuple
                     rows.append(ca.MX(ca.DM(U[k][None, :])))
                     continue
                 _, spl, order, t0, t1, tau_name = entry
-                grid = np.linspace(t0, t1, max(2, int(round((t1 - t0) / np.min(np.diff(T[0])) * 2)) + 1))
+                grid = np.linspace(t0, t1, max(2, int(np.rint((t1 - t0) / np.min(np.diff(T[0])) * 2)) + 1))
                 vals = spl.derivative(order)(grid) if order else spl(grid)
                 interp = ca.interpolant(f"delayed_{k}", "bspline", [grid], vals)
                 tau = p[names.index(tau_name)]

@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..definition.problem import Problem
 from ..results.result import Estimate
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint
 
-__all__ = ["start_box", "start_points", "cluster_minima", "solve_starts"]
+__all__ = ["cluster_minima", "solve_starts", "start_box", "start_points"]
 
 #: Relative tolerance for two starts to have reached the same local minimum.
 MINIMUM_RTOL = 1e-3
@@ -112,7 +112,7 @@ def _run_start(blob: bytes, index: int, guess: Mapping[str, float]) -> dict[str,
         problem, method, solver, runner = unpack(blob)
         result = runner(problem, method, solver, dict(guess))
         return {"start": index, "result": result, "error": None}
-    except Exception as exc:  # a failed start is counted, not fatal
+    except Exception as exc:  # noqa: BLE001 - a failed start is counted, not fatal
         return {"start": index, "result": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
@@ -253,7 +253,7 @@ class _Tasks:
         for (i, _), f in zip(jobs, futures):
             try:
                 out.append(f.result())
-            except Exception as exc:  # a worker process that died (BrokenProcessPool)
+            except Exception as exc:  # noqa: BLE001 - a worker process that died (BrokenProcessPool)
                 out.append({"start": i, "result": None, "error": f"{type(exc).__name__}: {exc}"})
         return sorted(out, key=lambda r: r["start"])
 
@@ -271,5 +271,5 @@ def _run_local(problem: Problem, method, solver, runner, guess: Mapping[str, flo
     """Start 0 (or the polish of the winner) in this process; never raises."""
     try:
         return {"start": 0, "result": runner(problem, method, solver, dict(guess)), "error": None}
-    except Exception as exc:  # counted like a failed worker start
+    except Exception as exc:  # noqa: BLE001 - counted like a failed worker start
         return {"start": 0, "result": None, "error": f"{type(exc).__name__}: {exc}"}

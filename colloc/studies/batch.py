@@ -32,8 +32,7 @@ from ..base.engine import local_client, single_threaded
 from ..base.errors import DataError, ExtraColumnsWarning, OptionsError
 from ..base.files import write_atomic
 from ..base.versions import versions
-from .identify import (METHODS, BASELINES, DEFAULT_METHOD, identify_files, problem_registry, signal_pairs,
-                       subject_body)
+from .identify import BASELINES, DEFAULT_METHOD, METHODS, identify_files, problem_registry, signal_pairs, subject_body
 
 __all__ = ["BatchReport", "FitSpec", "batch", "read_manifest", "summary_figure", "write_summary"]
 
@@ -227,7 +226,7 @@ def _run_fit(spec: FitSpec) -> dict:
     try:
         result = identify_files(spec.problem, list(spec.data), method=spec.method, **spec.options)
         doc = result.to_dict()
-    except Exception as exc:  # a broken file or a failed build is a row, not the end of the batch
+    except Exception as exc:  # noqa: BLE001 - a broken file or a failed build is a row, not the end of the batch
         message = " ".join(str(exc).split())[:500]
         doc = {"problem": spec.problem, "method": spec.method, "success": False,
                "status": "error" if not isinstance(exc, (DataError, OptionsError)) else "bad_input",
@@ -287,7 +286,7 @@ def _running(client, futures) -> int:
     pending = sum(1 for f in futures if f.status == "pending")
     try:
         slots = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
-    except Exception:  # the scheduler is busy or gone: count the unfinished ones
+    except Exception:  # noqa: BLE001 - the scheduler is busy or gone: count the unfinished ones
         return pending
     return min(pending, slots)
 
@@ -402,7 +401,7 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
                     spec = futures[fut]
                     try:
                         doc = fut.result()
-                    except Exception as exc:  # the task itself was lost (workers died too often)
+                    except Exception as exc:  # noqa: BLE001 - the task itself was lost (workers died too often)
                         doc = {"fit_id": spec.fit_id, "group": spec.group, "problem": spec.problem,
                                "method": spec.method, "success": False, "status": "lost",
                                "message": f"{type(exc).__name__}: {exc}", "timings": {}, "versions": versions()}

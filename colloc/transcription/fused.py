@@ -482,7 +482,7 @@ def _summed(title: str, parts: list[SummedPart], lagrangian: bool, inputs, outpu
     units, seen_keys, blocks_c, decls, pattern_c = [], set(), [], [], []
     sz_arg = sz_res = sz_iw = sz_w = 0
     for j, part in enumerate(parts):
-        L, n = part.index.shape
+        L, _n = part.index.shape
         K = part.position.shape[0]
         fn = part.function
         lr, lc = part.local_triplets

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+from typing import ClassVar
 
 import casadi as ca
 
@@ -24,14 +24,10 @@ __all__ = [
     "BackwardEuler",
     "HermiteSimpson",
     "Midpoint",
-    "OwnSolve",
     "Radau",
     "Trapezoidal",
     "default_method",
 ]
-
-if TYPE_CHECKING:
-    from ..results.result import Estimate
 
 
 class AbstractMethod(abc.ABC):
@@ -44,17 +40,6 @@ class AbstractMethod(abc.ABC):
 
     #: Name used in result documents and on the command line.
     name: str = "method"
-
-
-@runtime_checkable
-class OwnSolve(Protocol):
-    """What a method that is not a transcription provides: its own ``solve``, which
-    :func:`colloc.solve` calls once per start and whose :class:`colloc.Estimate` goes through
-    the same verdict and report as a transcription's."""
-
-    name: str
-
-    def solve(self, problem: Any, *, solver: Any, guess: Any, progress: Any = None) -> Estimate: ...
 
 
 @dataclass(frozen=True)

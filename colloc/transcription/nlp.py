@@ -39,7 +39,7 @@ from ..base.compiler import cached_only, compiled_all, compiler_runs, has_compil
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
 
-__all__ = ["Block", "NLP"]
+__all__ = ["NLP", "Block"]
 
 HessianKind = Literal["exact", "gauss-newton", "limited-memory"]
 
