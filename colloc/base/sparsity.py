@@ -10,7 +10,8 @@ import numpy as np
 __all__ = ["sparsity_from_ccs"]
 
 
-def sparsity_from_ccs(nrow: int, ncol: int, colind: np.ndarray, rows: np.ndarray, chunk: int = 2_000_000) -> ca.Sparsity:
+def sparsity_from_ccs(nrow: int, ncol: int, colind: np.ndarray, rows: np.ndarray,
+                      chunk: int = 2_000_000) -> ca.Sparsity:
     """A CasADi sparsity from compressed-column arrays.
 
     SWIG takes Python lists (36 bytes an entry, and NumPy arrays element by element, far

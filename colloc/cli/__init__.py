@@ -51,7 +51,8 @@ PLUGIN_API = ("UsageError", "check_output_file", "format_matrix", "margin_lines"
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``colloc`` argument parser: every command's, then the plugins'."""
-    parser = _Parser(prog="colloc", description="Identify model parameters from measured trajectories by direct collocation.")
+    parser = _Parser(prog="colloc",
+                     description="Identify model parameters from measured trajectories by direct collocation.")
     parser.add_argument("--version", action="version", version=f"colloc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for command in (identify, compare, delay_margin, batch, predict, problems):

@@ -406,7 +406,8 @@ class Problem:
         indices = [int(i) for i in indices]
         bad = [i for i in indices if not 0 <= i < len(self.trials)]
         if bad or not indices:
-            raise ProblemError(f"resampled(indices): expected indices in 0..{len(self.trials) - 1}, got {bad or 'none'}")
+            raise ProblemError(f"resampled(indices): expected indices in 0..{len(self.trials) - 1}, "
+                               f"got {bad or 'none'}")
         seen: dict[int, int] = {}
         new = []
         for i in indices:

@@ -3,8 +3,8 @@
 Start 0 is the single-start default (the equation-error estimate or the guesses); the others
 are a scrambled Latin hypercube (``scipy.stats.qmc``, fixed seed) inside the parameters'
 bounds, log-spaced for positive parameters.  The solves are tasks on a Dask client, or on a
-local process pool when none is given (:mod:`colloc.base.engine`).  The distinct local minima the starts reached are clustered by
-objective and parameters and listed in the result.
+local process pool when none is given (:mod:`colloc.base.engine`).  The distinct local minima
+the starts reached are clustered by objective and parameters and listed in the result.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def start_points(problem: Problem, count: int, *, seed: int = 0) -> list[dict[st
     from scipy.stats import qmc  # on demand: scipy.stats takes ~0.4 s to import
 
     u = qmc.LatinHypercube(len(names), rng=np.random.default_rng(seed)).random(count)
-    values = np.where(log, np.exp(np.log(np.where(log, lo, 1.0)) + u * np.log(np.where(log, hi / np.where(log, lo, 1.0), 1.0))),
-                      lo + u * (hi - lo))
+    lo_log = np.where(log, lo, 1.0)
+    values = np.where(log, np.exp(np.log(lo_log) + u * np.log(np.where(log, hi / lo_log, 1.0))), lo + u * (hi - lo))
     return [dict(zip(names, row.tolist())) for row in values]
 
 

@@ -4,7 +4,8 @@ A manifest is a CSV with the columns ``fit_id, problem, data`` (one row per tria
 with the same ``fit_id`` are trials that share the parameters) and optionally ``method`` and
 ``group``, and the options of ``colloc identify`` that differ between subjects and labs:
 ``height`` and ``mass`` (the subject's body, m and kg), ``column`` and ``unit`` (``cop=COPx``,
-several joined by ``;``), ``controller``, ``noise`` (as ``--noise``) and ``missing`` (``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
+several joined by ``;``), ``controller``, ``noise`` (as ``--noise``) and ``missing``
+(``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
 the same code path as ``colloc identify``, on a single-threaded worker.  As fits finish, the
 result document of each is written to ``OUT/fits/<fit_id>.json`` and the table
 ``OUT/results.csv`` (``fit_id, problem, success, status, iterations, objective, total_s``, then
@@ -205,7 +206,8 @@ def csv_rows(path: Path, reader, header: Sequence[str], required: Sequence[str])
         if not "".join(cells).strip():
             continue
         if len(cells) != len(header):
-            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} ({', '.join(header)})")
+            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} "
+                            f"({', '.join(header)})")
         row = {h: c.strip() for h, c in zip(header, cells)}
         for col in required:
             if not row[col]:
@@ -405,7 +407,8 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
                         doc = {"fit_id": spec.fit_id, "group": spec.group, "problem": spec.problem,
                                "method": spec.method, "success": False, "status": "lost",
                                "message": f"{type(exc).__name__}: {exc}", "timings": {}, "versions": versions()}
-                    write_atomic(fits_dir / f"{names[spec.fit_id]}.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+                    write_atomic(fits_dir / f"{names[spec.fit_id]}.json",
+                                 json.dumps(doc, indent=1, allow_nan=False) + "\n")
                     report.add(spec.fit_id, doc)
                     _write_table(out, report.rows, order)
                     done += 1

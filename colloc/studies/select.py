@@ -136,7 +136,8 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
         result = solve(problem, method, throw=False)
         results[name] = result
         row = {"kind": "model", "status": result.status, "success": bool(result.success),
-               "free": float(result.info.get("num_parameters", math.nan)), "aic": float(result.info.get("aic", math.nan))}
+               "free": float(result.info.get("num_parameters", math.nan)),
+               "aic": float(result.info.get("aic", math.nan))}
         model = _model_of(make(trial), result, trial)
         for h in horizons:
             table = predict(result, trial, horizon=h, window=(split, None), model=model)
