@@ -4,7 +4,8 @@ else an adaptive integrator (CVODES through CasADi).
 Used to check every identified model against the data (an optimum of the collocation NLP
 is only as good as the trajectory the model really produces) and by the data generators.
 Inputs (known and free) are linear between the given times, exactly as the collocation
-grid treats them.
+grid treats them, or held at the interval's start value where declared (free inputs with
+``hold=True``, known inputs in ``held_known_inputs``): one integration per interval either way.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def simulate(
     rtol: float = 1e-9,
     atol: float = 1e-9,
     divergence_bound: float = 1e6,
+    held_known_inputs=None,
 ) -> Simulation:
     """Integrate the model from ``x0`` over ``time``: fixed-step RK4 checked by step doubling,
     else CVODES (adaptive step, order).
@@ -92,6 +94,10 @@ def simulate(
         the state reached (both rows get that state).  Delay models do not take jumps.
     known_inputs, free_inputs : array, shape (num_times, s) / (num_times, q), optional
         Input values at ``time`` (zero-width when the model has none).
+    held_known_inputs : array of bool, shape (s,), optional
+        The known inputs held constant over each interval at the value of its start time
+        (zero-order hold, a sampled input); the others are linear between the times.  Each
+        interval is still one integration (no restart at every step of the input).
     rtol, atol : float
         CVODES tolerances.
     divergence_bound : float
@@ -122,6 +128,9 @@ def simulate(
         raise ModelError(f"simulate: x0 has {x0.size} elements, the model has {n} states")
     U = np.zeros((N, s)) if known_inputs is None else np.asarray(known_inputs, dtype=float).reshape(N, s)
     R = np.zeros((N, q)) if free_inputs is None else np.asarray(free_inputs, dtype=float).reshape(N, q)
+    hold = np.zeros(s, dtype=bool) if held_known_inputs is None else np.asarray(held_known_inputs, dtype=bool).ravel()
+    if hold.size != s:
+        raise ModelError(f"simulate: held_known_inputs has {hold.size} elements, the model has {s} known inputs")
 
     nan_states = np.full((N, n), np.nan)
     try:
@@ -135,15 +144,15 @@ def simulate(
         if model.delays:
             return Simulation(False, "not_available", "the delay simulator does not take input jumps "
                               f"(a repeated time at t = {time[repeats[0]]:.6g} s)", time, nan_states)
-        return _simulate_pieces(model, x0, pvec, time, U, R, repeats, rtol, atol, divergence_bound)
+        return _simulate_pieces(model, x0, pvec, time, U, R, repeats, rtol, atol, divergence_bound, hold)
     if model.delays:
-        return _simulate_delayed(model, rhs, x0, pvec, time, U, R, divergence_bound)
+        return _simulate_delayed(model, rhs, x0, pvec, time, U, R, divergence_bound, hold)
 
     # one interval in normalised time τ ∈ [0, 1]: inputs linear between the end values
     # (held inputs constant at the start value)
     cols = np.vstack([
         np.repeat(pvec[:, None], N - 1, axis=1),
-        U[:-1].T, U[1:].T, R[:-1].T, np.where(model.held_inputs()[:, None], R[:-1].T, R[1:].T),
+        U[:-1].T, np.where(hold[:, None], U[:-1].T, U[1:].T), R[:-1].T, np.where(model.held_inputs()[:, None], R[:-1].T, R[1:].T),
         time[None, :-1], np.diff(time)[None, :],
     ])
     if N > 1 and not model.compiled:  # compiled models: CVODES with their compiled Jacobian
@@ -259,7 +268,7 @@ def solved_rhs(model: Model) -> ca.Function:
     return compiled(rhs, jacobian=jac)
 
 
-def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bound) -> Simulation:
+def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bound, hold) -> Simulation:
     """Integrate piece by piece between the repeated times (input jumps), chaining the state."""
     N, n = time.size, x0.size
     states = np.full((N, n), np.nan)
@@ -271,7 +280,7 @@ def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bo
             states[a] = xk
             continue
         piece = simulate(model, xk, pvec, time[a:b], known_inputs=U[a:b], free_inputs=R[a:b],
-                         rtol=rtol, atol=atol, divergence_bound=bound)
+                         rtol=rtol, atol=atol, divergence_bound=bound, held_known_inputs=hold)
         states[a:b] = piece.states
         if not piece.success:
             status, message = piece.status, piece.message
@@ -291,8 +300,9 @@ def _finish(model: Model, status, message, time, states, R, U, pvec) -> Simulati
     return Simulation(ok, status, message, time, states, signals)
 
 
-def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, bound) -> Simulation:
-    """Method of steps (fixed-step RK4, Hermite-interpolated past) for a delayed model."""
+def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, bound, hold) -> Simulation:
+    """Method of steps (fixed-step RK4, Hermite-interpolated past) for a delayed model; a held
+    known input takes the value of the output interval its step lies in."""
     N, n = time.size, x0.size
     steps = np.diff(time)
     taus = []
@@ -316,8 +326,13 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
     F = np.full((M, n), np.nan)
     X[0] = x0
 
-    def inputs(t):
-        u = np.array([np.interp(t, time, U[:, j]) for j in range(U.shape[1])])
+    def held_at(t_mid):
+        """The interval of each step (by its midpoint ``t_mid``), for the held inputs."""
+        return np.clip(np.searchsorted(time, t_mid, side="right") - 1, 0, max(N - 2, 0))
+
+    def inputs(t, m):
+        k_out = held_at(0.5 * (tt[m] + tt[min(m + 1, M - 1)]))
+        u = np.array([U[k_out, j] if hold[j] else np.interp(t, time, U[:, j]) for j in range(U.shape[1])])
         if R.shape[1]:
             k = int(np.clip(np.searchsorted(time, t, side="right") - 1, 0, N - 2))
             r = np.array([R[k, j] if held[j] else np.interp(t, time, R[:, j]) for j in range(R.shape[1])])
@@ -339,7 +354,7 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
                 + (-2 * t3 + 3 * t2) * X[i + 1] + (t3 - t2) * w * F[i + 1])
 
     def g(t, x, m):
-        u, r = inputs(t)
+        u, r = inputs(t, m)
         xd = [past(t - tau, m)[idx] for tau, idx in taus]
         uext = np.concatenate([u, *xd]) if xd else u
         return np.array(f(x, r, uext, pvec, t)).ravel()
@@ -363,9 +378,10 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
             out.append(v[:, idx])
         return out
 
-    def inputs_at(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        Uv = np.stack([np.interp(S, time, U[:, j]) for j in range(U.shape[1])], axis=1) if U.shape[1] \
-            else np.zeros((S.size, 0))
+    def inputs_at(S: np.ndarray, S_mid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k_out = held_at(S_mid)
+        Uv = np.stack([U[k_out, j] if hold[j] else np.interp(S, time, U[:, j]) for j in range(U.shape[1])],
+                      axis=1) if U.shape[1] else np.zeros((S.size, 0))
         if R.shape[1]:
             k = np.clip(np.searchsorted(time, S, side="right") - 1, 0, N - 2)
             Rv = np.stack([R[k, j] if held[j] else np.interp(S, time, R[:, j]) for j in range(R.shape[1])], axis=1)
@@ -383,7 +399,7 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
                 F[m] = g(tt[m], X[m], m)
                 t0, hs = tt[m:m + L], np.diff(tt[m:m + L + 1])
                 S = np.concatenate([t0, t0 + hs / 2, t0 + hs])
-                Uv, Rv = inputs_at(S)
+                Uv, Rv = inputs_at(S, np.tile(t0 + hs / 2, 3))
                 xds = delayed_at(S)
                 Xc, K1 = chunk(X[m], t0, hs, Uv, Rv, xds, L)
                 bad = ~np.all(np.isfinite(Xc), axis=1) | (np.abs(np.nan_to_num(Xc, nan=np.inf)) > bound).any(axis=1)
