@@ -177,3 +177,26 @@ def test_bad_interpolation_names_give_errors_naming_the_column(tmp_path):
         co.Problem(_oscillator(), on_output)
     with pytest.raises(co.ProblemError, match="column 'u' is held .* errors-in-variables"):
         co.Problem(_oscillator(), read, fit={"pos": 1.0}, input_noise={"u": 0.1})
+
+
+def test_a_fast_oscillation_sampled_a_few_times_a_period_is_checked_by_compiled_rk4_beyond_the_ladder():
+    # ẍ = u − w² x − 2ζw ẋ at w = 420 rad/s (67 Hz) sampled at 610 Hz: RK4 needs far more than
+    # 8 steps a sample for rtol = atol = 1e-9; the h⁴ trend of the ladder says how many
+    w, zeta = 420.0, 0.05
+    m = co.Model("fast")
+    pos, vel = m.state("pos"), m.state("vel")
+    u = m.known_input("u")
+    m.set_der(pos, vel)
+    m.set_der(vel, u - w**2 * pos - 2 * zeta * w * vel)
+    t = np.arange(3001) / 610.1
+    uu = 1e3 * np.random.default_rng(9).random(t.size)
+    x = np.zeros((t.size, 2))
+    for j in range(t.size - 1):
+        x[j + 1] = solve_ivp(lambda _, z, uj=uu[j]: [z[1], uj - w**2 * z[0] - 2 * zeta * w * z[1]], (t[j], t[j + 1]),
+                             x[j], method="DOP853", rtol=1e-12, atol=1e-14).y[:, -1]
+    sim = simulate(m, [0.0, 0.0], [], t, known_inputs=uu[:, None], held_known_inputs=[True])
+    assert sim.success
+    if "RK4" in sim.message:  # without a C compiler CVODES does it (the same tolerance)
+        steps = int(sim.message.split("RK4, ")[1].split(" steps")[0])
+        assert 8 < steps <= 512
+    np.testing.assert_allclose(sim.states, x, rtol=0, atol=10 * (1e-9 * np.abs(x).max() + 1e-9))

@@ -196,6 +196,14 @@ def simulate(
 
 #: Step-doubling ladder of the fixed-step path: RK4 with 1, 2, 4, 8 steps per interval.
 _RK4_LADDER = (1, 2, 4, 8)
+#: Beyond the ladder, the compiled loop may take up to this many RK4 steps an interval when the
+#: ladder's h⁴ trend predicts that it meets the tolerance there ...
+_RK4_MAX_STEPS = 512
+#: ... and when the right-hand side's instructions times those steps stay below this: about the
+#: cost of CVODES restarted on each interval (its start-up, at order 1 and a small step, is
+#: most of an interval's time; ~0.5 ms an interval on the 2-state Duffing oscillator of
+#: ``benchmarks/duffing_sysid.py``, where 384 compiled RK4 steps an interval took ~0.1 ms).
+_RK4_EXTENSION_BUDGET = 20_000
 
 
 def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bound):
@@ -206,10 +214,16 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
     and the run is long enough, else one CasADi ``mapaccum`` each; the two agree to rounding); RK4's global error is
     ``O(h⁴)``, so ``|x₂ₘ − xₘ| / 15`` estimates the error of ``x₂ₘ`` at every output time.
     It is accepted where that is at most ``rtol·|x| + atol`` for every state and time, a
-    stricter test than CVODES' local error control.  ``None`` (the caller integrates with
-    CVODES) when the estimate stays too large up to 8 steps per interval, stops shrinking like
-    ``h⁴`` (stiff or non-smooth dynamics), or the state leaves the finite range (CVODES then
-    locates the divergence).
+    stricter test than CVODES' local error control.  When the estimate at 8 steps is still too
+    large but has shrunk like ``h⁴`` along the ladder, the step count that meets the tolerance
+    is predicted from that trend (with a factor 2 of margin), rounded up to a power of two ``M``,
+    and, if ``M ≤`` :data:`_RK4_MAX_STEPS`, the right-hand side is cheap enough
+    (:data:`_RK4_EXTENSION_BUDGET`) and the loop runs compiled, ``M/2`` and ``M`` are compared
+    the same way: lightly damped oscillations sampled a few times a period (a sampled record
+    with its input held over each sample) need a hundred steps or more, which compiled RK4 does
+    faster than CVODES restarted on every interval.  ``None`` (the caller integrates with
+    CVODES) when the estimate stays too large, stops shrinking like ``h⁴`` (stiff or non-smooth
+    dynamics), or the state leaves the finite range (CVODES then locates the divergence).
     """
     N = cols.shape[1] + 1
     prev, prev_est = None, np.inf
@@ -232,6 +246,20 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
                     return None
                 prev_est = est
             prev = X
+        # the error shrinks like m⁻⁴: predict the steps that meet the tolerance (margin 2)
+        m = _RK4_LADDER[-1]
+        need = m * (2.0 * prev_est) ** 0.25
+        steps_hi = 1 << int(np.ceil(np.log2(max(need, 2.0 * m))))
+        if steps_hi > _RK4_MAX_STEPS or rhs.n_instructions() * steps_hi > _RK4_EXTENSION_BUDGET:
+            return None
+        fast = fast or compiled_rk4(rhs, n, num_params, s, q, (N - 1) * steps_hi)  # worth compiling now
+        if fast is None:
+            return None
+        lo, hi = (np.vstack([x0, fast(x0, cols, k).T]) for k in (steps_hi // 2, steps_hi))
+        if not np.all(np.isfinite(hi)) or np.abs(hi).max() > bound:
+            return None
+        if float((np.abs(hi - lo) / 15.0 / (rtol * np.abs(hi) + atol)).max()) <= 1.0:
+            return hi, steps_hi
     return None
 
 
