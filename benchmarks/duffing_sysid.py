@@ -46,7 +46,7 @@ from scipy.integrate import solve_ivp
 import colloc as co
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _report import write_report  # noqa: E402
+from _report import write_report
 
 FS = 610.1
 TRUE = {"M": 5.625e-6, "c": 2.3e-4, "k": 1.0, "k_nl": 4.69}
@@ -177,18 +177,18 @@ def main(argv=None) -> None:
                             "timings": result.timings, "simulation": result.simulation,
                             "input_interpolation": result.info.get("input_interpolation")}
         ok = max(err.values()) <= 1e-3
-        lines += [f"colloc Radau(4): {result.status}, {result.iterations} iterations, user code "
-                  f"{report['user_code_lines']} lines",
+        lines += [(f"colloc Radau(4): {result.status}, {result.iterations} iterations, user code "
+                  f"{report['user_code_lines']} lines"),
                   "  " + ", ".join(f"{n} {result.parameters[n]:.6g} ({err[n]:.1e})" for n in NAMES),
                   f"  [{'PASS' if ok else 'FAIL'}] parameters within 0.1 % (worst {max(err.values()):.1e})",
-                  f"  whole co.solve {wall:.2f} s, build + solve {bs:.2f} s: "
-                  f"[{'PASS' if wall <= 3 * bs else 'FAIL'}] {wall / bs:.2f}x (target <= 3x)"]
+                  (f"  whole co.solve {wall:.2f} s, build + solve {bs:.2f} s: "
+                  f"[{'PASS' if wall <= 3 * bs else 'FAIL'}] {wall / bs:.2f}x (target <= 3x)")]
     if args.only in ("both", "casadi"):
         ms = multiple_shooting(t, u, y)
         ms["relative_error"] = _errors(ms["parameters"])
         report["multiple_shooting"] = ms
-        lines += [f"CasADi multiple shooting (RK4 x10, Gauss-Newton): {ms['status']}, {ms['iterations']} iterations, "
-                  f"{ms['total_s']:.2f} s (build {ms['build_s']:.2f} s)",
+        lines += [(f"CasADi multiple shooting (RK4 x10, Gauss-Newton): {ms['status']}, {ms['iterations']} iterations, "
+                  f"{ms['total_s']:.2f} s (build {ms['build_s']:.2f} s)"),
                   "  " + ", ".join(f"{n} {ms['parameters'][n]:.6g} ({ms['relative_error'][n]:.1e})" for n in NAMES)]
     if args.only == "both":
         ratio = report["colloc"]["solve_wall_s"] / report["multiple_shooting"]["total_s"]
