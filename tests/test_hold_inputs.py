@@ -200,3 +200,25 @@ def test_a_fast_oscillation_sampled_a_few_times_a_period_is_checked_by_compiled_
         steps = int(sim.message.split("RK4, ")[1].split(" steps")[0])
         assert 8 < steps <= 512
     np.testing.assert_allclose(sim.states, x, rtol=0, atol=10 * (1e-9 * np.abs(x).max() + 1e-9))
+
+
+def test_the_delay_simulator_holds_a_held_input_over_each_sample():
+    # ẋ = −2 x(t − 0.05) + u, u held at 100 Hz, x = 0.1 before the start; reference: explicit
+    # Euler on a 1e-5 s step written here (error ~1e-6), the input found by the sample index
+    m = co.Model("delayed_hold")
+    x = m.state("x")
+    u = m.known_input("u")
+    m.set_der(x, -2 * m.delayed(x, 0.05) + u)
+    t = np.arange(101) / 100.0
+    uu = np.random.default_rng(0).random(101)
+    held = simulate(m, [0.1], [], t, known_inputs=uu[:, None], held_known_inputs=[True])
+    linear = simulate(m, [0.1], [], t, known_inputs=uu[:, None])
+    h, lag = 1e-5, 5000
+    ref = np.empty(100_001)
+    ref[0] = 0.1
+    for i in range(100_000):
+        past = ref[i - lag] if i >= lag else 0.1
+        ref[i + 1] = ref[i] + h * (-2 * past + uu[i // 1000])
+    assert held.success and linear.success
+    np.testing.assert_allclose(held.states[:, 0], ref[::1000], atol=1e-5)
+    assert np.abs(linear.states[:, 0] - ref[::1000]).max() > 1e-3
