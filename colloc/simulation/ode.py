@@ -204,6 +204,9 @@ _RK4_MAX_STEPS = 512
 #: most of an interval's time; ~0.5 ms an interval on the 2-state Duffing oscillator of
 #: ``benchmarks/duffing_sysid.py``, where 384 compiled RK4 steps an interval took ~0.1 ms).
 _RK4_EXTENSION_BUDGET = 20_000
+#: ... on records of at least this many intervals unless the loop is compiled already (the first
+#: compile of a model's loop takes ~0.3 s, what CVODES takes for ~600 intervals).
+_RK4_EXTENSION_MIN_INTERVALS = 1000
 
 
 def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bound):
@@ -218,7 +221,8 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
     large but has shrunk like ``h⁴`` along the ladder, the step count that meets the tolerance
     is predicted from that trend (with a factor 2 of margin), rounded up to a power of two ``M``,
     and, if ``M ≤`` :data:`_RK4_MAX_STEPS`, the right-hand side is cheap enough
-    (:data:`_RK4_EXTENSION_BUDGET`) and the loop runs compiled, ``M/2`` and ``M`` are compared
+    (:data:`_RK4_EXTENSION_BUDGET`), the record long enough (:data:`_RK4_EXTENSION_MIN_INTERVALS`)
+    and the loop runs compiled, ``M/2`` and ``M`` are compared
     the same way: lightly damped oscillations sampled a few times a period (a sampled record
     with its input held over each sample) need a hundred steps or more, which compiled RK4 does
     faster than CVODES restarted on every interval.  ``None`` (the caller integrates with
@@ -251,6 +255,8 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
         need = m * (2.0 * prev_est) ** 0.25
         steps_hi = 1 << int(np.ceil(np.log2(max(need, 2.0 * m))))
         if steps_hi > _RK4_MAX_STEPS or rhs.n_instructions() * steps_hi > _RK4_EXTENSION_BUDGET:
+            return None
+        if fast is None and N - 1 < _RK4_EXTENSION_MIN_INTERVALS:
             return None
         fast = fast or compiled_rk4(rhs, n, num_params, s, q, (N - 1) * steps_hi)  # worth compiling now
         if fast is None:
