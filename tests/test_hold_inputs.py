@@ -154,9 +154,11 @@ def test_multiple_shooting_respects_a_held_input():
 
 def test_bad_interpolation_names_give_errors_naming_the_column(tmp_path):
     t = np.arange(5) / 10.0
-    with pytest.raises(co.DataError, match=r"interpolation of signal 'u' is 'zoh'; expected one of linear, hold, smooth"):
+    with pytest.raises(co.DataError,
+                       match=r"interpolation of signal 'u' is 'zoh'; expected one of linear, hold, smooth"):
         co.Trial(t, {"u": np.ones(5)}, interpolation={"u": "zoh"})
-    with pytest.raises(co.DataError, match=r"interpolation names signal 'uu', which is not in the trial \(did you mean 'u'\?\)"):
+    with pytest.raises(co.DataError,
+                       match=r"interpolation names signal 'uu', which is not in the trial \(did you mean 'u'\?\)"):
         co.Trial(t, {"u": np.ones(5)}, interpolation={"uu": "hold"})
     with pytest.raises(co.DataError, match="'u' is declared both a jump column and interpolation 'hold'"):
         co.Trial(t, {"u": np.ones(5)}, jump_columns=["u"], interpolation={"u": "hold"})

@@ -152,7 +152,8 @@ def simulate(
     # (held inputs constant at the start value)
     cols = np.vstack([
         np.repeat(pvec[:, None], N - 1, axis=1),
-        U[:-1].T, np.where(hold[:, None], U[:-1].T, U[1:].T), R[:-1].T, np.where(model.held_inputs()[:, None], R[:-1].T, R[1:].T),
+        U[:-1].T, np.where(hold[:, None], U[:-1].T, U[1:].T),
+        R[:-1].T, np.where(model.held_inputs()[:, None], R[:-1].T, R[1:].T),
         time[None, :-1], np.diff(time)[None, :],
     ])
     if N > 1 and not model.compiled:  # compiled models: CVODES with their compiled Jacobian

@@ -64,11 +64,11 @@ class InputReader:
     measured), exact at them, and between them by the not-a-knot cubic spline
     (``"cubic"``), linearly (``"linear"``) or held (``"hold"``: the value of sample k on
     ``[t_k, t_{k+1})``, right-continuous).  ``interpolation`` is the kind of every input the
-    trial does not declare (:attr:`Trial.interpolation`, :func:`input_kinds`).  Where an input may jump (``jumps``: name ->
-    times) it is interpolated separately on each piece between jumps, the spline of each
-    side ending at the jump: the value on a side is the sample at the jump on that side
-    (the row before or after the repeated time, :attr:`Trial.jumps`), or else the piece's
-    spline extended to it.  A piece with fewer than four samples is linear, one with a
+    trial does not declare (:attr:`Trial.interpolation`, :func:`input_kinds`).  Where an input
+    may jump (``jumps``: name -> times) it is interpolated separately on each piece between
+    jumps, the spline of each side ending at the jump: the value on a side is the sample at the
+    jump on that side (the row before or after the repeated time, :attr:`Trial.jumps`), or else
+    the piece's spline extended to it.  A piece with fewer than four samples is linear, one with a
     single sample constant.  Before the first and after the last measured sample of the
     record an input is held constant.
 
