@@ -135,6 +135,7 @@ class Problem:
             if t.num_samples < 2:
                 raise ProblemError(f"trial '{t.name}' has {t.num_samples} sample(s); need at least 2")
             self._check_jumps(t, known)
+            self._check_interpolation(t, known)
         no_fit = fit is not None and len(fit) == 0  # explicitly no least-squares fit
         if fit is None:
             fit = {s: 1.0 for s in model.signal_names() if any(s in t for t in self.trials)}
@@ -170,6 +171,28 @@ class Problem:
         self.fit: dict[str, float] = {k: float(v) for k, v in fit.items()}
         self.terms: list[Term] = []
         self._guesses: dict = {}  # name or (name, trial index) -> constant or f(times)
+
+    def _check_interpolation(self, t: Trial, known: list[str]) -> None:
+        """A declared interpolation only on exact known inputs; a held one declares no jumps."""
+        where = f"trial '{t.name}'" + (f" ({t.source})" if t.source else "")
+        kind = "column" if t.source else "signal"
+        for col, how in t.interpolation.items():
+            if col not in known:
+                raise ProblemError(
+                    f"{where}: {kind} '{col}' has interpolation '{how}' but is not a known input of model "
+                    f"'{self.model.name}'; interpolation applies to known inputs only (known inputs: "
+                    f"{', '.join(known) or '(none)'})"
+                )
+            if how == "hold" and col in self.input_noise:
+                raise ProblemError(
+                    f"{where}: {kind} '{col}' is held (interpolation 'hold') and estimated as errors-in-variables "
+                    "(input_noise), whose estimate is continuous: drop one of them"
+                )
+            if how == "hold" and col in self.model.input_jumps():
+                raise ProblemError(
+                    f"{where}: {kind} '{col}' is held (interpolation 'hold') and declares jumps "
+                    "(known_input(..., jumps=)); a held input already steps at every sample: drop jumps="
+                )
 
     def _check_jumps(self, t: Trial, known: list[str]) -> None:
         """Jumps only in exact known inputs, and only strictly inside the record."""
@@ -208,6 +231,24 @@ class Problem:
             if times:
                 out[u] = np.array(sorted(times))
         return out
+
+    def input_interpolation(self, trial: int, default: str = "cubic") -> dict[str, str]:
+        """Known input -> how it is read between samples in trial ``trial``: its declared
+        interpolation (``Trial(..., interpolation=)``: ``"linear"``, ``"hold"`` or ``"smooth"``),
+        else ``default`` (a method's ``input_interpolation``, ``"cubic"`` being the same
+        spline as ``"smooth"``)."""
+        declared = self.trials[trial].interpolation
+        names = {"cubic": "smooth"}
+        return {u: declared.get(u, names.get(default, default)) for u in self.model.element_names("known_input")}
+
+    def hold_times(self, trial: int) -> np.ndarray:
+        """The measured sample times of the known inputs that trial ``trial`` holds (zero-order
+        hold): where those inputs step, so where a collocation mesh needs points (sorted)."""
+        t = self.trials[trial]
+        held = [u for u in self.model.element_names("known_input") if t.interpolation.get(u) == "hold"]
+        if not held:
+            return np.zeros(0)
+        return np.unique(np.concatenate([t.time[t.present(u)] for u in held]))
 
     def jump_times(self, trial: int) -> np.ndarray:
         """All times at which some known input of trial ``trial`` may jump (sorted, unique)."""
