@@ -135,6 +135,13 @@ class Delay:
     lower: float
     upper: float
 
+    def at(self, parameters: dict[str, float]) -> float:
+        """τ (s): the constant, or the parameter's value in ``parameters`` (by name)."""
+        if self.parameter is not None:
+            return float(parameters[self.parameter])
+        assert self.value is not None  # a constant delay has its value
+        return float(self.value)
+
 
 def _normalize_shape(shape: int | Sequence[int], where: str) -> tuple[int, int]:
     given = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)

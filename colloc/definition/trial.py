@@ -49,7 +49,7 @@ import warnings
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -321,9 +321,7 @@ class Trial:
         _check_missing(missing)
         jump_columns = _name_list(jump_columns, "jump_columns")
         time_arr = _as_vector(time, "time", origin)
-        if not jump_columns:
-            _check_time(time_arr, origin)
-        elif time_arr.size == 0 or not np.all(np.isfinite(time_arr)):
+        if not jump_columns or time_arr.size == 0 or not np.all(np.isfinite(time_arr)):
             _check_time(time_arr, origin)
         if not isinstance(signals, Mapping):
             raise _error(f"{origin.label}: signals must be a mapping name -> 1-D array, "
@@ -563,7 +561,7 @@ class Trial:
         """
         target = Path(path)
         tmp = target.with_name(f".{target.name}.{secrets.token_hex(6)}.tmp")
-        columns = [self.time.tolist()] + [["" if v != v else v for v in a.tolist()]  # NaN: empty
+        columns = [self.time.tolist()] + [["" if math.isnan(v) else v for v in a.tolist()]  # NaN: empty
                                           for a in self.signals.values()]
         rows = list(zip(*columns, strict=True))
         before: dict[int, list] = {}  # jumps: the row just before the step, written first
@@ -651,6 +649,7 @@ class Trial:
         time_column = columns.get("time")
         meta: dict[str, str] = {}
         fast = _read_csv_fast(source) if time_column is None else None
+        lines: Sequence[int]
         if fast is not None:
             header, data, lines = fast
             if len(data) < min_rows:
@@ -712,7 +711,7 @@ class Trial:
             raise _error(f"{source}: no such file; expected a C3D file (check the path)")
         try:
             c3d = ezc3d.c3d(source)
-        except Exception as exc:  # ezc3d raises plain RuntimeError/IOError on a bad file
+        except Exception as exc:  # noqa: BLE001 - ezc3d raises plain RuntimeError/IOError on a bad file
             raise _error(f"{source}: cannot read as C3D ({exc})") from None
         par, dat = c3d["parameters"], c3d["data"]
 
@@ -912,21 +911,26 @@ FAST_READ_BYTES = 100_000
 PANDAS_READ_BYTES = 16_000_000
 
 
-class _Lines:
+class _Lines(Sequence[int]):
     """Line numbers of data rows in a file with one line per row after a one-line header."""
 
     def __init__(self, count: int) -> None:
-        self.count = count
+        self._n = count
 
     def __len__(self) -> int:
-        return self.count
+        return self._n
 
-    def __getitem__(self, i):
+    @overload
+    def __getitem__(self, i: int) -> int: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[int]: ...
+
+    def __getitem__(self, i: int | slice) -> int | list[int]:
         if isinstance(i, slice):
-            return [k + 2 for k in range(*i.indices(self.count))]
-        if not -self.count <= i < self.count:
+            return [k + 2 for k in range(*i.indices(self._n))]
+        if not -self._n <= i < self._n:
             raise IndexError(i)
-        return (i % self.count) + 2
+        return (i % self._n) + 2
 
 
 def _read_csv_fast(source: str) -> tuple[list[str], np.ndarray, _Lines] | None:
@@ -1042,8 +1046,8 @@ def _read_csv(source: str, allow_empty: bool = False, time_column: str | None = 
     head = text[:20000].splitlines()
     if any(line.strip().lower() == "endheader" for line in head):  # OpenSim .sto / .mot
         end = next(i for i, line in enumerate(head) if line.strip().lower() == "endheader")
-        for line in head[:end]:
-            key, eq, value = line.partition("=")
+        for entry in head[:end]:
+            key, eq, value = entry.partition("=")
             if eq and meta is not None:
                 meta[key.strip()] = value.strip()
         skipped = end + 1
@@ -1082,7 +1086,9 @@ def _read_csv(source: str, allow_empty: bool = False, time_column: str | None = 
         if header.index(col) != j:
             raise _error(f"{source}: column {col!r} appears twice in the header (columns "
                          f"{header.index(col) + 1} and {j + 1}); column names must be unique")
-    width, rows, lines = len(header), [], []
+    width = len(header)
+    rows: list[list[str]] = []
+    lines: list[int] = []
     for line, record in records[1:]:
         where = f"row {len(rows) + 1} (line {line} of the file)"
         if len(record) != width:

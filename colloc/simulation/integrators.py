@@ -9,6 +9,7 @@ differentiates through it (forward and adjoint sensitivities for CVODES).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import casadi as ca
 
@@ -24,7 +25,7 @@ def interval_data_size(num_params: int, num_known: int, num_free: int) -> int:
 
 def _interval_ode(rhs: ca.Function, n: int, num_params: int, s: int, q: int):
     # an SX right-hand side is inlined; any other (a compiled model's) is called from MX
-    sym = ca.SX if rhs.is_a("SXFunction") else ca.MX
+    sym: Any = ca.SX if rhs.is_a("SXFunction") else ca.MX  # either class: the expressions below are one kind
     x = sym.sym("x", n)
     tau = sym.sym("tau")
     data = sym.sym("data", interval_data_size(num_params, s, q))

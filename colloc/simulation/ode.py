@@ -10,6 +10,7 @@ grid treats them, or held at the interval's start value where declared (free inp
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import casadi as ca
@@ -23,7 +24,7 @@ from ..definition.model import Model
 from .integrators import Cvodes, RungeKutta
 from .rk4 import compiled_rk4
 
-__all__ = ["simulate", "Simulation", "solved_rhs"]
+__all__ = ["Simulation", "simulate", "solved_rhs"]
 
 
 @dataclass
@@ -310,7 +311,7 @@ def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bo
     bounds = [0, *repeats.tolist(), N]
     xk = x0
     status, message = "ok", f"integrated to the final time in {len(bounds) - 1} pieces (inputs jump between them)"
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         if b - a == 1:  # a piece of one point: the state does not move
             states[a] = xk
             continue
@@ -343,9 +344,9 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
     taus = []
     pnames = model.element_names("parameter")
     states = model.element_names("state")
+    named = dict(zip(pnames, np.asarray(pvec, dtype=float).tolist()))
     for d in model.delays:
-        tau = d.value if d.parameter is None else float(pvec[pnames.index(d.parameter)])
-        taus.append((tau, [states.index(e) for e in d.state_elements]))
+        taus.append((d.at(named), [states.index(e) for e in d.state_elements]))
     positive = [t for t, _ in taus if t > 0]
     h_out = float(steps.min())
     h_max = min([0.0025] + [t / 4 for t in positive])
@@ -431,6 +432,7 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
             L = int(np.searchsorted(tt, tt[m] + tau_min * (1 - 1e-9), side="right") - 1 - m) if chunk else 0
             L = min(L, M - 1 - m, 2000)
             if L >= 2:
+                assert chunk is not None  # L is 0 without it
                 F[m] = g(tt[m], X[m], m)
                 t0, hs = tt[m:m + L], np.diff(tt[m:m + L + 1])
                 S = np.concatenate([t0, t0 + hs / 2, t0 + hs])
@@ -458,13 +460,15 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
             X[m + 1] = x + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
             if not np.all(np.isfinite(X[m + 1])) or np.max(np.abs(X[m + 1])) > bound:
                 status = "diverged"
-                message = f"state magnitude exceeded {bound:g} at t = {tt[m + 1]:.6g} s (e.g. a delay that destabilises the loop)"
+                message = (f"state magnitude exceeded {bound:g} at t = {tt[m + 1]:.6g} s "
+                           "(e.g. a delay that destabilises the loop)")
                 break
             m += 1
     out = X[::sub][:N] if N > 1 else X[:1]
     out = out.copy()
     if status != "ok":
-        good = int(np.argmax(~np.all(np.isfinite(out), axis=1) | (np.abs(np.nan_to_num(out, nan=np.inf)) > bound).any(axis=1)))
+        off = ~np.all(np.isfinite(out), axis=1) | (np.abs(np.nan_to_num(out, nan=np.inf)) > bound).any(axis=1)
+        good = int(np.argmax(off))
         out[good:] = np.nan
     return _finish(model, status, message, time, out, R, U, pvec)
 

@@ -27,7 +27,7 @@ import numpy as np
 from ..base.compiler import linked
 from .integrators import _interval_ode
 
-__all__ = ["compiled_rk4", "COMPILE_ABOVE", "CHUNK"]
+__all__ = ["CHUNK", "COMPILE_ABOVE", "compiled_rk4"]
 
 #: Compile when the intervals times the right-hand side's instructions exceed this (below
 #: it the virtual machine finishes before the compiler would, the first time).

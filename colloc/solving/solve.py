@@ -257,8 +257,7 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
 def _not_acceptable(estimate: Estimate, problem: Problem, verdict: bool) -> str | None:
     """Why the solve from the default start is not acceptable (the judgement :func:`finalize`
     will make), or None."""
-    success, status, message, _, _ = judge(estimate, **model_bounds(problem.model), fit=problem.fit,
-                                           verdict=verdict)
+    success, status, *_ = judge(estimate, **model_bounds(problem.model), fit=problem.fit, verdict=verdict)
     if success:
         return None
     return status

@@ -131,7 +131,7 @@ class _DelayWindow:
     tau_value: float | None
 
     @staticmethod
-    def build(model, delay, h: float) -> "_DelayWindow":
+    def build(model, delay, h: float) -> _DelayWindow:
         states = model.element_names("state")
         lo = int(np.floor(delay.lower / h + 1e-9))
         hi = int(np.ceil(delay.upper / h - 1e-9))
@@ -174,7 +174,8 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
     if held.any():  # zero-order hold: the interval sees the start value only
         R = [R[0]] + [ca.vertcat(*[R[0][e] if held[e] else r[e] for e in range(held.size)]) for r in R[1:]]
     if model.delays:  # x(t − τ) by the kernel over the window's mesh-point values
-        delayed = {frac: [] for frac in reads}
+        assert h_grid is not None  # a model with delays is transcribed on a uniform grid of step h_grid
+        delayed: dict[float, list] = {frac: [] for frac in reads}
         o = nn * nz + npar
         for w in windows:
             k, L = len(w.state_index), len(w.offsets)
@@ -188,6 +189,7 @@ def _interval_function(problem: Problem, method: AbstractTranscription, sz, sp, 
                 if w.tau_index is not None:
                     weights = keys_weights(p[w.tau_index] / h_grid - frac, ext)
                 else:
+                    assert w.tau_value is not None  # a constant delay has its value
                     weights = ca.DM([float(keys_kernel(off + w.tau_value / h_grid - frac)) for off in ext])
                 delayed[frac].append(ca.mtimes(Xw, weights) * scale)
         U = [ca.vertcat(U[j], *delayed[frac]) for j, frac in enumerate(reads)]
@@ -293,7 +295,11 @@ def transcribe(
     nz = len(z_names)
 
     # ---- layout -------------------------------------------------------------------------
-    nodes, meshes, sample_nodes, offsets, offset = [], [], [], [], 0
+    nodes: list[np.ndarray] = []
+    meshes: list[np.ndarray] = []
+    sample_nodes: list[np.ndarray | None] = []
+    offsets: list[int] = []
+    offset = 0
     for t in problem.trials:
         # mesh points at every jump and at every sample of a held input (its value steps there)
         mesh, tn = mesh_nodes(t.time, method.num_nodes, method.refine, method.node_fractions,
@@ -374,13 +380,13 @@ def transcribe(
                     f"{steps.min():.6g} to {steps.max():.6g} s (resample it or pass a uniform --nodes)"
                 )
             windows = [_DelayWindow.build(model, dl, h) for dl in model.delays]
-            k = np.arange(K)
+            intervals = np.arange(K)
             parts = [interval_index]
             for w in windows:
                 extended = np.append(w.offsets, w.offsets[-1] + 1)  # one more: reads at t_k + f·h, f ≤ 1
-                points_w = np.clip(k[None, :] + extended[:, None], 0, K) * stride  # clamp: constant history
-                for off in range(extended.size):
-                    parts.append(zi[w.state_index][:, points_w[off]])
+                points_w = np.clip(intervals[None, :] + extended[:, None], 0, K) * stride  # clamp: constant history
+                for j in range(extended.size):
+                    parts.append(zi[w.state_index][:, points_w[j]])
             interval_index = np.vstack(parts)
             dyn_i = _interval_function(problem, method, sz, sp, eq_scale, windows, h)
 
@@ -388,6 +394,7 @@ def transcribe(
         # (each interval reads the piece of the side of a jump it lies on)
         reads = [reader.on_intervals(mesh, frac) for frac in method.read_fractions]
         data = np.vstack([*reads, mesh[None, :-1], steps[None, :]])
+        assert dyn_i is not None  # built above for a model with delays, else once for all trials
         blocks.append(
             Block(
                 name="dynamics",
@@ -451,7 +458,7 @@ def transcribe(
         unmeasured = np.isnan(meas)  # no residual there: weight 0 (not counted as observations)
         meas[unmeasured], sqrt_w[unmeasured] = 0.0, 0.0
 
-        def fit_body(z, u, p, t, extra, sel=sel, nf=len(fitted)):
+        def fit_body(z, u, p, t, extra, sel=sel, nf=len(fitted)):  # noqa: B008 - bound per trial on purpose
             y = sig_fn(z, u, p, t)[sel]
             return extra[nf:] * (y - extra[:nf]), 0, ca.SX(0, 1)
 
@@ -487,7 +494,8 @@ def transcribe(
                     trial=i,
                     func=fn,
                     index=nidx,
-                    data=np.vstack([tn, u_nodes, np.sqrt(term.weight * (qw if term.integral else np.ones(N)))[None, :]]),
+                    data=np.vstack([tn, u_nodes,
+                                    np.sqrt(term.weight * (qw if term.integral else np.ones(N)))[None, :]]),
                     lower=np.zeros((0, N)),
                     upper=np.zeros((0, N)),
                     row_names=(),
@@ -500,14 +508,14 @@ def transcribe(
                 return ca.SX(0, 1), extra[0] * _substitute(problem, expr, z, u, p, t), ca.SX(0, 1)
 
             fn = _interp_function(problem, f"objective:{term.name}", sz, sp, obj_body, node=True)(1)
-            w = qw if term.integral else np.ones(N)
+            quad = qw if term.integral else np.ones(N)
             blocks.append(
                 Block(
                     name=f"objective:{term.name}",
                     trial=i,
                     func=fn,
                     index=nidx,
-                    data=np.vstack([tn, u_nodes, w[None, :]]),
+                    data=np.vstack([tn, u_nodes, quad[None, :]]),
                     lower=np.zeros((0, N)),
                     upper=np.zeros((0, N)),
                     row_names=(),
@@ -520,6 +528,7 @@ def transcribe(
 
             fn = _interp_function(problem, f"path:{term.name}", sz, sp, path_body, node=True)(0)
             k = term.expr.numel()
+            assert term.lower is not None and term.upper is not None  # a path constraint has bounds
             blocks.append(
                 Block(
                     name=f"path:{term.name}",
@@ -543,6 +552,7 @@ def transcribe(
             cols = [sig_fn(Z[:, k], Ud[:, k], P, tn[k]) for k in range(N)]
             Y = ca.horzcat(*cols)
             values = {s: Y[signal_names.index(s), :].T for s in term.signals}
+            assert term.function is not None  # a trajectory term has its function
             obj = ca.SX(term.function(values, tn, trial))
             if obj.numel() != 1:
                 raise ProblemError(f"trajectory objective '{term.name}' must return a scalar, got {obj.shape}")
@@ -571,6 +581,7 @@ def transcribe(
 
             fn = _interp_function(problem, f"point:{term.name}", sz, sp, point_body, node=node_mode)(0)
             k = term.expr.numel()
+            assert term.lower is not None and term.upper is not None  # a point constraint has bounds
             blocks.append(
                 Block(
                     name=f"point:{term.name}",
@@ -590,7 +601,8 @@ def transcribe(
 def _substitute(problem: Problem, expr: ca.SX, z, u_data, p, t) -> ca.SX:
     """Evaluate a user expression in model symbols at local values (``z = [x; r; û]``)."""
     model = problem.model
-    syms = [model._vec("state"), model._vec("free_input"), model._vec("known_input"), model._vec("parameter"), model.time]
+    syms = [model._vec("state"), model._vec("free_input"), model._vec("known_input"), model._vec("parameter"),
+            model.time]
     f = ca.Function("term", syms, [expr])
     x, r, u = _Split(problem)(z, u_data)
     return f(x, r, u, p, t)

@@ -5,6 +5,7 @@ inputs between samples."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Literal
 
 import casadi as ca
 import numpy as np
@@ -38,15 +39,15 @@ def keys_kernel(s):
     return ca.if_else(a <= 1, inner, ca.if_else(a < 2, outer, 0))
 
 
-def keys_weights(s, offsets) -> ca.SX:
+def keys_weights(s, offsets) -> ca.SX | ca.DM:
     """``[K(o + s) for o in offsets]`` (the kernel is even) for an expression ``s``, with
     the four non-zero weights computed once as cubics in the fractional part of ``s`` and
     placed by comparing integers: the same values and derivatives as evaluating
     :func:`keys_kernel` per offset, at a fraction of the operations."""
     n = ca.floor(s)
     f = s - n
-    inner = lambda a: 1.5 * a**3 - 2.5 * a**2 + 1  # noqa: E731  (|x| ≤ 1)
-    outer = lambda a: -0.5 * a**3 + 2.5 * a**2 - 4 * a + 2  # noqa: E731  (1 < |x| < 2)
+    inner = lambda a: 1.5 * a**3 - 2.5 * a**2 + 1
+    outer = lambda a: -0.5 * a**3 + 2.5 * a**2 - 4 * a + 2
     weight = {-2: outer(2 - f), -1: inner(1 - f), 0: inner(f), 1: outer(1 + f)}  # by o + n
     out = []
     for o in offsets:
@@ -149,7 +150,7 @@ class InputReader:
             out[sel] = self._read(pieces[p], times[sel])
         return out
 
-    def __call__(self, times: np.ndarray, side: str = "right") -> np.ndarray:
+    def __call__(self, times: np.ndarray, side: Literal["left", "right"] = "right") -> np.ndarray:
         """Values at ``times``, shape ``(len(names), len(times))``; at a jump time the value
         after the jump (``side="right"``) or before it (``"left"``)."""
         times = np.asarray(times, dtype=float)
@@ -176,7 +177,8 @@ class InputReader:
 
 
 def known_inputs(trial, names: list[str], times: np.ndarray, interpolation: str, *,
-                 jumps: Mapping[str, np.ndarray] | None = None, side: str = "right") -> np.ndarray:
+                 jumps: Mapping[str, np.ndarray] | None = None,
+                 side: Literal["left", "right"] = "right") -> np.ndarray:
     """Measured inputs ``names`` of ``trial`` at ``times`` (within the record), shape
     ``(len(names), len(times))``: exact at the samples, between them by the not-a-knot
     cubic spline (``"cubic"``, needs four samples, else linear), linearly or held (an input
