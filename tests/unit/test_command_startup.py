@@ -32,11 +32,12 @@ def test_the_solve_path_and_reading_a_large_file_do_not_import_pandas():
     out = _run(f"""
         import sys
         import colloc.solving.solve, colloc.cli
-        from colloc.definition import trial
+        from colloc.definition import readers
+        from colloc.definition.trial import Trial
         from pathlib import Path
         path = Path({str(SEED)!r})
-        assert path.stat().st_size >= trial.FAST_READ_BYTES
-        t = trial.Trial.from_csv(path)
+        assert path.stat().st_size >= readers.FAST_READ_BYTES
+        t = Trial.from_csv(path)
         print(len(t.time), "pandas" in sys.modules)
     """)
     assert out == "6001 False"

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import colloc as co
-from colloc.definition import trial as trial_module
+from colloc.definition import readers as trial_module  # the readers of Trial.from_csv
 
 
 @pytest.fixture(params=["numpy", "pandas"])
