@@ -162,6 +162,8 @@ class Result:
         ``"not_applicable"`` …), ``reason``, the per-signal and per-trial checks; empty when the
         result was not judged against a declared noise.
 
+    Notes
+    -----
     A result is made by :func:`colloc.finalize` from an :class:`Estimate`, already judged
     (its ``success``, ``status``, ``warnings`` and ``intervals`` decided before it exists).
     """
