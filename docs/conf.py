@@ -20,7 +20,7 @@ os.environ.setdefault("COLLOC_QUICK", "1")
 # Executed kernels choose matplotlib's inline backend themselves, as a fresh Jupyter kernel does.
 os.environ.pop("MPLBACKEND", None)
 
-import colloc  # noqa: E402  (after the environment above)
+import colloc
 
 project = "colloc"
 author = "the colloc developers"

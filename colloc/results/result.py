@@ -360,7 +360,7 @@ class Result:
 
     # ---- JSON ---------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """The result document (CONTRACTS §4 keys plus extras), JSON-safe."""
+        """The result document (docs/contracts.md §4 keys plus extras), JSON-safe."""
         doc = {
             "problem": self.problem,
             "method": self.method,

@@ -1,4 +1,4 @@
-"""Measured ship-motion files into the ship columns of CONTRACTS §1–2 (``ship-stance``)."""
+"""Measured ship-motion files into the ship columns of docs/contracts.md §1–2 (``ship-stance``)."""
 
 from __future__ import annotations
 
