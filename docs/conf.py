@@ -41,6 +41,8 @@ extensions = [
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints"]
 suppress_warnings = ["myst.header"]
+# Options such as --data stay two hyphens (no typographic dashes or quotes in generated text).
+smartquotes = False
 
 # MyST: ``$…$`` maths, ``:::`` fences, heading anchors for ``[…](page.md#anchor)`` links.
 myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]

@@ -8,7 +8,6 @@ argument (flags, metavar, help, default and choices), so the page cannot drift f
 from __future__ import annotations
 
 import argparse
-import os
 
 from docutils import nodes
 from sphinx.application import Sphinx
@@ -73,9 +72,9 @@ def _section(name: str, summary: str, parser: argparse.ArgumentParser, env) -> n
     section += nodes.title(text=title)
     if summary:
         section += nodes.paragraph(text=_text(summary[0].upper() + summary[1:]) + ".")
-    formatter = argparse.HelpFormatter(parser.prog, width=100)
+    formatter = argparse.HelpFormatter(parser.prog, width=88)
     formatter.add_usage(parser.usage, parser._actions, parser._mutually_exclusive_groups, prefix="")
-    section += nodes.literal_block(text=formatter.format_help().strip())
+    section += nodes.literal_block(text=formatter.format_help().strip(), language="text")
     if parser.description:
         for paragraph in str(parser.description).split("\n\n"):
             section += nodes.paragraph(text=_text(paragraph))
@@ -97,7 +96,6 @@ class CollocCli(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         from colloc.cli import build_parser
 
-        os.environ.setdefault("COLUMNS", "100")
         parser = build_parser()
         return [_section(name, summary, sub, self.env) for name, summary, sub in _subcommands(parser)]
 
