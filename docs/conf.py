@@ -68,10 +68,10 @@ autodoc_typehints_format = "short"
 autodoc_preserve_defaults = True
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
-# The types of the "Parameters" sections are prose ("array, shape (n,)", "mapping of str to
-# float"), shown as written, not turned into cross-references.
-napoleon_use_param = False
-napoleon_use_rtype = False
+# The docstrings' "Parameters" sections come first; the annotations fill in only the types a
+# documented parameter's entry does not give (no second list).  The docstrings' type prose
+# ("array, shape (n,)", "mapping of str to float") is shown as written (docs/_ext/colloc_refs.py).
+autodoc_typehints_description_target = "documented_params"
 napoleon_use_ivar = True
 
 # Types of other libraries (CasADi, NumPy, pandas, matplotlib, Dask, the standard library's
