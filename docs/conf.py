@@ -52,7 +52,7 @@ myst_heading_anchors = 3
 # them, tests/test_docs.py), in a temporary folder, with a generous per-cell timeout; an
 # error in a cell fails the build.
 nb_execution_mode = os.environ.get("COLLOC_DOCS_EXECUTE", "force")
-nb_execution_timeout = 900
+nb_execution_timeout = 900 if os.environ["COLLOC_QUICK"] == "1" else 3600  # s per cell
 nb_execution_in_temp = True
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True

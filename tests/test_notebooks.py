@@ -71,7 +71,8 @@ def test_committed_without_outputs(path):
 def test_every_notebook_is_an_example_page():
     """docs/examples/ links every notebook (so the documentation build executes it)."""
     linked = {p.name: p.resolve() for p in (REPO / "docs" / "examples").glob("*.ipynb")}
-    assert {p.name: p for p in NOTEBOOKS} == linked
+    assert {p.name: p for p in NOTEBOOKS} == linked, \
+        "link each notebook into docs/examples/ (ln -s ../../notebooks/NAME.ipynb) and list it in its index.md"
 
 
 @pytest.mark.xdist_group("docs")
