@@ -17,6 +17,7 @@ checks it):
 """
 
 from importlib import import_module as _import_module
+from typing import TYPE_CHECKING
 
 from .base.errors import (
     CollocError as CollocError,
@@ -124,6 +125,175 @@ _LAZY = {
 #: Public sub-modules, also imported on first use.
 _MODULES = {"signals": "signals", "kalman": "inference.kalman"}
 
+if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (jedi, pyright, mypy);
+    # tests/unit/test_public_api_static.py checks that this block and _LAZY agree
+    from . import signals as signals
+    from .base.callbacks import (
+        IterationCallback as IterationCallback,
+    )
+    from .base.files import (
+        atomic_path as atomic_path,
+        write_atomic as write_atomic,
+    )
+    from .base.versions import (
+        versions as versions,
+    )
+    from .definition.contact import (
+        ContactPoint as ContactPoint,
+        ContactSystem as ContactSystem,
+    )
+    from .definition.hybrid import (
+        Guard as Guard,
+        HybridModel as HybridModel,
+        Mode as Mode,
+        Switch as Switch,
+        TimeEvent as TimeEvent,
+    )
+    from .definition.hybrid_problem import (
+        HybridProblem as HybridProblem,
+    )
+    from .definition.model import (
+        Model as Model,
+    )
+    from .definition.problem import (
+        Problem as Problem,
+    )
+    from .definition.stochastic import (
+        StochasticProblem as StochasticProblem,
+    )
+    from .definition.trial import (
+        Trial as Trial,
+    )
+    from .inference import kalman as kalman
+    from .inference.covariance import (
+        Covariance as Covariance,
+        constrained_covariance as constrained_covariance,
+    )
+    from .inference.identifiability import (
+        Identifiability as Identifiability,
+        identifiability as identifiability,
+    )
+    from .multibody.chain import (
+        Body as Body,
+        Chain as Chain,
+        ChainEquations as ChainEquations,
+        bryant as bryant,
+        nrmse as nrmse,
+    )
+    from .results.plotting import (
+        save_figure as save_figure,
+    )
+    from .results.prediction import (
+        StochasticModel as StochasticModel,
+        predict as predict,
+    )
+    from .results.report import (
+        finalize as finalize,
+        parameter_intervals as parameter_intervals,
+    )
+    from .results.result import (
+        Estimate as Estimate,
+        Result as Result,
+    )
+    from .results.verdict import (
+        fit_verdict as fit_verdict,
+    )
+    from .seakeeping.files import (
+        read_ship_motion as read_ship_motion,
+    )
+    from .seakeeping.motion import (
+        MotionRAO as MotionRAO,
+        SeaState as SeaState,
+        ShipMotion as ShipMotion,
+        jonswap as jonswap,
+        ship_motion as ship_motion,
+    )
+    from .shooting.methods import (
+        Adjoint as Adjoint,
+        Forward as Forward,
+        MultipleShooting as MultipleShooting,
+        SingleShooting as SingleShooting,
+    )
+    from .shooting.optimizers import (
+        LBFGS as LBFGS,
+        ReducedIpopt as ReducedIpopt,
+        SteepestDescent as SteepestDescent,
+    )
+    from .simulation.contact import (
+        ContactSimulation as ContactSimulation,
+        simulate_contact as simulate_contact,
+    )
+    from .simulation.dde import (
+        DDESimulation as DDESimulation,
+        simulate_dde as simulate_dde,
+    )
+    from .simulation.hybrid import (
+        HybridSimulation as HybridSimulation,
+        simulate_hybrid as simulate_hybrid,
+    )
+    from .simulation.integrators import (
+        Cvodes as Cvodes,
+        RungeKutta as RungeKutta,
+    )
+    from .simulation.ode import (
+        Simulation as Simulation,
+        simulate as simulate,
+    )
+    from .solving.ipopt import (
+        Ipopt as Ipopt,
+        IterationInfo as IterationInfo,
+    )
+    from .solving.kalman_ml import (
+        KalmanML as KalmanML,
+        on_one_grid as on_one_grid,
+    )
+    from .solving.solve import (
+        solve as solve,
+    )
+    from .stability.delay_margin import (
+        Crossing as Crossing,
+        DelayMargin as DelayMargin,
+        delay_margin as delay_margin,
+    )
+    from .studies.batch import (
+        BatchReport as BatchReport,
+        batch as batch,
+    )
+    from .studies.bootstrap import (
+        Bootstrap as Bootstrap,
+        bootstrap as bootstrap,
+    )
+    from .studies.profile import (
+        Profile as Profile,
+        profile as profile,
+    )
+    from .studies.select import (
+        ModelSelection as ModelSelection,
+        select_model as select_model,
+    )
+    from .transcription.grid import (
+        RadauBasis as RadauBasis,
+        radau_basis as radau_basis,
+    )
+    from .transcription.layout import (
+        ChainLayout as ChainLayout,
+    )
+    from .transcription.methods import (
+        AbstractMethod as AbstractMethod,
+        AbstractTranscription as AbstractTranscription,
+        BackwardEuler as BackwardEuler,
+        HermiteSimpson as HermiteSimpson,
+        Midpoint as Midpoint,
+        Radau as Radau,
+        Trapezoidal as Trapezoidal,
+    )
+    from .transcription.multiphase import (
+        IntervalChain as IntervalChain,
+        Phase as Phase,
+        PointFunction as PointFunction,
+        transcribe_phases as transcribe_phases,
+    )
+
 
 def __getattr__(name: str):
     if name in _LAZY:
@@ -141,99 +311,98 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "Body",
-    "Chain",
-    "ChainEquations",
-    "bryant",
-    "nrmse",
-    # ship-deck motion from a sea state, and measured ship-motion files
-    "MotionRAO",
-    "SeaState",
-    "ShipMotion",
-    "jonswap",
-    "read_ship_motion",
-    "ship_motion",
-    "Adjoint",
-    "Cvodes",
-    "Forward",
-    "HermiteSimpson",
     "LBFGS",
-    "MultipleShooting",
-    "ReducedIpopt",
-    "RungeKutta",
-    "SingleShooting",
-    "SteepestDescent",
     "AbstractMethod",
     "AbstractTranscription",
+    "Adjoint",
     "BackwardEuler",
+    "BatchReport",
+    "Body",
     "Bootstrap",
+    "Chain",
+    "ChainEquations",
+    "ChainLayout",
     "CollocError",
     "CollocInputError",
+    "ContactPoint",
+    "ContactSimulation",
+    "ContactSystem",
+    "Covariance",
     "Crossing",
+    "Cvodes",
     "DDESimulation",
-    "DelayMargin",
     "DataError",
+    "DelayMargin",
+    "Estimate",
     "ExtraColumnsWarning",
+    "Forward",
+    "Guard",
+    "HermiteSimpson",
+    "HybridModel",
+    "HybridProblem",
+    "HybridSimulation",
     "Identifiability",
+    "IntervalChain",
     "Ipopt",
     "IterationCallback",
     "IterationInfo",
+    "KalmanML",
     "Midpoint",
+    "Mode",
     "Model",
     "ModelError",
+    "ModelSelection",
+    "MotionRAO",
+    "MultipleShooting",
     "OptionsError",
+    "Phase",
+    "PointFunction",
     "Problem",
     "ProblemError",
     "Profile",
     "Radau",
+    "RadauBasis",
+    "ReducedIpopt",
     "Result",
-    "Estimate",
+    "RungeKutta",
+    "SeaState",
+    "ShipMotion",
     "Simulation",
-    "StochasticModel",
+    "SingleShooting",
     "SolveFailed",
+    "SteepestDescent",
+    "StochasticModel",
+    "StochasticProblem",
+    "Switch",
+    "TimeEvent",
     "Trapezoidal",
     "Trial",
+    "atomic_path",
     "batch",
-    "BatchReport",
     "bootstrap",
+    "bryant",
+    "constrained_covariance",
     "delay_margin",
     "finalize",
     "fit_verdict",
+    "identifiability",
+    "jonswap",
+    "nrmse",
+    "on_one_grid",
     "parameter_intervals",
     "predict",
-    "identifiability",
     "profile",
+    "radau_basis",
+    "read_ship_motion",
+    "save_figure",
+    "select_model",
+    "ship_motion",
     "simulate",
+    "simulate_contact",
     "simulate_dde",
     "simulate_hybrid",
     "solve",
-    # hybrid models (modes, guards, switches, time events) and their event-driven simulation
-    "Guard",
-    "HybridModel",
-    "HybridProblem",
-    "HybridSimulation",
-    "IntervalChain",
-    "Mode",
-    "Phase",
-    "PointFunction",
-    "Switch",
     "transcribe_phases",
-    "TimeEvent",
-    # building blocks of one's own transcriptions: a record laid on an IntervalChain, the Radau basis
-    "ChainLayout",
-    "RadauBasis",
-    "radau_basis",
-    # ... and the Gauss–Newton covariance under equality constraints
-    "Covariance",
-    "constrained_covariance",
-    # unilateral point contacts (Signorini's law) and their event-driven simulation
-    "ContactPoint",
-    "ContactSimulation",
-    "ContactSystem",
-    "simulate_contact",
-    # for scripts of one's own: versions for a result document, files written atomically
-    "atomic_path",
-    "save_figure",
     "versions",
     "write_atomic",
 ]

@@ -80,6 +80,7 @@ def test_wheel_holds_only_the_library_and_the_problems(tmp_path):
     assert top == {"colloc", "colloc_problems"}, top
     assert "colloc_problems/cip.py" in names and "colloc/cli/__init__.py" in names and "colloc/cli/__main__.py" in names
     assert not any(n.startswith("problems/") for n in names)
+    assert "colloc/py.typed" in names  # PEP 561: type checkers read the installed package's annotations
 
 
 def test_every_file_the_problems_read_from_data_is_installed():

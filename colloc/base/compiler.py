@@ -254,9 +254,9 @@ def linked(name: str, source: str, units: Sequence[tuple[str, str] | tuple[str, 
                 partial = Path(tmp, target.name)
                 _RUNS[0] += 1
                 try:
-                    jobs.append((subprocess.Popen([compiler, *unit_flags, "-c", str(src), "-o", str(partial)],
-                                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True),
-                                 partial, target))
+                    command = [compiler, *unit_flags, "-c", str(src), "-o", str(partial)]
+                    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                    jobs.append((process, partial, target))
                 except OSError as exc:  # CC names no program
                     _not_linked(name, compiler, str(exc), quiet)
                     return None
@@ -300,7 +300,7 @@ def _link(name: str, source: str, objects: list[Path], libs: list[str], compiler
         _RUNS[0] += 1
         try:
             process = subprocess.run([compiler, *FLAGS, str(src), *map(str, objects), "-o", str(partial), *libs],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
         except OSError as exc:
             _not_linked(name, compiler, str(exc), quiet)
             return None

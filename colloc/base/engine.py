@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import OptionsError
 
-__all__ = ["THREAD_ENV", "local_client", "process_pool", "pack", "unpack", "single_threaded", "check_client"]
+__all__ = ["THREAD_ENV", "check_client", "local_client", "pack", "process_pool", "single_threaded", "unpack"]
 
 #: Environment of every worker process: one BLAS/OpenMP thread.
 THREAD_ENV = {
@@ -102,7 +102,8 @@ def local_client(client: Any = None, *, tasks: int | None = None, workers: int |
         workers = max(1, min(workers, int(tasks)))
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                            dashboard_address=None,
-                           scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}, env=dict(THREAD_ENV), silence_logs=40)
+                           scheduler_kwargs={"dashboard": False, "dashboard_address": ":0"}, env=dict(THREAD_ENV),
+                           silence_logs=40)
     try:
         with Client(cluster) as c:
             yield c

@@ -11,11 +11,11 @@ __all__ = [
     "CollocError",
     "CollocInputError",
     "DataError",
-    "ModelError",
-    "ProblemError",
-    "OptionsError",
-    "SolveFailed",
     "ExtraColumnsWarning",
+    "ModelError",
+    "OptionsError",
+    "ProblemError",
+    "SolveFailed",
 ]
 
 

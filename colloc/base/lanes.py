@@ -257,7 +257,8 @@ def lane_gather(name: str, width: int, num_local: int, chunks: Sequence[Sequence
             code.append(f"  const long long s = xb[{k0}];")
             for lane in range(width):
                 if count == width:
-                    code.append(f"  {LANE_TYPE} u{lane}; __builtin_memcpy(&u{lane}, p + {lane} * s, sizeof({LANE_TYPE}));")
+                    code.append(f"  {LANE_TYPE} u{lane}; "
+                                f"__builtin_memcpy(&u{lane}, p + {lane} * s, sizeof({LANE_TYPE}));")
                 else:
                     code.append(f"  {LANE_TYPE} u{lane} = LANE_ZERO; "
                                 + " ".join(f"u{lane}[{j}] = p[{lane} * s + {j}];" for j in range(count)))

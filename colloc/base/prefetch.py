@@ -27,7 +27,7 @@ def prefetch(*modules: str) -> threading.Thread | None:
         for name in missing:
             try:
                 importlib.import_module(name)
-            except BaseException:  # noqa: BLE001 - raised again by the caller's own import
+            except BaseException:  # noqa: BLE001, S110 - raised again by the caller's own import
                 pass
 
     thread = threading.Thread(target=run, name="colloc-prefetch", daemon=True)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+
 import casadi as ca
 import numpy as np
 
 __all__ = ["sparsity_from_ccs"]
 
 
-def sparsity_from_ccs(nrow: int, ncol: int, colind: np.ndarray, rows: np.ndarray, chunk: int = 2_000_000) -> ca.Sparsity:
+def sparsity_from_ccs(nrow: int, ncol: int, colind: np.ndarray, rows: np.ndarray,
+                      chunk: int = 2_000_000) -> ca.Sparsity:
     """A CasADi sparsity from compressed-column arrays.
 
     SWIG takes Python lists (36 bytes an entry, and NumPy arrays element by element, far
@@ -21,7 +24,7 @@ def sparsity_from_ccs(nrow: int, ncol: int, colind: np.ndarray, rows: np.ndarray
         return ca.Sparsity(nrow, ncol, colind.tolist(), rows.tolist())
     cuts = np.unique(np.concatenate([[0], np.searchsorted(colind, np.arange(chunk, rows.size, chunk)), [ncol]]))
     parts = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    for a, b in itertools.pairwise(cuts):
         lo, hi = colind[a], colind[b]
         parts.append(ca.Sparsity(nrow, int(b - a), (colind[a:b + 1] - lo).tolist(), rows[lo:hi].tolist()))
     return ca.horzcat(*parts)

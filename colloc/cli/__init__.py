@@ -39,7 +39,6 @@ from .common import (
 from .delay_margin import format_matrix, margin_lines
 from .identify import _demo_data as _demo_data  # the demo's shipped files (tests read them)
 
-
 __all__ = ["BASELINES", "EXIT_FAILED", "EXIT_INPUT", "EXIT_OK", "METHODS", "PLUGIN_API", "UsageError",
            "build_parser", "check_output_file", "format_matrix", "main", "make_method", "margin_lines",
            "method_names", "number", "run"]
@@ -52,7 +51,8 @@ PLUGIN_API = ("UsageError", "check_output_file", "format_matrix", "margin_lines"
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``colloc`` argument parser: every command's, then the plugins'."""
-    parser = _Parser(prog="colloc", description="Identify model parameters from measured trajectories by direct collocation.")
+    parser = _Parser(prog="colloc",
+                     description="Identify model parameters from measured trajectories by direct collocation.")
     parser.add_argument("--version", action="version", version=f"colloc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for command in (identify, compare, delay_margin, batch, predict, problems):

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from ..solving.ipopt import IterationInfo
 
 
-def Ipopt(**kwargs):  # noqa: N802 - stands for the class
+def Ipopt(**kwargs):
     """:class:`colloc.Ipopt` (imported on first use)."""
     from ..solving.ipopt import Ipopt as _Ipopt
 
@@ -38,7 +38,7 @@ class UsageError(CollocInputError):
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error and exit code 2."""
 
-    def error(self, message: str):  # noqa: D102 - argparse API
+    def error(self, message: str):
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 

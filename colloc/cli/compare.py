@@ -5,8 +5,15 @@ from __future__ import annotations
 import sys
 
 from ..base.capture import capture_native_output
-from ..studies.identify import BASELINES, METHODS, make_method, method_names, problem_spec, trial_names
-from ..studies.identify import load_trials as _load_trials
+from ..studies.identify import (
+    BASELINES,
+    METHODS,
+    load_trials as _load_trials,
+    make_method,
+    method_names,
+    problem_spec,
+    trial_names,
+)
 from .common import EXIT_FAILED, EXIT_OK, Ipopt, UsageError, _check_output_dir, _data_files, _known_problem
 from .identify import _replay
 

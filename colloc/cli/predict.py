@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..studies.identify import load_trials as _load_trials
-from ..studies.identify import problem_spec
+from ..studies.identify import load_trials as _load_trials, problem_spec
 from .common import EXIT_OK, UsageError, _data_files, _seconds, _window, check_output_file
 from .identify import _lab_options
 
@@ -76,7 +75,7 @@ def _prediction_line(table, trial, horizon: float, window) -> str:
 
     names = table.attrs["signals"]
     rows = np.searchsorted(trial.time, table["time"].to_numpy())
-    steps = int(round(horizon / float(np.median(np.diff(trial.time)))))
+    steps = round(horizon / float(np.median(np.diff(trial.time))))
     start = trial.time[0] if window is None or window[0] is None else window[0]
     parts = []
     for name in names:

@@ -19,7 +19,6 @@ Glossary of sizes used in this module and in :mod:`colloc.transcription.nlp`:
 from __future__ import annotations
 
 import dataclasses
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal

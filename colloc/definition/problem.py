@@ -135,6 +135,7 @@ class Problem:
             if t.num_samples < 2:
                 raise ProblemError(f"trial '{t.name}' has {t.num_samples} sample(s); need at least 2")
             self._check_jumps(t, known)
+            self._check_interpolation(t, known)
         no_fit = fit is not None and len(fit) == 0  # explicitly no least-squares fit
         if fit is None:
             fit = {s: 1.0 for s in model.signal_names() if any(s in t for t in self.trials)}
@@ -171,6 +172,28 @@ class Problem:
         self.terms: list[Term] = []
         self._guesses: dict = {}  # name or (name, trial index) -> constant or f(times)
 
+    def _check_interpolation(self, t: Trial, known: list[str]) -> None:
+        """A declared interpolation only on exact known inputs; a held one declares no jumps."""
+        where = f"trial '{t.name}'" + (f" ({t.source})" if t.source else "")
+        kind = "column" if t.source else "signal"
+        for col, how in t.interpolation.items():
+            if col not in known:
+                raise ProblemError(
+                    f"{where}: {kind} '{col}' has interpolation '{how}' but is not a known input of model "
+                    f"'{self.model.name}'; interpolation applies to known inputs only (known inputs: "
+                    f"{', '.join(known) or '(none)'})"
+                )
+            if how == "hold" and col in self.input_noise:
+                raise ProblemError(
+                    f"{where}: {kind} '{col}' is held (interpolation 'hold') and estimated as errors-in-variables "
+                    "(input_noise), whose estimate is continuous: drop one of them"
+                )
+            if how == "hold" and col in self.model.input_jumps():
+                raise ProblemError(
+                    f"{where}: {kind} '{col}' is held (interpolation 'hold') and declares jumps "
+                    "(known_input(..., jumps=)); a held input already steps at every sample: drop jumps="
+                )
+
     def _check_jumps(self, t: Trial, known: list[str]) -> None:
         """Jumps only in exact known inputs, and only strictly inside the record."""
         where = f"trial '{t.name}'" + (f" ({t.source})" if t.source else "")
@@ -182,13 +205,13 @@ class Problem:
                     f"{where}: column '{col}' jumps at t = {float(times[0]):g} s but is {what}; only exact known "
                     f"inputs may jump (known inputs: {', '.join(known) or '(none)'})"
                 )
-        for name, times in self.model.input_jumps().items():
+        for name, declared in self.model.input_jumps().items():
             if name in self.input_noise:
                 raise ProblemError(
                     f"known input '{name}' declares jumps but is estimated as errors-in-variables (input_noise); "
                     "its estimate is continuous: drop jumps= or input_noise for it"
                 )
-            for tj in times:
+            for tj in declared:
                 if not (t.time[0] < tj < t.time[-1]):
                     raise ProblemError(
                         f"known input '{name}': jump at t = {tj:g} s is outside {where}, which runs from "
@@ -208,6 +231,24 @@ class Problem:
             if times:
                 out[u] = np.array(sorted(times))
         return out
+
+    def input_interpolation(self, trial: int, default: str = "cubic") -> dict[str, str]:
+        """Known input -> how it is read between samples in trial ``trial``: its declared
+        interpolation (``Trial(..., interpolation=)``: ``"linear"``, ``"hold"`` or ``"smooth"``),
+        else ``default`` (a method's ``input_interpolation``, ``"cubic"`` being the same
+        spline as ``"smooth"``)."""
+        declared = self.trials[trial].interpolation
+        names = {"cubic": "smooth"}
+        return {u: declared.get(u, names.get(default, default)) for u in self.model.element_names("known_input")}
+
+    def hold_times(self, trial: int) -> np.ndarray:
+        """The measured sample times of the known inputs that trial ``trial`` holds (zero-order
+        hold): where those inputs step, so where a collocation mesh needs points (sorted)."""
+        t = self.trials[trial]
+        held = [u for u in self.model.element_names("known_input") if t.interpolation.get(u) == "hold"]
+        if not held:
+            return np.zeros(0)
+        return np.unique(np.concatenate([t.time[t.present(u)] for u in held]))
 
     def jump_times(self, trial: int) -> np.ndarray:
         """All times at which some known input of trial ``trial`` may jump (sorted, unique)."""
@@ -353,7 +394,7 @@ class Problem:
         else:
             self._guesses[(name, self.trial_index(trial))] = value
 
-    def with_trials(self, trials: Trial | Sequence[Trial]) -> "Problem":
+    def with_trials(self, trials: Trial | Sequence[Trial]) -> Problem:
         """The same problem (model, weights, input noise, extra terms, guesses) on other trials.
 
         Point constraints that name a trial by index keep that index.  Trial weights carry
@@ -406,7 +447,8 @@ class Problem:
         indices = [int(i) for i in indices]
         bad = [i for i in indices if not 0 <= i < len(self.trials)]
         if bad or not indices:
-            raise ProblemError(f"resampled(indices): expected indices in 0..{len(self.trials) - 1}, got {bad or 'none'}")
+            raise ProblemError(f"resampled(indices): expected indices in 0..{len(self.trials) - 1}, "
+                               f"got {bad or 'none'}")
         seen: dict[int, int] = {}
         new = []
         for i in indices:
@@ -425,7 +467,7 @@ class Problem:
                     copy._guesses[(key[0], j)] = v
         return copy
 
-    def copy(self) -> "Problem":
+    def copy(self) -> Problem:
         """An independent copy (same model and trials; terms and guesses copied)."""
         c = self.with_trials(self.trials)
         c._guesses = dict(self._guesses)

@@ -25,6 +25,13 @@ Two opt-ins relax this, and only where the caller asks:
   other column must agree on the two rows (or be empty on one of them).  The trial keeps
   one sample at that time (the value after the step) and records the value before it in
   :attr:`Trial.jumps`.
+
+How a known input is read between its samples may be declared per column with
+``interpolation={column: kind}`` (:data:`INTERPOLATIONS`): ``"linear"`` (straight lines between
+samples), ``"hold"`` (zero-order hold: the value of sample k on ``[t_k, t_{k+1})``, as a
+digital controller or a data-acquisition card outputs it) or ``"smooth"`` (the not-a-knot cubic
+spline through the samples).  A column not declared is read as the method says
+(``input_interpolation``, the cubic spline by default).
 """
 
 from __future__ import annotations
@@ -53,7 +60,7 @@ from .units import split_unit, to_si
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is made or read (0.15-0.2 s to import)
     import pandas as pd
 
-__all__ = ["Trial"]
+__all__ = ["INTERPOLATIONS", "Trial"]
 
 # A plain decimal number, optionally surrounded by blanks.  Stricter than float(), which
 # also accepts "1_000", non-ASCII digits, "nan" and "inf".
@@ -107,6 +114,31 @@ def _as_vector(values: Any, what: str, origin: _Origin) -> np.ndarray:
 
 
 MISSING_POLICIES = ("error", "allow")
+
+#: How a known input may be read between its samples (``Trial(..., interpolation=...)``).
+INTERPOLATIONS = ("linear", "hold", "smooth")
+
+
+def _check_interpolation(interpolation: Mapping[str, str] | None, columns: Sequence[str],
+                         origin: _Origin) -> dict[str, str]:
+    """``{column: kind}`` checked against the signals and :data:`INTERPOLATIONS`."""
+    if interpolation is None:
+        return {}
+    if not isinstance(interpolation, Mapping):
+        raise _error(f"{origin.label}: interpolation must map {origin.kind} names to one of "
+                     f"{_names(INTERPOLATIONS)}, got {type(interpolation).__name__}")
+    out: dict[str, str] = {}
+    for col, kind in interpolation.items():
+        if not isinstance(col, str) or col not in columns:
+            close = difflib.get_close_matches(col, list(columns), n=1) if isinstance(col, str) else []
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise _error(f"{origin.label}: interpolation names {origin.kind} {col!r}, which is not in "
+                         f"the trial{hint}; {origin.kind}s: {_names(list(columns))}")
+        if not isinstance(kind, str) or kind not in INTERPOLATIONS:
+            raise _error(f"{origin.label}: interpolation of {origin.kind} {col!r} is {kind!r}; expected "
+                         f"one of {_names(INTERPOLATIONS)}")
+        out[col] = kind
+    return out
 
 
 def _check_missing(missing: str) -> str:
@@ -227,6 +259,12 @@ class Trial:
         time that differ in these signals (and agree, or are NaN on one of them, in every
         other) are one sample with a jump, the earlier holding the value before it.
         Every other repeated time is an error.
+    interpolation : Mapping[str, str], optional
+        Signal name -> how it is read between samples when it drives the model as a known
+        input: ``"linear"``, ``"hold"`` (zero-order hold: sample k's value on
+        ``[t_k, t_{k+1})``) or ``"smooth"`` (not-a-knot cubic spline); see
+        :data:`INTERPOLATIONS`.  Signals not named follow the method's ``input_interpolation``.
+        An unknown signal or kind is a :class:`~colloc.DataError` naming the signal.
 
     Attributes
     ----------
@@ -243,6 +281,8 @@ class Trial:
     jumps : dict[str, tuple[numpy.ndarray, numpy.ndarray]]
         Signal name -> (jump times, values just before them), for the signals that step at
         a repeated time; ``signals`` holds the value just after.  Empty when none.
+    interpolation : dict[str, str]
+        The declared interpolation of each signal that has one (see the parameter).
 
     Raises
     ------
@@ -256,13 +296,14 @@ class Trial:
     source: str | None
     missing: str
     jumps: dict[str, tuple[np.ndarray, np.ndarray]]
+    interpolation: dict[str, str]
 
     def __init__(self, time: ArrayLike, signals: Mapping[str, ArrayLike], *,
                  name: str | None = None, missing: str = "error",
-                 jump_columns: Sequence[str] = ()) -> None:
+                 jump_columns: Sequence[str] = (), interpolation: Mapping[str, str] | None = None) -> None:
         name = self._check_name(name)
         self._setup(time, signals, name, None, _Origin(f"trial {name!r}"), missing=missing,
-                    jump_columns=jump_columns)
+                    jump_columns=jump_columns, interpolation=interpolation)
 
     # -- construction helpers -------------------------------------------------------------
     @staticmethod
@@ -275,7 +316,7 @@ class Trial:
 
     def _setup(self, time: Any, signals: Any, name: str, source: str | None,
                origin: _Origin, *, missing: str = "error", jump_columns: Sequence[str] = (),
-               jumps: dict | None = None) -> None:
+               jumps: dict | None = None, interpolation: Mapping[str, str] | None = None) -> None:
         """Validate and store; ``origin`` decides how rows are named in messages."""
         _check_missing(missing)
         jump_columns = _name_list(jump_columns, "jump_columns")
@@ -306,6 +347,11 @@ class Trial:
         if unknown:
             raise _error(f"{origin.label}: jump_columns names {', '.join(map(repr, unknown))}, which "
                          f"is not a {origin.kind}; {origin.kind}s: {_names(list(stored))}")
+        declared = _check_interpolation(interpolation, list(stored), origin)
+        held_jumps = [c for c in jump_columns if declared.get(c) == "hold"]
+        if held_jumps:
+            raise _error(f"{origin.label}: {origin.kind} {held_jumps[0]!r} is declared both a jump column and "
+                         "interpolation 'hold'; a held input already steps at every sample: drop one of them")
         found = dict(jumps or {})
         if jump_columns:
             time_arr, stored, found = _merge_jumps(time_arr, stored, jump_columns, origin)
@@ -313,20 +359,24 @@ class Trial:
             array.flags.writeable = False
         time_arr.flags.writeable = False
         self.time, self.signals, self.name, self.source = time_arr, stored, name, source
-        self.missing, self.jumps = missing, found
+        self.missing, self.jumps, self.interpolation = missing, found, declared
 
     @classmethod
     def _trusted(cls, time: np.ndarray, signals: dict[str, np.ndarray], name: str,
-                 source: str | None, missing: str = "error", jumps: dict | None = None) -> Trial:
-        """Build from already validated read-only arrays (no copy, no checks)."""
+                 source: str | None, missing: str = "error", jumps: dict | None = None,
+                 interpolation: Mapping[str, str] | None = None) -> Trial:
+        """Build from already validated read-only arrays (no copy, no checks); the declared
+        interpolation is kept for the signals that remain."""
         trial = cls.__new__(cls)
         trial.time, trial.signals, trial.name, trial.source = time, signals, name, source
         trial.missing, trial.jumps = missing, dict(jumps or {})
+        trial.interpolation = {c: k for c, k in (interpolation or {}).items() if c in signals}
         return trial
 
     def __setstate__(self, state: dict) -> None:  # trials pickled before missing/jumps existed
         state.setdefault("missing", "error")
         state.setdefault("jumps", {})
+        state.setdefault("interpolation", {})
         self.__dict__.update(state)
 
     @property
@@ -447,12 +497,12 @@ class Trial:
                 f"optional: {_names(opt)})"), stacklevel=stacklevel)
         kept = {n: self.signals[n] for n in req + opt if n in self.signals}
         jumps = {n: j for n, j in self.jumps.items() if n in kept}
-        return self._trusted(self.time, kept, self.name, self.source, self.missing, jumps)
+        return self._trusted(self.time, kept, self.name, self.source, self.missing, jumps, self.interpolation)
 
     def renamed(self, name: str) -> Trial:
         """The same trial (shared read-only arrays) under another name."""
         return self._trusted(self.time, self.signals, self._check_name(name), self.source, self.missing,
-                             self.jumps)
+                             self.jumps, self.interpolation)
 
     def window(self, start: float | None = None, end: float | None = None) -> Trial:
         """The samples with ``start <= time < end`` (seconds of the trial's own time; ``None``
@@ -479,7 +529,7 @@ class Trial:
             if inside.any():
                 jumps[name] = (times[inside], left[inside])
         return self._trusted(self.time[part], {k: v[part] for k, v in self.signals.items()}, self.name,
-                             self.source, self.missing, jumps)
+                             self.source, self.missing, jumps, self.interpolation)
 
     def with_signals(self, **signals: ArrayLike) -> Trial:
         """A copy with ``signals`` (name -> shape (num_samples,)) added or replaced.
@@ -488,8 +538,9 @@ class Trial:
         """
         trial = type(self).__new__(type(self))
         jumps = {n: j for n, j in self.jumps.items() if n not in signals}
+        kept = {c: k for c, k in self.interpolation.items() if c not in signals}
         trial._setup(self.time, {**self.signals, **signals}, self.name, self.source,
-                     _Origin(self._label), missing=self.missing, jumps=jumps)
+                     _Origin(self._label), missing=self.missing, jumps=jumps, interpolation=kept)
         return trial
 
     # -- conversion -----------------------------------------------------------------------
@@ -540,7 +591,8 @@ class Trial:
                  optional: Sequence[str] = (), min_rows: int = 2,
                  name: str | None = None, missing: str = "error",
                  jump_columns: Sequence[str] = (), columns: Mapping[str, str] | None = None,
-                 units: Mapping[str, str] | None = None) -> Trial:
+                 units: Mapping[str, str] | None = None,
+                 interpolation: Mapping[str, str] | None = None) -> Trial:
         """Read a trial from a CSV file following the contract in the module docstring.
 
         Files as labs write them are read too: gzip-compressed (``.gz``, detected from the
@@ -573,6 +625,11 @@ class Trial:
         units : Mapping[str, str], optional
             Signal name -> unit of its column (e.g. ``{"cop": "cm"}``), for files whose header
             has no units; a unit that contradicts the header's is an error.
+        interpolation : Mapping[str, str], optional
+            Signal name -> ``"linear"``, ``"hold"`` or ``"smooth"``: how that column is read
+            between its samples as a known input (see :class:`Trial`); e.g.
+            ``{"u": "hold"}`` for an input held constant over each sample.  A name that is
+            not a signal of the file is an error.
 
         Returns
         -------
@@ -617,7 +674,7 @@ class Trial:
         trial = cls.__new__(cls)
         trial._setup(data[:, 0], {n: data[:, j] for j, n in enumerate(header) if j},
                      name, source, _Origin(source, lines), missing=missing,
-                     jump_columns=[c for c in jump_columns if c in header])
+                     jump_columns=[c for c in jump_columns if c in header], interpolation=interpolation)
         if required or optional:
             trial = trial._require(required, optional, min_rows, stacklevel=3)
         return trial
@@ -709,10 +766,11 @@ class Trial:
     @classmethod
     def from_dataframe(cls, frame: pd.DataFrame, *, time_column: str = "time",
                        name: str | None = None, missing: str = "error",
-                       jump_columns: Sequence[str] = ()) -> Trial:
+                       jump_columns: Sequence[str] = (),
+                       interpolation: Mapping[str, str] | None = None) -> Trial:
         """Build a trial from a DataFrame: ``time_column`` plus one signal per other column.
 
-        ``missing`` and ``jump_columns`` are as for :class:`Trial`.
+        ``missing``, ``jump_columns`` and ``interpolation`` are as for :class:`Trial`.
 
         Rows are taken by position (the index is ignored); messages give 1-based rows and
         the 0-based position as ``index``.
@@ -737,7 +795,8 @@ class Trial:
         arrays = {col: _numeric_column(frame[col], col, origin) for col in columns}
         time = arrays.pop(time_column)
         trial = cls.__new__(cls)
-        trial._setup(time, arrays, name, None, origin, missing=missing, jump_columns=jump_columns)
+        trial._setup(time, arrays, name, None, origin, missing=missing, jump_columns=jump_columns,
+                     interpolation=interpolation)
         return trial
 
 

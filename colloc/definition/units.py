@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 
-__all__ = ["SI_FACTORS", "to_si", "split_unit"]
+__all__ = ["SI_FACTORS", "split_unit", "to_si"]
 
 _DEG = math.pi / 180.0
 

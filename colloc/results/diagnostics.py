@@ -131,7 +131,8 @@ def diagnose(result, model: Model | None = None, *, bounds: Mapping[str, tuple[f
     if failed:
         found.append({"code": "simulation_failed", "trials": list(failed),
                       "message": "forward simulation of the identified model failed: "
-                                 + "; ".join(f"'{t}' {s.get('status')}" + (f": {s['message']}" if s.get("message") else "")
+                                 + "; ".join(f"'{t}' {s.get('status')}"
+                                             + (f": {s['message']}" if s.get("message") else "")
                                              for t, s in failed.items())})
     constant = sorted({(t, k) for t, frame in (result.measurements or {}).items() for k in frame.columns
                        if np.ptp(frame[k].to_numpy(dtype=float)[np.isfinite(frame[k].to_numpy(dtype=float))]
@@ -142,7 +143,8 @@ def diagnose(result, model: Model | None = None, *, bounds: Mapping[str, tuple[f
                                  + ", ".join(f"{k} in '{t}'" for t, k in constant)})
     v = getattr(result, "fit_verdict", None) if verdict is None else verdict
     if isinstance(v, dict) and v.get("verdict") == "poor_fit":
-        found.append({"code": "poor_fit", "message": f"poor fit: {v.get('reason', 'residuals far above the declared noise')}"})
+        reason = v.get("reason", "residuals far above the declared noise")
+        found.append({"code": "poor_fit", "message": f"poor fit: {reason}"})
     return found
 
 

@@ -322,8 +322,8 @@ def _inside(index, window) -> slice:
 
 def _draw_fit(ax, meas, traj, signal: str, window) -> None:
     """The measured dots and the identified line of ``signal`` (in ``window`` only, when given)."""
-    for frame, dots, style in ((meas, True, dict(ls="none", marker=".", ms=2.5, color="0.55")),
-                               (traj, False, dict(lw=1.2, color="C0"))):
+    for frame, dots, style in ((meas, True, {"ls": "none", "marker": ".", "ms": 2.5, "color": "0.55"}),
+                               (traj, False, {"lw": 1.2, "color": "C0"})):
         if frame is not None and signal in frame:
             part = frame[signal] if window is None else frame[signal].iloc[_inside(frame.index, window)]
             ax.plot(*_thin(part.index.to_numpy(dtype=float), part.to_numpy(dtype=float), dots=dots), **style)

@@ -61,7 +61,7 @@ def _steps(trial, horizon: float) -> tuple[int, float]:
     if not horizon > 0 or abs(steps - round(steps)) > 1e-6 * max(1.0, steps) or round(steps) < 1:
         raise OptionsError(f"predict: --horizon {horizon:g} s is not a whole number (>= 1) of the record's "
                            f"sample interval {dt[0]:g} s")
-    return int(round(steps)), float(dt[0])
+    return int(np.rint(steps)), float(dt[0])
 
 
 def predict(result, trial, *, horizon: float, window: tuple[float | None, float | None] | None = None,

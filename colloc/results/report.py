@@ -29,7 +29,7 @@ from .diagnostics import diagnose
 from .result import FIT_REJECTED, INTERVAL_Z, Estimate, Result
 from .verdict import fit_verdict
 
-__all__ = ["FIT_REJECTED", "INTERVAL_Z", "POOR_FIT_HINT", "finalize", "model_bounds", "parameter_intervals",
+__all__ = ["FIT_REJECTED", "INTERVAL_Z", "POOR_FIT_HINT", "finalize", "judge", "model_bounds", "parameter_intervals",
            "solver_converged"]
 
 #: What to try when a converged fit is poor (shown in the message and by the CLI).
@@ -163,8 +163,32 @@ def finalize(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | 
         raise TypeError(f"finalize: expected a colloc.results.result.Estimate, got {type(estimate).__name__} "
                         "(a Result is already judged)")
     bounds, physical = dict(bounds or {}), dict(physical or {})
-    success, status, message = bool(estimate.success), estimate.status, estimate.message
     solver_status = estimate.solver_status or estimate.status
+    success, status, message, judged, found = judge(
+        estimate, bounds=bounds, physical=physical, scales=scales, fit=fit, verdict=verdict,
+        verdict_residuals=verdict_residuals, verdict_note=verdict_note, warnings=warnings, derived=derived)
+    intervals, interval_scales = parameter_intervals(estimate.parameters, estimate.standard_errors, bounds, physical)
+    for w in found:  # on a bound the standard error does not describe the estimate
+        if w.get("code") == "parameter_at_bound":
+            for name in w.get("parameters", []):
+                intervals[name], interval_scales[name] = (math.nan, math.nan), "none"
+    raw = {f.name: getattr(estimate, f.name) for f in dataclasses.fields(Estimate)}
+    raw.update(success=success, status=status, message=message, solver_status=solver_status, fit_verdict=judged)
+    return Result(**raw, warnings=found, intervals=intervals, interval_scales=interval_scales,
+                  simulation_note="" if estimate.simulation else (no_simulation or "the estimator made none"))
+
+
+def judge(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | None = None,
+          physical: Mapping[str, tuple[bool, bool]] | None = None, scales: Mapping[str, float] | None = None,
+          fit: Mapping[str, float] | None = None, verdict: bool = True, verdict_residuals=None,
+          verdict_note: str | None = None, warnings: list[dict] | None = None,
+          derived: Mapping[str, str] | None = None) -> tuple[bool, str, str, dict, list[dict]]:
+    """What :func:`finalize` decides, without making a result: ``(success, status, message,
+    fit_verdict, warnings)``.  The arguments are :func:`finalize`'s; :func:`colloc.solve`
+    also asks it whether a solve from its default start is acceptable before it tries more
+    starts."""
+    bounds, physical = dict(bounds or {}), dict(physical or {})
+    success, status, message = bool(estimate.success), estimate.status, estimate.message
     residuals = estimate.residuals if verdict_residuals is None else verdict_residuals
     judged = dict(estimate.fit_verdict)
     if verdict and residuals and fit:
@@ -196,15 +220,7 @@ def finalize(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | 
                    f"{'its' if len(at) == 1 else 'their'} search range: widen the range (--bounds), "
                    "declare the bound physical (Model.parameter(physical=True)) if it is a limit of the "
                    "model, or question the model.")
-    intervals, interval_scales = parameter_intervals(estimate.parameters, estimate.standard_errors, bounds, physical)
-    for w in found:  # on a bound the standard error does not describe the estimate
-        if w.get("code") == "parameter_at_bound":
-            for name in w.get("parameters", []):
-                intervals[name], interval_scales[name] = (math.nan, math.nan), "none"
-    raw = {f.name: getattr(estimate, f.name) for f in dataclasses.fields(Estimate)}
-    raw.update(success=success, status=status, message=message, solver_status=solver_status, fit_verdict=judged)
-    return Result(**raw, warnings=found, intervals=intervals, interval_scales=interval_scales,
-                  simulation_note="" if estimate.simulation else (no_simulation or "the estimator made none"))
+    return success, status, message, judged, found
 
 
 def _on_search_bounds(parameters: Mapping[str, float], found: list[dict], bounds: Mapping[str, tuple[float, float]],

@@ -20,7 +20,7 @@ from ..base.files import dumps_compact_arrays, json_safe, write_atomic
 if TYPE_CHECKING:  # imported where a table is made: 0.15-0.2 s, beside the solve (base/prefetch.py)
     import pandas as pd
 
-__all__ = ["Estimate", "FIT_REJECTED", "INTERVAL_Z", "Result"]
+__all__ = ["FIT_REJECTED", "INTERVAL_Z", "Estimate", "Result"]
 
 #: Standard normal quantile of a two-sided 95 % interval.
 INTERVAL_Z = 1.959963984540054
@@ -291,7 +291,8 @@ class Result:
         logs = [n for n, k in self.interval_scales.items() if k in ("log", "-log", "logit")]
         if logs:
             lines.append(f"95 % intervals of {', '.join(logs)} on the "
-                         + ("log scale (parameters of one sign)" if all(self.interval_scales[n] != "logit" for n in logs)
+                         + ("log scale (parameters of one sign)"
+                            if all(self.interval_scales[n] != "logit" for n in logs)
                             else "log or logit scale (inside their physical bounds)"))
         return "\n".join(lines)
 
@@ -300,20 +301,23 @@ class Result:
         then how the model was evaluated (``info["compiled"]``, e.g. ``model compiled (cache hit)``)."""
         t = self.timings
         parts = [(k, t.get(f"{k}_s")) for k in ("start", "build", "solve", "covariance", "simulation")]
-        shown = " · ".join(f"{k} {v:.2f} s" for k, v in parts if v is not None and np.isfinite(v) and (v >= 0.005 or k in ("build", "solve")))
+        shown = " · ".join(f"{k} {v:.2f} s" for k, v in parts
+                           if v is not None and np.isfinite(v) and (v >= 0.005 or k in ("build", "solve")))
         total = t.get("total_s", float("nan"))
         how = self.info.get("compiled")
-        return f"nodes {self.num_nodes} · {shown} · total {total:.2f} s" + (f" · model {how}" if isinstance(how, str) else "")
+        model = f" · model {how}" if isinstance(how, str) else ""
+        return f"nodes {self.num_nodes} · {shown} · total {total:.2f} s{model}"
 
     def summary(self, truth: dict[str, float] | None = None) -> str:
         """A human-readable report: status, timings, parameter table, simulation check."""
-        ending = self.status if self.solver_status in ("", self.status) else f"{self.status}; solver: {self.solver_status}"
+        ending = (self.status if self.solver_status in ("", self.status)
+                  else f"{self.status}; solver: {self.solver_status}")
         model = "".join(f" · {label} {self.info[key]}" for key, label in (("controller", "controller"),
                                                                           ("noise_model", "noise model"))
                         if isinstance(self.info.get(key), str))
         lines = [
-            f"{self.problem} · {self.method}{model} · {'success' if self.success else 'FAILED'} "
-            f"({ending}) · {self.iterations} iterations · objective {self.objective:.6g}",
+            (f"{self.problem} · {self.method}{model} · {'success' if self.success else 'FAILED'} "
+            f"({ending}) · {self.iterations} iterations · objective {self.objective:.6g}"),
             self.timing_line(),
             "",
             self.format_table(truth),
@@ -331,7 +335,8 @@ class Result:
             for trial, sim in self.simulation.items():
                 nrmse = ", ".join(f"{k} {v:.3%}" if v is not None and np.isfinite(v) else f"{k} n/a (constant)"
                                   for k, v in sim.get("nrmse", {}).items())
-                lines.append(f"forward simulation of '{trial}': {sim['status']}" + (f" · NRMSE {nrmse}" if nrmse else f" · {sim['message']}"))
+                detail = f" · NRMSE {nrmse}" if nrmse else f" · {sim['message']}"
+                lines.append(f"forward simulation of '{trial}': {sim['status']}{detail}")
         elif self.simulation_note:
             lines += ["", f"forward simulation: none ({self.simulation_note})"]
         estimate = self.info.get("initial_estimate")
@@ -411,7 +416,7 @@ class Result:
         return text
 
     @classmethod
-    def from_json(cls, source: str | os.PathLike) -> "Result":
+    def from_json(cls, source: str | os.PathLike) -> Result:
         """Read a result document from a path or a JSON string."""
         text = str(source)
         if not text.lstrip().startswith("{"):

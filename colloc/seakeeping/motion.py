@@ -144,7 +144,8 @@ class MotionRAO:
     with radians and not with degrees: at the longest wave (ω = 0.105 rad/s), taken modulo
     2π, heave is ±π at every heading (the file's 9.425 at 0° is 3π: in z-down axes the hull
     rises with the crest, amplitude 1.00 m/m); at 0° (following) surge and pitch are −π/2
-    (10.997 = 3.5π) and at 180° (head seas) +π/2, the phase of a water particle's displacement and of the wave slope, with pitch
+    (10.997 = 3.5π) and at 180° (head seas) +π/2, the phase of a water particle's displacement
+    and of the wave slope, with pitch
     amplitude 0.0011 rad/m = ω²/g; at 90° sway is −π/2 and roll +π/2 (the −48.7 in the
     file is −15.5π); and no step between neighbouring frequencies exceeds π (unwrapped
     radians), while whole-2π offsets appear between headings.  In degrees none of these

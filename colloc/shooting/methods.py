@@ -32,11 +32,11 @@ from ..definition.problem import Problem
 from ..results.result import Estimate
 from ..simulation.integrators import Cvodes, RungeKutta, interval_data_size
 from ..solving.ipopt import IterationInfo
-from ..transcription.interpolation import InputReader, keys_kernel
+from ..transcription.interpolation import InputReader, held_inputs, keys_kernel
 from ..transcription.methods import AbstractMethod
 from .optimizers import LBFGS, Outcome, ReducedIpopt, SteepestDescent
 
-__all__ = ["Adjoint", "Forward", "SingleShooting", "MultipleShooting"]
+__all__ = ["Adjoint", "Forward", "MultipleShooting", "SingleShooting"]
 
 
 @dataclass(frozen=True)
@@ -192,7 +192,9 @@ class _Shooting:
             h = ca.DM(np.diff(trial.time)[None, :])
             held = model.held_inputs()
             R1 = ca.vertcat(*[R[j, :-1] if held[j] else R[j, 1:] for j in range(q)]) if q else R[:, 1:]
-            cols = ca.vertcat(ca.repmat(p, 1, N - 1), U[:, :-1], U[:, 1:], R[:, :-1], R1, t[:, :-1], h)
+            held_u = held_inputs(trial, known)  # zero-order hold: the interval's start value throughout
+            U1 = ca.vertcat(*[U[j, :-1] if held_u[j] else U[j, 1:] for j in range(len(known))]) if known else U[:, 1:]
+            cols = ca.vertcat(ca.repmat(p, 1, N - 1), U[:, :-1], U1, R[:, :-1], R1, t[:, :-1], h)
             # segment k covers nodes bounds[k]..bounds[k+1]: its start state is unknown, the
             # rest is simulated; the simulated end must meet the next segment's start
             pieces = []

@@ -18,7 +18,7 @@ from scipy.optimize import minimize
 from ..base.callbacks import IterationCallback
 from ..base.errors import OptionsError
 
-__all__ = ["Outcome", "SteepestDescent", "LBFGS", "ReducedIpopt"]
+__all__ = ["LBFGS", "Outcome", "ReducedIpopt", "SteepestDescent"]
 
 FunGrad = Callable[[np.ndarray], tuple[float, np.ndarray]]
 
@@ -45,7 +45,7 @@ class _History(list):
         super().__init__()
         self.callback = callback
 
-    def append(self, item) -> None:  # noqa: D102 - list API
+    def append(self, item) -> None:
         super().append(item)
         if self.callback is not None:
             self.callback(*item)

@@ -46,15 +46,15 @@ __all__ = ["cumulative_integral", "derivative", "ellipse_area", "lowpass", "mean
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .diffusion import sdf as sdf
-    from .filters import cumulative_integral as cumulative_integral
-    from .filters import derivative as derivative
-    from .filters import lowpass as lowpass
-    from .posturography import ellipse_area as ellipse_area
-    from .posturography import mean_frequency as mean_frequency
-    from .posturography import mean_power_frequency as mean_power_frequency
-    from .posturography import mean_speed as mean_speed
-    from .posturography import path_length as path_length
-    from .posturography import sway_metrics as sway_metrics
+    from .filters import cumulative_integral as cumulative_integral, derivative as derivative, lowpass as lowpass
+    from .posturography import (
+        ellipse_area as ellipse_area,
+        mean_frequency as mean_frequency,
+        mean_power_frequency as mean_power_frequency,
+        mean_speed as mean_speed,
+        path_length as path_length,
+        sway_metrics as sway_metrics,
+    )
 
 
 def __getattr__(name: str):

@@ -4,7 +4,8 @@ else an adaptive integrator (CVODES through CasADi).
 Used to check every identified model against the data (an optimum of the collocation NLP
 is only as good as the trajectory the model really produces) and by the data generators.
 Inputs (known and free) are linear between the given times, exactly as the collocation
-grid treats them.
+grid treats them, or held at the interval's start value where declared (free inputs with
+``hold=True``, known inputs in ``held_known_inputs``): one integration per interval either way.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def simulate(
     rtol: float = 1e-9,
     atol: float = 1e-9,
     divergence_bound: float = 1e6,
+    held_known_inputs=None,
 ) -> Simulation:
     """Integrate the model from ``x0`` over ``time``: fixed-step RK4 checked by step doubling,
     else CVODES (adaptive step, order).
@@ -92,6 +94,10 @@ def simulate(
         the state reached (both rows get that state).  Delay models do not take jumps.
     known_inputs, free_inputs : array, shape (num_times, s) / (num_times, q), optional
         Input values at ``time`` (zero-width when the model has none).
+    held_known_inputs : array of bool, shape (s,), optional
+        The known inputs held constant over each interval at the value of its start time
+        (zero-order hold, a sampled input); the others are linear between the times.  Each
+        interval is still one integration (no restart at every step of the input).
     rtol, atol : float
         CVODES tolerances.
     divergence_bound : float
@@ -122,6 +128,9 @@ def simulate(
         raise ModelError(f"simulate: x0 has {x0.size} elements, the model has {n} states")
     U = np.zeros((N, s)) if known_inputs is None else np.asarray(known_inputs, dtype=float).reshape(N, s)
     R = np.zeros((N, q)) if free_inputs is None else np.asarray(free_inputs, dtype=float).reshape(N, q)
+    hold = np.zeros(s, dtype=bool) if held_known_inputs is None else np.asarray(held_known_inputs, dtype=bool).ravel()
+    if hold.size != s:
+        raise ModelError(f"simulate: held_known_inputs has {hold.size} elements, the model has {s} known inputs")
 
     nan_states = np.full((N, n), np.nan)
     try:
@@ -135,15 +144,16 @@ def simulate(
         if model.delays:
             return Simulation(False, "not_available", "the delay simulator does not take input jumps "
                               f"(a repeated time at t = {time[repeats[0]]:.6g} s)", time, nan_states)
-        return _simulate_pieces(model, x0, pvec, time, U, R, repeats, rtol, atol, divergence_bound)
+        return _simulate_pieces(model, x0, pvec, time, U, R, repeats, rtol, atol, divergence_bound, hold)
     if model.delays:
-        return _simulate_delayed(model, rhs, x0, pvec, time, U, R, divergence_bound)
+        return _simulate_delayed(model, rhs, x0, pvec, time, U, R, divergence_bound, hold)
 
     # one interval in normalised time τ ∈ [0, 1]: inputs linear between the end values
     # (held inputs constant at the start value)
     cols = np.vstack([
         np.repeat(pvec[:, None], N - 1, axis=1),
-        U[:-1].T, U[1:].T, R[:-1].T, np.where(model.held_inputs()[:, None], R[:-1].T, R[1:].T),
+        U[:-1].T, np.where(hold[:, None], U[:-1].T, U[1:].T),
+        R[:-1].T, np.where(model.held_inputs()[:, None], R[:-1].T, R[1:].T),
         time[None, :-1], np.diff(time)[None, :],
     ])
     if N > 1 and not model.compiled:  # compiled models: CVODES with their compiled Jacobian
@@ -187,6 +197,17 @@ def simulate(
 
 #: Step-doubling ladder of the fixed-step path: RK4 with 1, 2, 4, 8 steps per interval.
 _RK4_LADDER = (1, 2, 4, 8)
+#: Beyond the ladder, the compiled loop may take up to this many RK4 steps an interval when the
+#: ladder's h⁴ trend predicts that it meets the tolerance there ...
+_RK4_MAX_STEPS = 512
+#: ... and when the right-hand side's instructions times those steps stay below this: about the
+#: cost of CVODES restarted on each interval (its start-up, at order 1 and a small step, is
+#: most of an interval's time; ~0.5 ms an interval on the 2-state Duffing oscillator of
+#: ``benchmarks/duffing_sysid.py``, where 384 compiled RK4 steps an interval took ~0.1 ms).
+_RK4_EXTENSION_BUDGET = 20_000
+#: ... on records of at least this many intervals unless the loop is compiled already (the first
+#: compile of a model's loop takes ~0.3 s, what CVODES takes for ~600 intervals).
+_RK4_EXTENSION_MIN_INTERVALS = 1000
 
 
 def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bound):
@@ -197,10 +218,17 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
     and the run is long enough, else one CasADi ``mapaccum`` each; the two agree to rounding); RK4's global error is
     ``O(h⁴)``, so ``|x₂ₘ − xₘ| / 15`` estimates the error of ``x₂ₘ`` at every output time.
     It is accepted where that is at most ``rtol·|x| + atol`` for every state and time, a
-    stricter test than CVODES' local error control.  ``None`` (the caller integrates with
-    CVODES) when the estimate stays too large up to 8 steps per interval, stops shrinking like
-    ``h⁴`` (stiff or non-smooth dynamics), or the state leaves the finite range (CVODES then
-    locates the divergence).
+    stricter test than CVODES' local error control.  When the estimate at 8 steps is still too
+    large but has shrunk like ``h⁴`` along the ladder, the step count that meets the tolerance
+    is predicted from that trend (with a factor 2 of margin), rounded up to a power of two ``M``,
+    and, if ``M ≤`` :data:`_RK4_MAX_STEPS`, the right-hand side is cheap enough
+    (:data:`_RK4_EXTENSION_BUDGET`), the record long enough (:data:`_RK4_EXTENSION_MIN_INTERVALS`)
+    and the loop runs compiled, ``M/2`` and ``M`` are compared
+    the same way: lightly damped oscillations sampled a few times a period (a sampled record
+    with its input held over each sample) need a hundred steps or more, which compiled RK4 does
+    faster than CVODES restarted on every interval.  ``None`` (the caller integrates with
+    CVODES) when the estimate stays too large, stops shrinking like ``h⁴`` (stiff or non-smooth
+    dynamics), or the state leaves the finite range (CVODES then locates the divergence).
     """
     N = cols.shape[1] + 1
     prev, prev_est = None, np.inf
@@ -223,6 +251,22 @@ def _checked_rk4(rhs: ca.Function, x0, cols, n, num_params, s, q, rtol, atol, bo
                     return None
                 prev_est = est
             prev = X
+        # the error shrinks like m⁻⁴: predict the steps that meet the tolerance (margin 2)
+        m = _RK4_LADDER[-1]
+        need = m * (2.0 * prev_est) ** 0.25
+        steps_hi = 1 << int(np.ceil(np.log2(max(need, 2.0 * m))))
+        if steps_hi > _RK4_MAX_STEPS or rhs.n_instructions() * steps_hi > _RK4_EXTENSION_BUDGET:
+            return None
+        if fast is None and N - 1 < _RK4_EXTENSION_MIN_INTERVALS:
+            return None
+        fast = fast or compiled_rk4(rhs, n, num_params, s, q, (N - 1) * steps_hi)  # worth compiling now
+        if fast is None:
+            return None
+        lo, hi = (np.vstack([x0, fast(x0, cols, k).T]) for k in (steps_hi // 2, steps_hi))
+        if not np.all(np.isfinite(hi)) or np.abs(hi).max() > bound:
+            return None
+        if float((np.abs(hi - lo) / 15.0 / (rtol * np.abs(hi) + atol)).max()) <= 1.0:
+            return hi, steps_hi
     return None
 
 
@@ -259,7 +303,7 @@ def solved_rhs(model: Model) -> ca.Function:
     return compiled(rhs, jacobian=jac)
 
 
-def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bound) -> Simulation:
+def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bound, hold) -> Simulation:
     """Integrate piece by piece between the repeated times (input jumps), chaining the state."""
     N, n = time.size, x0.size
     states = np.full((N, n), np.nan)
@@ -271,7 +315,7 @@ def _simulate_pieces(model: Model, x0, pvec, time, U, R, repeats, rtol, atol, bo
             states[a] = xk
             continue
         piece = simulate(model, xk, pvec, time[a:b], known_inputs=U[a:b], free_inputs=R[a:b],
-                         rtol=rtol, atol=atol, divergence_bound=bound)
+                         rtol=rtol, atol=atol, divergence_bound=bound, held_known_inputs=hold)
         states[a:b] = piece.states
         if not piece.success:
             status, message = piece.status, piece.message
@@ -291,8 +335,9 @@ def _finish(model: Model, status, message, time, states, R, U, pvec) -> Simulati
     return Simulation(ok, status, message, time, states, signals)
 
 
-def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, bound) -> Simulation:
-    """Method of steps (fixed-step RK4, Hermite-interpolated past) for a delayed model."""
+def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, bound, hold) -> Simulation:
+    """Method of steps (fixed-step RK4, Hermite-interpolated past) for a delayed model; a held
+    known input takes the value of the output interval its step lies in."""
     N, n = time.size, x0.size
     steps = np.diff(time)
     taus = []
@@ -316,8 +361,13 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
     F = np.full((M, n), np.nan)
     X[0] = x0
 
-    def inputs(t):
-        u = np.array([np.interp(t, time, U[:, j]) for j in range(U.shape[1])])
+    def held_at(t_mid):
+        """The interval of each step (by its midpoint ``t_mid``), for the held inputs."""
+        return np.clip(np.searchsorted(time, t_mid, side="right") - 1, 0, max(N - 2, 0))
+
+    def inputs(t, m):
+        k_out = held_at(0.5 * (tt[m] + tt[min(m + 1, M - 1)]))
+        u = np.array([U[k_out, j] if hold[j] else np.interp(t, time, U[:, j]) for j in range(U.shape[1])])
         if R.shape[1]:
             k = int(np.clip(np.searchsorted(time, t, side="right") - 1, 0, N - 2))
             r = np.array([R[k, j] if held[j] else np.interp(t, time, R[:, j]) for j in range(R.shape[1])])
@@ -339,7 +389,7 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
                 + (-2 * t3 + 3 * t2) * X[i + 1] + (t3 - t2) * w * F[i + 1])
 
     def g(t, x, m):
-        u, r = inputs(t)
+        u, r = inputs(t, m)
         xd = [past(t - tau, m)[idx] for tau, idx in taus]
         uext = np.concatenate([u, *xd]) if xd else u
         return np.array(f(x, r, uext, pvec, t)).ravel()
@@ -363,9 +413,10 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
             out.append(v[:, idx])
         return out
 
-    def inputs_at(S: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        Uv = np.stack([np.interp(S, time, U[:, j]) for j in range(U.shape[1])], axis=1) if U.shape[1] \
-            else np.zeros((S.size, 0))
+    def inputs_at(S: np.ndarray, S_mid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        k_out = held_at(S_mid)
+        Uv = np.stack([U[k_out, j] if hold[j] else np.interp(S, time, U[:, j]) for j in range(U.shape[1])],
+                      axis=1) if U.shape[1] else np.zeros((S.size, 0))
         if R.shape[1]:
             k = np.clip(np.searchsorted(time, S, side="right") - 1, 0, N - 2)
             Rv = np.stack([R[k, j] if held[j] else np.interp(S, time, R[:, j]) for j in range(R.shape[1])], axis=1)
@@ -383,7 +434,7 @@ def _simulate_delayed(model: Model, rhs: ca.Function, x0, pvec, time, U, R, boun
                 F[m] = g(tt[m], X[m], m)
                 t0, hs = tt[m:m + L], np.diff(tt[m:m + L + 1])
                 S = np.concatenate([t0, t0 + hs / 2, t0 + hs])
-                Uv, Rv = inputs_at(S)
+                Uv, Rv = inputs_at(S, np.tile(t0 + hs / 2, 3))
                 xds = delayed_at(S)
                 Xc, K1 = chunk(X[m], t0, hs, Uv, Rv, xds, L)
                 bad = ~np.all(np.isfinite(Xc), axis=1) | (np.abs(np.nan_to_num(Xc, nan=np.inf)) > bound).any(axis=1)

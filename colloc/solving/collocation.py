@@ -23,7 +23,7 @@ from ..inference.covariance import Covariance, parameter_covariance
 from ..results.result import Estimate
 from ..simulation.ode import simulate
 from ..transcription.collocation import Layout, transcribe
-from ..transcription.interpolation import InputReader
+from ..transcription.interpolation import InputReader, held_inputs
 from ..transcription.methods import AbstractTranscription
 from ..transcription.nlp import NLP
 from .ipopt import Ipopt, IterationInfo, progress_callback
@@ -188,8 +188,9 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
         residuals[trial.name] = pd.DataFrame(R, columns=fitted, index=idx)
         measurements[trial.name] = pd.DataFrame({s: trial[s] for s in fitted}, index=idx)
         if solver.simulate:
-            # at the mesh points, inputs linear between; a jump is a repeated mesh point whose
-            # rows hold the inputs before and after it, so the integration restarts there
+            # at the mesh points, inputs linear between (held ones constant: one integration per
+            # interval); a jump is a repeated mesh point whose rows hold the inputs before and
+            # after it, so the integration restarts there
             mesh = np.arange(0, tn.size, layout.stride)
             t_sim, U_sim, R_sim = tn[mesh], U[:, mesh], R_free[:, mesh]
             jumps = problem.jump_times(i)
@@ -203,7 +204,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
             if checks is None:  # one worker beside this thread (the compiled integrator releases the GIL)
                 checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="colloc-simulation")
             simulation[trial.name] = checks.submit(_simulation_check, model, trial, fitted, Z[:n, 0], params,
-                                                   t_sim, U_sim, R_sim)
+                                                   t_sim, U_sim, R_sim, held_inputs(trial, known))
 
     se = cov = None
     info: dict[str, Any] = {"hessian": solver.hessian, "num_variables": layout.size,
@@ -224,6 +225,9 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
     units = {name: model.unit_of(name) for name in signal_names + pnames}
     if eiv:
         info["input_noise"] = dict(problem.input_noise)
+    if known:  # how each known input was read between samples, per trial
+        info["input_interpolation"] = {t.name: problem.input_interpolation(i, method.input_interpolation)
+                                       for i, t in enumerate(problem.trials)}
     return Estimate(
         problem=problem.name,
         method=method.name,
@@ -270,20 +274,22 @@ def _standard_errors(problem: Problem, layout: Layout, nlp: NLP, x, res_all, fit
     return c
 
 
-def _simulation_check(model, trial, fitted, x0, params, t_sim, U_sim, R_sim) -> tuple[dict, float]:
+def _simulation_check(model, trial, fitted, x0, params, t_sim, U_sim, R_sim, held=None) -> tuple[dict, float]:
     """The forward simulation of one trial from the estimated initial state, and the NRMSE of
-    each fitted signal against its measured samples; with the time it took."""
+    each fitted signal against its measured samples; with the time it took.  ``held``: the
+    known inputs held over each interval (zero-order hold)."""
     t0 = _time.perf_counter()
-    sim = simulate(model, x0, params, t_sim, known_inputs=U_sim.T, free_inputs=R_sim.T)
+    sim = simulate(model, x0, params, t_sim, known_inputs=U_sim.T, free_inputs=R_sim.T, held_known_inputs=held)
     elapsed = _time.perf_counter() - t0
-    entry = {"status": sim.status, "message": sim.message, "nrmse": {}}
+    nrmse: dict[str, float] = {}
+    entry = {"status": sim.status, "message": sim.message, "nrmse": nrmse}
     if sim.success:
         for s in (s for s in fitted if s in sim.signals):
             m = trial.present(s)  # measured values only
             ys = np.interp(trial.time[m], t_sim, sim.signals[s])
             span = np.ptp(trial[s][m])
             rms = float(np.sqrt(np.mean((ys - trial[s][m]) ** 2)))
-            entry["nrmse"][s] = float(rms / span) if span > 0 else float("nan")
+            nrmse[s] = float(rms / span) if span > 0 else float("nan")
     return entry, elapsed
 
 

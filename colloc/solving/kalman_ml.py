@@ -213,7 +213,8 @@ class KalmanML(AbstractMethod):
                 "newton_decrement": fit.newton_decrement, "fisher_condition": fit.fisher_condition,
                 "active_bounds": list(fit.active_bounds), "innovations_whiteness": whiteness,
                 "innovations_std": float(np.nanstd(z)), "missing_samples": int(np.size(y) - measured.sum()),
-                "sample_step_s": dt, "starts": len(points), "other_optima": others, "standard_errors": "inverse observed Fisher information of the parameters "
+                "sample_step_s": dt, "starts": len(points), "other_optima": others,
+                "standard_errors": "inverse observed Fisher information of the parameters "
                 "off their bounds; assumes white Gaussian innovations"}
         if problem.extra_info:
             info.update(problem.extra_info(params))

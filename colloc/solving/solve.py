@@ -10,6 +10,7 @@ import numbers
 import sys
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -18,22 +19,47 @@ from ..base.errors import OptionsError, SolveFailed
 from ..definition.hybrid_problem import HybridProblem
 from ..definition.problem import Problem
 from ..definition.stochastic import StochasticProblem
-from ..results.report import POOR_FIT_HINT, finalize, model_bounds
+from ..results.report import POOR_FIT_HINT, finalize, judge, model_bounds
 from ..results.result import Estimate, Result
-from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint, Radau, default_method
+from ..transcription.methods import (
+    AbstractMethod,
+    AbstractTranscription,
+    Midpoint,
+    Radau,
+    default_method,
+)
 from .collocation import solve_collocation
 from .ipopt import Ipopt, IterationInfo
 from .start import InitialEstimate, equation_error, residual_is_linear
 from .starts import solve_starts
 
+if TYPE_CHECKING:
+    from .kalman_ml import KalmanML
+
+
+@runtime_checkable
+class OwnSolve(Protocol):
+    """What a method that is not a transcription provides: its own ``solve``, which
+    :func:`colloc.solve` calls once per start and whose :class:`colloc.Estimate` goes through
+    the same verdict and report as a transcription's."""
+
+    name: str
+
+    def solve(self, problem: Any, *, solver: Any, guess: Any, progress: Any = None) -> Estimate: ...
+
 __all__ = ["POOR_FIT_HINT", "START_CHOICES", "solve"]
 
 #: Values of ``solve(start=...)``.
 START_CHOICES = ("equation-error", "guess")
+#: When the residual is nonlinear in the parameters and the solve from the default start
+#: (the equation-error estimate) is not acceptable — no convergence, a poor fit, or an
+#: estimate on a search bound — ``solve`` tries this many starts (that estimate and seeded
+#: points of the search box) and keeps the best, saying so in ``info["initial_estimate"]``.
+AUTO_STARTS = 8
 
 
 def solve(
-    problem: Problem,
+    problem: Problem | HybridProblem | StochasticProblem,
     method: AbstractMethod | None = None,
     *,
     solver: Ipopt | None = None,
@@ -69,11 +95,16 @@ def solve(
         not succeed; with ``False`` the failed result is returned.
     start : {"equation-error", "guess"}, optional
         Where the parameters start.  ``"equation-error"`` (the default for collocation
-        without a ``guess`` when the residual is linear in the parameters): a global first
-        estimate from the data alone, the model's
+        without a ``guess``): a first estimate from the data alone, the model's
         residual fitted to the smoothed measurements and their derivatives
-        (:func:`colloc.solving.start.equation_error`); it falls back to the guesses, and
-        says so in ``result.info["initial_estimate"]``, when it cannot be trusted.
+        (:func:`colloc.solving.start.equation_error`; linear least squares when the residual
+        is linear in the parameters, else a bounded NLP from the lowest of several points of
+        the search box); it falls back to the guesses, and says so in
+        ``result.info["initial_estimate"]``, when it cannot be trusted.  By default, when the
+        residual is nonlinear in the parameters and the solve from that estimate is not
+        acceptable (no convergence, a poor fit, an estimate on a search bound),
+        :data:`AUTO_STARTS` starts follow and the best is kept
+        (``info["initial_estimate"]["auto_starts"]``).
         ``"guess"`` (the default for the shooting baselines or with ``guess``): the
         declared guesses overridden by ``guess``.  ``result.initial_parameters`` reports it.
     starts : int
@@ -119,6 +150,11 @@ def solve(
             f"solve(method={method!r}): expected a method object such as colloc.Midpoint(); "
             "strings are accepted only on the command line"
         )
+    if not isinstance(method, AbstractTranscription | OwnSolve):
+        raise OptionsError(
+            f"solve(method={type(method).__name__}()): a method that is not a transcription must provide "
+            "solve(problem, *, solver, guess, progress) returning a colloc.Estimate"
+        )
     solver = Ipopt() if solver is None else solver
     if not isinstance(solver, Ipopt):
         raise OptionsError(f"solve(solver=...): expected colloc.Ipopt, got {type(solver).__name__}")
@@ -135,24 +171,33 @@ def solve(
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise OptionsError(f"solve(seed={seed!r}): expected an integer >= 0")
     check_client(client, "solve")
+    # the default start: the equation-error estimate (a bounded NLP in the parameters from the
+    # lowest of several points of the search box when the residual is nonlinear in them); when
+    # the residual is nonlinear the solve it starts is checked, and several starts follow if it
+    # is not acceptable
+    fallback = False
     if start is None:
         if not isinstance(method, AbstractTranscription) or guess is not None:
             start = "guess"
-        elif not residual_is_linear(problem):
-            # the NLP estimate on smoothed data can be biased into another basin (a delay τ
-            # was off by 40 ms on the two-link-delay records): ask for it explicitly
-            estimate = InitialEstimate(_declared_start(problem, guess), "guess", False,
-                                       "the declared guesses: the residual is nonlinear in the parameters, "
-                                       "so the equation-error estimate is used only with start='equation-error'")
         else:
             start = "equation-error"
+            fallback = starts == 1 and not residual_is_linear(problem)
     t_start = time.perf_counter()
-    if start is not None:
-        estimate = _initial_estimate(problem, method, start, guess)
+    estimate = _initial_estimate(problem, method, start, guess)
     start_s = time.perf_counter() - t_start
     first = estimate.parameters
+    auto_starts = None
     if starts == 1:
         result = _solve_from(problem, method, solver, first, progress)
+        why = _not_acceptable(result, problem, verdict) if fallback else None
+        if why is not None:
+            again, _ = solve_starts(problem, method, solver, _solve_from, first, AUTO_STARTS, seed=seed,
+                                    client=client)
+            auto_starts = {"count": AUTO_STARTS, "why": why,
+                           "kept": "several starts" if again is not None and again.objective < result.objective
+                           else "the first solve (no start did better)"}
+            if again is not None and again.objective < result.objective:
+                result = again
     else:
         if progress is not None:
             raise OptionsError("solve(progress=...): progress reports are for one start; with starts > 1 "
@@ -163,6 +208,11 @@ def solve(
             errors = "; ".join(f"start {r['start']}: {r['error']}" for r in runs[:3])
             raise SolveFailed(f"{method.name} on '{problem.name}': all {starts} starts raised ({errors})", None)
     result.info["initial_estimate"] = estimate.to_info()
+    if auto_starts is not None:
+        result.info["initial_estimate"]["auto_starts"] = auto_starts
+        result.info["initial_estimate"]["message"] += (
+            f"; the solve from it was not acceptable ({auto_starts['why']}), so {AUTO_STARTS} starts were "
+            f"tried; kept: {auto_starts['kept']}")
     result.solver_status = result.status
     if not isinstance(method, AbstractTranscription):
         no_simulation = f"{method.name} fits a simulation of each trial: its trajectories are the integrator's"
@@ -204,7 +254,17 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
     return result
 
 
-def _kalman_ml() -> type:
+def _not_acceptable(estimate: Estimate, problem: Problem, verdict: bool) -> str | None:
+    """Why the solve from the default start is not acceptable (the judgement :func:`finalize`
+    will make), or None."""
+    success, status, message, _, _ = judge(estimate, **model_bounds(problem.model), fit=problem.fit,
+                                           verdict=verdict)
+    if success:
+        return None
+    return status
+
+
+def _kalman_ml() -> type[KalmanML]:
     """:class:`colloc.KalmanML`, imported when a stochastic problem or the method is met (its
     signal tools stay off the collocation path's start-up)."""
     from .kalman_ml import KalmanML
@@ -238,6 +298,7 @@ def _solve_from(problem: Problem, method: AbstractMethod, solver: Ipopt, guess: 
     if isinstance(method, AbstractTranscription):
         result = solve_collocation(problem, method, solver=solver, guess=guess, progress=progress)
     else:
+        assert isinstance(method, OwnSolve)  # checked by solve()
         result = method.solve(problem, solver=solver, guess=guess, progress=progress)
     result.initial_parameters = {k: float(v) for k, v in guess.items()}
     return result

@@ -3,8 +3,8 @@
 Start 0 is the single-start default (the equation-error estimate or the guesses); the others
 are a scrambled Latin hypercube (``scipy.stats.qmc``, fixed seed) inside the parameters'
 bounds, log-spaced for positive parameters.  The solves are tasks on a Dask client, or on a
-local process pool when none is given (:mod:`colloc.base.engine`).  The distinct local minima the starts reached are clustered by
-objective and parameters and listed in the result.
+local process pool when none is given (:mod:`colloc.base.engine`).  The distinct local minima
+the starts reached are clustered by objective and parameters and listed in the result.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from ..definition.problem import Problem
 from ..results.result import Estimate
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint
 
-__all__ = ["start_box", "start_points", "cluster_minima", "solve_starts"]
+__all__ = ["cluster_minima", "solve_starts", "start_box", "start_points"]
 
 #: Relative tolerance for two starts to have reached the same local minimum.
 MINIMUM_RTOL = 1e-3
@@ -53,8 +53,8 @@ def start_points(problem: Problem, count: int, *, seed: int = 0) -> list[dict[st
     from scipy.stats import qmc  # on demand: scipy.stats takes ~0.4 s to import
 
     u = qmc.LatinHypercube(len(names), rng=np.random.default_rng(seed)).random(count)
-    values = np.where(log, np.exp(np.log(np.where(log, lo, 1.0)) + u * np.log(np.where(log, hi / np.where(log, lo, 1.0), 1.0))),
-                      lo + u * (hi - lo))
+    lo_log = np.where(log, lo, 1.0)
+    values = np.where(log, np.exp(np.log(lo_log) + u * np.log(np.where(log, hi / lo_log, 1.0))), lo + u * (hi - lo))
     return [dict(zip(names, row.tolist())) for row in values]
 
 
@@ -112,7 +112,7 @@ def _run_start(blob: bytes, index: int, guess: Mapping[str, float]) -> dict[str,
         problem, method, solver, runner = unpack(blob)
         result = runner(problem, method, solver, dict(guess))
         return {"start": index, "result": result, "error": None}
-    except Exception as exc:  # a failed start is counted, not fatal
+    except Exception as exc:  # noqa: BLE001 - a failed start is counted, not fatal
         return {"start": index, "result": None, "error": f"{type(exc).__name__}: {exc}"}
 
 
@@ -183,6 +183,7 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
             polish_runs: list[dict] = []
             todo = [m for m in clusters if m is not zero_cluster] if cheap else []
             if todo:
+                assert polish_blob is not None  # packed whenever clusters are polished (cheap)
                 polish_runs = tasks.run(polish_blob, [(m["start_indices"][0], m["parameters"]) for m in todo])
                 for run, m in zip(polish_runs, todo):
                     run["members"] = m["start_indices"]
@@ -252,7 +253,7 @@ class _Tasks:
         for (i, _), f in zip(jobs, futures):
             try:
                 out.append(f.result())
-            except Exception as exc:  # a worker process that died (BrokenProcessPool)
+            except Exception as exc:  # noqa: BLE001 - a worker process that died (BrokenProcessPool)
                 out.append({"start": i, "result": None, "error": f"{type(exc).__name__}: {exc}"})
         return sorted(out, key=lambda r: r["start"])
 
@@ -270,5 +271,5 @@ def _run_local(problem: Problem, method, solver, runner, guess: Mapping[str, flo
     """Start 0 (or the polish of the winner) in this process; never raises."""
     try:
         return {"start": 0, "result": runner(problem, method, solver, dict(guess)), "error": None}
-    except Exception as exc:  # counted like a failed worker start
+    except Exception as exc:  # noqa: BLE001 - counted like a failed worker start
         return {"start": 0, "result": None, "error": f"{type(exc).__name__}: {exc}"}

@@ -4,7 +4,8 @@ A manifest is a CSV with the columns ``fit_id, problem, data`` (one row per tria
 with the same ``fit_id`` are trials that share the parameters) and optionally ``method`` and
 ``group``, and the options of ``colloc identify`` that differ between subjects and labs:
 ``height`` and ``mass`` (the subject's body, m and kg), ``column`` and ``unit`` (``cop=COPx``,
-several joined by ``;``), ``controller``, ``noise`` (as ``--noise``) and ``missing`` (``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
+several joined by ``;``), ``controller``, ``noise`` (as ``--noise``) and ``missing``
+(``allow``).  Each fit is one Dask task that runs :func:`colloc.studies.identify.identify_files`,
 the same code path as ``colloc identify``, on a single-threaded worker.  As fits finish, the
 result document of each is written to ``OUT/fits/<fit_id>.json`` and the table
 ``OUT/results.csv`` (``fit_id, problem, success, status, iterations, objective, total_s``, then
@@ -32,8 +33,7 @@ from ..base.engine import local_client, single_threaded
 from ..base.errors import DataError, ExtraColumnsWarning, OptionsError
 from ..base.files import write_atomic
 from ..base.versions import versions
-from .identify import (METHODS, BASELINES, DEFAULT_METHOD, identify_files, problem_registry, signal_pairs,
-                       subject_body)
+from .identify import BASELINES, DEFAULT_METHOD, METHODS, identify_files, problem_registry, signal_pairs, subject_body
 
 __all__ = ["BatchReport", "FitSpec", "batch", "read_manifest", "summary_figure", "write_summary"]
 
@@ -206,7 +206,8 @@ def csv_rows(path: Path, reader, header: Sequence[str], required: Sequence[str])
         if not "".join(cells).strip():
             continue
         if len(cells) != len(header):
-            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} ({', '.join(header)})")
+            raise DataError(f"{path}: line {line} has {len(cells)} fields, expected {len(header)} "
+                            f"({', '.join(header)})")
         row = {h: c.strip() for h, c in zip(header, cells)}
         for col in required:
             if not row[col]:
@@ -227,7 +228,7 @@ def _run_fit(spec: FitSpec) -> dict:
     try:
         result = identify_files(spec.problem, list(spec.data), method=spec.method, **spec.options)
         doc = result.to_dict()
-    except Exception as exc:  # a broken file or a failed build is a row, not the end of the batch
+    except Exception as exc:  # noqa: BLE001 - a broken file or a failed build is a row, not the end of the batch
         message = " ".join(str(exc).split())[:500]
         doc = {"problem": spec.problem, "method": spec.method, "success": False,
                "status": "error" if not isinstance(exc, (DataError, OptionsError)) else "bad_input",
@@ -287,7 +288,7 @@ def _running(client, futures) -> int:
     pending = sum(1 for f in futures if f.status == "pending")
     try:
         slots = sum(w.get("nthreads", 1) for w in client.scheduler_info().get("workers", {}).values())
-    except Exception:  # the scheduler is busy or gone: count the unfinished ones
+    except Exception:  # noqa: BLE001 - the scheduler is busy or gone: count the unfinished ones
         return pending
     return min(pending, slots)
 
@@ -402,11 +403,12 @@ def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, 
                     spec = futures[fut]
                     try:
                         doc = fut.result()
-                    except Exception as exc:  # the task itself was lost (workers died too often)
+                    except Exception as exc:  # noqa: BLE001 - the task itself was lost (workers died too often)
                         doc = {"fit_id": spec.fit_id, "group": spec.group, "problem": spec.problem,
                                "method": spec.method, "success": False, "status": "lost",
                                "message": f"{type(exc).__name__}: {exc}", "timings": {}, "versions": versions()}
-                    write_atomic(fits_dir / f"{names[spec.fit_id]}.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+                    write_atomic(fits_dir / f"{names[spec.fit_id]}.json",
+                                 json.dumps(doc, indent=1, allow_nan=False) + "\n")
                     report.add(spec.fit_id, doc)
                     _write_table(out, report.rows, order)
                     done += 1

@@ -108,7 +108,8 @@ def _check_truth(truth, names: list[str]) -> dict[str, float] | None:
     if truth is None:
         return None
     if not isinstance(truth, Mapping):
-        raise OptionsError(f"compare(truth=...): expected a mapping of parameter name to value, got {type(truth).__name__}")
+        raise OptionsError("compare(truth=...): expected a mapping of parameter name to value, "
+                           f"got {type(truth).__name__}")
     unknown = [k for k in truth if k not in names]
     if unknown:
         raise OptionsError(f"compare(truth=...): unknown parameter(s) {', '.join(map(str, unknown))}; "

@@ -20,8 +20,8 @@ from ..base.errors import OptionsError
 from ..definition.registry import ProblemSpec, problem_entry_points, problem_spec
 
 __all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_trials",
-           "make_method", "method_names", "problem_registry", "problem_spec", "signal_pairs", "subject_body", "trial_names",
-           "window_trials"]
+           "make_method", "method_names", "problem_registry", "problem_spec", "signal_pairs", "subject_body",
+           "trial_names", "window_trials"]
 
 
 def _transcription(name: str, **fixed):

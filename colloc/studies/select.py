@@ -18,6 +18,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from ..results.prediction import StochasticModel, predict
 from ..signals.forecast import coverage, fit_ar, ljung_box, log_score, persistence_forecast
 from ..solving.kalman_ml import KalmanML, on_one_grid
 from ..solving.solve import solve
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["ModelSelection", "select_model"]
 
@@ -43,7 +47,7 @@ class ModelSelection:
     (10 lags).  ``best``: the chosen candidate (None if no fit succeeded).  ``results``: the
     candidates' fits on the first part."""
 
-    table: object  # pandas.DataFrame
+    table: pd.DataFrame
     best: str | None
     split: float
     horizons: tuple[float, ...]
@@ -121,7 +125,7 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
     first = trial.window(None, split)
     method = KalmanML() if method is None else method
     horizons = tuple(float(h) for h in horizons)
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, Any]] = {}
     results = {}
     any_output = None
     for name, make in candidates.items():
@@ -132,7 +136,8 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
         result = solve(problem, method, throw=False)
         results[name] = result
         row = {"kind": "model", "status": result.status, "success": bool(result.success),
-               "free": float(result.info.get("num_parameters", math.nan)), "aic": float(result.info.get("aic", math.nan))}
+               "free": float(result.info.get("num_parameters", math.nan)),
+               "aic": float(result.info.get("aic", math.nan))}
         model = _model_of(make(trial), result, trial)
         for h in horizons:
             table = predict(result, trial, horizon=h, window=(split, None), model=model)
@@ -147,12 +152,13 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
         if progress is not None:
             progress(f"  {name}: {result.status}, held-out score "
                      + ", ".join(f"{row[f'score_{h:g}']:.4g} at {h:g} s" for h in horizons))
+    assert any_output is not None  # there is at least one candidate (checked above)
     grid = on_one_grid(trial, [any_output])
-    y_all = np.asarray(grid[any_output], dtype=float)
-    tg = np.asarray(grid.time, dtype=float)
+    y_all = np.asarray(grid[any_output], dtype=np.float64)
+    tg = np.asarray(grid.time, dtype=np.float64)
     before = tg < split
     y_fit = y_all[before]
-    refs = {"persistence": {"kind": "reference", "status": "reference", "success": False,
+    refs: dict[str, dict[str, Any]] = {"persistence": {"kind": "reference", "status": "reference", "success": False,
                             "free": 1.0, "aic": math.nan, "ljung_box_p": math.nan}}
     dt = float(np.median(np.diff(tg)))
     finite_fit = np.isfinite(y_fit).all() and np.isfinite(y_all).all()
@@ -181,5 +187,5 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
     table = pd.DataFrame.from_dict(rows, orient="index")
     ok = [n for n, r in rows.items() if r["kind"] == "model" and r["success"]]
     mean_score = {n: float(np.mean([rows[n][f"score_{h:g}"] for h in horizons])) for n in ok}
-    best = max(mean_score, key=mean_score.get) if ok else None
+    best = max(mean_score, key=mean_score.__getitem__) if ok else None
     return ModelSelection(table, best, split, horizons, results, time.process_time() - c0)

@@ -295,8 +295,9 @@ def transcribe(
     # ---- layout -------------------------------------------------------------------------
     nodes, meshes, sample_nodes, offsets, offset = [], [], [], [], 0
     for t in problem.trials:
+        # mesh points at every jump and at every sample of a held input (its value steps there)
         mesh, tn = mesh_nodes(t.time, method.num_nodes, method.refine, method.node_fractions,
-                              problem.jump_times(len(nodes)))
+                              np.union1d(problem.jump_times(len(nodes)), problem.hold_times(len(nodes))))
         at = _sample_nodes(t.time, tn)
         if eiv and len(tn) > t.num_samples and at is None:
             raise ProblemError(

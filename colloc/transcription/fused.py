@@ -232,7 +232,9 @@ def fused_constraints(num_variables: int, num_data: int, num_rows: int, num_nonz
     if width > 1 and not all(_lanes_possible(part.defects, part.jacobian) for part in parts):
         width = 1  # decided here: no C generated in vain for a large model
     # (libmvec, transposed stores): the fastest first, then without what may not build
-    attempts = [(True, True), (False, True), (False, False)] if vector_math(width, flags) else [(False, True), (False, False)]
+    attempts = [(False, True), (False, False)]
+    if vector_math(width, flags):
+        attempts.insert(0, (True, True))
     for mvec, transposed in attempts if width > 1 else ():
         fn = _fused(num_variables, num_data, num_rows, num_nonzeros, parts, width, flags, mvec, transposed, quiet=True)
         if fn is not None:
@@ -467,7 +469,8 @@ static void block{j}(const casadi_real* x, const casadi_real* p, casadi_real* g,
 {loop}}}
 """)
     body = "".join(f"  block{j}(arg[0], arg[1], res[0], res[1], arg + 2, res + 2, iw, w);\n" for j in range(len(parts)))
-    return _library(f"constraints and Jacobian nonzeros of {len(parts)} block(s)", [("x", num_variables), ("p", num_data)],
+    return _library(f"constraints and Jacobian nonzeros of {len(parts)} block(s)",
+                    [("x", num_variables), ("p", num_data)],
                     [("g", num_rows), ("jac_g_x", None)], "".join(decls), "".join(blocks_c),
                     (num_rows, num_variables, num_nonzeros, "".join(pattern_c)), (sz_arg, sz_res, sz_iw, sz_w), body,
                     units, libraries=("mvec",) if mvec else (), quiet=quiet)
@@ -482,7 +485,7 @@ def _summed(title: str, parts: list[SummedPart], lagrangian: bool, inputs, outpu
     units, seen_keys, blocks_c, decls, pattern_c = [], set(), [], [], []
     sz_arg = sz_res = sz_iw = sz_w = 0
     for j, part in enumerate(parts):
-        L, n = part.index.shape
+        L, _n = part.index.shape
         K = part.position.shape[0]
         fn = part.function
         lr, lc = part.local_triplets

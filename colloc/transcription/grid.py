@@ -172,7 +172,8 @@ class RadauBasis:
         Radau IIA quadrature weights ``bⱼ = ∫₀¹ Lⱼ`` with L the Lagrange basis on the
         collocation points: ``∫₀¹ g ≈ Σⱼ bⱼ g(cⱼ)``, exact for degree ≤ 2d − 2.
     integration : ndarray, shape (d, d)
-        The Butcher matrix ``A[j, k] = ∫₀^{cⱼ} Lₖ`` of Radau IIA (Hairer & Wanner 1996, §IV.5): ``x(t₀ + cⱼ·h) = x₀ + h Σₖ A[j, k]·ẋ(t₀ + cₖ·h)``.
+        The Butcher matrix ``A[j, k] = ∫₀^{cⱼ} Lₖ`` of Radau IIA (Hairer & Wanner 1996,
+        §IV.5): ``x(t₀ + cⱼ·h) = x₀ + h Σₖ A[j, k]·ẋ(t₀ + cₖ·h)``.
     coefficients : ndarray, shape (d + 1, d + 1)
         Monomial coefficients of ℓᵢ (row i, highest power first), for :meth:`values`.
     """

@@ -1,5 +1,6 @@
 """Values between the nodes or samples: the cubic-convolution kernel that reads delayed states
-at any time from the node values, and the spline that reads measured inputs between samples."""
+at any time from the node values, and the spline, line or zero-order hold that reads measured
+inputs between samples."""
 
 from __future__ import annotations
 
@@ -10,7 +11,22 @@ import numpy as np
 
 from ..base.errors import ProblemError
 
-__all__ = ["InputReader", "keys_kernel", "keys_weights", "known_inputs"]
+__all__ = ["InputReader", "held_inputs", "input_kinds", "keys_kernel", "keys_weights", "known_inputs"]
+
+#: A trial's declared interpolation (``Trial(..., interpolation=)``) -> the reader's kind.
+_KINDS = {"smooth": "cubic", "linear": "linear", "hold": "hold"}
+
+
+def input_kinds(trial, names: list[str], default: str) -> list[str]:
+    """How each known input of ``names`` is read in ``trial``: ``"cubic"``, ``"linear"`` or
+    ``"hold"``; its declared interpolation (:attr:`Trial.interpolation`) or ``default``."""
+    declared = getattr(trial, "interpolation", {})
+    return [_KINDS[declared[u]] if u in declared else default for u in names]
+
+
+def held_inputs(trial, names: list[str]) -> np.ndarray:
+    """Boolean mask over ``names``: the inputs ``trial`` declares held (zero-order hold)."""
+    return np.array([k == "hold" for k in input_kinds(trial, names, "cubic")], dtype=bool)
 
 
 def keys_kernel(s):
@@ -46,11 +62,13 @@ class InputReader:
 
     Each input is interpolated through its *measured* samples only (NaN marks a sample not
     measured), exact at them, and between them by the not-a-knot cubic spline
-    (``"cubic"``) or linearly (``"linear"``).  Where an input may jump (``jumps``: name ->
-    times) it is interpolated separately on each piece between jumps, the spline of each
-    side ending at the jump: the value on a side is the sample at the jump on that side
-    (the row before or after the repeated time, :attr:`Trial.jumps`), or else the piece's
-    spline extended to it.  A piece with fewer than four samples is linear, one with a
+    (``"cubic"``), linearly (``"linear"``) or held (``"hold"``: the value of sample k on
+    ``[t_k, t_{k+1})``, right-continuous).  ``interpolation`` is the kind of every input the
+    trial does not declare (:attr:`Trial.interpolation`, :func:`input_kinds`).  Where an input
+    may jump (``jumps``: name -> times) it is interpolated separately on each piece between
+    jumps, the spline of each side ending at the jump: the value on a side is the sample at the
+    jump on that side (the row before or after the repeated time, :attr:`Trial.jumps`), or else
+    the piece's spline extended to it.  A piece with fewer than four samples is linear, one with a
     single sample constant.  Before the first and after the last measured sample of the
     record an input is held constant.
 
@@ -64,9 +82,10 @@ class InputReader:
                  jumps: Mapping[str, np.ndarray] | None = None) -> None:
         self.names = list(names)
         self.interpolation = interpolation
+        self.kinds = input_kinds(trial, self.names, interpolation)
         jumps = dict(jumps or {})
         self._pieces: list[tuple[np.ndarray, list]] = []
-        for u in self.names:
+        for u, kind in zip(self.names, self.kinds):
             J = np.sort(np.asarray(jumps.get(u, ()), dtype=float))
             data_jumps = trial.jumps.get(u, (np.zeros(0), np.zeros(0)))
             values = np.asarray(trial[u], dtype=float)
@@ -90,11 +109,14 @@ class InputReader:
                     )
                 a = lo if p > 0 else ts[0]
                 b = hi if p < J.size else ts[-1]
-                pieces.append((ts, vs, a, b, self._interpolant(ts, vs)))
+                pieces.append((ts, vs, a, b, self._interpolant(ts, vs, kind)))
             self._pieces.append((J, pieces))
 
-    def _interpolant(self, ts: np.ndarray, vs: np.ndarray):
-        if self.interpolation == "linear" or ts.size < 4:
+    @staticmethod
+    def _interpolant(ts: np.ndarray, vs: np.ndarray, kind: str):
+        if kind == "hold":
+            return "hold"
+        if kind == "linear" or ts.size < 4:
             return None
         from scipy.interpolate import CubicSpline
 
@@ -106,6 +128,8 @@ class InputReader:
         if ts.size == 1:
             return np.full(t.shape, vs[0])
         tc = np.clip(t, a, b)
+        if isinstance(spline, str):  # zero-order hold: the last sample at or before t
+            return vs[np.clip(np.searchsorted(ts, tc, side="right") - 1, 0, ts.size - 1)]
         if spline is None:  # linear; beyond the samples (only towards a jump) the end segment's line
             j = np.clip(np.searchsorted(ts, tc, side="right") - 1, 0, ts.size - 2)
             th = (tc - ts[j]) / (ts[j + 1] - ts[j])
@@ -136,13 +160,18 @@ class InputReader:
 
     def on_intervals(self, mesh: np.ndarray, fraction: float) -> np.ndarray:
         """Values at ``mesh[:-1] + fraction·diff(mesh)``, each read with the piece its mesh
-        interval lies on (the mesh holds every jump), shape ``(len(names), len(mesh) − 1)``."""
+        interval lies on (the mesh holds every jump), shape ``(len(names), len(mesh) − 1)``.
+
+        A held input is read at the interval's centre whatever ``fraction``: its value is the
+        constant of the sample interval that holds the mesh interval (the mesh has a point at
+        each of its samples), the interval's end included."""
         mesh = np.asarray(mesh, dtype=float)
         times = mesh[:-1] + fraction * np.diff(mesh)
         centre = 0.5 * (mesh[:-1] + mesh[1:])
         rows = []
         for r, (J, _) in enumerate(self._pieces):
-            rows.append(self._piece_values(r, times, np.searchsorted(J, centre, side="right")))
+            at = centre if self.kinds[r] == "hold" else times
+            rows.append(self._piece_values(r, at, np.searchsorted(J, centre, side="right")))
         return np.stack(rows) if rows else np.zeros((0, times.size))
 
 
@@ -150,6 +179,7 @@ def known_inputs(trial, names: list[str], times: np.ndarray, interpolation: str,
                  jumps: Mapping[str, np.ndarray] | None = None, side: str = "right") -> np.ndarray:
     """Measured inputs ``names`` of ``trial`` at ``times`` (within the record), shape
     ``(len(names), len(times))``: exact at the samples, between them by the not-a-knot
-    cubic spline (``"cubic"``, needs four samples, else linear) or linearly, through the
-    measured samples only and piecewise between ``jumps`` (see :class:`InputReader`)."""
+    cubic spline (``"cubic"``, needs four samples, else linear), linearly or held (an input
+    the trial declares ``"hold"``), through the measured samples only and piecewise between
+    ``jumps`` (see :class:`InputReader`)."""
     return InputReader(trial, names, interpolation, jumps)(np.asarray(times, dtype=float), side)

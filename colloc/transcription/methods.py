@@ -19,8 +19,14 @@ from ..definition.explicit import explicit_form
 from .grid import radau_basis
 
 __all__ = [
-    "AbstractMethod", "AbstractTranscription", "BackwardEuler", "HermiteSimpson", "Midpoint", "Radau",
-    "Trapezoidal", "default_method",
+    "AbstractMethod",
+    "AbstractTranscription",
+    "BackwardEuler",
+    "HermiteSimpson",
+    "Midpoint",
+    "Radau",
+    "Trapezoidal",
+    "default_method",
 ]
 
 
@@ -113,6 +119,13 @@ class AbstractTranscription(AbstractMethod):
         defect / eq_scale``.
         """
         return h * self.defect(residual, X[0], X[-1], R[0], R[-1], U[0], U[-1], p, t0, h) / eq_scale
+
+    def defect(self, residual, x0, x1, r0, r1, u0, u1, p, t0, h) -> ca.SX:
+        """Residual of a two-node scheme between the ends of one interval (what
+        :meth:`interval_defects` scales).  Schemes with interior nodes override
+        :meth:`interval_defects` instead and never reach this."""
+        raise TypeError(f"{type(self).__name__} has interior nodes: it must override interval_defects, "
+                        "not rely on a two-node defect")
 
     def row_names(self, equation_names: list[str], state_names: list[str]) -> tuple[str, ...]:
         """Names of the constraint rows of one interval."""

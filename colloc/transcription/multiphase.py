@@ -479,7 +479,8 @@ def _assemble(n_rows: int, n_cols: int, parts, constant=None):
     n_src = base + (0 if constant is None else ca.DM(constant).nnz())
     order = np.argsort(S, kind="stable")  # one nonzero per source column: its row is the target
     scatter = ca.DM(_ccs(len(keys), n_src, pos[order], S[order]), W[order])
-    stacked = ca.vertcat(*[ca.vec(part[0].nz[:]) for part in parts], *([] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]))
+    tail = [] if constant is None else [ca.DM(ca.DM(constant).nonzeros())]
+    stacked = ca.vertcat(*[ca.vec(part[0].nz[:]) for part in parts], *tail)
     return ca.MX(sp, ca.mtimes(scatter, stacked))
 
 

@@ -39,7 +39,7 @@ from ..base.compiler import cached_only, compiled_all, compiler_runs, has_compil
 from ..base.naming import function_name
 from ..base.sparsity import sparsity_from_ccs
 
-__all__ = ["Block", "NLP"]
+__all__ = ["NLP", "Block"]
 
 HessianKind = Literal["exact", "gauss-newton", "limited-memory"]
 
@@ -402,7 +402,8 @@ class NLP:
             loc.compile(skip=skip)
         self.compile_s = time.perf_counter() - t_compile if compiler_runs() > runs else 0.0
         if any(self.fused.values()) or any(b.compiled for b in blocks):
-            self.compile_note = "compiled (cache hit)" if compiler_runs() == runs else f"compiled ({self.compile_s:.1f} s)"
+            self.compile_note = ("compiled (cache hit)" if compiler_runs() == runs
+                                 else f"compiled ({self.compile_s:.1f} s)")
         else:
             self.compile_note = f"interpreted ({why})"
         for loc, b, doff, roff in zip(locs, blocks, self.data_offsets, self.row_offsets):
