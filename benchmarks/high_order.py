@@ -88,7 +88,7 @@ def accuracy_study(duration: float) -> dict:
     b = tl.BODY
     lL, dL, dT, mL, mT, IL, IT, g = (b[k] for k in ("l_L", "d_L", "d_T", "m_L", "m_T", "I_L", "I_T", "g"))
 
-    def rhs(t, x):  # CONTRACTS §2 in numpy
+    def rhs(t, x):  # docs/contracts.md §2 in numpy
         qa, qh, wa, wh = x
         a = acc(t)
         Ta, Th = -(K @ x)

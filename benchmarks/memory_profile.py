@@ -4,7 +4,7 @@
     python benchmarks/memory_profile.py --quick --out /tmp/m.json     # 1,201 nodes
     python benchmarks/memory_profile.py --breakdown [--trace] [--log FILE] --out /tmp/k.json
 
-The two-link seed case (as benchmarks/whole_command.py: CONTRACTS §2, seed 0, made longer)
+The two-link seed case (as benchmarks/whole_command.py: docs/contracts.md §2, seed 0, made longer)
 is written as a CSV file and taken through the steps of the command in this one process:
 imports, reading the file, transcription, the NLP's assembly (colloc.transcription.nlp),
 IPOPT's ``nlpsol``, the solve, the solver freed, and the residual functions (built on

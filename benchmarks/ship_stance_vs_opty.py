@@ -1,6 +1,6 @@
 """ship-stance: colloc against opty on the same record, build and solve times side by side.
 
-The 4-link spatial human on a 6-DoF deck (CONTRACTS §2 ``ship-stance``; Bourgeois & Langlois
+The 4-link spatial human on a 6-DoF deck (docs/contracts.md §2 ``ship-stance``; Bourgeois & Langlois
 2015): 24 states, the 16 roll/pitch PD gains unknown, a noisy synthetic record at 100 Hz from
 :func:`colloc_problems.ship_stance.simulate_trial` (seed 0, joint angles and rates fitted).
 

@@ -2,7 +2,7 @@
 
     python benchmarks/two_link_bias.py [--realizations 20] [--duration 60] [--method midpoint] [--out FILE.json]
 
-For each seed, the seed case (K of CONTRACTS §2, 60 s at 100 Hz, σ_θ = 0.3°, σ_ω = 4°/s,
+For each seed, the seed case (K of docs/contracts.md §2, 60 s at 100 Hz, σ_θ = 0.3°, σ_ω = 4°/s,
 σ_a = 0.42 m/s²) with a new excitation phase set and new noise is identified twice with the
 transcription ``--method`` (a command-line method name; default ``midpoint``):
 

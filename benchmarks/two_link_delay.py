@@ -5,7 +5,7 @@ the model without delay, the profile over τ, and the shooting baseline.
                                         [--information] [--quick]
 
 * Accuracy: ``--realizations`` records of the seed case with a delayed feedback
-  (colloc_problems.two_link_delay: K of CONTRACTS §2, τ = 23.7 ms, 100 Hz, seed-case noise, new
+  (colloc_problems.two_link_delay: K of docs/contracts.md §2, τ = 23.7 ms, 100 Hz, seed-case noise, new
   excitation phases and noise per seed) for each of ``--durations`` (60 s: the seed case;
   240 s: one full period of the multisine), τ unknown in [0, 0.08] s, the platform
   acceleration as errors-in-variables.  Targets: |τ̂ − τ| ≤ 2 ms and ‖K̂ − K‖/‖K‖ ≤ 10 % on

@@ -2,7 +2,7 @@
 
     python benchmarks/two_link_scaling.py [--nodes 6001 60001 600001] [--out FILE.json]
 
-Each record is the seed case (CONTRACTS §2 gains, noise and excitation, seed 0) made longer,
+Each record is the seed case (docs/contracts.md §2 gains, noise and excitation, seed 0) made longer,
 identified with errors-in-variables and the midpoint rule, each size in a fresh subprocess
 (peak memory per size). Reported: build, solve and total time, iterations, peak RSS, mean
 and max |K error| %, and the fitted exponent of total time against nodes.

@@ -8,7 +8,7 @@ and falls over within about a second and a half. Shooting must simulate the mode
 current guess, so from K₀ = 0 it simulates a falling, tumbling double pendulum over the whole
 record; collocation never simulates, it starts from the measured trajectory.
 
-On the seed data (K of CONTRACTS §2, 60 s at 100 Hz, seed 0, errors-in-variables for the
+On the seed data (K of docs/contracts.md §2, 60 s at 100 Hz, seed 0, errors-in-variables for the
 platform acceleration), from K₀ = 0 and the measured initial states:
 
 1. the open-loop simulation with K = 0 (CVODES, measured acceleration): status and when the

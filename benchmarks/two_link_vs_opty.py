@@ -1,6 +1,6 @@
 """Two-link standing balance: colloc against opty on identical data, in one command.
 
-The seed case of CONTRACTS §2 (`two-link`): 60 s at 100 Hz of noisy states and platform
+The seed case of docs/contracts.md §2 (`two-link`): 60 s at 100 Hz of noisy states and platform
 acceleration from :func:`colloc_problems.two_link.simulate_trial`, the 2×4 gain matrix K unknown.
 The trial is written once to a temporary CSV file; every tool reads that same file, each in
 its own child process (this script re-invoked with a hidden ``--worker`` flag) so that its
@@ -142,7 +142,7 @@ def _finite(x) -> float | None:
 # opty worker
 # ------------------------------------------------------------------------------------------
 def _two_link_sympy(scale: float):
-    """Implicit equations of motion of CONTRACTS §2 `two-link` in SymPy for opty.
+    """Implicit equations of motion of docs/contracts.md §2 `two-link` in SymPy for opty.
 
     Returns (eom, states, acceleration, gain symbols K̃ in row-major order, body symbols).
     Rows: θ_a' − ω_a, θ_h' − ω_h, and M(q)·[ω_a', ω_h']ᵀ − F with [T_a, T_h]ᵀ = −(S∘K̃)·x.

@@ -3,7 +3,7 @@
     python benchmarks/whole_command.py [--nodes 6001 60001 600001] [--out FILE.json]
     python benchmarks/whole_command.py --quick --out /tmp/w.json     # 601 and 1201 nodes
 
-The two-link seed case (CONTRACTS §2 gains, noise and excitation, seed 0) is made longer (60 s,
+The two-link seed case (docs/contracts.md §2 gains, noise and excitation, seed 0) is made longer (60 s,
 600 s, 6,000 s at 100 Hz: 6k, 60k, 600k nodes), written as a CSV file, and identified by the
 command a user runs (default method, standard errors, the simulation check, the result
 file), one process per size.  Reported per size: wall time, CPU time (user + system of that

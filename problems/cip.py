@@ -1,6 +1,6 @@
 """Controlled inverted pendulum (CIP) of quiet standing (Barauskas & Krušinskienė 2007).
 
-Model (CONTRACTS §2 ``cip``; the paper's eq. 1 and 4)::
+Model (docs/contracts.md §2 ``cip``; the paper's eq. 1 and 4)::
 
     I·u'' − m g h·u = T_d − T_c,     T_c = K_P u + K_I ∫₀ᵗ u dt + K_D u'
     T_d + B·T_d' = A·x(t)            (x: unit white noise)

@@ -4,7 +4,7 @@ the body, its simulator and the multi-phase method.  The problem ``heel-off`` is
 (:mod:`colloc_problems.heel_off_complementarity`, which polishes with this module's
 :func:`identify`); this module imports neither.
 
-Planar (x forward, y up), contract `heel-off` (CONTRACTS §2): a rigid foot on a flat platform
+Planar (x forward, y up), contract `heel-off` (docs/contracts.md §2): a rigid foot on a flat platform
 that moves along x with the measured acceleration a(t); the foot touches the platform at the
 heel (0.05 m behind the ankle's projection) and the toe (0.15 m in front), ankle 0.08 m above
 the sole; foot 2 kg, CoM 0.05 m in front of the ankle's projection and 0.04 m above the sole,

@@ -1,4 +1,4 @@
-"""The ``colloc ship-motion`` command: ship-stance's deck motion (its 12 ship columns, CONTRACTS §2)
+"""The ``colloc ship-motion`` command: ship-stance's deck motion (its 12 ship columns, docs/contracts.md §2)
 for one seeded realisation of a sea state, written as a CSV record.
 
 Plugged into ``colloc`` through the ``colloc.commands`` entry point
@@ -19,7 +19,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     from colloc.cli import number
 
     sm = subparsers.add_parser("ship-motion", help="deck motion of the MSS supply vessel in a JONSWAP sea state (CSV)",
-                               description="Write the 12 ship columns of CONTRACTS §2 (ship-stance) for one seeded "
+                               description="Write the 12 ship columns of docs/contracts.md §2 (ship-stance) for one seeded "
                                            "realisation of a long-crested JONSWAP sea through the supply vessel's "
                                            "motion RAOs (zero speed), with exact derivatives.")
     sm.add_argument("--hs", type=number, required=True, metavar="M", help="significant wave height (m, > 0)")

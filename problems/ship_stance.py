@@ -4,7 +4,7 @@ The model of Bourgeois & Langlois (2015, "Derivation and validation of a spatial
 human postural stability model", Trans. CSME 39(4)): shanks, thighs, trunk with arms, head
 and neck, joined by 3-DoF Bryant joints (ankle, knee, hip, neck) to each other and, feet
 flat, to a deck with prescribed 6-DoF motion (their Fig. 2; 12 + 6 DoF).  Conventions,
-segment data and joint control are those of CONTRACTS §2 ``ship-stance``::
+segment data and joint control are those of docs/contracts.md §2 ``ship-stance``::
 
         o  head and neck (neck joint at C7/T1)
         |
@@ -37,7 +37,7 @@ __all__ = [
     "ship_motion", "generalized_forces", "simulate_trial",
 ]
 
-#: Segment data (CONTRACTS §2; Winter 2009 Table 4.1, 1.75 m, 75 kg):
+#: Segment data (docs/contracts.md §2; Winter 2009 Table 4.1, 1.75 m, 75 kg):
 #: name → (mass kg, length m, CoM from the lower joint m, (I_xx, I_yy, I_zz) kg·m² about the CoM).
 SEGMENTS: dict[str, tuple[float, float, float, tuple[float, float, float]]] = {
     "shanks": (6.975, 0.4305, 0.2441, (0.174, 0.118, 0.065)),
@@ -47,9 +47,9 @@ SEGMENTS: dict[str, tuple[float, float, float, tuple[float, float, float]]] = {
 }
 #: The joint below each segment, in chain order.
 JOINTS = ("ankle", "knee", "hip", "neck")
-#: Known passive yaw (stiffness N·m/rad, damping N·m·s/rad) of each joint (CONTRACTS §2).
+#: Known passive yaw (stiffness N·m/rad, damping N·m·s/rad) of each joint (docs/contracts.md §2).
 PASSIVE_YAW = {"ankle": (200.0, 20.0), "knee": (100.0, 10.0), "hip": (100.0, 10.0), "neck": (10.0, 1.0)}
-#: Seed-case gains (CONTRACTS §2), by result name.
+#: Seed-case gains (docs/contracts.md §2), by result name.
 TRUE: dict[str, float] = {}
 for _joint, (_kp, _kd) in {"ankle": ((1400, 1500), (300, 350)), "knee": ((1000, 1200), (200, 250)),
                            "hip": ((700, 800), (120, 150)), "neck": ((50, 60), (6, 8))}.items():
@@ -95,7 +95,7 @@ def chain(gravity: float = 9.81) -> co.Chain:
 
 
 def generalized_forces(q, qd, gains: Mapping[str, object]):
-    """Q_jk of CONTRACTS §2: PD on roll (x) and pitch (y), the passive spring-damper on yaw (z)."""
+    """Q_jk of docs/contracts.md §2: PD on roll (x) and pitch (y), the passive spring-damper on yaw (z)."""
     Q = []
     for i, joint in enumerate(JOINTS):
         for k, axis in enumerate("xyz"):
@@ -175,7 +175,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], *, sigma_angle: float = SIGMA
 
 
 def load_trial(path) -> co.Trial:
-    """Read a ship-stance CSV (CONTRACTS §1): ``time``, the 12 ship and 12 joint-angle columns,
+    """Read a ship-stance CSV (docs/contracts.md §1): ``time``, the 12 ship and 12 joint-angle columns,
     optionally the joint rates and the deck force and moment.  Angles must be in radians: a
     value beyond ±π in an angle column is refused as probably degrees."""
     trial = co.Trial.from_csv(path, required=REQUIRED_COLUMNS, optional=OPTIONAL_COLUMNS, min_rows=10)

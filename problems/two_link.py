@@ -7,7 +7,7 @@ with the horizontal platform acceleration a(t), under full-state feedback
     [T_a, T_h]ᵀ = −K·x,   x = [θ_a, θ_h, ω_a, ω_h],
 
 written in implicit mass-matrix form M(q)·[ω_a', ω_h']ᵀ = F(q, ω, a, T) with the equations,
-body parameters and seed case of CONTRACTS §2 (`two-link`)::
+body parameters and seed case of docs/contracts.md §2 (`two-link`)::
 
             o  head/torso (m_T, I_T, COM at d_T from the hip)
            /
@@ -36,7 +36,7 @@ __all__ = [
     "mass_matrix_forcing", "model", "problem", "excitation", "simulate_trial", "load_trial",
 ]
 
-#: Body parameters (CONTRACTS §2; SI units).
+#: Body parameters (docs/contracts.md §2; SI units).
 BODY: dict[str, float] = {
     "l_L": 0.878,
     "d_L": 0.5715983152736843,
@@ -63,7 +63,7 @@ DEFAULT_DATA = ("two_link", "two_link_seed.csv")
 
 
 def mass_matrix_forcing(q, w, a, torque, body: Mapping[str, float]):
-    """M(q) and F(q, ω, a, T) of CONTRACTS §2 (CasADi expressions).
+    """M(q) and F(q, ω, a, T) of docs/contracts.md §2 (CasADi expressions).
 
     Parameters
     ----------

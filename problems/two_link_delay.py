@@ -1,6 +1,6 @@
 """Standing balance with a delayed feedback: the gains K and the delay τ.
 
-The two-link model of CONTRACTS §2 (``two-link``) with the closed loop
+The two-link model of docs/contracts.md §2 (``two-link``) with the closed loop
 ``[T_a, T_h]ᵀ = −K·x(t − τ)``; τ is identified with K (``two-link-delay``).  Same columns,
 body and excitation as :mod:`colloc_problems.two_link`; the state before the first sample is the
 initial state (constant history).

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -119,3 +126,59 @@ def _fes_brute_force(time, pulse, alpha, p, substeps=100):
 def fes_brute_force():
     """An independent generator of `fes-muscle` force (brute-force RK4, see above)."""
     return _fes_brute_force
+
+
+#: The documentation build of the test run (tests/test_docs.py, tests/test_notebooks.py,
+#: tests/test_docs_browser.py): the one command of docs/contributing.md, into docs/_build/html.
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+DOCS_BUILD = DOCS / "_build"
+#: The build command of the README and docs/contributing.md (tests/test_readme.py checks both).
+DOCS_COMMAND = "python -m sphinx -W --keep-going -n -b html docs docs/_build/html"
+
+
+@dataclass(frozen=True)
+class DocsBuild:
+    """The site built once for the test run: its return code, its output, where it is."""
+
+    returncode: int
+    log: str
+    html: Path
+    executed: Path  # MyST-NB's executed notebooks, by document name (examples/pendulum.ipynb)
+
+    def failure(self) -> str:
+        """The build's last lines, for a failed assertion's message."""
+        return f"docs build exited {self.returncode}:\n" + "\n".join(self.log.splitlines()[-40:])
+
+
+@pytest.fixture(scope="session")
+def built_docs() -> DocsBuild:
+    """Build the documentation site once per test run, executing every notebook (quick mode).
+
+    The notebooks are executed only here: the notebook tests read the executed copies.  The
+    docs tests share the xdist group ``docs`` (``--dist loadgroup``), so one worker builds
+    while the other runs the rest of the suite; a lock file and a stamp of the run's id keep
+    the build single even when the tests are spread otherwise.
+    """
+    DOCS_BUILD.mkdir(parents=True, exist_ok=True)
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID", f"pid-{os.getpid()}")
+    stamp, log_file = DOCS_BUILD / "test-run.json", DOCS_BUILD / "test-build.log"
+    with open(DOCS_BUILD / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            done = json.loads(stamp.read_text()) if stamp.exists() else {}
+            if done.get("run") != run_id:
+                env = dict(os.environ, COLLOC_QUICK="1", PYTHONWARNINGS="")
+                env.pop("MPLBACKEND", None)  # the kernels choose the inline backend, as a fresh Jupyter's
+                stamp.unlink(missing_ok=True)
+                for old in ("html", "jupyter_execute"):  # a fresh build: every page read, every notebook run
+                    shutil.rmtree(DOCS_BUILD / old, ignore_errors=True)
+                argv = DOCS_COMMAND.split()
+                proc = subprocess.run([sys.executable, *argv[1:]], check=False, capture_output=True, text=True, env=env,
+                                      cwd=REPO)
+                log_file.write_text(proc.stdout + proc.stderr)
+                stamp.write_text(json.dumps({"run": run_id, "returncode": proc.returncode}))
+            done = json.loads(stamp.read_text())
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return DocsBuild(done["returncode"], log_file.read_text(), DOCS_BUILD / "html", DOCS_BUILD / "jupyter_execute")

@@ -1,4 +1,4 @@
-"""`colloc delay-margin` and `colloc spine one-dof` (CONTRACTS §3): output, JSON keys, exit codes, errors."""
+"""`colloc delay-margin` and `colloc spine one-dof` (docs/contracts.md §3): output, JSON keys, exit codes, errors."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`colloc.compare` and `colloc compare`: runs per (method, start), the comparison.json
-contract (CONTRACTS §3), the figures, the table, and the command's exit codes.
+contract (docs/contracts.md §3), the figures, the table, and the command's exit codes.
 
 Kept short: 1 s of pendulum data (101 samples); single shooting with CVODES takes a few
 seconds per run, so only the library comparison and one `identify` run use it.

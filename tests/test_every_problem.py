@@ -3,7 +3,7 @@
 
 Each must end in exit 0 with a successful result, or exit 1 with a failure its document names
 (``status``, printed too), never an internal error; write a figure that is a valid PNG; and
-write a result document with the same top-level keys for every problem (CONTRACTS §4's keys,
+write a result document with the same top-level keys for every problem (docs/contracts.md §4's keys,
 ``warnings``, ``simulation`` and ``fit_verdict`` among them).
 
 The default suite runs ``identify`` for every problem and ``demo`` for all but the long ones
@@ -28,7 +28,7 @@ from colloc.studies.identify import problem_registry, problem_spec
 
 REPO = Path(__file__).resolve().parents[1]
 PROBLEMS = sorted(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["entry-points"]["colloc.problems"])
-#: CONTRACTS §4 (``standard_errors`` is there for every shipped method).
+#: docs/contracts.md §4 (``standard_errors`` is there for every shipped method).
 CONTRACT_KEYS = {"problem", "method", "success", "status", "iterations", "objective", "parameters",
                  "standard_errors", "timings", "num_nodes", "trials", "versions"}
 REPORT_KEYS = CONTRACT_KEYS | {"warnings", "simulation", "info"}

@@ -364,7 +364,7 @@ def test_stick_slip_example_runs():
     assert "success (Solve_Succeeded)" in text and "fit verdict: good" in text
 
 
-def test_readme_shows_the_bouncing_ball_example_verbatim():
+def test_the_hybrid_guide_shows_the_bouncing_ball_example_verbatim():
     code = (EXAMPLES / "bouncing_ball.py").read_text(encoding="utf-8").split('"""', 2)[2].strip("\n")
-    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
-    assert "## Your own hybrid model" in readme and f"```python\n{code}\n```" in readme
+    page = (EXAMPLES.parent / "docs" / "guide" / "hybrid.md").read_text(encoding="utf-8")
+    assert "## Your own hybrid model" in page and f"```python\n{code}\n```" in page

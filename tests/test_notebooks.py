@@ -1,8 +1,11 @@
 """Notebooks are committed without outputs, execute top to bottom, and show their figures.
 
-The kernels run as a fresh Jupyter kernel does: ``MPLBACKEND`` unset (the test process sets
-Agg, tests/conftest.py), so the kernel picks matplotlib's inline backend itself.  A figure is
-shown as an ``image/png`` output exactly once: a cell shows as many images as it makes figures.
+The notebooks are executed once per test run, by the documentation build (the fixture
+``built_docs``, tests/conftest.py: MyST-NB runs each in quick mode, ``COLLOC_QUICK=1``, and
+writes the executed copy to docs/_build/jupyter_execute/examples/); these tests read those
+copies.  The kernels run as a fresh Jupyter kernel does: ``MPLBACKEND`` unset, so the kernel
+picks matplotlib's inline backend itself.  A figure is shown as an ``image/png`` output exactly
+once: a cell shows as many images as it makes figures.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from nbclient import NotebookClient
 
 import colloc as co
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 #: A call that makes one figure: a matplotlib ``Figure(...)``, ``plt.subplots(...)`` or
 #: ``plt.figure(...)``, or one of colloc's plots (``result.plot_fit()``, ``comparison.
@@ -64,13 +68,25 @@ def test_committed_without_outputs(path):
             assert "matplotlib.use(" not in cell.source, f"{path.name}: no forced backend (figures would not show)"
 
 
+def test_every_notebook_is_an_example_page():
+    """docs/examples/ links every notebook (so the documentation build executes it)."""
+    linked = {p.name: p.resolve() for p in (REPO / "docs" / "examples").glob("*.ipynb")}
+    assert {p.name: p for p in NOTEBOOKS} == linked, \
+        "link each notebook into docs/examples/ (ln -s ../../notebooks/NAME.ipynb) and list it in its index.md"
+
+
+@pytest.mark.xdist_group("docs")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_notebook_executes_and_shows_its_figures(path, monkeypatch):
-    nb = nbformat.read(path, as_version=4)
+def test_notebook_executes_and_shows_its_figures(path, built_docs):
     # Notebooks read COLLOC_QUICK=1 and run on short records in the default suite; the full
     # runs are in the slow lane (pytest -m slow tests/slow/test_notebooks_full.py).
-    monkeypatch.setenv("COLLOC_QUICK", "1")
-    run(nb, path.parent, monkeypatch)
+    executed = built_docs.executed / "examples" / path.name
+    assert executed.exists(), f"{path.name} was not executed; " + built_docs.failure()
+    nb = nbformat.read(executed, as_version=4)
+    assert [c.source for c in nb.cells] == [c.source for c in nbformat.read(path, as_version=4).cells], \
+        f"{executed} is not the executed {path}"
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
+    assert not errors, f"{errors[0].ename}: {errors[0].evalue}" if errors else None
     wrong = []
     for i, cell in enumerate(nb.cells):
         if cell.cell_type == "code":

@@ -1,5 +1,5 @@
 """``colloc predict``: k-step-ahead predictive distributions of a record from an identified model
-(CONTRACTS §3)."""
+(docs/contracts.md §3)."""
 
 from __future__ import annotations
 

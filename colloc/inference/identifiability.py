@@ -18,7 +18,7 @@ class Identifiability:
     ----------
     standard_errors : dict of str to float
     relative_errors : dict of str to float
-        Standard error over |estimate| (``inf`` for an estimate of zero).
+        Standard error over ``|estimate|`` (``inf`` for an estimate of zero).
     correlation : pandas.DataFrame
     condition : float
         Condition number of the Fisher information scaled to unit standard errors (the
@@ -65,9 +65,9 @@ def identifiability(covariance, estimates, *, relative_threshold: float = 0.1,
     estimates : mapping of str to float
         The estimates (``Result.parameters``), for relative errors.
     relative_threshold : float
-        A parameter is "poorly determined" when SE/|estimate| exceeds this.
+        A parameter is "poorly determined" when ``SE/|estimate|`` exceeds this.
     correlation_threshold : float
-        A pair is "strongly correlated" when |correlation| exceeds this.
+        A pair is "strongly correlated" when ``|correlation|`` exceeds this.
     """
     import pandas as pd
 

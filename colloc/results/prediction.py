@@ -1,7 +1,7 @@
 """k-step-ahead prediction with an identified model: :func:`predict` (``colloc predict``).
 
 For each sample time ``t`` of a window, the predictive distribution of every measured signal
-at ``t`` given the data up to ``t − H`` (CONTRACTS §3).  A model is judged by what it predicts
+at ``t`` given the data up to ``t − H`` (docs/contracts.md §3).  A model is judged by what it predicts
 on data it was not fitted to, against simple references (persistence, an AR model).
 
 * **Stochastic models** (a :class:`~colloc.kalman.LinearGaussianModel`, as the Kalman maximum

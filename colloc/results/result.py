@@ -162,6 +162,8 @@ class Result:
         ``"not_applicable"`` …), ``reason``, the per-signal and per-trial checks; empty when the
         result was not judged against a declared noise.
 
+    Notes
+    -----
     A result is made by :func:`colloc.finalize` from an :class:`Estimate`, already judged
     (its ``success``, ``status``, ``warnings`` and ``intervals`` decided before it exists).
     """
@@ -363,7 +365,7 @@ class Result:
 
     # ---- JSON ---------------------------------------------------------------------------
     def to_dict(self) -> dict:
-        """The result document (CONTRACTS §4 keys plus extras), JSON-safe."""
+        """The result document (docs/contracts.md §4 keys plus extras), JSON-safe."""
         doc = {
             "problem": self.problem,
             "method": self.method,

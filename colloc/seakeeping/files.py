@@ -1,4 +1,4 @@
-"""Measured ship-motion files into the ship columns of CONTRACTS §1–2 (``ship-stance``)."""
+"""Measured ship-motion files into the ship columns of docs/contracts.md §1–2 (``ship-stance``)."""
 
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ def read_ship_motion(path, *, columns: Mapping[str, str] | None = None, units: M
     name : str, optional
         Trial name (default the file name).
 
+    Notes
+    -----
     The spline is a quintic smoothing spline through (time, angle) with weights 1/σ and
     smoothing s = n (``scipy.interpolate.UnivariateSpline``, Reinsch's criterion Σ((y − f)/σ)² ≤ n),
     differentiated exactly once and twice; with σ = 0 it interpolates.

@@ -11,7 +11,7 @@ accelerations are the exact term-by-term derivatives, and the deck point's accel
 differentiated exactly too (CasADi AD of its position through the rotation).
 
 Frames.  The RAO tables (MSS, Fossen's Marine Systems Simulator) use x forward, y to
-starboard, z down.  The output follows the colloc ship convention (CONTRACTS §2
+starboard, z down.  The output follows the colloc ship convention (docs/contracts.md §2
 ``ship-stance``): ship frame S with x to the bow, y to port, z up; so sway, heave, pitch and
 yaw change sign.  The linear RAO angles are used as the Bryant angles roll φ, pitch θ, yaw ψ
 of R_NS = Rx(φ)·Ry(θ)·Rz(ψ) (to first order every angle sequence agrees).  The RAO point's
@@ -40,7 +40,7 @@ from ..multibody.chain import bryant
 
 __all__ = ["SHIP_COLUMNS", "MotionRAO", "SeaState", "ShipMotion", "jonswap", "ship_motion"]
 
-#: The ship columns of CONTRACTS §1–2 (``ship-stance``), in order.
+#: The ship columns of docs/contracts.md §1–2 (``ship-stance``), in order.
 SHIP_COLUMNS = ("ship_roll", "ship_pitch", "ship_yaw", "ship_roll_rate", "ship_pitch_rate",
                 "ship_yaw_rate", "ship_roll_acc", "ship_pitch_acc", "ship_yaw_acc",
                 "ship_acc_x", "ship_acc_y", "ship_acc_z")

@@ -144,7 +144,7 @@ def simulate_contact(system: ContactSystem, x0, t_span, p, *, active=None, t_eva
     """Simulate ``system`` from x0 = [q, q̇] over ``t_span``.
 
     ``active``: the contact names active at the start (default: the complementarity problem
-    among the points with |φ| ≤ ``contact_tol`` and |φ̇| ≤ ``contact_tol`` per second).
+    among the points with ``|φ|`` ≤ ``contact_tol`` and ``|φ̇|`` ≤ ``contact_tol`` per second).
     Returns a :class:`ContactSimulation`; its events have kinds ``"lift-off"``, ``"landing"``
     and ``"lost-contact"`` and name the contact."""
     t0, tf = map(float, t_span)

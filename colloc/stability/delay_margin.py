@@ -184,7 +184,7 @@ class DelayMargin:
         return self.stable_at_zero_delay and self.delay_margin_s is None
 
     def to_dict(self) -> dict:
-        """JSON-ready dictionary; the contract keys come first (CONTRACTS §3).
+        """JSON-ready dictionary; the contract keys come first (docs/contracts.md §3).
 
         Parameters
         ----------

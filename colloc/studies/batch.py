@@ -41,7 +41,7 @@ REQUIRED = ("fit_id", "problem", "data")
 OPTIONAL = ("method", "group", "height", "mass", "column", "unit", "controller", "noise", "missing")
 #: Manifest columns that are options of one fit (every row of a fit must agree on them).
 FIT_OPTIONS = ("height", "mass", "column", "unit", "controller", "noise", "missing")
-#: The first columns of results.csv (CONTRACTS §3), then parameters and standard errors.
+#: The first columns of results.csv (docs/contracts.md §3), then parameters and standard errors.
 RESULT_COLUMNS = ("fit_id", "problem", "success", "status", "iterations", "objective", "total_s")
 
 

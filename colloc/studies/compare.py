@@ -2,7 +2,7 @@
 
 :func:`compare` runs every method (a collocation transcription or a shooting baseline)
 from the same ``starts`` initial parameter guesses and collects the results in a
-:class:`Comparison`: a summary table, the ``comparison.json`` document of CONTRACTS §3 and
+:class:`Comparison`: a summary table, the ``comparison.json`` document of docs/contracts.md §3 and
 two figures (objective history, estimates per start).  Nothing here prints.
 
 Initial guesses
@@ -228,7 +228,7 @@ class Comparison:
         return table.to_string(index=False, formatters=fmt, na_rep="-")
 
     def to_dict(self) -> dict:
-        """The ``comparison.json`` document (CONTRACTS §3 keys plus extras), JSON-safe."""
+        """The ``comparison.json`` document (docs/contracts.md §3 keys plus extras), JSON-safe."""
         runs = []
         for run in self.runs:
             r = run.result

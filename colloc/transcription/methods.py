@@ -63,6 +63,8 @@ class AbstractTranscription(AbstractMethod):
         Mesh intervals per sample interval (default 1: the mesh is the samples).  The data
         are still read at the samples, which stay mesh points.
 
+    Notes
+    -----
     A scheme's *mesh interval* runs from one mesh point to the next; multi-node schemes
     (Hermite–Simpson, Radau) add nodes inside it (:attr:`node_fractions`), which are
     variables of the NLP like the mesh points.  Two-node schemes implement

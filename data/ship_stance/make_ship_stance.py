@@ -1,4 +1,4 @@
-"""Regenerate the ship-stance records: the CONTRACTS §2 seed case and a sea-state case.
+"""Regenerate the ship-stance records: the docs/contracts.md §2 seed case and a sea-state case.
 
 ``ship_stance_seed.csv``: the 4-link human under the seed-case gains on a deck moved by
 ``ship_motion(seed=0)`` (sums of sines: roll 0.08 rad, pitch 0.03 rad, yaw 0.02 rad, surge

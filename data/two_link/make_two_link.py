@@ -2,7 +2,7 @@
 
     python data/two_link/make_two_link.py
 
-The seed case of Moore & van den Bogert (2015) as fixed in CONTRACTS §2: K = [[950, 175,
+The seed case of Moore & van den Bogert (2015) as fixed in docs/contracts.md §2: K = [[950, 175,
 185, 50], [45, 290, 60, 26]], 12-sine platform acceleration with random phases, 60 s at
 100 Hz from the upright rest state, CVODES (rtol = atol = 1e-10), noise σ_θ = 0.3°,
 σ_ω = 4°/s, σ_a = 0.42 m/s²; phases and noise from numpy's default_rng (seed 0).

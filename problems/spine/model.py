@@ -4,7 +4,7 @@ Six rigid bodies (L5, L4, L3, L2, L1 and a rigid thorax T12–C1) are stacked on
 that is kinematically fixed (thesis §3.A.i).  Every body has three absolute 1-2-3
 body-fixed Euler angles ``(θ, β, α)`` (thesis eq. 3.A.i.1; Appendix A.i), giving the state
 ``x = [T5, B5, A5, T4, …, T0, B0, A0, rates]`` (36 states; body 0 = thorax).  Axes: 1 right,
-2 anterior, 3 up (CONTRACTS §2).
+2 anterior, 3 up (docs/contracts.md §2).
 
 Everything below is derived symbolically in CasADi from the data in ``data/spine``
 (``model.json``, ``muscles.csv``, ``points.csv``; see its README for provenance and the

@@ -339,7 +339,7 @@ def stability(
     Returns
     -------
     dict
-        CONTRACTS §3 keys ``stable`` (False: no stable equilibrium exists for these values, or
+        docs/contracts.md §3 keys ``stable`` (False: no stable equilibrium exists for these values, or
         no start converged), ``metabolic_power_w``, ``co_contraction_pct``,
         ``max_real_eigenvalue`` (of ``J_i + J_d``, 1/s), ``equilibrium_residual`` (relative),
         ``delay_margin_s`` (``None``: stable for every delay; 0 when not stable),

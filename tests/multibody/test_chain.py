@@ -20,7 +20,7 @@ from scipy.integrate import solve_ivp
 
 from colloc.multibody.chain import Body, Chain, bryant, nrmse
 
-#: The contract's segment data (CONTRACTS §2 ship-stance; Winter 2009 Table 4.1).
+#: The contract's segment data (docs/contracts.md §2 ship-stance; Winter 2009 Table 4.1).
 LINKS = [("ankle", 6.975, 0.4305, 0.2441, (0.174, 0.118, 0.065)),
          ("knee", 15.000, 0.4288, 0.2431, (0.409, 0.288, 0.159)),
          ("hip", 44.775, 0.5040, 0.2520, (1.405, 1.097, 0.606)),

@@ -135,7 +135,7 @@ def test_cli_refuses_bad_input_in_one_line(tmp_path):
 
 
 def test_cli_result_document_has_the_contract_keys(tmp_path):
-    # CONTRACTS §4 on a short record that stays flat (one phase: a quick solve)
+    # docs/contracts.md §4 on a short record that stays flat (one phase: a quick solve)
     trial, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv", omegas=False)
     path, plot = tmp_path / "flat.csv", tmp_path / "flat.png"
     heel_off.write_trial(trial, path)

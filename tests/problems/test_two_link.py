@@ -11,7 +11,7 @@ from colloc_problems import two_link as tl
 
 
 def reference_rhs(t, x, K, acc):
-    """CONTRACTS §2 equations typed from the contract text, in numpy (independent of the model)."""
+    """docs/contracts.md §2 equations typed from the contract text, in numpy (independent of the model)."""
     b = tl.BODY
     lL, dL, dT, mL, mT, IL, IT, g = (b[k] for k in ("l_L", "d_L", "d_T", "m_L", "m_T", "I_L", "I_T", "g"))
     qa, qh, wa, wh = x

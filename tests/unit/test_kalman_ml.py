@@ -228,14 +228,15 @@ def test_further_starts_find_the_better_optimum_and_report_the_other():
         problem(y, starts=[{"k": 1000.0}])
 
 
-def test_the_readme_example_of_a_users_stochastic_model_runs_and_succeeds(capsys):
+def test_the_guides_example_of_a_users_stochastic_model_runs_and_succeeds(capsys):
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    page = Path(__file__).resolve().parents[2] / "docs" / "guide" / "stochastic.md"
+    text = page.read_text(encoding="utf-8")
     at = text.index("The estimator is the library's")
     start = text.index("```python", at) + len("```python")
     scope: dict = {}
-    exec(compile(text[start:text.index("```", start)], "README.md", "exec"), scope)  # noqa: S102
+    exec(compile(text[start:text.index("```", start)], str(page), "exec"), scope)  # noqa: S102
     result = scope["result"]
     assert result.success and result.method == "kalman-ml"
     for k, v in scope["truth"].items():

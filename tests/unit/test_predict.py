@@ -1,4 +1,4 @@
-"""k-step-ahead prediction (CONTRACTS §3 ``colloc predict``; ``Result.predict``)."""
+"""k-step-ahead prediction (docs/contracts.md §3 ``colloc predict``; ``Result.predict``)."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ def cache(tmp_path, monkeypatch):
 
 
 def _two_link_rhs(t, x, time, acc, K, b):
-    """ẋ of the closed-loop two-link model (CONTRACTS §2), T = −K x, written out by hand."""
+    """ẋ of the closed-loop two-link model (docs/contracts.md §2), T = −K x, written out by hand."""
     qa, qh, wa, wh = x
     a = np.interp(t, time, acc)
     Ta, Th = -K @ x

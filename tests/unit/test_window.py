@@ -1,4 +1,4 @@
-"""``Trial.window`` and ``colloc identify --window A:B`` (CONTRACTS §3): fit A <= time < B only."""
+"""``Trial.window`` and ``colloc identify --window A:B`` (docs/contracts.md §3): fit A <= time < B only."""
 
 from __future__ import annotations
 
