@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import casadi as ca
 import numpy as np
@@ -29,8 +30,8 @@ class Phase:
     ``reset(x) → x`` applied to the state entering it."""
 
     mode: str
-    start: object
-    end: object
+    start: ca.SX | float
+    end: ca.SX | float
     intervals: int = 1
     reset: Callable | None = None
 
@@ -81,7 +82,7 @@ def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: c
     bvals = np.array(bound_f(p_guess)).ravel().reshape(-1, 2)
     w, w0, g, blocks = [], [], [], []
     num_start, num_h = [], []
-    x_prev = ca.DM(x0)
+    x_prev: Any = ca.DM(x0)  # numbers first, then the last state of the phase before (SX)
     for ip, ph in enumerate(phases):
         a, b = ph.start, ph.end
         n = ph.intervals
@@ -90,7 +91,7 @@ def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: c
         num_start.append(a_num)
         num_h.append((b_num - a_num) / n)
         x_start = ph.reset(x_prev) if ph.reset is not None else x_prev
-        nodes = []
+        nodes: list[list[Any]] = []  # per interval: its start state, then its collocation states
         for k in range(n):
             t_k = a + k * h
             X = [x_start] if k == 0 else [nodes[-1][-1]]
@@ -455,21 +456,28 @@ def _assemble(n_rows: int, n_cols: int, parts, constant=None):
     rows, cols)`` with ``values`` a mapped output (B blocks of the same pattern) and
     ``rows``/``cols`` (B × nnz) the global position of each nonzero (−1: dropped), and
     optionally a fourth entry, the weight of each nonzero (B × nnz; default 1)."""
-    R, C, S, W = [], [], [], []
+    rs: list[np.ndarray] = []
+    cs: list[np.ndarray] = []
+    ss: list[np.ndarray] = []
+    ws: list[np.ndarray] = []
     base = 0
     for values, rows, cols, *weight in parts:
         nb, nnz = rows.shape
         src = base + np.arange(nb * nnz).reshape(nb, nnz)
         ok = (rows >= 0) & (cols >= 0)
-        R.append(rows[ok]), C.append(cols[ok]), S.append(src[ok])
-        W.append(np.broadcast_to(weight[0], rows.shape)[ok] if weight else np.ones(int(ok.sum())))
+        rs.append(rows[ok])
+        cs.append(cols[ok])
+        ss.append(src[ok])
+        ws.append(np.broadcast_to(weight[0], rows.shape)[ok] if weight else np.ones(int(ok.sum())))
         base += nb * nnz
     if constant is not None:
         cr, cc = ca.DM(constant).sparsity().get_triplet()
-        R.append(np.asarray(cr, dtype=int)), C.append(np.asarray(cc, dtype=int)), S.append(base + np.arange(len(cr)))
-        W.append(np.ones(len(cr)))
-    R, C, S = (np.concatenate(v).astype(np.int64) for v in (R, C, S))
-    W = np.concatenate(W)
+        rs.append(np.asarray(cr, dtype=int))
+        cs.append(np.asarray(cc, dtype=int))
+        ss.append(base + np.arange(len(cr)))
+        ws.append(np.ones(len(cr)))
+    R, C, S = (np.concatenate(v).astype(np.int64) for v in (rs, cs, ss))
+    W = np.concatenate(ws)
     # the compressed-column patterns are built here (numpy) rather than by Sparsity.triplet:
     # the same result without CasADi sorting millions of triplets
     keys = np.sort(C * n_rows + R)
