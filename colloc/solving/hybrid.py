@@ -54,7 +54,8 @@ def _simulate(problem: HybridProblem, trial, x0, p):
     try:
         # one event per sample at most: more cannot be told apart by the data (and a
         # Zeno trajectory, a ball bouncing ever faster, would never end)
-        return simulate_hybrid(problem.model, x0, (trial.time[0], trial.time[-1]), p,
+        model = problem.models[[t.name for t in problem.trials].index(trial.name)]
+        return simulate_hybrid(model, x0, (trial.time[0], trial.time[-1]), p,
                                max_events=max(10, trial.num_samples)), ""
     except (SolveFailed, ValueError, ArithmeticError) as exc:
         return None, str(exc)

@@ -1,0 +1,132 @@
+"""Timed hybrid problems (time events, timed modes): phases between events whose times move
+with the parameters, fitted by ``co.solve(HybridProblem(...), co.Radau())``.
+
+The model is not fes-muscle: a first-order system (a heated body, a dosed compartment)
+``ẋ = −a·x + b·on``, switched on for ``d`` seconds by doses given at known times ``t_k`` and
+taking effect after a delay ``δ``; a dose while it is on starts a new ``d``.  The records are
+made by SciPy's ``solve_ivp`` on the schedule written out by hand (not by the library's
+simulator or its fit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import colloc as co
+
+TRUE = {"a": 3.0, "b": 6.0, "d": 0.15, "delay": 0.04}
+GUESS = {"a": 2.0, "b": 4.0, "d": 0.10, "delay": 0.06}
+#: doses (s): the third comes while the second is still on (it cuts it short)
+DOSES = (0.2, 0.8, 0.88, 1.5)
+
+
+def _model(doses=DOSES, times=None) -> co.HybridModel:
+    off = co.Mode("off", lambda t, x, p, t0: [-p["a"] * x[0]])
+    on = co.Mode("on", lambda t, x, p, t0: [-p["a"] * x[0] + p["b"]], duration=lambda p: p["d"], then="off")
+    dose = co.TimeEvent("dose", times or (lambda p: [t + p["delay"] for t in doses]), target="on")
+    return co.HybridModel("dosing", ["x"], [off, on], "off", time_events=[dose], parameters=["a", "b", "d", "delay"])
+
+
+def _schedule(p: dict, t_end: float) -> list[tuple[float, float]]:
+    """The on-intervals by hand: each dose on at t_k + δ for d, cut by the next dose's start."""
+    starts = [t + p["delay"] for t in DOSES]
+    return [(s, min(s + p["d"], nxt)) for s, nxt in zip(starts, [*starts[1:], t_end])]
+
+
+def _record(p: dict, time: np.ndarray) -> np.ndarray:
+    """x at ``time`` from x(0) = 0 by solve_ivp, integrated piece by piece between the switches."""
+    on = _schedule(p, time[-1])
+    cuts = sorted({time[0], time[-1], *[t for ab in on for t in ab if time[0] < t < time[-1]]})
+    out, x = np.empty(time.size), 0.0
+    for lo, hi in zip(cuts[:-1], cuts[1:]):
+        level = p["b"] if any(a <= lo < b for a, b in on) else 0.0
+        sel = (time >= lo) & (time <= hi)
+        sol = solve_ivp(lambda t, y: [-p["a"] * y[0] + level], (lo, hi), [x], t_eval=time[sel], rtol=1e-12,
+                        atol=1e-14, method="DOP853")
+        out[sel] = sol.y[0]
+        x = solve_ivp(lambda t, y: [-p["a"] * y[0] + level], (lo, hi), [x], rtol=1e-12, atol=1e-14,
+                      method="DOP853").y[0, -1]
+    return out
+
+
+TIME = np.arange(0, 2001) / 1000.0
+
+
+def _problem(x, **options) -> co.HybridProblem:
+    trial = co.Trial(TIME, {"x": x}, name="doses")
+    return co.HybridProblem(_model(), trial, guess=GUESS, bounds={"a": (0.1, 100), "b": (0.1, 100),
+                                                                  "d": (0.01, 1.0), "delay": (0.0, 0.2)},
+                            initial_state={"x": 0.0}, known_initial_state=True, max_step=0.004, **options)
+
+
+def test_the_schedule_by_hand_is_the_library_simulators():
+    # two independent codes of the same model agree (the generator is not the code under test)
+    sim = co.simulate_hybrid(_model(), [0.0], (0.0, 2.0), TRUE, t_eval=TIME, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(sim.x[:, 0], _record(TRUE, TIME), atol=1e-9)
+
+
+def test_clean_record_recovers_every_parameter_from_a_poor_guess():
+    res = co.solve(_problem(_record(TRUE, TIME)), co.Radau(degree=3), solver=co.Ipopt(tol=1e-10))
+    assert res.success and res.method == "hybrid-radau3"
+    for name, value in TRUE.items():
+        assert abs(res.parameters[name] / value - 1) < 1e-3, (name, res.parameters[name])
+    # the phases at the estimate: off, then on/off per dose, the third dose cutting the second short
+    modes = res.info["phases"]["doses"]["modes"]
+    assert modes == ["off", "on", "off", "on", "on", "off", "on", "off"]
+    starts = res.info["phases"]["doses"]["starts"]
+    np.testing.assert_allclose(starts[1], DOSES[0] + TRUE["delay"], atol=1e-6)
+    assert res.simulation["doses"]["same_modes"] and res.simulation["doses"]["nrmse"]["x"] < 1e-5
+
+
+def test_noisy_record_truth_within_3_standard_errors_and_noise_judged_by_the_declared_sigma():
+    sigma = 0.01
+    x = _record(TRUE, TIME) + np.random.default_rng(3).normal(0.0, sigma, TIME.size)
+    res = co.solve(_problem(x, noise={"x": sigma}, units={"a": "1/s", "x": "K"}), co.Radau(degree=3))
+    assert res.success, res.message
+    for name, value in TRUE.items():
+        assert abs(res.parameters[name] - value) < 3 * res.standard_errors[name], name
+    assert 0.8 < res.info["residual_std"] / sigma < 1.2
+    assert res.fit_verdict["verdict"] == "good" and res.info["noise"]["doses"] == {"x": sigma}
+    assert res.units["a"] == "1/s"
+
+
+def test_the_standard_errors_match_a_finite_difference_gauss_newton_on_the_independent_generator():
+    # cov = s² (JᵀJ)⁻¹ with J the sensitivities of the generator's samples (central differences):
+    # an estimate independent of the collocation, its implicit differentiation and its covariance
+    sigma = 0.01
+    x = _record(TRUE, TIME) + np.random.default_rng(5).normal(0.0, sigma, TIME.size)
+    res = co.solve(_problem(x), co.Radau(degree=3), solver=co.Ipopt(tol=1e-10))
+    p = dict(res.parameters)
+    J = []
+    for name in TRUE:
+        step = 1e-6 * abs(p[name])
+        J.append((_record({**p, name: p[name] + step}, TIME) - _record({**p, name: p[name] - step}, TIME)) / (2 * step))
+    J = np.array(J).T
+    r = _record(p, TIME) - x
+    s2 = r @ r / (TIME.size - len(TRUE))
+    se = np.sqrt(np.diag(s2 * np.linalg.inv(J.T @ J)))
+    np.testing.assert_allclose([res.standard_errors[n] for n in TRUE], se, rtol=0.02)
+
+
+def test_event_times_that_are_not_affine_in_the_parameters_are_refused_by_name():
+    model = _model(times=lambda p: [t + p["delay"] ** 2 for t in DOSES])
+    trial = co.Trial(TIME, {"x": np.zeros(TIME.size)})
+    problem = co.HybridProblem(model, trial, guess=GUESS, known_initial_state=True)
+    with pytest.raises(co.ModelError, match="dose.*affine"):
+        co.solve(problem, co.Radau())
+
+
+def test_a_timed_problem_refuses_what_does_not_apply():
+    trial = co.Trial(TIME, {"x": np.zeros(TIME.size)})
+    with pytest.raises(co.ProblemError, match="sequence"):
+        co.HybridProblem(_model(), trial, guess=GUESS, sequence=["off", "on"])
+    with pytest.raises(co.ProblemError, match="known_initial_state"):
+        co.solve(co.HybridProblem(_model(), trial, guess=GUESS), co.Radau())
+    with pytest.raises(co.ProblemError, match="one model per trial"):
+        co.HybridProblem([_model(), _model()], trial, guess=GUESS)
+    with pytest.raises(co.ProblemError, match="noise"):
+        co.HybridProblem(_model(), trial, guess=GUESS, noise={"x": -1.0})
+    with pytest.raises(co.OptionsError, match="Radau"):
+        co.solve(co.HybridProblem(_model(), trial, guess=GUESS, known_initial_state=True), co.Midpoint())
