@@ -99,7 +99,7 @@ class HybridProblem:
         is reported, not failed) or only narrows the search; default both.
     """
 
-    def __init__(self, model: HybridModel, trials: Trial | Sequence[Trial], *, guess: Mapping[str, float],
+    def __init__(self, model: HybridModel | Sequence[HybridModel], trials: Trial | Sequence[Trial], *, guess: Mapping[str, float],
                  bounds: Mapping[str, tuple[float, float]] | None = None, fit: Mapping[str, float] | None = None,
                  initial_state: Mapping[str, float] | None = None, sequence=None, switch_times=None,
                  fixed_switches: bool = False, samples_per_interval: float = 5.0, name: str | None = None,
@@ -205,6 +205,11 @@ class HybridProblem:
         if max_step is not None and not (np.isfinite(max_step) and max_step > 0):
             raise ProblemError(f"HybridProblem(max_step={max_step!r}): must be a finite time > 0 (s)")
         self.max_step = None if max_step is None else float(max_step)
+        timed_only = (("max_step", max_step), ("state_scale", state_scale), ("start_states", start_states))
+        for option, option_value in timed_only:
+            if option_value is not None and not self.timed:
+                raise ProblemError(f"HybridProblem({option}=...) applies to timed models (time events, timed modes); "
+                                   f"{model.name!r} has none")
         self.state_scale = np.ones(len(self.states))
         for s, v in (state_scale or {}).items():
             if s not in self.states:

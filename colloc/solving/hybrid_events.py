@@ -47,6 +47,7 @@ from ..transcription.hybrid_events import (
     timed_rates,
 )
 from ..transcription.multiphase import IntervalChain
+from .hybrid import verdict_arguments
 from .ipopt import Ipopt, IterationInfo, progress_callback
 
 __all__ = ["MAX_ROUNDS", "solve_timed"]
@@ -263,7 +264,7 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
         cov = pd.DataFrame(np.asarray(c.matrix) / s2, index=names, columns=names)
         info["residual_std"] = float(math.sqrt(c.residual_variance))
     covariance_s = _time.perf_counter() - t2
-    trajectories, measurements, residuals, simulation, phases, noise, scaled = {}, {}, {}, {}, {}, {}, {}
+    trajectories, measurements, residuals, simulation, phases = {}, {}, {}, {}, {}
     t3 = _time.perf_counter()
     for k, (trial, lay_, xs) in enumerate(zip(problem.trials, solved, states)):
         index = pd.Index(trial.time, name="time")
@@ -271,17 +272,12 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
         fitted = [s for s in problem.fit if s in trial]
         measurements[trial.name] = pd.DataFrame({s: trial[s] for s in fitted}, index=index)
         residuals[trial.name] = pd.DataFrame({s: xs[problem.states.index(s)] - trial[s] for s in fitted}, index=index)
-        noise[trial.name] = problem.noise_of(trial)
-        sigma = {s: noise[trial.name].get(s, 1.0 / math.sqrt(problem.fit[s])) for s in fitted}
-        scaled[trial.name] = pd.DataFrame({s: residuals[trial.name][s] / sigma[s] for s in fitted}, index=index)
         starts = lay_.t[0] + lay_.t[1] @ qcur
         bounds_idx = np.concatenate([[0], np.cumsum(lay_.intervals)[:-1]]).astype(int)
         phases[trial.name] = {"modes": list(lay_.modes), "starts": starts[bounds_idx].tolist(),
                               "intervals": [int(v) for v in lay_.intervals]}
         simulation[trial.name] = _simulation_check(problem, k, params, fitted, list(lay_.modes))
     info["phases"] = phases
-    if problem.noise:
-        info["noise"] = noise
     simulation_s = _time.perf_counter() - t3
     if success:
         message = f"IPOPT converged to a local optimum within tolerance ({rounds} solve(s), the phases laid again)."
@@ -304,14 +300,9 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
     found = [{"code": "simulation_modes", "trials": other,
               "message": "the event-driven simulation at the estimate goes through other modes than the fit in "
                          + "; ".join(f"{n_} ({simulation[n_]['message']})" for n_ in other)}] if other else []
-    # the verdict judges the residuals over each record's declared noise when there is one
     result = finalize(estimate, bounds=problem.bounds, physical=problem.limits,
                       scales={p: abs(v) if v else 1.0 for p, v in problem.guess.items()}, verdict=verdict,
-                      warnings=found, fit={s: 1.0 for s in problem.fit} if problem.noise else problem.fit,
-                      verdict_residuals=scaled if problem.noise else None,
-                      verdict_note=("model − measurement divided by the noise σ of each record "
-                                    "(HybridProblem(noise=...), info['noise']); the fit is weighted by fit="
-                                    if problem.noise else None))
+                      warnings=found, **verdict_arguments(problem, residuals, info))
     result.timings["total_s"] = _time.perf_counter() - t_call
     return result
 

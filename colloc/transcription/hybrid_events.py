@@ -95,7 +95,8 @@ class TimedClock:
         """The phases of a record on ``[t0, tf]`` at the scaled parameters ``qv``, and the
         affine values ``c`` whose sign (``c ≥ 0``) keeps each choice of the walk: at every
         step, whichever comes first of the next time event, the current timed mode's end and
-        the record's end (an event at the very time a mode ends comes first)."""
+        the record's end (an event at the very time a mode ends comes first); and the time
+        events' order at ``qv``."""
         zero = np.zeros(self.n)
 
         def val(x: Affine) -> float:
@@ -104,7 +105,10 @@ class TimedClock:
         events = sorted(((a, b, ev) for a, b, ev in self.events), key=lambda e: e[0] + e[1] @ qv)
         events = [e for e in events if t0 < e[0] + e[1] @ qv < tf]
         phases: list[TimedPhase] = []
-        keep: list[Affine] = []
+        # the time events stay in their order at the estimate (rows no parameter moves are dropped
+        # by the layout: events of one family shifted by the same delay keep their order anyway)
+        keep: list[Affine] = [(b1[0] - a1[0], b1[1] - a1[1]) for a1, b1 in
+                              zip(((a, b) for a, b, _ in events[:-1]), ((a, b) for a, b, _ in events[1:]))]
         mode = self.model.initial_mode
         start: Affine = (float(t0), zero)
         end: Affine = (float(tf), zero)
