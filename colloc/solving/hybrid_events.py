@@ -41,6 +41,7 @@ from ..transcription.hybrid_events import (
     SLACK,
     TimedClock,
     TimedNLP,
+    UnlaidMode,
     carry,
     same_layout,
     timed_layout,
@@ -105,15 +106,26 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
     hi = np.array([problem.bounds[p][1] for p in names]) / scale
     ss = problem.state_scale
     nx = len(problem.states)
-    modes = [m.name for m in problem.model.modes]
     degree = int(method.degree)
-    chains, clocks, built = [], [], {}
+    clocks, built_clocks = [], {}
     for model in problem.models:
-        if id(model) not in built:
-            built[id(model)] = (IntervalChain(timed_rates(model, names, scale, ss, modes), degree),
-                                TimedClock(model, names, scale))
-        chains.append(built[id(model)][0])
-        clocks.append(built[id(model)][1])
+        if id(model) not in built_clocks:
+            built_clocks[id(model)] = TimedClock(model, names, scale)
+        clocks.append(built_clocks[id(model)])
+    # the rates are built for the modes the records' phases are in (a mode met later adds itself):
+    # each interval evaluates the rates of every one of them, weighted by its mode's flag
+    all_modes = [m.name for m in problem.model.modes]
+    modes: list[str] = list(all_modes)
+    chains: list[IntervalChain] = []
+    built_chains: dict = {}
+
+    def build_chains() -> None:
+        chains.clear()
+        for model in problem.models:
+            key = (id(model), tuple(modes))
+            if key not in built_chains:
+                built_chains[key] = IntervalChain(timed_rates(model, names, scale, ss, modes), degree)
+            chains.append(built_chains[key])
     x0s = [problem.initial_state_of(t) for t in problem.trials]
     steps = [problem.max_step or problem.samples_per_interval * float(np.median(np.diff(t.time)))
              for t in problem.trials]
@@ -165,8 +177,23 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
         walked[k] = (walk, list(layout.modes))
         return layout
 
+    def lay_all(qv: np.ndarray, previous: list | None = None) -> list:
+        """Every record laid at ``qv``; the rates built again when a phase is in a new mode."""
+        while True:
+            try:
+                return [lay(k, qv, None if previous is None else previous[k]) for k in range(len(problem.trials))]
+            except UnlaidMode as new:
+                modes[:] = [m for m in all_modes if m in modes or m == new.mode]
+                build_chains()
+
     qcur = np.array([cur[p] for p in names]) / scale
-    layouts = [lay(k, qcur) for k in range(len(problem.trials))]
+    build_chains()
+    layouts = lay_all(qcur)
+    seen = {m for lay_ in layouts for m in lay_.modes}
+    if len(seen) < len(modes):
+        modes[:] = [m for m in all_modes if m in seen]
+        build_chains()
+        layouts = lay_all(qcur)
     x0_scaled = [x0 / ss for x0 in x0s]
     round_iterations, round_moved, build_s, solve_s = [], [], 0.0, 0.0
     w_prev: list[np.ndarray] = []
@@ -230,7 +257,7 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
         moved = max(float(np.max(np.abs(lay_.t[1] @ (q_new - qcur)), initial=0.0)) for lay_ in layouts)
         round_moved.append(moved)
         qcur = q_new
-        solved, layouts = layouts, [lay(k, qcur, solved_k) for k, solved_k in enumerate(layouts)]
+        solved, layouts = layouts, lay_all(qcur, layouts)
         settled = rounds > 1 and (moved < SLACK * min(steps) or all(map(same_layout, solved, layouts)))
         if stats.get("success", False) and settled:
             break

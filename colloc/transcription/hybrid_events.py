@@ -35,7 +35,7 @@ from .hybrid_fit import _symbols, as_column
 from .layout import ChainLayout
 from .multiphase import IntervalChain
 
-__all__ = ["SLACK", "TimedClock", "TimedNLP", "carry", "timed_layout", "timed_rates"]
+__all__ = ["SLACK", "TimedClock", "TimedNLP", "UnlaidMode", "carry", "same_layout", "timed_layout", "timed_rates"]
 
 #: The relaxation of the structure constraints and the rounds' settling tolerance, in
 #: collocation intervals (``max_step``): an event exactly on another (a 50 Hz train whose
@@ -55,6 +55,14 @@ def _affine_of(value, q: ca.SX, what: str) -> tuple[np.ndarray, np.ndarray]:
                          "for the timed hybrid fit")
     a, b = ca.Function("affine", [q], [col, jac])(np.zeros(q.shape[0]))
     return np.asarray(a, dtype=float).ravel(), np.asarray(ca.DM(b).full(), dtype=float).reshape(col.shape[0], -1)
+
+
+class UnlaidMode(KeyError):
+    """A phase in a mode the rates were not built for (:func:`timed_layout`'s ``modes``)."""
+
+    def __init__(self, mode: str):
+        super().__init__(mode)
+        self.mode = mode
 
 
 @dataclass
@@ -161,7 +169,8 @@ def timed_layout(clock: TimedClock, time: np.ndarray, qv: np.ndarray, max_step: 
     ``ceil(length / max_step)`` intervals each (a phase keeps the ``previous`` layout's count
     while its phases are the same and its step stays within 25 % of ``max_step``), the
     structure constraints, the samples' intervals, the rates' data and the states' start
-    values (``state_guess``, physical units at given times).  Also the walk's modes."""
+    values (``state_guess``, physical units at given times).  Also the walk's modes.  A phase in
+    a mode not among ``modes`` (those the rates were built for) raises :class:`UnlaidMode`."""
     t0, tf = float(time[0]), float(time[-1])
     walked, keep = clock.walk(t0, tf, qv)
     lengths = [float(ph.end[0] - ph.start[0] + (ph.end[1] - ph.start[1]) @ qv) for ph in walked]
@@ -184,6 +193,8 @@ def timed_layout(clock: TimedClock, time: np.ndarray, qv: np.ndarray, max_step: 
         start_a.append(np.full(n, sa))
         start_b.append(np.broadcast_to(sb, (n, len(sb))))
         flag = np.zeros(len(modes))
+        if name not in modes:
+            raise UnlaidMode(name)
         flag[list(modes).index(name)] = 1.0
         flags.append(np.broadcast_to(flag, (n, len(modes))))
     T, R, H = ((np.concatenate([p[0] for p in v]), np.vstack([p[1] for p in v])) for v in (t_abs, t_rel, h))
