@@ -10,6 +10,9 @@ simulator or its fit).
 
 from __future__ import annotations
 
+import itertools
+
+import casadi as ca
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -22,11 +25,15 @@ GUESS = {"a": 2.0, "b": 4.0, "d": 0.10, "delay": 0.06}
 DOSES = (0.2, 0.8, 0.88, 1.5)
 
 
-def _model(doses=DOSES, times=None) -> co.HybridModel:
+def _model(doses=DOSES, times=None, waiting: bool = False) -> co.HybridModel:
+    """``waiting``: the record starts in a mode "wait" (off before any dose), so that "off" is
+    entered only when a dose's d ends."""
     off = co.Mode("off", lambda t, x, p, t0: [-p["a"] * x[0]])
     on = co.Mode("on", lambda t, x, p, t0: [-p["a"] * x[0] + p["b"]], duration=lambda p: p["d"], then="off")
+    wait = co.Mode("wait", lambda t, x, p, t0: [-p["a"] * x[0]])
     dose = co.TimeEvent("dose", times or (lambda p: [t + p["delay"] for t in doses]), target="on")
-    return co.HybridModel("dosing", ["x"], [off, on], "off", time_events=[dose], parameters=["a", "b", "d", "delay"])
+    return co.HybridModel("dosing", ["x"], [off, on, *([wait] if waiting else [])], "wait" if waiting else "off",
+                          time_events=[dose], parameters=["a", "b", "d", "delay"])
 
 
 def _schedule(p: dict, t_end: float) -> list[tuple[float, float]]:
@@ -40,14 +47,16 @@ def _record(p: dict, time: np.ndarray) -> np.ndarray:
     on = _schedule(p, time[-1])
     cuts = sorted({time[0], time[-1], *[t for ab in on for t in ab if time[0] < t < time[-1]]})
     out, x = np.empty(time.size), 0.0
-    for lo, hi in zip(cuts[:-1], cuts[1:]):
+    for lo, hi in itertools.pairwise(cuts):
         level = p["b"] if any(a <= lo < b for a, b in on) else 0.0
+
+        def rhs(t, y, level=level):
+            return [-p["a"] * y[0] + level]
+
         sel = (time >= lo) & (time <= hi)
-        sol = solve_ivp(lambda t, y: [-p["a"] * y[0] + level], (lo, hi), [x], t_eval=time[sel], rtol=1e-12,
-                        atol=1e-14, method="DOP853")
+        sol = solve_ivp(rhs, (lo, hi), [x], t_eval=time[sel], rtol=1e-12, atol=1e-14, method="DOP853")
         out[sel] = sol.y[0]
-        x = solve_ivp(lambda t, y: [-p["a"] * y[0] + level], (lo, hi), [x], rtol=1e-12, atol=1e-14,
-                      method="DOP853").y[0, -1]
+        x = solve_ivp(rhs, (lo, hi), [x], rtol=1e-12, atol=1e-14, method="DOP853").y[0, -1]
     return out
 
 
@@ -130,3 +139,41 @@ def test_a_timed_problem_refuses_what_does_not_apply():
         co.HybridProblem(_model(), trial, guess=GUESS, noise={"x": -1.0})
     with pytest.raises(co.OptionsError, match="Radau"):
         co.solve(co.HybridProblem(_model(), trial, guess=GUESS, known_initial_state=True), co.Midpoint())
+
+
+def test_phases_change_structure_across_solves():
+    # at the guess the first two doses stay on until the next one (d = 0.33 s > the gaps of
+    # 0.3 s): the structure constraints hold each solve to its phases, and the record is laid
+    # again until the truth's phases (on for 0.2 s, then off) are reached
+    doses = (0.2, 0.5, 0.8)
+    time = np.arange(0, 1201) / 1000.0
+    model = _model(doses)
+    truth = {**TRUE, "d": 0.2, "delay": 0.02}
+    x = co.simulate_hybrid(model, [0.0], (0.0, time[-1]), truth, t_eval=time, rtol=1e-12, atol=1e-14).x[:, 0]
+    guess = {"a": 2.5, "b": 5.0, "d": 0.33, "delay": 0.03}
+    at_guess = co.simulate_hybrid(model, [0.0], (0.0, time[-1]), guess)
+    assert [seg[2] for seg in at_guess.segments if seg[1] > seg[0]] == ["off", "on", "on", "on", "off"]
+    problem = co.HybridProblem(model, co.Trial(time, {"x": x}, name="r"), guess=guess,
+                               bounds={"d": (0.01, 1.0), "delay": (0.0, 0.1)}, known_initial_state=True,
+                               max_step=0.004)
+    res = co.solve(problem, co.Radau(degree=3), solver=co.Ipopt(tol=1e-10))
+    assert res.success, res.message
+    assert res.info["phases"]["r"]["modes"] == ["off", "on", "off", "on", "off", "on", "off"]
+    assert res.info["rounds"] >= 3
+    for name, value in truth.items():
+        assert abs(res.parameters[name] / value - 1) < 1e-4, (name, res.parameters[name])
+
+
+def test_a_phase_in_a_mode_the_rates_were_not_built_for_is_named():
+    from colloc.transcription.hybrid_events import TimedClock, UnlaidMode, timed_layout
+
+    model = _model(waiting=True)
+    scale = np.ones(4)
+    clock = TimedClock(model, ["a", "b", "d", "delay"], scale)
+    q = np.array([GUESS[n] for n in ("a", "b", "d", "delay")])
+    chain = co.IntervalChain(ca.Function("f", [ca.SX.sym("x"), ca.SX.sym("t"), ca.SX.sym("data", 6),
+                                               ca.SX.sym("p", 4)], [0]), 3)
+    with pytest.raises(UnlaidMode) as err:
+        timed_layout(clock, TIME, q, 0.004, chain, ["wait", "on"], lambda t: None, lambda t: np.zeros((1, len(t))),
+                     np.ones(1))
+    assert err.value.mode == "off"
