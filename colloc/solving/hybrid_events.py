@@ -30,7 +30,7 @@ from typing import Any
 import casadi as ca
 import numpy as np
 
-from ..base.errors import OptionsError, ProblemError, SolveFailed
+from ..base.errors import ModelError, OptionsError, ProblemError, SolveFailed
 from ..base.versions import versions
 from ..definition.hybrid_problem import HybridProblem
 from ..inference.covariance import constrained_covariance
@@ -183,6 +183,9 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
             try:
                 return [lay(k, qv, None if previous is None else previous[k]) for k in range(len(problem.trials))]
             except UnlaidMode as new:
+                if new.mode not in all_modes:
+                    raise ModelError(f"hybrid model {problem.model.name!r}: a phase in mode {new.mode!r}, which the "
+                                     "model does not declare") from None
                 modes[:] = [m for m in all_modes if m in modes or m == new.mode]
                 build_chains()
 
