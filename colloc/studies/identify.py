@@ -309,11 +309,12 @@ def _identify_hybrid(spec: ProblemSpec, problem: HybridProblem, method, *, nodes
     ipopt = {**spec.ipopt_options, "print_level": print_level, "max_iter": max_iter, "absolute_sigma": absolute_sigma}
     if time_limit is not None:
         ipopt["extra"] = {**(ipopt.get("extra") or {}), "max_wall_time": float(time_limit)}
-    guess = {**problem.guess, **dict(guess or {})}
-    for name, (lo, hi) in problem.bounds.items():
-        if not lo <= guess[name] <= hi:
-            raise OptionsError(f"--guess {name}={guess[name]} is outside its bounds ({lo}, {hi})")
-    return solve(problem, method, solver=Ipopt(**ipopt), guess=guess, progress=progress, throw=False)
+    for name, value in (guess or {}).items():  # a guess given must be inside (the problem's own start is moved in)
+        lo, hi = problem.bounds[name]
+        if not lo <= value <= hi:
+            raise OptionsError(f"--guess {name}={value} is outside its bounds ({lo}, {hi})")
+    return solve(problem, method, solver=Ipopt(**ipopt), guess=dict(guess or {}) or None, progress=progress,
+                 throw=False)
 
 
 def window_trials(trials: Sequence, problem_name: str, window: tuple[float | None, float | None]) -> list:
