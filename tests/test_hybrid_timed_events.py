@@ -177,3 +177,10 @@ def test_a_phase_in_a_mode_the_rates_were_not_built_for_is_named():
         timed_layout(clock, TIME, q, 0.004, chain, ["wait", "on"], lambda t: None, lambda t: np.zeros((1, len(t))),
                      np.ones(1))
     assert err.value.mode == "off"
+
+
+def test_a_timed_mode_that_does_not_last_is_refused_by_name():
+    trial = co.Trial(TIME, {"x": np.zeros(TIME.size)}, name="r")
+    problem = co.HybridProblem(_model(), trial, guess={**GUESS, "d": -0.1}, known_initial_state=True)
+    with pytest.raises(co.ModelError, match="'on' lasts"):
+        co.solve(problem, co.Radau())

@@ -130,6 +130,10 @@ class TimedClock:
             if mode in self.durations:
                 da, db = self.durations[mode]
                 expiry: Affine = (start[0] + da, start[1] + db)
+                if not val(expiry) > val(start):
+                    raise ModelError(f"hybrid model {self.model.name!r}: timed mode {mode!r} lasts "
+                                     f"{val(expiry) - val(start)} s at the estimate; a timed mode must last > 0 "
+                                     "(bound the parameters of its duration)")
                 if val(expiry) < val(nxt):  # the mode ends first
                     keep.append((nxt[0] - expiry[0], nxt[1] - expiry[1]))
                     phases.append(TimedPhase(mode, start, expiry))
