@@ -184,3 +184,24 @@ def test_a_timed_mode_that_does_not_last_is_refused_by_name():
     problem = co.HybridProblem(_model(), trial, guess={**GUESS, "d": -0.1}, known_initial_state=True)
     with pytest.raises(co.ModelError, match="'on' lasts"):
         co.solve(problem, co.Radau())
+
+
+def test_the_dosing_example_runs_in_few_lines_and_recovers_the_truth():
+    import ast
+    import io
+    import runpy
+    from contextlib import redirect_stdout
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "dosing.py"
+    source = path.read_text(encoding="utf-8")
+    doc = ast.get_docstring(ast.parse(source), clean=False) or ""
+    code = [ln for ln in source.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    assert len(code) - len([ln for ln in doc.splitlines() if ln.strip()]) <= 30
+    out = io.StringIO()
+    with redirect_stdout(out):
+        ns = runpy.run_path(str(path), run_name="__main__")
+    res = ns["result"]
+    assert res.success and "phases: off on off on on off on off" in out.getvalue()
+    for name, value in ns["truth"].items():
+        assert abs(res.parameters[name] - value) < 3 * res.standard_errors[name], name
