@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from colloc.cli import main
 from colloc_problems import pendulum
 from colloc_problems._data import data_path
+
+from colloc.cli import main
 
 
 def run(capsys, *args):
