@@ -7,12 +7,13 @@ model.
 
 * simulation of each of the four shipped 2 s, 1 kHz trains (10, 20, 30, 50 Hz): the
   event-driven simulator (colloc.simulate_hybrid; target < 1 s per trial) and the smoothed model
-  (fes_muscle.simulate_smoothed: tanh steps of 0.5 ms for the clock's jumps, √(x² + δ²) for |x|,
+  (benchmarks/_fes_smoothed.simulate_smoothed: tanh steps of 0.5 ms for the clock's jumps, √(x² + δ²) for |x|,
   LSODA without events): wall time, events, the smoothed force's largest error;
 * identification from the poor default guess of the shipped trains named by ``--fit``
-  (default the four; ``--kind`` clean or noisy): multi-phase collocation (fes_muscle.identify,
+  (default the four; ``--kind`` clean or noisy): the library's timed hybrid fit, multi-phase
+  collocation between the clock's events (``co.solve(fes_muscle.problem(trials), co.Radau(3))``,
   target ≤ 30 s) and the smoothed formulation on one uniform 0.5 ms mesh
-  (fes_muscle.identify_smoothed): wall and CPU time, iterations, relative errors, and for noisy
+  (benchmarks/_fes_smoothed.identify_smoothed): wall and CPU time, iterations, relative errors, and for noisy
   records |estimate − truth| / standard error.  ``--quick``: one 0.3 s train of 10 Hz.
 
 Reports, never asserts (a missed target prints FAIL).  Writes benchmarks/results/fes_muscle.json
@@ -27,13 +28,23 @@ import os
 import time
 from pathlib import Path
 
+import _fes_smoothed as smoothed  # the smoothed baseline, beside this script (run as python benchmarks/NAME.py)
 import numpy as np
-
-import colloc as co
 from colloc_problems import fes_muscle as fm
 from colloc_problems._data import data_path
 
+import colloc as co
+
 FREQS = (10, 20, 30, 50)
+
+
+def _hybrid(trials) -> dict:
+    """The library's fit (what `colloc identify fes-muscle` runs) as the rows' dict."""
+    res = co.solve(fm.problem(trials), co.Radau(degree=3), solver=co.Ipopt(**fm.IPOPT_OPTIONS))
+    return {"parameters": res.parameters, "standard_errors": res.standard_errors, "success": res.success,
+            "status": res.status, "iterations": res.iterations, "variables": res.info["num_variables"],
+            "rounds": res.info["rounds"], "residual_std": res.info["residual_std"], "objective": res.objective,
+            **res.timings}
 
 
 def _fit(name, run, trials):
@@ -69,24 +80,24 @@ def main(argv=None):
     rows = []
     for tr in trials:
         t0, c0 = time.perf_counter(), time.process_time()
-        force, sim = fm.simulate(fm.TRUE, tr.time, tr.pulse, tr.alpha, full=True)
+        force, sim = fm.simulate(fm.TRUE, tr.time, tr["pulse"], tr["alpha"], full=True)
         t_event, c_event = time.perf_counter() - t0, time.process_time() - c0
         t0 = time.perf_counter()
-        smooth = fm.simulate_smoothed(fm.TRUE, tr)
+        smooth = smoothed.simulate_smoothed(fm.TRUE, tr)
         t_smooth = time.perf_counter() - t0
         rows.append({"trial": tr.name, "events": len(sim.events), "event_driven_s": t_event, "event_driven_cpu_s": c_event,
                      "smoothed_s": t_smooth, "smoothed_max_error_N": float(np.max(np.abs(smooth - force))),
-                     "event_driven_vs_shipped_max_N": float(np.max(np.abs(force - tr.force)))})
+                     "event_driven_vs_shipped_max_N": float(np.max(np.abs(force - tr["force"])))})
         print(f"{tr.name:16s} events {len(sim.events):4d}  event-driven {t_event:6.2f} s (CPU {c_event:4.2f} s) "
               f"[{'PASS' if t_event < 1 else 'FAIL'} < 1 s]  smoothed {t_smooth:6.2f} s"
               f"  smoothed error {rows[-1]['smoothed_max_error_N']:.3g} N")
     fit_trials = ([fm.make_trial(10, duration=0.3, first=0.05, last=0.15)] if args.quick else
                   [fm.load_trial(data_path("fes_muscle", f"{args.kind}_{f}hz.csv")) for f in args.fit])
     print(f"identification from {', '.join(tr.name for tr in fit_trials)} (load average {load:.1f}):")
-    fits = [_fit("multi-phase", fm.identify, fit_trials)]
+    fits = [_fit("multi-phase", _hybrid, fit_trials)]
     print(f"{'':12s} target <= 30 s: {'PASS' if fits[0]['time_s'] <= 30 else 'FAIL'}")
     if not args.no_smoothed:
-        fits.append(_fit("smoothed", fm.identify_smoothed, fit_trials))
+        fits.append(_fit("smoothed", smoothed.identify_smoothed, fit_trials))
     doc = {"benchmark": "fes_muscle", "quick": args.quick, "kind": args.kind, "fit": [tr.name for tr in fit_trials],
            "load_average_1min": {"start": load, "end": os.getloadavg()[0]}, "simulation": rows,
            "identification": fits[0], "smoothed_identification": fits[1] if len(fits) > 1 else None,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from colloc.cli import main
 from colloc_problems import pendulum
 from colloc_problems._data import data_path
+
+from colloc.cli import main
 
 
 def run(capsys, *args):
@@ -45,7 +45,16 @@ def test_the_time_limit_reaches_ipopt_for_a_library_problem(capsys, good_csv, tm
 
 
 def test_a_problem_whose_own_fit_has_no_time_limit_refuses_it_by_name(capsys):
-    code, out, err = run(capsys, "identify", "fes-muscle", "--data", data_path("fes_muscle", "clean_10hz.csv"),
-                         "--time-limit", "5")
+    code, out, err = run(capsys, "identify", "cip", "--method", "kalman-ml", "--data",
+                         data_path("cip", "cip_cop_only.csv"), "--time-limit", "5")
     assert code == 2 and out == ""
-    assert len(err.strip().splitlines()) == 1 and "--time-limit" in err and "fes-muscle" in err
+    assert len(err.strip().splitlines()) == 1 and "--time-limit" in err and "cip" in err
+
+
+def test_the_time_limit_reaches_ipopt_for_a_hybrid_problem(capsys, tmp_path):
+    # fes-muscle is a colloc.HybridProblem solved by co.solve: the budget is IPOPT's wall time
+    out_json = tmp_path / "r.json"
+    code, _out, err = run(capsys, "identify", "fes-muscle", "--data", data_path("fes_muscle", "clean_10hz.csv"),
+                          "--time-limit", "1e-9", "--out", out_json)
+    doc = json.loads(out_json.read_text())
+    assert code == 1 and doc["status"] == "Maximum_WallTime_Exceeded" and not doc["success"], err

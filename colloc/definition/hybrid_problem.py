@@ -11,12 +11,22 @@ phases one guard of the model fires: its function is zero at the switching time,
 reset (jump) map takes the state across.  The sequence is given (``sequence``) or detected
 from an event-driven simulation (:func:`colloc.simulate_hybrid`) at the start guess; the
 switching times are unknowns bounded by the record (or fixed at ``switch_times``).
+
+A model with **time events** (:class:`~colloc.TimeEvent`, e.g. stimulation pulses) or **timed
+modes** (a ``duration``, e.g. a calcium clock's plateau) is fitted on phases whose boundaries
+are those events' times and the timed modes' ends: known, or affine functions of the
+parameters (``t_k + τ``), never free unknowns
+(:mod:`colloc.transcription.hybrid_events`).  Each phase's mode is the one an event-driven
+simulation at the current estimate is in (so a :class:`~colloc.Switch` of the model picks the
+side); the events' order at the estimate is kept by linear constraints, and the phases are
+laid again at each solution until they settle.  The stimulation of each record differs, so
+such a problem often takes one model per trial (``model=[...]``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -32,8 +42,10 @@ class HybridProblem:
 
     Parameters
     ----------
-    model : HybridModel
-        Modes, guards (with their reset maps) and switches; its ``parameters`` are identified.
+    model : HybridModel or sequence of HybridModel
+        Modes, guards (with their reset maps), switches, time events and timed modes; its
+        ``parameters`` are identified.  A sequence gives one model per trial (the same states,
+        parameters and mode names; e.g. each record's own pulse times or input).
         Its functions must accept CasADi symbols as well as numbers: the state ``x`` comes as
         a NumPy object array (index it, ``x[0]``, or unpack it), the parameters ``p`` as a
         dict; use ``abs``, ``+``, ``*``, ``**`` and NumPy's ufuncs (``np.sin``), not ``math``.
@@ -62,19 +74,61 @@ class HybridProblem:
         Collocation intervals per phase: the samples in it divided by this (at least 2).
     name : str, optional
         Name used in results (default: the model's name).
+    known_initial_state : bool
+        The initial state is known (``initial_state``, 0 for a state not given there), not an
+        unknown of every trial (e.g. a muscle at rest).  Timed models only.
+    max_step : float, optional
+        Timed models: the longest collocation interval (s); default ``samples_per_interval``
+        sampling steps.  Each phase gets ``ceil(length / max_step)`` intervals.
+    state_scale : mapping of str to float, optional
+        Timed models: the typical size of each state; the collocation unknowns are the states
+        divided by it (default 1).
+    noise : mapping of str to float or callable, optional
+        The measurement noise σ of fitted states, in their units, or a function of a record's
+        samples of that state returning it (e.g. from high-order differences): the fit
+        verdict judges the residuals divided by it (the fit itself stays weighted by ``fit``).
+        Default: the verdict reads σ from the fit weights.
+    units, descriptions : mapping of str to str, optional
+        Units and meanings of parameters and states, for the report.
+    start_states : callable, optional
+        Timed models: ``start_states(trial, t)`` → the states' start values (nx × len(t),
+        physical units) at the times ``t`` of a trial; default: the measured states
+        interpolated, the others from an event-driven simulation at the guess.
+    limits : mapping of str to (bool, bool), optional
+        Whether each side of a parameter's bounds is a limit of the model (an estimate on it
+        is reported, not failed) or only narrows the search; default both.
     """
 
-    def __init__(self, model: HybridModel, trials: Trial | Sequence[Trial], *, guess: Mapping[str, float],
+    def __init__(self, model: HybridModel | Sequence[HybridModel], trials: Trial | Sequence[Trial], *, guess: Mapping[str, float],
                  bounds: Mapping[str, tuple[float, float]] | None = None, fit: Mapping[str, float] | None = None,
                  initial_state: Mapping[str, float] | None = None, sequence=None, switch_times=None,
-                 fixed_switches: bool = False, samples_per_interval: float = 5.0, name: str | None = None):
-        if not isinstance(model, HybridModel):
-            raise ProblemError(f"HybridProblem(model=...): expected a colloc.HybridModel, got {type(model).__name__}")
-        self.model = model
-        self.name = name or model.name
+                 fixed_switches: bool = False, samples_per_interval: float = 5.0, name: str | None = None,
+                 known_initial_state: bool = False, max_step: float | None = None,
+                 state_scale: Mapping[str, float] | None = None,
+                 noise: Mapping[str, float | Callable[[np.ndarray], float]] | None = None,
+                 units: Mapping[str, str] | None = None, descriptions: Mapping[str, str] | None = None,
+                 limits: Mapping[str, tuple[bool, bool]] | None = None,
+                 start_states: Callable[[Trial, np.ndarray], np.ndarray] | None = None):
         self.trials = [trials] if isinstance(trials, Trial) else list(trials)
         if not self.trials or not all(isinstance(t, Trial) for t in self.trials):
             raise ProblemError("HybridProblem(trials=...): expected a colloc.Trial or a non-empty sequence of them")
+        models = [model] * len(self.trials) if isinstance(model, HybridModel) else list(model)
+        if not models or not all(isinstance(m, HybridModel) for m in models):
+            raise ProblemError(f"HybridProblem(model=...): expected a colloc.HybridModel (or one per trial), got "
+                               f"{type(model).__name__}")
+        if len(models) != len(self.trials):
+            raise ProblemError(f"HybridProblem(model=[...]): one model per trial expected ({len(self.trials)}), "
+                               f"got {len(models)}")
+        model = models[0]
+        for m in models[1:]:
+            if (list(m.states), list(m.parameters), [x.name for x in m.modes]) != \
+                    (list(model.states), list(model.parameters), [x.name for x in model.modes]):
+                raise ProblemError(f"HybridProblem(model=[...]): the trials' models must have the same states, "
+                                   f"parameters and modes ({m.name!r} differs from {model.name!r})")
+        #: the model of each trial (the same object for all unless given one per trial)
+        self.models = models
+        self.model = model
+        self.name = name or model.name
         names = [t.name for t in self.trials]
         if len(set(names)) != len(names):
             raise ProblemError(f"HybridProblem: trial names must differ, got {names} (use Trial.renamed)")
@@ -82,9 +136,18 @@ class HybridProblem:
         self.parameters = list(model.parameters)
         if not self.parameters:
             raise ProblemError(f"HybridProblem: model {model.name!r} declares no parameters to identify")
-        if model.time_events or any(m.duration is not None for m in model.modes):
-            raise ModelError(f"HybridProblem: model {model.name!r} has time events or timed modes; the hybrid fit "
-                             "handles state events (guards and switches) only")
+        #: whether the phases are laid by time events and timed modes (not by free switching times)
+        self.timed = any(bool(m.time_events) or any(x.duration is not None for x in m.modes) for m in models)
+        if self.timed and any(m.guards for m in models):
+            raise ModelError(f"HybridProblem: model {model.name!r} has time events or timed modes and guards; a "
+                             "timed model may have switches (which pick a mode's side), not guards with resets")
+        if self.timed and (sequence is not None or switch_times is not None or fixed_switches):
+            raise ProblemError(f"HybridProblem: model {model.name!r} is timed (time events, timed modes): its phases "
+                               "come from the events; sequence, switch_times and fixed_switches do not apply")
+        if known_initial_state and not self.timed:
+            raise ProblemError("HybridProblem(known_initial_state=True) applies to timed models (time events, "
+                               "timed modes)")
+        self.known_initial_state = bool(known_initial_state)
         self.guess = self._parameter_map(guess, "guess", required=True)
         self.bounds = {p: (-math.inf, math.inf) for p in self.parameters}
         for p, b in (bounds or {}).items():
@@ -139,6 +202,56 @@ class HybridProblem:
         if not samples_per_interval > 0:
             raise ProblemError(f"HybridProblem(samples_per_interval={samples_per_interval!r}): must be > 0")
         self.samples_per_interval = float(samples_per_interval)
+        if max_step is not None and not (np.isfinite(max_step) and max_step > 0):
+            raise ProblemError(f"HybridProblem(max_step={max_step!r}): must be a finite time > 0 (s)")
+        self.max_step = None if max_step is None else float(max_step)
+        timed_only = (("max_step", max_step), ("state_scale", state_scale), ("start_states", start_states))
+        for option, option_value in timed_only:
+            if option_value is not None and not self.timed:
+                raise ProblemError(f"HybridProblem({option}=...) applies to timed models (time events, timed modes); "
+                                   f"{model.name!r} has none")
+        self.state_scale = np.ones(len(self.states))
+        for s, v in (state_scale or {}).items():
+            if s not in self.states:
+                raise ProblemError(f"HybridProblem(state_scale=...): {s!r} is not a state of {model.name!r}")
+            if not (np.isfinite(v) and v > 0):
+                raise ProblemError(f"HybridProblem(state_scale=...): the scale of {s!r} must be finite and > 0, got {v}")
+            self.state_scale[self.states.index(s)] = float(v)
+        for s, sigma in (noise or {}).items():
+            if s not in self.fit:
+                raise ProblemError(f"HybridProblem(noise=...): {s!r} is not a fitted state ({', '.join(self.fit)})")
+            if not callable(sigma) and not (np.isfinite(sigma) and sigma > 0):
+                raise ProblemError(f"HybridProblem(noise=...): σ of {s!r} must be finite and > 0 or a function, "
+                                   f"got {sigma}")
+        self.noise = dict(noise or {})
+        for what, given in (("units", units), ("descriptions", descriptions)):
+            unknown = [k for k in (given or {}) if k not in self.parameters and k not in self.states]
+            if unknown:
+                raise ProblemError(f"HybridProblem({what}=...): {', '.join(unknown)} are neither parameters nor states")
+        self.units = dict(units or {})
+        self.descriptions = dict(descriptions or {})
+        if start_states is not None and not callable(start_states):
+            raise ProblemError("HybridProblem(start_states=...): expected a function (trial, times) -> states")
+        self.start_states = start_states
+        self.limits = {p: (True, True) for p in self.parameters}
+        for p, sides in (limits or {}).items():
+            self.check_parameter(p, "limits")
+            lo_side, hi_side = sides
+            self.limits[p] = (bool(lo_side), bool(hi_side))
+
+    def noise_of(self, trial: Trial) -> dict[str, float]:
+        """The noise σ of each fitted state of ``trial`` that :attr:`noise` declares (a function
+        called on its finite samples)."""
+        out = {}
+        for s, v in self.noise.items():
+            if s in trial:
+                y = np.asarray(trial[s], dtype=float)
+                out[s] = float(v(y[np.isfinite(y)])) if callable(v) else float(v)
+        return out
+
+    def initial_state_of(self, trial: Trial) -> np.ndarray:
+        """A known initial state (:attr:`known_initial_state`): ``initial_state``, else 0."""
+        return np.array([self.initial_state.get(s, 0.0) for s in self.states])
 
     def check_parameter(self, name: str, what: str) -> None:
         """Refuse a name that is not a parameter of the model (``what``: the argument it came in)."""

@@ -54,7 +54,8 @@ def _simulate(problem: HybridProblem, trial, x0, p):
     try:
         # one event per sample at most: more cannot be told apart by the data (and a
         # Zeno trajectory, a ball bouncing ever faster, would never end)
-        return simulate_hybrid(problem.model, x0, (trial.time[0], trial.time[-1]), p,
+        model = problem.models[[t.name for t in problem.trials].index(trial.name)]
+        return simulate_hybrid(model, x0, (trial.time[0], trial.time[-1]), p,
                                max_events=max(10, trial.num_samples)), ""
     except (SolveFailed, ValueError, ArithmeticError) as exc:
         return None, str(exc)
@@ -295,16 +296,36 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         num_nodes=int(sum(sum(lay.intervals) * method.degree + 1 for lay in layouts)),
         trials=[t.name for t in problem.trials], versions=versions(), simulation=simulation, info=info,
         violations=violations,
-        initial_parameters=dict(p0), solver_status=status)
+        initial_parameters=dict(p0), solver_status=status, units=dict(problem.units),
+        descriptions=dict(problem.descriptions))
     other = [name for name, check in simulation.items() if check.get("status") == "ok" and not check["same_modes"]]
     found = [{"code": "simulation_modes", "trials": other,
               "message": "the event-driven simulation at the estimate goes through other phases than the fit in "
                          + "; ".join(f"{n} ({simulation[n]['message']})" for n in other)}] if other else []
-    result = finalize(estimate, bounds=problem.bounds, physical={n: True for n in names},
-             scales={n: abs(v) if v else 1.0 for n, v in problem.guess.items()}, fit=problem.fit, verdict=verdict,
-             warnings=found)
+    result = finalize(estimate, bounds=problem.bounds, physical=problem.limits,
+                      scales={n: abs(v) if v else 1.0 for n, v in problem.guess.items()}, verdict=verdict,
+                      warnings=found, **verdict_arguments(problem, residuals, info))
     result.timings["total_s"] = _time.perf_counter() - t_call
     return result
+
+
+def verdict_arguments(problem: HybridProblem, residuals: Mapping, info: dict) -> dict:
+    """What :func:`colloc.finalize` judges the fit by: the residuals over each record's declared
+    noise (``HybridProblem(noise=...)``, kept in ``info["noise"]``) when there is one, else the
+    fit weights."""
+    if not problem.noise:
+        return {"fit": problem.fit}
+    noise, scaled = {}, {}
+    for trial in problem.trials:
+        noise[trial.name] = problem.noise_of(trial)
+        frame = residuals[trial.name]
+        scaled[trial.name] = frame.copy()
+        for s in frame.columns:
+            scaled[trial.name][s] = frame[s] / noise[trial.name].get(s, 1.0 / math.sqrt(problem.fit[s]))
+    info["noise"] = noise
+    return {"fit": {s: 1.0 for s in problem.fit}, "verdict_residuals": scaled,
+            "verdict_note": "model − measurement divided by the noise σ of each record (HybridProblem(noise=...), "
+                            "info['noise']); the fit is weighted by fit="}
 
 
 def _simulation_check(problem: HybridProblem, trial, x0, params: dict, fitted: list, lay: TrialLayout) -> dict:

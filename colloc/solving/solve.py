@@ -248,7 +248,15 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
                            "(its guess); pass starts=1")
     if start not in (None, "guess"):
         raise OptionsError(f"solve(HybridProblem, start={start!r}): a hybrid problem starts from its guess")
-    result = solve_hybrid(problem, method, solver=solver, guess=guess, progress=progress, verdict=verdict)
+    if problem.timed:  # phases laid by time events and timed modes
+        from .hybrid_events import solve_timed
+
+        if not isinstance(method, Radau):
+            raise OptionsError(f"solve(HybridProblem, method={method!r}): a hybrid problem is collocated phase by "
+                               "phase on Radau points; pass colloc.Radau(degree=...)")
+        result = solve_timed(problem, method, solver=solver, guess=guess, progress=progress, verdict=verdict)
+    else:
+        result = solve_hybrid(problem, method, solver=solver, guess=guess, progress=progress, verdict=verdict)
     if throw and not result.success:
         raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
     return result

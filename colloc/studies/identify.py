@@ -17,6 +17,7 @@ from importlib import metadata
 from pathlib import Path
 
 from ..base.errors import OptionsError
+from ..definition.hybrid_problem import HybridProblem
 from ..definition.registry import ProblemSpec, problem_entry_points, problem_spec
 
 __all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_trials",
@@ -232,6 +233,14 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
         if key not in spec.keywords["problem"]:
             raise OptionsError(f"problem '{problem_name}' has no option {key}= (e.g. --height/--mass are for cip)")
     problem = spec.problem(trials, **dict(problem_options or {}))
+    if isinstance(problem, HybridProblem):
+        result = _identify_hybrid(spec, problem, solver_method, nodes=nodes, refine=refine, max_iter=max_iter,
+                                  start=start, starts=starts, fit_weights=fit_weights, guess=guess, bounds=bounds,
+                                  absolute_sigma=absolute_sigma, print_level=print_level, progress=progress,
+                                  client=client, time_limit=time_limit)
+        result.problem = problem_name
+        result.trials = paths
+        return _windowed(result, window)
     model = problem.model
     pnames = model.element_names("parameter")
     declared = {v.name for v in model.variables("parameter")}
@@ -260,6 +269,52 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     result.problem = problem_name
     result.trials = paths
     return _windowed(result, window)
+
+
+def _identify_hybrid(spec: ProblemSpec, problem: HybridProblem, method, *, nodes, refine: int, max_iter: int, start,
+                     starts: int, fit_weights, guess, bounds, absolute_sigma: bool, print_level: int, progress,
+                     client, time_limit):
+    """``colloc identify`` of a problem whose ``problem()`` is a :class:`~colloc.HybridProblem`:
+    the options checked against it (those a hybrid fit cannot honour refused by name), then
+    :func:`colloc.solve`."""
+    from ..solving.ipopt import Ipopt
+    from ..solving.solve import solve
+    from ..transcription.methods import Radau
+
+    refused = [("--nodes", nodes is not None), ("--refine", refine != 1), ("--start", start not in (None, "guess")),
+               ("--starts", starts != 1), ("a cluster (client)", client is not None)]
+    for option, given in refused:
+        if given:
+            raise OptionsError(f"{option} does not apply to problem '{spec.name}' (a hybrid problem: phases "
+                               "collocated from its guess)")
+    if not isinstance(method, Radau):
+        raise OptionsError(f"--method {getattr(method, 'name', method)}: problem '{spec.name}' is hybrid, collocated "
+                           "phase by phase on Radau points; use radau2, radau3, ...")
+    for option, given in (("--guess", guess), ("--bounds", bounds)):
+        unknown = [k for k in (given or {}) if k not in problem.parameters]
+        if unknown:
+            raise OptionsError(f"{option}: unknown parameter(s) {', '.join(unknown)}; parameters: "
+                               f"{', '.join(problem.parameters)}")
+    for name, (lo, hi) in (bounds or {}).items():  # a bound given narrows the problem's own
+        old_lo, old_hi = problem.bounds[name]
+        new = (old_lo if lo is None else max(old_lo, float(lo)), old_hi if hi is None else min(old_hi, float(hi)))
+        if not new[0] < new[1]:
+            raise OptionsError(f"--bounds {name}: the range ({new[0]}, {new[1]}) is empty")
+        problem.bounds[name] = new
+    if fit_weights:
+        unknown = [k for k in fit_weights if k not in problem.fit]
+        if unknown:
+            raise OptionsError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; signals: {', '.join(problem.fit)}")
+        problem.fit.update({k: float(v) for k, v in fit_weights.items()})
+    ipopt = {**spec.ipopt_options, "print_level": print_level, "max_iter": max_iter, "absolute_sigma": absolute_sigma}
+    if time_limit is not None:
+        ipopt["extra"] = {**(ipopt.get("extra") or {}), "max_wall_time": float(time_limit)}
+    for name, value in (guess or {}).items():  # a guess given must be inside (the problem's own start is moved in)
+        lo, hi = problem.bounds[name]
+        if not lo <= value <= hi:
+            raise OptionsError(f"--guess {name}={value} is outside its bounds ({lo}, {hi})")
+    return solve(problem, method, solver=Ipopt(**ipopt), guess=dict(guess or {}) or None, progress=progress,
+                 throw=False)
 
 
 def window_trials(trials: Sequence, problem_name: str, window: tuple[float | None, float | None]) -> list:

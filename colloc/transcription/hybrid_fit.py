@@ -128,10 +128,13 @@ class HybridNLP:
             ubg.append(np.broadcast_to(upper, expr.shape[0]).astype(float))
             kinds.extend([kind] * expr.shape[0])
 
-        def dynamics(mode, t, x, t0):
-            return as_column(model.mode(mode).rhs(t, _symbols(x), p, t0))
+        def dynamics_of(model):
+            def dynamics(mode, t, x, t0):
+                return as_column(model.mode(mode).rhs(t, _symbols(x), p, t0))
+            return dynamics
 
-        for trial, lay, x0, xg in zip(problem.trials, layouts, x0s, x_guess):
+        for model, trial, lay, x0, xg in zip(problem.models, problem.trials, layouts, x0s, x_guess):
+            dynamics = dynamics_of(model)
             time = trial.time
             t0, tf = float(time[0]), float(time[-1])
             m = len(lay.switches)
