@@ -99,7 +99,8 @@ class HybridProblem:
         is reported, not failed) or only narrows the search; default both.
     """
 
-    def __init__(self, model: HybridModel | Sequence[HybridModel], trials: Trial | Sequence[Trial], *, guess: Mapping[str, float],
+    def __init__(self, model: HybridModel | Sequence[HybridModel], trials: Trial | Sequence[Trial], *,
+                 guess: Mapping[str, float],
                  bounds: Mapping[str, tuple[float, float]] | None = None, fit: Mapping[str, float] | None = None,
                  initial_state: Mapping[str, float] | None = None, sequence=None, switch_times=None,
                  fixed_switches: bool = False, samples_per_interval: float = 5.0, name: str | None = None,
@@ -192,10 +193,10 @@ class HybridProblem:
             if len(sw) != len(seq) - 1:
                 raise ProblemError(f"HybridProblem: trial {self.trials[k].name!r} has {len(seq)} phases, so "
                                    f"{len(seq) - 1} switching times, got {len(sw)}")
-            t = self.trials[k].time
-            if np.any(np.diff(sw) <= 0) or (len(sw) and not t[0] < sw[0] <= sw[-1] < t[-1]):
+            times = self.trials[k].time
+            if np.any(np.diff(sw) <= 0) or (len(sw) and not times[0] < sw[0] <= sw[-1] < times[-1]):
                 raise ProblemError(f"HybridProblem(switch_times=...): trial {self.trials[k].name!r}: the times must "
-                                   f"increase strictly inside the record ({t[0]}, {t[-1]})")
+                                   f"increase strictly inside the record ({times[0]}, {times[-1]})")
         if fixed_switches and any(sw is None for sw in self.switch_guesses):
             raise ProblemError("HybridProblem(fixed_switches=True) needs the sequence and switch_times of every trial")
         self.fixed_switches = bool(fixed_switches)
@@ -215,7 +216,8 @@ class HybridProblem:
             if s not in self.states:
                 raise ProblemError(f"HybridProblem(state_scale=...): {s!r} is not a state of {model.name!r}")
             if not (np.isfinite(v) and v > 0):
-                raise ProblemError(f"HybridProblem(state_scale=...): the scale of {s!r} must be finite and > 0, got {v}")
+                raise ProblemError(f"HybridProblem(state_scale=...): the scale of {s!r} must be finite and > 0, "
+                                   f"got {v}")
             self.state_scale[self.states.index(s)] = float(v)
         for s, sigma in (noise or {}).items():
             if s not in self.fit:

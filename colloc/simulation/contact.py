@@ -28,7 +28,6 @@ contact began).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -38,7 +37,7 @@ from scipy.integrate import solve_ivp
 from ..base.errors import ModelError, SolveFailed
 from ..definition.contact import ContactSystem
 from ..definition.hybrid import SQRT_EPS
-from .hybrid import Event, HybridSimulation
+from .hybrid import Event, HybridSimulation, _Watch
 
 __all__ = ["ContactSimulation", "complementary_mode", "constrained_dynamics", "inelastic_impact",
            "simulate_contact"]
@@ -54,17 +53,6 @@ class ContactSimulation(HybridSimulation):
     status: str = "ok"
     message: str = ""
     anchors: list = field(default_factory=list)
-
-
-class _Watch:
-    """An event function of ``solve_ivp``: ``g(t, y)`` crossing zero in ``direction`` ends the
-    integration (``terminal``)."""
-
-    def __init__(self, g: Callable[..., float], direction: int) -> None:
-        self.g, self.direction, self.terminal = g, direction, True
-
-    def __call__(self, t: float, y: np.ndarray) -> float:
-        return self.g(t, y)
 
 
 def _mode_name(system: ContactSystem, active) -> str:

@@ -21,13 +21,14 @@ finding), so they are met exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
 from ..base.errors import ModelError, SolveFailed
-from ..definition.hybrid import EPS, SQRT_EPS, HybridModel
+from ..definition.hybrid import EPS, SQRT_EPS, HybridModel, _target
 
 __all__ = ["Event", "HybridSimulation", "simulate_hybrid"]
 
@@ -71,6 +72,17 @@ class HybridSimulation:
             out[k] = x0 if dense is None or t1 <= t0 else dense(min(max(t, t0), t1))
         return out
 
+
+
+class _Watch:
+    """An event function of ``solve_ivp``: ``g(t, y)`` crossing zero in ``direction`` ends the
+    integration (``terminal``)."""
+
+    def __init__(self, g: Callable[..., float], direction: int) -> None:
+        self.g, self.direction, self.terminal = g, direction, True
+
+    def __call__(self, t: float, y: np.ndarray) -> float:
+        return self.g(t, y)
 
 def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 100 * EPS * max(1.0, abs(a), abs(b))
@@ -121,7 +133,7 @@ def simulate_hybrid(model: HybridModel, x0, t_span, p, *, t_eval=None, mode: str
             if ev.reset is not None:
                 x_e = np.asarray(ev.reset(t_e, x_e, p), dtype=float)
             if ev.target is not None:
-                current = ev.target(before) if callable(ev.target) else ev.target
+                current = _target(ev.target, before)
                 entered, length = t_e, model.mode(current).length(p)
                 expiry = None if length is None else t_e + length
             events.append(Event(t_e, "time", ev.name, before, current))
@@ -134,7 +146,7 @@ def simulate_hybrid(model: HybridModel, x0, t_span, p, *, t_eval=None, mode: str
             if g.reset is not None:
                 x_e = np.asarray(g.reset(t_e, x_e, p), dtype=float)
             if g.target is not None:
-                current = g.target(before) if callable(g.target) else g.target
+                current = _target(g.target, before)
                 if current != before:
                     entered, length = t_e, model.mode(current).length(p)
                     expiry = None if length is None else t_e + length
@@ -167,23 +179,21 @@ def simulate_hybrid(model: HybridModel, x0, t_span, p, *, t_eval=None, mode: str
         was_disarmed = set(disarmed)
         x_e = x
         if t_stop > t and not _close(t, t_stop):
-            funcs = []
+            funcs: list[_Watch] = []
             for gi in watched:
                 g = guards[gi]
                 if gi in disarmed:  # re-arm once back by √ε on the side it came from
                     side = disarmed[gi]
-                    f = (lambda tt, y, g=g, side=side: g.value(tt, y, p, current, entered) - side * SQRT_EPS)
-                    f.direction = side
+                    funcs.append(_Watch(lambda tt, y, g=g, side=side: g.value(tt, y, p, current, entered)
+                                        - side * SQRT_EPS, side))
                 else:
-                    f = (lambda tt, y, g=g: g.value(tt, y, p, current, entered))
-                    f.direction = g.direction
-                f.terminal = True
-                funcs.append(f)
+                    funcs.append(_Watch(lambda tt, y, g=g: g.value(tt, y, p, current, entered), g.direction))
             t_in = entered
-            sol = solve_ivp(lambda tt, y: mode_obj.rhs(tt, y, p, t_in), (t, t_stop), x, method=method,
+            sol = solve_ivp(lambda tt, y, m=mode_obj, t0=t_in: m.rhs(tt, y, p, t0), (t, t_stop), x, method=method,
                             rtol=rtol, atol=atol, events=funcs or None, dense_output=True)
             if sol.status == -1:
-                raise SolveFailed(f"simulate_hybrid: integration failed in mode {current} at t = {t}: {sol.message}", None)
+                raise SolveFailed(f"simulate_hybrid: integration failed in mode {current} at t = {t}: {sol.message}",
+                                  None)
             t_e, x_e = float(sol.t[-1]), sol.y[:, -1].copy()
             segments.append((t, t_e, current, sol.sol, x.copy()))
             steps_t.append(sol.t[1:])

@@ -64,7 +64,8 @@ def _simulate(problem: HybridProblem, trial, x0, p):
 def _boundaries(sim) -> tuple[list, list]:
     """The modes and switching times of a simulation: one boundary per group of state events
     at one time (the mode after the group)."""
-    modes, times = [sim.modes[0] if sim.modes else None], []
+    modes: list[str | None] = [sim.modes[0] if sim.modes else None]
+    times: list[float] = []
     for e in sim.events:
         if times and abs(e.time - times[-1]) <= 1e-12 * max(1.0, abs(e.time)):
             modes[-1] = e.after
@@ -148,9 +149,9 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         raise OptionsError(f"solve(HybridProblem, method={method!r}): a hybrid problem is collocated phase by "
                            "phase on Radau points; pass colloc.Radau(degree=...)")
     p0 = dict(problem.guess)
-    for k, v in (guess or {}).items():
-        problem.check_parameter(k, "guess")
-        p0[k] = float(v)
+    for name, v in (guess or {}).items():
+        problem.check_parameter(name, "guess")
+        p0[name] = float(v)
     x0s = [problem.state_guess(t) for t in problem.trials]
     layouts, guesses, info_trials = [], [], {}
     for k, trial in enumerate(problem.trials):
@@ -192,7 +193,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         # solve (read in the wrong phase they would hold it back), until it settles
         changed = False
         for k, (trial, lay) in enumerate(zip(problem.trials, layouts)):
-            new = np.asarray(x[nlp.tau_index[k]] if len(nlp.tau_index[k]) else lay.switches, dtype=float)
+            new = np.asarray(x[nlp.tau_index[k]] if len(nlp.tau_index[k]) else lay.switches, dtype=np.float64)
             old = assign(lay, trial.time)
             moved = np.abs(new - lay.switches)
             lay.switches = new
@@ -228,13 +229,15 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
     if success and not settled:
         # the last solve read some samples in phases they are no longer in
         success, status = False, "switching_times_not_settled"
+    assert x is not None  # the loop above solves at least once
     fn = nlp.functions()
     res = np.array(fn["res"](x)).ravel()
     violations = [] if success else worst_violations(np.array(fn["g"](x)).ravel(), nlp.lbg, nlp.ubg,
                                                      lambda i: f"{nlp.kinds[i]} (row {i})", tol=1e-6)
     params = nlp.parameters(x)
     names = problem.parameters
-    info: dict = {"rounds": rounds, "round_log": round_log, "settled": settled, "remeshed": remeshed, "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
+    info: dict = {"rounds": rounds, "round_log": round_log, "settled": settled, "remeshed": remeshed,
+                  "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
                   "num_observations": nlp.num_observations}
     se = cov = None
     t2 = _time.perf_counter()

@@ -188,7 +188,7 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     if chosen:  # resolved once the trials are read; the options are checked against the default now
         make_method(DEFAULT_METHOD, nodes, refine)
     own = method in spec.own_methods
-    solver_method = None if own or chosen else make_method(method, nodes, refine)
+    solver_method = None if own or method is None else make_method(method, nodes, refine)
     if max_iter < 0:
         raise OptionsError(f"--max-iter must be >= 0, got {max_iter}")
     if time_limit is not None and not time_limit > 0:
@@ -208,6 +208,7 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
         method = picked or DEFAULT_METHOD
         own = method in spec.own_methods
         solver_method = None if own else make_method(method, nodes, refine)
+    assert method is not None  # named by the caller, or chosen above
     if own:  # an estimator the problem runs itself (cip: --method kalman-ml)
         result = _own_method(spec, trials, method=method, nodes=nodes, refine=refine, max_iter=max_iter,
                              start=start, starts=starts, fit_weights=fit_weights, guess=guess, bounds=bounds,
@@ -304,7 +305,8 @@ def _identify_hybrid(spec: ProblemSpec, problem: HybridProblem, method, *, nodes
     if fit_weights:
         unknown = [k for k in fit_weights if k not in problem.fit]
         if unknown:
-            raise OptionsError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; signals: {', '.join(problem.fit)}")
+            raise OptionsError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; "
+                               f"signals: {', '.join(problem.fit)}")
         problem.fit.update({k: float(v) for k, v in fit_weights.items()})
     ipopt = {**spec.ipopt_options, "print_level": print_level, "max_iter": max_iter, "absolute_sigma": absolute_sigma}
     if time_limit is not None:
@@ -360,6 +362,7 @@ def _own_method(spec: ProblemSpec, trials: list, *, method: str, nodes, refine: 
     for option, given in refused:
         if given:
             raise OptionsError(f"{option} does not apply to --method {method} of problem '{spec.name}'")
+    assert spec.identify_method is not None  # the method is one of the problem's own (spec.own_methods)
     return spec.identify_method(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
                                 print_level=print_level, **dict(problem_options or {}))
 
@@ -379,6 +382,7 @@ def _own_identification(spec: ProblemSpec, trials: list, *, method: str, nodes, 
     for option, given in refused:
         if given:
             raise OptionsError(f"{option} does not apply to problem '{spec.name}' (it has its own transcription)")
+    assert spec.identify_result is not None  # called only for a problem that has it
     return spec.identify_result(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
                                 print_level=print_level, **({"start": start} if start is not None else {}),
                                 **dict(problem_options or {}))

@@ -24,6 +24,7 @@ the solving layer re-assigns and re-solves until it no longer changes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import casadi as ca
@@ -40,8 +41,10 @@ __all__ = ["HybridNLP", "TrialLayout", "as_column", "assign"]
 def as_column(value) -> ca.SX:
     """A user function's return value (a list, a NumPy array of symbols, a CasADi column)
     as one CasADi column."""
-    if isinstance(value, ca.SX | ca.MX | ca.DM):
-        return ca.SX(value) if isinstance(value, ca.DM) else value
+    if isinstance(value, ca.MX):
+        raise TypeError("a hybrid model's functions are evaluated on SX symbols; got an MX expression")
+    if isinstance(value, ca.SX | ca.DM):
+        return ca.SX(value)
     items = list(np.ravel(np.asarray(value, dtype=object))) if not isinstance(value, list | tuple) else list(value)
     return ca.vertcat(*[ca.SX(v) if isinstance(v, int | float | np.floating | np.integer) else v for v in items])
 
@@ -114,7 +117,8 @@ class HybridNLP:
         w, w0, lbw, ubw = [ph], [np.array([p0[n] for n in names]) / self.scale], [], []
         lo = np.array([problem.bounds[n][0] for n in names]) / self.scale
         hi = np.array([problem.bounds[n][1] for n in names]) / self.scale
-        lbw.append(lo), ubw.append(hi)
+        lbw.append(lo)
+        ubw.append(hi)
         g, lbg, ubg, kinds = [], [], [], []
         self._pieces = []
         self.p_index = np.arange(len(names))
@@ -147,6 +151,7 @@ class HybridNLP:
             ends = [t0] + [tau[i] for i in range(m)] + [tf]
             phases = []
             for i, mode in enumerate(lay.sequence):
+                reset: Callable | None
                 if i == 0:
                     reset = (lambda _x, X0=X0: X0)
                 else:
@@ -157,20 +162,27 @@ class HybridNLP:
             tr = transcribe_phases(phases, dynamics, np.zeros(nx), tau_sym, lay.switches if m and not
                                    problem.fixed_switches else np.zeros(0), xg, degree)
             self.x0_index.append(offset + np.arange(nx))
-            w.append(X0), w0.append(np.asarray(x0, dtype=float))
-            lbw.append(np.full(nx, -np.inf)), ubw.append(np.full(nx, np.inf))
+            w.append(X0)
+            w0.append(np.asarray(x0, dtype=float))
+            lbw.append(np.full(nx, -np.inf))
+            ubw.append(np.full(nx, np.inf))
             offset += nx
             if not problem.fixed_switches and m:
                 self.tau_index.append(offset + np.arange(m))
-                w.append(tau_sym), w0.append(np.asarray(lay.switches, dtype=float))
-                lbw.append(np.full(m, t0)), ubw.append(np.full(m, tf))
+                w.append(tau_sym)
+                w0.append(np.asarray(lay.switches, dtype=float))
+                lbw.append(np.full(m, t0))
+                ubw.append(np.full(m, tf))
                 offset += m
                 gap = 0.1 * lay.dt
-                add(ca.vertcat(tau[0] - t0, ca.diff(tau), tf - tau[m - 1]), gap, np.inf, f"switching times in order ({trial.name})")
+                add(ca.vertcat(tau[0] - t0, ca.diff(tau), tf - tau[m - 1]), gap, np.inf,
+                    f"switching times in order ({trial.name})")
             else:
                 self.tau_index.append(np.zeros(0, dtype=int))
-            w.append(tr.w), w0.append(tr.w_guess)
-            lbw.append(np.full(tr.w.shape[0], -np.inf)), ubw.append(np.full(tr.w.shape[0], np.inf))
+            w.append(tr.w)
+            w0.append(tr.w_guess)
+            lbw.append(np.full(tr.w.shape[0], -np.inf))
+            ubw.append(np.full(tr.w.shape[0], np.inf))
             offset += tr.w.shape[0]
             add(tr.g, 0.0, 0.0, f"collocation defect ({trial.name})")
             tau_pts = tr.tau

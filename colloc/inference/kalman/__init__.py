@@ -62,9 +62,9 @@ __all__ = [
     "MLResult",
     "expm",
     "expm_squarings",
+    "k_step_predictions",
     "maximum_likelihood",
     "negative_log_likelihood",
     "one_step_predictions",
-    "k_step_predictions",
     "simulate",
 ]
