@@ -16,8 +16,8 @@ checks it):
 * ``cli``, the command line.
 """
 
+import typing as _typing
 from importlib import import_module as _import_module
-from typing import TYPE_CHECKING
 
 from .base.errors import (
     CollocError as CollocError,
@@ -125,7 +125,7 @@ _LAZY = {
 #: Public sub-modules, also imported on first use.
 _MODULES = {"signals": "signals", "kalman": "inference.kalman"}
 
-if TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (jedi, pyright, mypy);
+if _typing.TYPE_CHECKING:  # the same names, spelled out for type checkers and editors (jedi, pyright, mypy);
     # tests/unit/test_public_api_static.py checks that this block and _LAZY agree
     from . import signals as signals
     from .base.callbacks import (

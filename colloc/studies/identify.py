@@ -15,10 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..base.errors import OptionsError
-from ..definition.hybrid_problem import HybridProblem
 from ..definition.registry import ProblemSpec, problem_entry_points, problem_spec
+
+if TYPE_CHECKING:
+    from ..definition.hybrid_problem import HybridProblem
 
 __all__ = ["BASELINES", "DEFAULT_METHOD", "METHODS", "identify_files", "load_trials",
            "make_method", "method_names", "problem_registry", "problem_spec", "signal_pairs", "subject_body",
@@ -234,6 +237,8 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
         if key not in spec.keywords["problem"]:
             raise OptionsError(f"problem '{problem_name}' has no option {key}= (e.g. --height/--mass are for cip)")
     problem = spec.problem(trials, **dict(problem_options or {}))
+    from ..definition.hybrid_problem import HybridProblem  # here: the command's start-up needs no NumPy
+
     if isinstance(problem, HybridProblem):
         result = _identify_hybrid(spec, problem, solver_method, nodes=nodes, refine=refine, max_iter=max_iter,
                                   start=start, starts=starts, fit_weights=fit_weights, guess=guess, bounds=bounds,

@@ -15,11 +15,14 @@ INIT = Path(colloc.__file__)
 
 
 def _type_checking_imports() -> dict[str, str]:
-    """name -> module (relative to colloc) of every import under ``if TYPE_CHECKING:``."""
+    """name -> module (relative to colloc) of every import under ``if TYPE_CHECKING:`` (spelled
+    ``_typing.TYPE_CHECKING`` there, so that the flag itself is not a public name)."""
     tree = ast.parse(INIT.read_text(encoding="utf-8"))
     found: dict[str, str] = {}
     for node in tree.body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+        test = node.test if isinstance(node, ast.If) else None
+        if (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+                isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"):
             for imp in node.body:
                 assert isinstance(imp, ast.ImportFrom), ast.dump(imp)
                 assert imp.level == 1, "relative imports of colloc's own modules only"
