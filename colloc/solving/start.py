@@ -407,7 +407,13 @@ def _nonlinear_fit(problem: Problem, cols: _Columns, lb, ub, scale, p0) -> tuple
     if not runs:
         raise _Unusable(f"the equation-error NLP stopped with {solver.stats().get('return_status', 'unknown')}")
     inside = [r for r in runs if not r[3]]
-    best = min(inside or runs, key=lambda r: r[0])
+    if not inside:  # an optimum of the box, not of the equations: not a start to trust
+        p_at = runs[0][1]
+        at = (finite_lo & (np.abs(p_at - lb) <= 1e-6 * width)) | (finite_hi & (np.abs(ub - p_at) <= 1e-6 * width))
+        names_at = [n for n, hit in zip(names, at) if hit]
+        raise _Unusable(f"its optima from {len(runs)} starting points lie on the search bounds "
+                        f"({', '.join(names_at) or 'some parameter'})")
+    best = min(inside, key=lambda r: r[0])
     where = ("the guess, the lowest" if order[0] == 0 else "the lowest") + \
         f" of the guess and {len(points) - 1} points of the search box"
     note = f"{best[2]} IPOPT iterations from {where}" if len(runs) == 1 else \
