@@ -15,7 +15,7 @@ import scipy.optimize
 from statsmodels.tsa.statespace.kalman_filter import KalmanFilter
 
 from colloc import kalman
-from colloc.base.errors import ModelError
+from colloc.base.errors import CollocInputError, ModelError
 
 OSC = {"k": 4.0, "c": 0.8, "q1": 0.6, "q2": 0.3, "rho": 0.4, "sigma": 0.02}
 OSC_NAMES = list(OSC)
@@ -210,3 +210,23 @@ def test_bad_continuous_noise_input_is_refused():
         kalman.LinearGaussianModel(["a", "s"], with_qc, dt=0.1)
     with pytest.raises(ModelError, match="noise must be one of held, continuous"):
         kalman.LinearGaussianModel(["a", "s"], lambda th: (-th[0], 1.0, 1.0, th[1] ** 2), dt=0.1, noise="white")
+
+
+@pytest.mark.parametrize("n, scale", [(1, 40.0), (3, 3.0), (6, 0.2), (6, 25.0)])
+def test_van_loan_blocks_match_scipy(n, scale):
+    """The n×n-block evaluation equals SciPy's exponential of the 2n×2n block matrix (A unstable
+    and non-normal too: a random matrix)."""
+    rng = np.random.default_rng(n)
+    A = rng.standard_normal((n, n)) * scale
+    G = rng.standard_normal((n, 2))
+    H = G @ G.T * scale
+    M = np.block([[-A, H], [np.zeros((n, n)), A.T]])
+    E = scipy.linalg.expm(M)
+    Phi_ref = E[n:, n:].T
+    Q_ref = Phi_ref @ E[:n, n:]
+    Phi, Q = kalman.van_loan(ca.DM(A), ca.DM(H), kalman.expm_squarings(np.abs(M).sum(axis=0).max()))
+    cond = np.linalg.cond(Phi_ref)
+    np.testing.assert_allclose(np.array(Phi), Phi_ref, atol=1e-13 * cond * np.abs(Phi_ref).max())
+    np.testing.assert_allclose(np.array(Q), Q_ref, atol=1e-13 * cond * np.abs(Q_ref).max())
+    with pytest.raises(CollocInputError, match="van_loan: A and H must be square and of one size"):
+        kalman.van_loan(ca.DM(A), ca.DM.eye(n + 1), 0)

@@ -60,7 +60,7 @@ Example: the controlled inverted pendulum of quiet standing (Barauskas & Krušin
 """
 
 from .estimation import MLResult, maximum_likelihood
-from .expm import expm, expm_squarings
+from .expm import expm, expm_squarings, van_loan
 from .likelihood import k_step_predictions, negative_log_likelihood, one_step_predictions, simulate
 from .model import LinearGaussianModel
 
@@ -69,9 +69,10 @@ __all__ = [
     "MLResult",
     "expm",
     "expm_squarings",
+    "k_step_predictions",
     "maximum_likelihood",
     "negative_log_likelihood",
     "one_step_predictions",
-    "k_step_predictions",
     "simulate",
+    "van_loan",
 ]

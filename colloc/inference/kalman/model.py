@@ -13,7 +13,7 @@ import casadi as ca
 import numpy as np
 
 from ...base.errors import CollocInputError, DataError, ModelError
-from .expm import expm, expm_squarings
+from .expm import expm, expm_squarings, van_loan
 from .filter import filter_step
 
 #: Changes whenever :meth:`LinearGaussianModel._gradient_function` builds a different function:
@@ -89,7 +89,8 @@ class LinearGaussianModel:
         ``√(density)``, unit ``[s']·√s``.  The process noise over a sample is exact (Van Loan
         1978): ``Q_d = ∫₀^dt e^{Aτ} G Q_c Gᵀ e^{Aᵀτ} dτ``, from one exponential of
         ``[[−A, G Q_c Gᵀ], [0, Aᵀ]]·dt`` (its lower-right block is ``Φᵀ``, and ``Q_d = Φ`` times its
-        upper-right block), so the parameters mean the same at every sample rate.
+        upper-right block; computed on n×n blocks by :func:`~colloc.inference.kalman.expm.van_loan`),
+        so the parameters mean the same at every sample rate.
 
     Notes
     -----
@@ -243,6 +244,7 @@ class LinearGaussianModel:
             H = 0.5 * (GQG + GQG.T) / self._noise_scale(th_any)
             zero: Any = sym_type(n, n)
             M = ca.blockcat([[-Ac, H], [zero, Ac.T]]) * dt
+            self._van_loan_args = ca.Function(f"{self.name}_van_loan_args", [th_any], [Ac * dt, H * dt])
         else:
             M = ca.blockcat([[A, G], [sym_type(q, n), sym_type(q, q)]]) * dt
         self._block = ca.Function(f"{self.name}_block", [theta], [M])
@@ -408,12 +410,11 @@ class LinearGaussianModel:
         filter step's input in that place (:func:`~colloc.inference.kalman.filter.filter_step`)."""
         if s not in self._discrete_cache:
             n = self.num_states
-            E = expm(self._block(self._theta), s)
             if self.noise == "continuous":
-                Phi = E[n:, n:].T
-                Qd = self._noise_scale(self._theta) * (Phi @ E[:n, n:])
-                noise, noise_name = 0.5 * (Qd + Qd.T), "Q"
+                Phi, Qd = van_loan(*self._van_loan_args(self._theta), s)
+                noise, noise_name = self._noise_scale(self._theta) * Qd, "Q"
             else:
+                E = expm(self._block(self._theta), s)
                 Phi, noise, noise_name = E[:n, :n], E[:n, n:], "Gamma"
             self._discrete_cache[s] = ca.Function(
                 f"{self.name}_discrete_s{s}", [self._theta],
@@ -520,9 +521,12 @@ class LinearGaussianModel:
                 [adj[0], adj[1], *[a + b for a, b in zip(sums, adj[4:9])]])
         return self._deriv_cache["backward"]
 
-    def _gradient_function(self, N: int, s: int) -> ca.Function:
-        """``(theta, Y, W) -> (nll, gradient)`` by a forward filter pass that keeps every step's
-        mean and covariance and one reverse sweep of :meth:`_backward_step` over them.
+    def _filter_adjoint_function(self, N: int) -> ca.Function:
+        """``(Φ, N, C, D, R, m0, P0, Y, W) -> (nll, adjoints of Φ, N, C, D, R, m0, P0)`` over a record
+        of ``N`` samples (``N`` the noise input of :meth:`_discrete`): a forward filter pass that
+        keeps every step's mean and covariance and one reverse sweep of :meth:`_backward_step`
+        over them.  It does not depend on the parameters or on the discretisation, so one
+        compiled copy serves every sample rate and squaring count.
 
         The same reverse-mode AD as ``ca.gradient`` of :meth:`nll_function`, but flat: CasADi
         differentiates its nested ``mapaccum`` by recomputing each block's forward steps
@@ -530,12 +534,14 @@ class LinearGaussianModel:
         ``(m, P)`` (``N·n·(n+1)`` numbers: 3.5 MB for 6000 samples and 8 states).
         """
         n = self.num_states
-        theta = ca.MX.sym("theta", self.num_parameters)
+        step = self._step
+        mats = [ca.MX.sym(step.name_in(i), step.sparsity_in(i)) for i in range(4, 9)]
+        Phi, Gam, C, D, R = mats
+        m0 = ca.MX.sym("m0", n, 1)
+        P0 = ca.MX.sym("P0", n, n)
         Y = ca.MX.sym("Y", self.num_outputs, N)
         W = ca.MX.sym("W", self.num_outputs, N)
-        disc = self._discrete(s)(theta)
-        Phi, Gam, C, D, R, m0, P0 = disc
-        scan = self._step.mapaccum(f"{self.name}_filter_{N}", N, 2, {})
+        scan = step.mapaccum(f"{self.name}_filter_{N}", N, 2, {})
         M, P, terms = scan(m0, P0, Y, W, Phi, Gam, C, D, R)
         Mprev = ca.horzcat(m0, M[:, :N - 1])
         Pprev = ca.horzcat(P0, P[:, :n * (N - 1)])
@@ -547,50 +553,69 @@ class LinearGaussianModel:
         # the last column of each accumulated output is the sum over all steps
         last = [a[:, a.shape[1] - z.shape[1]:] for a, z in zip(adj, zeros)]
         am0, aP0, aPhi, aGam, aC, aD, aR = last
-        outs = ca.vertcat(*[ca.vec(v) for v in (Phi, Gam, C, D, R, m0, P0)])
-        seeds = ca.vertcat(*[ca.vec(v) for v in (aPhi, aGam, aC, aD, aR, am0, aP0)])
+        return ca.Function(f"{self.name}_filter_adjoint_{N}", [Phi, Gam, C, D, R, m0, P0, Y, W],
+                           [ca.sum2(terms), aPhi, aGam, aC, aD, aR, am0, aP0])
+
+    def _gradient_function(self, N: int, s: int, filter_adjoint: ca.Function | None = None) -> ca.Function:
+        """``(theta, Y, W) -> (nll, gradient)``: the discretisation at ``s`` squarings, the filter and
+        its adjoint (:meth:`_filter_adjoint_function`, or the compiled ``filter_adjoint``), and the
+        adjoints taken back to ``theta`` through the discretisation (reverse-mode AD of its SX)."""
+        theta = ca.MX.sym("theta", self.num_parameters)
+        Y = ca.MX.sym("Y", self.num_outputs, N)
+        W = ca.MX.sym("W", self.num_outputs, N)
+        disc = self._discrete(s)(theta)  # Φ, Γ or Q, C, D, R, m0, P0
+        fa = self._filter_adjoint_function(N) if filter_adjoint is None else filter_adjoint
+        nll, *adj = fa(*disc, Y, W)
+        outs = ca.vertcat(*[ca.vec(v) for v in disc])
+        seeds = ca.vertcat(*[ca.vec(v) for v in adj])
         gradient = ca.jtimes(outs, theta, seeds, True)
-        return ca.Function(f"{self.name}_gradient_{N}", [theta, Y, W], [ca.sum2(terms), gradient],
+        return ca.Function(f"{self.name}_gradient_{N}", [theta, Y, W], [nll, gradient],
                            ["theta", "Y", "W"], ["nll", "gradient"])
 
     def _compiled_gradient(self, N: int, s: int) -> ca.Function:
-        """:meth:`_gradient_function` compiled to C (:func:`colloc.base.compiler.shared_library`),
-        or uncompiled, with a :class:`~colloc.base.compiler.CompilerWarning`, where that fails.
+        """:meth:`_gradient_function` with its filter and adjoint sweep compiled to C
+        (:func:`colloc.base.compiler.shared_library`), or uncompiled, with a
+        :class:`~colloc.base.compiler.CompilerWarning`, where that fails.
 
-        The library is found again by a key of what defines the function (the SX filter step,
-        the discretisation at ``s`` squarings, ``N``, the CasADi version and
-        :data:`_GRADIENT_CODE`), so that a later process loads it without building the
-        function or generating its C code (about 1 s for 6000 samples)."""
+        Only the part that runs over the record is compiled; the discretisation and its reverse
+        (one evaluation a gradient) run in CasADi's virtual machine, so that the compiled code
+        does not grow with the matrix exponential and serves every sample step and squaring
+        count.  The library is found again by a key of what defines it (the SX filter step,
+        ``N``, the CasADi version and :data:`_GRADIENT_CODE`), so that a later process loads it
+        without building the function or generating its C code."""
         key = ("compiled", int(N), int(s))
         if key in self._deriv_cache:
             return self._deriv_cache[key]
-        from ...base.compiler import cache_dir, shared_library
-        from ...base.files import write_atomic
+        fkey = ("compiled-filter", int(N), 0)
+        if fkey not in self._deriv_cache:
+            from ...base.compiler import cache_dir, shared_library
+            from ...base.files import write_atomic
 
-        digest = hashlib.sha256("\n".join([_GRADIENT_CODE, ca.__version__, self._step.serialize(),
-                                           self._discrete(s).serialize(), f"{N} {s}"]).encode()).hexdigest()[:32]
-        name = f"{self.name}_gradient_{N}"
-        index = cache_dir() / f"colloc_kalman_{digest}.path"
-        function = None
-        try:
-            library = index.read_text().strip()
-            if library and Path(library).exists():
-                function = ca.external(name, library)
-        except (OSError, RuntimeError):
+            digest = hashlib.sha256("\n".join([_GRADIENT_CODE, ca.__version__, self._step.serialize(),  # type: ignore[attr-defined]
+                                               f"{N}"]).encode()).hexdigest()[:32]
+            name = f"{self.name}_filter_adjoint_{N}"
+            index = cache_dir() / f"colloc_kalman_{digest}.path"
             function = None
-        if function is None:
-            function = self._derivative("gradient", N, s)
-            gen = ca.CodeGenerator(f"kalman_{name}", {"with_header": False})
-            gen.add(function)
-            library = shared_library(f"kalman_{name}", gen.dump())
-            if library is not None:
-                function = ca.external(name, str(library))
-                try:
-                    write_atomic(index, str(library) + "\n")
-                except OSError:
-                    pass
-        self._deriv_cache[key] = function
-        return function
+            try:
+                library = index.read_text().strip()
+                if library and Path(library).exists():
+                    function = ca.external(name, library)
+            except (OSError, RuntimeError):
+                function = None
+            if function is None:
+                function = self._filter_adjoint_function(N)
+                gen = ca.CodeGenerator(f"kalman_{name}", {"with_header": False})
+                gen.add(function)
+                built = shared_library(f"kalman_{name}", gen.dump())
+                if built is not None:
+                    function = ca.external(name, str(built))
+                    try:
+                        write_atomic(index, str(built) + "\n")
+                    except OSError:
+                        pass
+            self._deriv_cache[fkey] = function
+        self._deriv_cache[key] = self._gradient_function(N, s, self._deriv_cache[fkey])
+        return self._deriv_cache[key]
 
     def _derivative(self, kind: str, num_samples: int, squarings: int) -> ca.Function:
         """``(theta, Y, W) -> (nll, gradient)`` (``kind="gradient"``, :meth:`_gradient_function`)
