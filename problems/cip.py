@@ -604,8 +604,10 @@ SIGMA_RANGE = (1e-7, 1e-2)
 #: noise held over each sample, amplitude ``A``; the state starts at rest, as the generator's) and
 #: ``"sway"`` (for real records: the disturbance's white-noise intensity ``q_d`` in continuous time,
 #: discretised exactly, so the same at any sample rate; the recording's low-pass and a diffuse
-#: initial state, nothing at rest by assumption).
-NOISE_MODELS = ("paper", "sway")
+#: initial state, nothing at rest by assumption) and ``"sway-held"`` (the same, but the noise held
+#: over each sample with variance q_d²/dt: the zero-order-hold approximation of the continuous noise,
+#: the ``"sway"`` model before Van Loan's discretisation; its q_d changes with the sample rate).
+NOISE_MODELS = ("paper", "sway", "sway-held")
 #: Bounds of the ``"sway"`` noise model's parameters: ``q_d`` (N·m·√s, the square root of the
 #: driving noise's two-sided spectral density in N²·m²/Hz), ``f_c`` (Hz).
 SWAY_RANGES = {"q_d": (1e-2, 1e4), "f_c": (0.5, 45.0)}
@@ -649,11 +651,14 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     stationary SD of T_d q_d/√(2B); B beyond the record is a random-walk torque), the
     measured COP the model's through the recording's low-pass at ``f_c`` (:data:`LOWPASS_ZETA`),
     and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters: gains, [``tau``], ``q_d``,
-    ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.
+    ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.  ``noise="sway-held"``: the same model
+    with w held over each sample at variance q_d²/dt (``LinearGaussianModel(noise="held")``), the
+    zero-order-hold approximation, kept for comparison (``benchmarks/README.md``, real_sway sections).
     """
     if noise not in NOISE_MODELS:
         raise co.ModelError(f"cip ml_model: noise must be one of {', '.join(NOISE_MODELS)}, got {noise!r}")
-    sway = noise == "sway"
+    sway = noise.startswith("sway")
+    held = noise == "sway-held"
     fit_disturbance = fit_disturbance or sway
     from colloc import kalman
 
@@ -679,8 +684,9 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     def matrices(theta):
         th = {k: theta[i] for i, k in enumerate(names)}
         A, B = (th["A"], th["B"]) if fit_disturbance and not sway else (f["A"], f["B"])
-        if sway:  # w = q_d·x(t), x continuous white noise of unit density (discretised exactly)
-            A, B = th["q_d"], th["B"]
+        if sway:  # w = q_d·x(t), x continuous white noise of unit density (discretised exactly), or
+            # (sway-held) the held unit sample x_k standing for w's average over the interval: variance q_d²/dt
+            A, B = (th["q_d"] / np.sqrt(dt) if held else th["q_d"]), th["B"]
         tc = row(u=th["KP"], v=th["KD"], **({"w": th["KI"]} if integral else {}))  # T_c(t) = tc · s
         # Padé (2, 2): q'' = (12/τ²)(T_c − q − (τ/2) q'); the delayed torque is T_c − τ q'
         torque = tc - row(qd=th["tau"]) if delay else tc
@@ -705,8 +711,8 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
             C = row(f2=1)
         return Amat, G, C, ca.reshape(th["sigma"]**2, 1, 1)
 
-    initial = {"initial_covariance": np.diag([DIFFUSE_SD[k] ** 2 for k in states]), "noise": "continuous"} \
-        if sway else {}
+    initial = {"initial_covariance": np.diag([DIFFUSE_SD[k] ** 2 for k in states]),
+               "noise": "held" if held else "continuous"} if sway else {}
     return kalman.LinearGaussianModel(names, matrices, dt=dt, name="cip_" + controller.replace("-", "_")
                                       + ("_sway" if sway else ""), **initial)
 
@@ -717,7 +723,7 @@ def _ml_start(lgm, *, rng: Mapping[str, tuple], gains0: Mapping[str, float] | No
     start = {k: _guess(k, rng[k]) if gains0 is None else float(gains0[k]) for k in GAINS}
     start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise,
                  q_d=SWAY_START["q_d"], f_c=SWAY_START["f_c"])
-    if noise == "sway" and cop_noise is None:
+    if noise.startswith("sway") and cop_noise is None:
         start["sigma"] = SWAY_START["sigma"]
     bnds = {k: rng[k] for k in GAINS}
     bnds.update(tau=DELAY_RANGE, sigma=SIGMA_RANGE, **FILTER_RANGES, **SWAY_RANGES)
@@ -962,7 +968,7 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     # a white COP noise of (nearly) zero is an answer in a low-passed record; so, in the sway model,
     # is a disturbance time constant beyond any record's length (a random-walk torque); the other
     # bounds are where the fit looks
-    physical = {"sigma": (True, False), **({"B": (False, True)} if noise == "sway" else {})}
+    physical = {"sigma": (True, False), **({"B": (False, True)} if noise.startswith("sway") else {})}
 
     def model_at(step):
         return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)

@@ -211,3 +211,22 @@ def test_a_real_trial_by_the_sway_model_and_its_prediction(capsys, tmp_path):
     persistence = float(out.split("(persistence ")[1].split(")")[0])
     model = float(out.split("log score ")[1].split(" nats")[0])
     assert model > persistence + 0.3  # benchmarks/README.md: +0.75 nat a sample on this trial
+
+
+def test_the_sway_held_variant_is_the_zero_order_hold_of_the_same_density():
+    """``noise="sway-held"``: the disturbance noise held over each sample with variance q_d²/dt, so
+    the torque's noise over one step is (q_d/B)²/dt · (∫₀^dt e^{−τ/B} dτ)², not the OU closed form
+    of ``"sway"``; both give the same parameters and matrices A, C."""
+    theta = {"KP": 1000.0, "KI": 20.0, "KD": 200.0, "q_d": 12.0, "B": 0.05, "f_c": 5.0, "sigma": 1e-5}
+    dt = 0.02
+    held = cip.ml_model("PID", dt=dt, body=cip.body(1.575, 54.2), noise="sway-held")
+    exact = cip.ml_model("PID", dt=dt, body=cip.body(1.575, 54.2), noise="sway")
+    assert held.noise == "held" and exact.noise == "continuous"
+    assert held.parameter_names == exact.parameter_names
+    np.testing.assert_allclose(held.continuous(theta)["A"], exact.continuous(theta)["A"])
+    td, B, q = 3, theta["B"], theta["q_d"]
+    zoh = (q / B) ** 2 / dt * (B * (1 - np.exp(-dt / B))) ** 2
+    ou = q**2 / (2 * B) * (1 - np.exp(-2 * dt / B))
+    assert held.discretize(theta)["Q"][td, td] == pytest.approx(zoh, rel=1e-9)
+    assert exact.discretize(theta)["Q"][td, td] == pytest.approx(ou, rel=1e-9)
+    assert abs(zoh / ou - 1) > 0.01  # B comparable to dt: the two differ (by 1.3 % here)
