@@ -580,9 +580,9 @@ class LinearGaussianModel:
         Only the part that runs over the record is compiled; the discretisation and its reverse
         (one evaluation a gradient) run in CasADi's virtual machine, so that the compiled code
         does not grow with the matrix exponential and serves every sample step and squaring
-        count.  The library is found again by a key of what defines it (the SX filter step,
-        ``N``, the CasADi version and :data:`_GRADIENT_CODE`), so that a later process loads it
-        without building the function or generating its C code."""
+        count.  The library is found again by a key of what defines it (the SX filter step, its
+        name with ``N``, the CasADi version and :data:`_GRADIENT_CODE`), so that a later process
+        loads it without building the function or generating its C code."""
         key = ("compiled", int(N), int(s))
         if key in self._deriv_cache:
             return self._deriv_cache[key]
@@ -591,9 +591,10 @@ class LinearGaussianModel:
             from ...base.compiler import cache_dir, shared_library
             from ...base.files import write_atomic
 
-            digest = hashlib.sha256("\n".join([_GRADIENT_CODE, ca.__version__, self._step.serialize(),  # type: ignore[attr-defined]
-                                               f"{N}"]).encode()).hexdigest()[:32]
             name = f"{self.name}_filter_adjoint_{N}"
+            version: str = ca.__version__  # type: ignore[attr-defined]
+            key_text = f"{_GRADIENT_CODE}\n{version}\n{self._step.serialize()}\n{name}"
+            digest = hashlib.sha256(key_text.encode()).hexdigest()[:32]
             index = cache_dir() / f"colloc_kalman_{digest}.path"
             function = None
             try:
