@@ -2,7 +2,7 @@
 
     python benchmarks/real_sway_heldout.py [--data FILE_OR_DIR ...] [--info BDSinfoCOP.txt]
         [--controllers PID,PD-delay,PID-delay] [--split 30] [--horizons 0.1,0.5] [--ar 20]
-        [--noise paper|sway] [--quick] [--out JSON]
+        [--noise paper|sway|sway-held] [--quick] [--out JSON]
 
 For every BDS trial (Santos & Duarte 2016; default the shipped ones in data/bds): the subject's
 body from height and mass (BDSinfoCOP), the antero-posterior COP (``COPx``, cm → m), a fit of
@@ -31,10 +31,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _report import write_report  # noqa: E402
+from _report import write_report
 
-from colloc.signals.forecast import coverage, fit_ar, ljung_box, log_score, persistence_forecast  # noqa: E402
-from colloc.studies.identify import identify_files  # noqa: E402
+from colloc.signals.forecast import coverage, fit_ar, ljung_box, log_score, persistence_forecast
+from colloc.studies.identify import identify_files
 
 
 def _info(path: Path) -> dict:
@@ -77,7 +77,7 @@ def evaluate(path: Path, info: dict, controller: str, split: float, horizons: li
            "fit_s": fit_s, "fit_cpu_s": fit_cpu, "horizons": {}}
     ar = fit_ar(cop[first], ar_order)
     for h in horizons:
-        steps = int(round(h / dt))
+        steps = int(np.rint(h / dt))
         table = result.predict(trial, horizon=h, window=(split, None))
         rows = np.searchsorted(trial.time, table["time"].to_numpy())
         y = table["observed"].to_numpy()
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
     ap.add_argument("--split", type=float, default=30.0)
     ap.add_argument("--horizons", default="0.1,0.5")
     ap.add_argument("--ar", type=int, default=20)
-    ap.add_argument("--noise", default="paper", help="cip.NOISE_MODELS: paper or sway")
+    ap.add_argument("--noise", default="paper", help="cip.NOISE_MODELS: paper, sway or sway-held")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_sway_heldout.json"))
     args = ap.parse_args(argv)

@@ -66,13 +66,42 @@ import colloc as co
 from colloc.signals import cumulative_integral, derivative, lowpass, sdf
 
 __all__ = [
-    "BODY", "FILTER", "RANGES", "CENTRE_NORMAL", "PAPER_TABLE2", "TRUE", "COP_NOISE", "FORMULATIONS",
-    "REQUIRED_COLUMNS", "OPTIONAL_COLUMNS", "DEFAULT_DATA", "model", "problem", "load_trial", "body",
-    "WIDE_RANGES_PER_MGH", "FILTER_RANGES", "gain_bounds",
-    "simulate_trial", "surrogate_disturbance", "discrete_system", "com_from_cop",
-    "initial_trajectories", "jt_inverse_dynamics", "sdf_objective", "ml_estimate", "cop_from_states",
-    "CONTROLLERS", "DELAY_RANGE", "SIGMA_RANGE", "ml_model", "stochastic_problem", "plausibility", "PLAUSIBLE",
-    "SHORT_RECORD_S", "select_controller",
+    "BODY",
+    "CENTRE_NORMAL",
+    "CONTROLLERS",
+    "COP_NOISE",
+    "DEFAULT_DATA",
+    "DELAY_RANGE",
+    "FILTER",
+    "FILTER_RANGES",
+    "FORMULATIONS",
+    "OPTIONAL_COLUMNS",
+    "PAPER_TABLE2",
+    "PLAUSIBLE",
+    "RANGES",
+    "REQUIRED_COLUMNS",
+    "SHORT_RECORD_S",
+    "SIGMA_RANGE",
+    "TRUE",
+    "WIDE_RANGES_PER_MGH",
+    "body",
+    "com_from_cop",
+    "cop_from_states",
+    "discrete_system",
+    "gain_bounds",
+    "initial_trajectories",
+    "jt_inverse_dynamics",
+    "load_trial",
+    "ml_estimate",
+    "ml_model",
+    "model",
+    "plausibility",
+    "problem",
+    "sdf_objective",
+    "select_controller",
+    "simulate_trial",
+    "stochastic_problem",
+    "surrogate_disturbance",
 ]
 
 #: Body of the paper's subject (after Peterka 2000): I (kg·m²), m (kg), h (m), g (m/s²).
@@ -337,7 +366,7 @@ def simulate_trial(gains: Mapping[str, float] | None = None, *, duration: float 
     gains = dict(TRUE if gains is None else gains)
     if cop_noise < 0 or not np.isfinite(cop_noise):
         raise ValueError(f"cop_noise must be finite and >= 0, got {cop_noise!r}")
-    N = int(round(duration * rate)) + 1
+    N = round(duration * rate) + 1
     dt = 1.0 / rate
     Phi, Gamma, C = discrete_system(gains, dt, body, filt)
     rng = np.random.default_rng(seed)
@@ -415,7 +444,7 @@ def sdf_objective(max_lag: float = 10.0, lag_step: float = 0.1, unit: float = 1e
         if not np.allclose(np.diff(time), dt, rtol=1e-6, atol=0):
             raise co.ProblemError("J_S needs a uniform grid")
         N = len(time)
-        step = max(1, int(round(lag_step / dt)))
+        step = max(1, round(lag_step / dt))
         kmax = int(np.floor(max_lag / dt + 1e-9))
         if kmax >= N:
             raise co.ProblemError(f"J_S: max_lag {max_lag} s is not shorter than trial '{trial.name}'")
@@ -498,7 +527,7 @@ def problem(trials: co.Trial | Sequence[co.Trial], formulation: str | None = Non
     offset = float(np.mean(means)) if cop_offset and kind == "filtered" else None
     mdl = model(kind, body=body, filt=filt, bounds=bounds, cop_offset=offset, fit_disturbance=fit_disturbance)
     prob = co.Problem(mdl, trials, fit={} if formulation == "J_S" else fit, name="cip")
-    b, f = _body(body, filt)
+    _b, _f = _body(body, filt)
     if formulation == "J_S":
         prob.add_trajectory_objective(sdf_objective(max_lag=sdf_max_lag, lag_step=sdf_lag_step), ["cop"], name="J_S")
     elif formulation == "J_T":
@@ -574,9 +603,13 @@ SIGMA_RANGE = (1e-7, 1e-2)
 #: Noise models of :func:`ml_model`: ``"paper"`` (the disturbance filter driven by unit white
 #: noise held over each sample, amplitude ``A``; the state starts at rest, as the generator's) and
 #: ``"sway"`` (for real records: the disturbance's white-noise intensity ``q_d`` in continuous time,
-#: the recording's low-pass and a diffuse initial state, nothing at rest by assumption).
-NOISE_MODELS = ("paper", "sway")
-#: Bounds of the ``"sway"`` noise model's parameters: ``q_d`` (N·m·√s), ``f_c`` (Hz).
+#: discretised exactly, so the same at any sample rate; the recording's low-pass and a diffuse
+#: initial state, nothing at rest by assumption) and ``"sway-held"`` (the same, but the noise held
+#: over each sample with variance q_d²/dt: the zero-order-hold approximation of the continuous noise,
+#: the ``"sway"`` model before Van Loan's discretisation; its q_d changes with the sample rate).
+NOISE_MODELS = ("paper", "sway", "sway-held")
+#: Bounds of the ``"sway"`` noise model's parameters: ``q_d`` (N·m·√s, the square root of the
+#: driving noise's two-sided spectral density in N²·m²/Hz), ``f_c`` (Hz).
 SWAY_RANGES = {"q_d": (1e-2, 1e4), "f_c": (0.5, 45.0)}
 #: Damping ratios of the recording's low-pass as two second-order sections: twice the same
 #: second-order Butterworth (ζ = 1/√2), whose gain is that of the zero-lag filter the BDS files went
@@ -612,15 +645,20 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     gains (``KP``, [``KI``], ``KD``), [``tau``], [``A``, ``B``], ``sigma``.
 
     ``noise="sway"`` (:data:`NOISE_MODELS`): T_d + B·T_d' = w(t) with w continuous white noise of
-    intensity ``q_d`` (N·m·√s: E w(t)w(s) = q_d² δ(t − s), so the fit does not depend on the
-    sample rate; stationary SD of T_d q_d/√(2B); B beyond the record is a random-walk torque), the
+    intensity ``q_d`` (N·m·√s: E w(t)w(s) = q_d² δ(t − s); q_d² is w's two-sided power spectral
+    density, N²·m²/Hz, and 2·q_d² its one-sided one), discretised exactly by Van Loan's integral
+    (``LinearGaussianModel(noise="continuous")``), so that q_d does not depend on the sample rate;
+    stationary SD of T_d q_d/√(2B); B beyond the record is a random-walk torque), the
     measured COP the model's through the recording's low-pass at ``f_c`` (:data:`LOWPASS_ZETA`),
     and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters: gains, [``tau``], ``q_d``,
-    ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.
+    ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.  ``noise="sway-held"``: the same model
+    with w held over each sample at variance q_d²/dt (``LinearGaussianModel(noise="held")``), the
+    zero-order-hold approximation, kept for comparison (``benchmarks/README.md``, real_sway sections).
     """
     if noise not in NOISE_MODELS:
         raise co.ModelError(f"cip ml_model: noise must be one of {', '.join(NOISE_MODELS)}, got {noise!r}")
-    sway = noise == "sway"
+    sway = noise.startswith("sway")
+    held = noise == "sway-held"
     fit_disturbance = fit_disturbance or sway
     from colloc import kalman
 
@@ -646,8 +684,9 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     def matrices(theta):
         th = {k: theta[i] for i, k in enumerate(names)}
         A, B = (th["A"], th["B"]) if fit_disturbance and not sway else (f["A"], f["B"])
-        if sway:  # the held unit sample x_k stands for w's average over the interval: variance q²/dt
-            A, B = th["q_d"] / np.sqrt(dt), th["B"]
+        if sway:  # w = q_d·x(t), x continuous white noise of unit density (discretised exactly), or
+            # (sway-held) the held unit sample x_k standing for w's average over the interval: variance q_d²/dt
+            A, B = (th["q_d"] / np.sqrt(dt) if held else th["q_d"]), th["B"]
         tc = row(u=th["KP"], v=th["KD"], **({"w": th["KI"]} if integral else {}))  # T_c(t) = tc · s
         # Padé (2, 2): q'' = (12/τ²)(T_c − q − (τ/2) q'); the delayed torque is T_c − τ q'
         torque = tc - row(qd=th["tau"]) if delay else tc
@@ -672,7 +711,8 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
             C = row(f2=1)
         return Amat, G, C, ca.reshape(th["sigma"]**2, 1, 1)
 
-    initial = {"initial_covariance": np.diag([DIFFUSE_SD[k] ** 2 for k in states])} if sway else {}
+    initial = {"initial_covariance": np.diag([DIFFUSE_SD[k] ** 2 for k in states]),
+               "noise": "held" if held else "continuous"} if sway else {}
     return kalman.LinearGaussianModel(names, matrices, dt=dt, name="cip_" + controller.replace("-", "_")
                                       + ("_sway" if sway else ""), **initial)
 
@@ -683,7 +723,7 @@ def _ml_start(lgm, *, rng: Mapping[str, tuple], gains0: Mapping[str, float] | No
     start = {k: _guess(k, rng[k]) if gains0 is None else float(gains0[k]) for k in GAINS}
     start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise,
                  q_d=SWAY_START["q_d"], f_c=SWAY_START["f_c"])
-    if noise == "sway" and cop_noise is None:
+    if noise.startswith("sway") and cop_noise is None:
         start["sigma"] = SWAY_START["sigma"]
     bnds = {k: rng[k] for k in GAINS}
     bnds.update(tau=DELAY_RANGE, sigma=SIGMA_RANGE, **FILTER_RANGES, **SWAY_RANGES)
@@ -920,14 +960,15 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     describe = {"KP": "proportional gain of the ankle torque", "KI": "integral gain of the ankle torque",
                 "KD": "derivative gain of the ankle torque", "tau": "feedback delay of the ankle torque",
                 "A": "amplitude of the disturbance filter", "B": "time constant of the disturbance filter",
-                "q_d": "intensity of the white noise driving the disturbance torque (continuous time)",
+                "q_d": "intensity of the white noise driving the disturbance torque (continuous time; "
+                       "q_d² is its two-sided spectral density in N²·m²/Hz)",
                 "f_c": "cut-off of the recording's low-pass (2nd-order Butterworth, zero lag)",
                 "sigma": "COP measurement noise (standard deviation)",
                 "cop_offset": "mean COP position in the plate's frame (the record's mean; no standard error)"}
     # a white COP noise of (nearly) zero is an answer in a low-passed record; so, in the sway model,
     # is a disturbance time constant beyond any record's length (a random-walk torque); the other
     # bounds are where the fit looks
-    physical = {"sigma": (True, False), **({"B": (False, True)} if noise == "sway" else {})}
+    physical = {"sigma": (True, False), **({"B": (False, True)} if noise.startswith("sway") else {})}
 
     def model_at(step):
         return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from colloc_problems import cip
 
 from colloc.cli import main
 from colloc.inference.kalman import negative_log_likelihood, one_step_predictions
-from colloc_problems import cip
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "data" / "bds" / "BDS00001.txt.gz"  # subject 1: 157.5 cm, 54.2 kg (BDSinfoCOP)
@@ -73,7 +73,7 @@ def test_a_gain_held_off_the_data_is_a_failure_not_a_success(capsys, tmp_path):
     # K_P capped far below what the subject uses (the paper's noise model: under the sway model
     # K_P ≈ 590 N·m/rad is a local optimum of this record, as likely as ≈ 1100): the fit ends on
     # the bound -> exit 1, named status
-    code, out, err = run(capsys, "identify", "cip", "--data", REAL, *BODY, "--method", "kalman-ml",
+    code, out, _err = run(capsys, "identify", "cip", "--data", REAL, *BODY, "--method", "kalman-ml",
                          "--noise", "paper", "--bounds", "KP=:600", "--guess", "KP=550", "--json")
     assert code == 1
     doc = json.loads(out)
@@ -89,7 +89,7 @@ def test_a_gain_held_off_the_data_is_a_failure_not_a_success(capsys, tmp_path):
     (["--method", "kalman-ml", "--guess", "tau=0.1"], "--guess: tau not allowed with --method kalman-ml"),
 ])
 def test_refusals_are_one_line_exit_2(capsys, extra, message):
-    code, out, err = run(capsys, "identify", "cip", "--data", REAL, *BODY, *extra)
+    code, _out, err = run(capsys, "identify", "cip", "--data", REAL, *BODY, *extra)
     assert code == 2
     assert message in err and len(err.strip().splitlines()) == 1, err
 
@@ -101,20 +101,20 @@ def test_uneven_sampling_is_refused_by_name_and_a_hole_needs_missing_allow(capsy
     keep = np.ones(t.size, bool)
     keep[500:510] = False  # ten rows missing: a hole in time
     holed.write_text("time,cop\n" + "".join(f"{a:.2f},{b:.6f}\n" for a, b in zip(t[keep], cop[keep])))
-    code, out, err = run(capsys, "identify", "cip", "--data", holed, "--height", "1.7", "--mass", "70")
+    code, _out, err = run(capsys, "identify", "cip", "--data", holed, "--height", "1.7", "--mass", "70")
     assert code == 2 and "not evenly sampled" in err and "t = 4.99 s to 5.1 s" in err, err
     assert "a hole of 10 samples: --missing allow" in err and len(err.strip().splitlines()) == 1, err
     jitter = tmp_path / "jitter.csv"
     times = t.copy()
     times[700:] += 0.004  # a step of 14 ms: not on the grid, even with --missing allow
     jitter.write_text("time,cop\n" + "".join(f"{a:.3f},{b:.6f}\n" for a, b in zip(times, cop)))
-    code, out, err = run(capsys, "identify", "cip", "--data", jitter, "--height", "1.7", "--mass", "70",
+    code, _out, err = run(capsys, "identify", "cip", "--data", jitter, "--height", "1.7", "--mass", "70",
                          "--missing", "allow")
     assert code == 2 and "t = 6.99 s to 7.004 s is not 0.01 s" in err and "hole" not in err, err
     sparse = tmp_path / "sparse.csv"
     sparse.write_text("time,cop\n" + "".join(f"{a:.2f},{b:.6f}\n" if i % 25 == 0 else f"{a:.2f},\n"
                                              for i, (a, b) in enumerate(zip(t, cop))))
-    code, out, err = run(capsys, "identify", "cip", "--data", sparse, "--height", "1.7", "--mass", "70",
+    code, _out, err = run(capsys, "identify", "cip", "--data", sparse, "--height", "1.7", "--mass", "70",
                          "--missing", "allow")
     assert code == 2 and "80 measured COP samples; at least 100" in err, err
 
@@ -144,7 +144,7 @@ def test_a_real_trial_with_gaps_gives_the_complete_trials_estimate(capsys, tmp_p
     gapped_extra = ["--missing", "allow", "--plot", tmp_path / "gapped.png"]  # the plot too, through the gaps
     for name, path, extra in (("complete", complete_csv, []), ("gapped", gapped_csv, gapped_extra)):
         out_json = tmp_path / f"{name}.json"
-        code, out, err = run(capsys, "identify", "cip", "--data", path, *BODY, "--method", "kalman-ml",
+        code, _out, err = run(capsys, "identify", "cip", "--data", path, *BODY, "--method", "kalman-ml",
                              "--noise", "paper", *extra, "--out", out_json)
         assert code == 0, err
         docs[name] = json.loads(out_json.read_text())
@@ -166,10 +166,10 @@ def test_a_cop_in_centimetres_read_as_metres_is_refused(capsys, tmp_path):
     table = pd.read_csv(REAL, sep="\t").rename(columns={"Time[s]": "time", "COPx[cm]": "cop"})
     path = tmp_path / "no_units.csv"
     table[["time", "cop"]].iloc[:3000].to_csv(path, index=False)
-    code, out, err = run(capsys, "identify", "cip", "--data", path, "--height", "1.575", "--mass", "54.2")
+    code, _out, err = run(capsys, "identify", "cip", "--data", path, "--height", "1.575", "--mass", "54.2")
     assert code == 2 and "spans" in err and "is it in cm or mm? (--unit cop=cm)" in err, err
     assert len(err.strip().splitlines()) == 1
-    code, out, err = run(capsys, "identify", "cip", "--data", path, "--height", "1.575", "--mass", "54.2",
+    code, _out, err = run(capsys, "identify", "cip", "--data", path, "--height", "1.575", "--mass", "54.2",
                          "--unit", "cop=cm", "--out", tmp_path / "r.json")
     assert code == 0, err
 
@@ -184,8 +184,12 @@ def test_the_sway_models_disturbance_is_a_continuous_time_intensity(dt):
     assert model.parameter_names == ("KP", "KI", "KD", "q_d", "B", "f_c", "sigma")
     d = model.discretize(theta)
     td = 3  # u, v, w, td, then the low-pass states
-    phi, gamma = d["Phi"][td, td], d["Gamma"][td, 0]
-    assert gamma**2 / (1 - phi**2) == pytest.approx(theta["q_d"] ** 2 / (2 * theta["B"]), rel=1e-5)
+    phi, q = d["Phi"][td, td], d["Q"][td, td]
+    # the OU closed form of the torque's noise over one step, exact (Van Loan), not the held q_d²/dt
+    B = theta["B"]
+    assert phi == pytest.approx(np.exp(-dt / B), rel=1e-13)
+    assert q == pytest.approx(theta["q_d"] ** 2 / (2 * B) * (1 - np.exp(-2 * dt / B)), rel=1e-9)
+    assert q / (1 - phi**2) == pytest.approx(theta["q_d"] ** 2 / (2 * B), rel=1e-9)
 
 
 def test_a_real_trial_by_the_sway_model_and_its_prediction(capsys, tmp_path):
@@ -207,3 +211,22 @@ def test_a_real_trial_by_the_sway_model_and_its_prediction(capsys, tmp_path):
     persistence = float(out.split("(persistence ")[1].split(")")[0])
     model = float(out.split("log score ")[1].split(" nats")[0])
     assert model > persistence + 0.3  # benchmarks/README.md: +0.75 nat a sample on this trial
+
+
+def test_the_sway_held_variant_is_the_zero_order_hold_of_the_same_density():
+    """``noise="sway-held"``: the disturbance noise held over each sample with variance q_d²/dt, so
+    the torque's noise over one step is (q_d/B)²/dt · (∫₀^dt e^{−τ/B} dτ)², not the OU closed form
+    of ``"sway"``; both give the same parameters and matrices A, C."""
+    theta = {"KP": 1000.0, "KI": 20.0, "KD": 200.0, "q_d": 12.0, "B": 0.05, "f_c": 5.0, "sigma": 1e-5}
+    dt = 0.02
+    held = cip.ml_model("PID", dt=dt, body=cip.body(1.575, 54.2), noise="sway-held")
+    exact = cip.ml_model("PID", dt=dt, body=cip.body(1.575, 54.2), noise="sway")
+    assert held.noise == "held" and exact.noise == "continuous"
+    assert held.parameter_names == exact.parameter_names
+    np.testing.assert_allclose(held.continuous(theta)["A"], exact.continuous(theta)["A"])
+    td, B, q = 3, theta["B"], theta["q_d"]
+    zoh = (q / B) ** 2 / dt * (B * (1 - np.exp(-dt / B))) ** 2
+    ou = q**2 / (2 * B) * (1 - np.exp(-2 * dt / B))
+    assert held.discretize(theta)["Q"][td, td] == pytest.approx(zoh, rel=1e-9)
+    assert exact.discretize(theta)["Q"][td, td] == pytest.approx(ou, rel=1e-9)
+    assert abs(zoh / ou - 1) > 0.01  # B comparable to dt: the two differ (by 1.3 % here)

@@ -12,7 +12,14 @@ then filtered), and the discretisation below is exact for it::
 
     s_{k+1} = Φ s_k + Γ x_k,     Φ = expm(A dt),   Γ = ∫₀^dt expm(A τ) dτ · G,
 
-both read off one block exponential ``expm([[A, G], [0, 0]] dt)``.  Because ``x_k`` drives
+both read off one block exponential ``expm([[A, G], [0, 0]] dt)``.
+
+With ``LinearGaussianModel(..., noise="continuous")`` ``x(t)`` is instead white noise in
+continuous time, ``E[x(t) x(t')ᵀ] = Q_c δ(t − t')`` (``Q_c``, default ``I``, is the two-sided
+power spectral density per hertz: unit ``[x]²·s``), and the discretisation is Van Loan's (1978)
+exact one: ``s_{k+1} = Φ s_k + w_k`` with ``Cov w_k = Q_d = ∫₀^dt e^{Aτ} G Q_c Gᵀ e^{Aᵀτ} dτ``,
+from one exponential of ``[[−A, G Q_c Gᵀ], [0, Aᵀ]] dt``.  Its parameters then mean the same
+at every sample rate; ``D`` must be zero there.  Because ``x_k`` drives
 both ``s_{k+1}`` (through ``Γ``) and ``y_k`` (through ``D``), the process and measurement noise
 are correlated (cross-covariance ``Γ Dᵀ``); the filter below is the one-step *predictor*
 form, which handles that correlation exactly.  ``D`` defaults to zero.
@@ -53,7 +60,7 @@ Example: the controlled inverted pendulum of quiet standing (Barauskas & Krušin
 """
 
 from .estimation import MLResult, maximum_likelihood
-from .expm import expm, expm_squarings
+from .expm import expm, expm_squarings, van_loan
 from .likelihood import k_step_predictions, negative_log_likelihood, one_step_predictions, simulate
 from .model import LinearGaussianModel
 
@@ -67,4 +74,5 @@ __all__ = [
     "negative_log_likelihood",
     "one_step_predictions",
     "simulate",
+    "van_loan",
 ]

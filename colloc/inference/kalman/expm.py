@@ -9,7 +9,7 @@ import casadi as ca
 
 from ...base.errors import CollocInputError
 
-__all__ = ["expm", "expm_squarings"]
+__all__ = ["expm", "expm_squarings", "van_loan"]
 
 
 # Padé-13 coefficients and the 1-norm up to which it is accurate to unit roundoff (Higham 2005).
@@ -80,3 +80,71 @@ def expm(M, squarings: int):
     for _ in range(squarings):
         x = x @ x
     return x
+
+
+def van_loan(A, H, squarings: int):
+    """``Φ = e^A`` and ``Q = ∫₀¹ e^{Aτ} H e^{Aᵀτ} dτ`` (Van Loan 1978) for a symmetric ``H``.
+
+    Both are blocks of ``E = expm([[−A, H], [0, Aᵀ]])``: ``Φ = E₂₂ᵀ`` and ``Q = Φ E₁₂``.  With the
+    time step folded into the arguments (``A dt``, ``H dt``) they are the transition matrix and
+    the covariance of the process noise over one step of ``s' = A s + w(t)``, ``E w wᵀ = H δ``.
+    Computed as :func:`expm` would compute ``E`` (Padé-13 of ``E`` at ``2^−squarings`` of the
+    argument), but on n×n blocks: the diagonal blocks of the block-triangular powers are powers
+    of ``A`` (``(−A)^k`` and ``(Aᵀ)^k``), the Padé quotient's diagonal blocks are ``e^{±A}`` of
+    the one n×n quotient, and the squarings are the doubling ``Q ← Φ Q Φᵀ + Q``, ``Φ ← Φ²``
+    (the integral over two half steps).  About a third of the work of the 2n×2n exponential, and
+    a plain CasADi expression, so it is differentiable.
+
+    Parameters
+    ----------
+    A, H : casadi.SX, casadi.MX or casadi.DM
+        n×n matrices (``H`` symmetric).
+    squarings : int
+        As for :func:`expm`; choose it from the 1-norm of ``[[−A, H], [0, Aᵀ]]``.
+
+    Returns
+    -------
+    (Φ, Q)
+    """
+    if A.shape[0] != A.shape[1] or H.shape != A.shape:
+        raise CollocInputError(f"van_loan: A and H must be square and of one size, got {A.shape} and {H.shape}")
+    squarings = int(squarings)
+    if squarings < 0:
+        raise CollocInputError(f"van_loan: squarings must be >= 0, got {squarings}")
+    n = A.shape[0]
+    eye = ca.DM.eye(n)
+    F = A / (2.0**squarings)
+    Hs = H / (2.0**squarings)
+    # M = [[−F, Hs], [0, Fᵀ]]; M^k = [[(−F)^k, Y_k], [0, (F^k)ᵀ]]
+    F2 = F @ F
+    F4 = F2 @ F2
+    F6 = F4 @ F2
+    Y2 = -F @ Hs + Hs @ F.T
+    Y4 = F2 @ Y2 + Y2 @ F2.T
+    Y6 = F4 @ Y2 + Y4 @ F2.T
+    b = _PADE13
+    # even polynomial parts: diagonal blocks in F^k (the same for −F), off-diagonal from Y_k
+    w_diag = b[13] * F6 + b[11] * F4 + b[9] * F2
+    w_off = b[13] * Y6 + b[11] * Y4 + b[9] * Y2
+    # U1 = M6·W + b7 M6 + b5 M4 + b3 M2 + b1 I  (even in M), u(M) = M·U1
+    u1_diag = F6 @ w_diag + b[7] * F6 + b[5] * F4 + b[3] * F2 + b[1] * eye
+    u1_off = F6 @ w_off + Y6 @ w_diag.T + b[7] * Y6 + b[5] * Y4 + b[3] * Y2
+    # u(M) = M U1: top-left (−F) U1(F) = −u(F), off-diagonal −F U1_off + Hs U1(F)ᵀ
+    u_diag = F @ u1_diag  # u(F); u(−F) = −u(F), u(Fᵀ) = u(F)ᵀ
+    u_off = -F @ u1_off + Hs @ u1_diag.T
+    v_w_diag = b[12] * F6 + b[10] * F4 + b[8] * F2
+    v_w_off = b[12] * Y6 + b[10] * Y4 + b[8] * Y2
+    v_diag = F6 @ v_w_diag + b[6] * F6 + b[4] * F4 + b[2] * F2 + b[0] * eye
+    v_off = F6 @ v_w_off + Y6 @ v_w_diag.T + b[6] * Y6 + b[4] * Y4 + b[2] * Y2
+    # E ≈ (v − u)⁻¹ (v + u), block upper triangular:
+    #   top-left  (v(F) + u(F))⁻¹ (v(F) − u(F)) = e^{−F};  bottom-right ((v − u)⁻¹(v + u))ᵀ = Φᵀ
+    #   top-right E₁₂ = (v(F) + u(F))⁻¹ [(v_off + u_off) − (v_off − u_off) Φᵀ]; as v(F) + u(F) is
+    #   (v(F) − u(F)) Φ, Q = Φ E₁₂ = (v(F) − u(F))⁻¹ [...]: one factorisation for Φ and Q
+    Phi = ca.solve(v_diag - u_diag, v_diag + u_diag)
+    Q = ca.solve(v_diag - u_diag, (v_off + u_off) - (v_off - u_off) @ Phi.T)
+    Q = 0.5 * (Q + Q.T)
+    for _ in range(squarings):
+        Q = Phi @ Q @ Phi.T + Q
+        Q = 0.5 * (Q + Q.T)
+        Phi = Phi @ Phi
+    return Phi, Q

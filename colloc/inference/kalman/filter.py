@@ -73,7 +73,7 @@ def _constant(value, rows: int, cols: int) -> ca.SX:
     return ca.sparsify(ca.SX(ca.DM(np.asarray(value, dtype=float).reshape(rows, cols))))
 
 
-def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None) -> ca.Function:
+def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covariance: bool = False) -> ca.Function:
     """One predictor-form Kalman step with correlated process/measurement noise and missing samples.
 
     Inputs ``(m, P, y, w, Φ, Γ, C, D, R)``: the predicted mean and covariance of ``s_k`` given
@@ -96,6 +96,11 @@ def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None) -> ca.F
     the parameters, built into the step (its inputs ``C`` / ``D`` are then ignored), so that
     products with its zeros and ones are not evaluated (a measured state: ``C`` a unit row;
     no direct feedthrough: ``D = 0``).  ``Φ P Cᵀ`` is evaluated as ``Φ (P Cᵀ)`` (n²·ny, not n³).
+
+    ``covariance=True``: the input in place of ``Γ`` is the process noise covariance ``Q`` itself
+    (n×n, symmetric; named ``Q``), for noise that has no factor through ``x_k`` (continuous white
+    noise discretised by Van Loan's integral, uncorrelated with the measurement); ``D`` is then
+    ignored (taken as zero), and the update is ``(Φ − KC) P (Φ − KC)ᵀ + Q + K R Kᵀ``.
     """
     m = ca.SX.sym("m", n)
     P_in = ca.SX.sym("P", n, n)
@@ -103,12 +108,15 @@ def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None) -> ca.F
     y = ca.SX.sym("y", ny)
     w = ca.SX.sym("w", ny)
     Phi = ca.SX.sym("Phi", n, n)
-    Gam = ca.SX.sym("Gamma", n, nx)
+    Gam = ca.SX.sym("Q", n, n) if covariance else ca.SX.sym("Gamma", n, nx)
     C_in = ca.SX.sym("C", ny, n)
     D_in = ca.SX.sym("D", ny, nx)
     R = ca.SX.sym("R", ny, ny)
     C = C_in if C_value is None else _constant(C_value, ny, n)
-    D = D_in if D_value is None else _constant(D_value, ny, nx)
+    if covariance:
+        D = ca.SX(ny, nx)
+    else:
+        D = D_in if D_value is None else _constant(D_value, ny, nx)
 
     W = ca.diag(w)
     eps = w * (y - C @ m)
@@ -121,12 +129,18 @@ def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None) -> ca.F
         logdet = logdet + 2.0 * ca.log(L[i][i])
     term = 0.5 * (logdet + ca.sumsqr(z) + ca.sum1(w) * _LOG_2PI)
 
-    B = (Phi @ PC + Gam @ D.T) @ W  # cross-covariance of s_{k+1} and the measured y_k, n × ny
+    # cross-covariance of s_{k+1} and the measured y_k, n × ny
+    B = (Phi @ PC if covariance else Phi @ PC + Gam @ D.T) @ W
     K = _backward_solve_transposed(L, _forward_solve(L, B.T)).T  # B S⁻¹
     m_next = Phi @ m + K @ eps
     F = Phi - K @ C
-    H = Gam - K @ D
-    P_next = F @ P @ F.T + H @ H.T + K @ R @ K.T
+    if covariance:
+        noise = _symmetric_from_upper(Gam)
+    else:
+        H = Gam - K @ D
+        noise = H @ H.T
+    P_next = F @ P @ F.T + noise + K @ R @ K.T
     P_next = _symmetric_from_upper(P_next)
     return ca.Function("kalman_step", [m, P_in, y, w, Phi, Gam, C_in, D_in, R], [m_next, P_next, term],
-                       ["m", "P", "y", "w", "Phi", "Gamma", "C", "D", "R"], ["m_next", "P_next", "nll"])
+                       ["m", "P", "y", "w", "Phi", "Q" if covariance else "Gamma", "C", "D", "R"],
+                       ["m_next", "P_next", "nll"])

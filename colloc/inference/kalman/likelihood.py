@@ -73,7 +73,8 @@ def simulate(model: LinearGaussianModel, theta, num_samples: int, rng=None, *, r
     """Draw a record exactly from the discrete model.
 
     ``s_0 ~ N(m0, P0)``, ``x_k ~ N(0, I)``, ``e_k ~ N(0, R)``, ``y_k = C s_k + D x_k + e_k``,
-    ``s_{k+1} = Φ s_k + Γ x_k``.
+    ``s_{k+1} = Φ s_k + Γ x_k`` for held noise; for continuous noise ``s_{k+1} = Φ s_k + w_k``
+    with ``w_k ~ N(0, Q_d)`` (Van Loan's covariance: the exact law of the sampled process).
 
     Parameters
     ----------
@@ -103,12 +104,18 @@ def simulate(model: LinearGaussianModel, theta, num_samples: int, rng=None, *, r
     s = d["m0"] + _psd_sqrt(d["P0"]) @ rng.standard_normal(n)
     x = rng.standard_normal((N, q))
     e = rng.standard_normal((N, p)) @ _psd_sqrt(d["R"]).T
-    Phi, Gam, C, D = d["Phi"], d["Gamma"], d["C"], d["D"]
+    Phi, C, D = d["Phi"], d["C"], d["D"]
+    if model.noise == "continuous":  # w_k = Q_d^{1/2} z_k, independent of the measurement
+        Gam = _psd_sqrt(d["Q"])
+        z = rng.standard_normal((N, n))
+        D = np.zeros((p, n))
+    else:
+        Gam, z = d["Gamma"], x
     states = np.empty((N, n))
     for k in range(N):
         states[k] = s
-        s = Phi @ s + Gam @ x[k]
-    y = states @ C.T + x @ D.T + e
+        s = Phi @ s + Gam @ z[k]
+    y = states @ C.T + z @ D.T + e
     return (y, states) if return_states else y
 
 
@@ -156,12 +163,12 @@ def k_step_predictions(model: LinearGaussianModel, y, theta, steps: int, *,
     if steps > Y.shape[0]:
         raise ValueError(f"k_step_predictions: {steps} steps ahead of a record of {Y.shape[0]} samples")
     d = model.discretize(theta)
-    Phi, Gam, C, D, R = d["Phi"], d["Gamma"], d["C"], d["D"], d["R"]
+    Phi, Q, GD, C, D, R = d["Phi"], d["Q"], d["S"], d["C"], d["D"], d["R"]
     N, nx = Y.shape[0], Phi.shape[0]
     means = np.empty((N, nx))
     covs = np.empty((N, nx, nx))
     m, P = d["m0"].copy(), d["P0"].copy()
-    DDR, GD = D @ D.T + R, Gam @ D.T
+    DDR, DD = D @ D.T + R, D @ D.T
     measured = np.isfinite(Y)
     for k, yk in enumerate(Y):  # predictor-form filter: m, P are the state's given y_0 … y_{k−1}
         means[k], covs[k] = m, P
@@ -175,11 +182,11 @@ def k_step_predictions(model: LinearGaussianModel, y, theta, steps: int, *,
             if o.any():
                 B = (Phi @ P @ C.T + GD)[:, o]
                 K[:, o] = np.linalg.solve(S[np.ix_(o, o)].T, B.T).T
-        F, H = Phi - K @ C, Gam - K @ D
+        F = Phi - K @ C
         m = Phi @ m + K @ np.where(o, yk - C @ m, 0.0)
-        P = F @ P @ F.T + H @ H.T + K @ R @ K.T
+        KS = K @ GD.T  # (Γ − KD)(Γ − KD)ᵀ = Q − K Sᵀ − S Kᵀ + K D Dᵀ Kᵀ
+        P = F @ P @ F.T + Q - KS - KS.T + K @ DD @ K.T + K @ R @ K.T
         P = 0.5 * (P + P.T)
-    Q = Gam @ Gam.T
     m, P = means[: N - steps + 1], covs[: N - steps + 1]  # given y up to row j − 1, for row j
     for _ in range(steps - 1):
         m = m @ Phi.T
