@@ -468,11 +468,12 @@ def maximum_likelihood(
         Hessian not positive definite) is left along its negative curvature and L-BFGS-B
         restarted.  L-BFGS-B hands over to Newton once its NLL stops falling beyond the NLL's
         rounding noise (:data:`STALL_RTOL`), and Newton steps stop there too; the last
-        Newton Hessian, at the estimate, gives the standard errors.  Its Hessians, and those of the standard errors, are central differences
-        of the exact gradient (:func:`_hessian_by_differences`): the AD Hessian of a long
-        record costs 2-13 s to build.  On a 30 s, 100 Hz real COP record it reaches IPOPT's
-        NLL for the PID and PID + delay models, and a lower one (by 1.2) for PD + delay,
-        where IPOPT stops at its iteration limit.
+        Newton Hessian, at the estimate, gives the standard errors.  Its Hessians, and those of
+        the standard errors, are central differences of the exact gradient
+        (:func:`_hessian_by_differences`): the AD Hessian of a long record costs 2-13 s to
+        build.  On a 30 s, 100 Hz real COP record it reaches IPOPT's NLL for the PID and
+        PID + delay models, and a lower one (by 1.2) for PD + delay, where IPOPT stops at its
+        iteration limit.
     compiled : bool, optional
         Evaluate the gradient (``"lbfgsb"``) from C code compiled with the system compiler
         and cached on disk (:func:`colloc.base.compiler.compiled`; one compilation per
