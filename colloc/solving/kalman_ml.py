@@ -140,6 +140,7 @@ class KalmanML(AbstractMethod):
         # the start, then the problem's other starts (where the likelihood is known to have several
         # optima); the lowest NLL among the fits that succeeded is the estimate
         points = [start] + ([] if guess else [{**start, **extra} for extra in problem.starts])
+        log_before, compile_before = len(lgm.compile_log), lgm.compile_s
         fits = []
         for point in points:
             fits.append(kalman.maximum_likelihood(lgm, yc, [point[k] for k in names],
@@ -147,6 +148,17 @@ class KalmanML(AbstractMethod):
                                                   fixed=problem.fixed or None, hessian=self.hessian,
                                                   max_iter=self.max_iter, optimizer=self.optimizer,
                                                   compiled=self.compiled, missing=bool(np.isnan(y).any())))
+        compile_s = lgm.compile_s - compile_before
+        loads = lgm.compile_log[log_before:]
+        if not self.compiled or self.optimizer != "lbfgsb":
+            compiled_note = ("interpreted (KalmanML(compiled=False))" if not self.compiled
+                             else f"interpreted (the {self.optimizer} optimizer evaluates the likelihood in CasADi)")
+        elif "failed" in loads:
+            compiled_note = "interpreted (the filter's C code could not be compiled)"
+        elif "built" in loads:
+            compiled_note = f"compiled ({compile_s:.1f} s)"
+        else:
+            compiled_note = "compiled (cache hit)" if loads else "compiled (loaded earlier in this process)"
         ranked = sorted(range(len(fits)), key=lambda i: (not fits[i].success, fits[i].nll))
         fit, start = fits[ranked[0]], points[ranked[0]]
         others = _other_optima(fit, [fits[i] for i in ranked[1:]], names)
@@ -207,7 +219,7 @@ class KalmanML(AbstractMethod):
                          f"{w['lag1']:.3g}, Ljung–Box Q({w['lags']}) {w['Q']:.4g}, p {w['p']:.2g}"
                          + (" (not white: the standard errors assume white innovations)" if w["p"] < 0.01 else ""))
         t_end = time.perf_counter()
-        info = {"estimator": "Kalman maximum likelihood (prediction-error decomposition)",
+        info = {"estimator": "Kalman maximum likelihood (prediction-error decomposition)", "compiled": compiled_note,
                 "model": lgm.name, "nll": float(fit.nll), "aic": 2 * float(fit.nll) + 2 * k_par,
                 "num_parameters": k_par, "stable": stable, "max_real_eigenvalue": float(eig.real.max()),
                 "newton_decrement": fit.newton_decrement, "fisher_condition": fit.fisher_condition,
@@ -228,8 +240,8 @@ class KalmanML(AbstractMethod):
                                                    index=index)},
             residuals={trial.name: pd.DataFrame({c: y[:, j] - pred[:, j] for j, c in enumerate(problem.outputs)},
                                                 index=index)},
-            timings={"build_s": t_build, "solve_s": sum(f.time_s for f in fits), "prediction_s": t_end - t_post,
-                     "total_s": t_end - t0},
+            timings={"build_s": t_build, "compile_s": compile_s, "solve_s": sum(f.time_s for f in fits),
+                     "prediction_s": t_end - t_post, "total_s": t_end - t0},
             num_nodes=int(y.shape[0]), trials=[trial.name], versions=versions(),
             units={k: problem.units[k] for k in [*all_names, *problem.outputs] if k in problem.units},
             info=info, initial_parameters={k: float(start[k]) for k in names}, solver_status=fit.message,

@@ -242,3 +242,22 @@ def test_the_guides_example_of_a_users_stochastic_model_runs_and_succeeds(capsys
     for k, v in scope["truth"].items():
         assert abs(result.parameters[k] - v) < 3 * result.standard_errors[k], k
     assert "Ljung–Box" in capsys.readouterr().out
+
+
+def test_the_result_says_whether_the_filter_was_compiled_and_what_it_cost(tmp_path, monkeypatch):
+    # a fresh disk cache: the fit builds the filter's C code (or says it could not); without
+    # compiling, the same estimate, said to be interpreted
+    monkeypatch.setenv("COLLOC_CACHE_DIR", str(tmp_path))
+    from colloc.base import compiler
+
+    stochastic = problem(record(TRUTH, 2000, seed=5))
+    result = co.solve(stochastic, co.KalmanML(), throw=False)
+    note = result.info["compiled"]
+    if compiler._compiler() is None:
+        assert note.startswith("interpreted")
+    else:
+        assert note.startswith("compiled (") and note.endswith(" s)"), note
+        assert result.timings["compile_s"] > 0
+    interpreted = co.solve(stochastic, co.KalmanML(compiled=False), throw=False)
+    assert interpreted.info["compiled"] == "interpreted (KalmanML(compiled=False))"
+    assert interpreted.parameters == pytest.approx(result.parameters, rel=1e-6)

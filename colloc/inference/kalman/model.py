@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -255,6 +256,11 @@ class LinearGaussianModel:
         self._discrete_cache: dict[int, ca.Function] = {}
         self._nll_cache: dict[tuple[int, int], ca.Function] = {}
         self._deriv_cache: dict[tuple[str, int, int], ca.Function] = {}
+        #: Seconds spent compiling the filter's C code so far, and what each load of it was:
+        #: "built" (the compiler ran), "cache" (a library from the disk cache) or "failed"
+        #: (no compiler, or it failed: the filter runs uncompiled).
+        self.compile_s = 0.0
+        self.compile_log: list[str] = []
 
     @staticmethod
     def _initial(value, theta, sym_type, shape, what):
@@ -601,13 +607,19 @@ class LinearGaussianModel:
                 library = index.read_text().strip()
                 if library and Path(library).exists():
                     function = ca.external(name, library)
+                    self.compile_log.append("cache")
             except (OSError, RuntimeError):
                 function = None
             if function is None:
+                from ...base.compiler import compiler_runs
+
                 function = self._filter_adjoint_function(N)
                 gen = ca.CodeGenerator(f"kalman_{name}", {"with_header": False})
                 gen.add(function)
+                t_compile, runs = time.perf_counter(), compiler_runs()
                 built = shared_library(f"kalman_{name}", gen.dump())
+                self.compile_s += time.perf_counter() - t_compile
+                self.compile_log.append("failed" if built is None else "built" if compiler_runs() > runs else "cache")
                 if built is not None:
                     function = ca.external(name, str(built))
                     try:
