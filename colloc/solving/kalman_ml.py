@@ -90,6 +90,25 @@ def on_one_grid(trial: Trial, columns, who: str = "KalmanML") -> Trial:
     return Trial(time_[0] + dt * np.arange(at[-1] + 1), filled, name=trial.name, missing="allow")
 
 
+def _free_simulation_notes(check: dict) -> list[str]:
+    """One line per output of the free-simulation check, for the report."""
+    if "skipped" in check:
+        return [f"free simulation check: skipped ({check['skipped']})"]
+    lines = []
+    for name, per in check["outputs"].items():
+        parts = []
+        for stat, label in (("rms", "RMS"), ("mean_speed", "mean speed"), ("mean_power_frequency", "MPF")):
+            v = per[stat]
+            lo, hi = v["interval"]
+            parts.append(f"{label} {v['measured']:.3g} [{lo:.3g}, {hi:.3g}] {v['unit']}".rstrip()
+                         + ("" if v["inside"] else " OUTSIDE"))
+        spec = per["spectrum"]
+        parts.append(f"spectrum inside the envelope in {spec['bands_inside']} of {spec['bands']} bands")
+        lines.append(f"free simulation of {name} ({check['draws']} draws of the fitted model, 95 % predictive "
+                     "intervals): " + "; ".join(parts))
+    return lines
+
+
 @dataclass(frozen=True)
 class KalmanML(AbstractMethod):
     """Kalman-filter maximum likelihood of a :class:`colloc.StochasticProblem`.
@@ -105,12 +124,18 @@ class KalmanML(AbstractMethod):
         IPOPT's Hessian (``optimizer="ipopt"``).
     compiled : bool
         Compile the gradient to C (cached on disk) where a compiler exists.
+    free_draws : int
+        Free simulations of the fitted model for the free-simulation check (0: none).  The
+        record's RMS, mean speed, mean power frequency and band powers are set against their
+        95 % predictive intervals over the draws (:func:`colloc.kalman.free_simulation_check`;
+        ``info["free_simulation"]``, a note, and a ``free_simulation_outside`` warning).
     """
 
     optimizer: str = "lbfgsb"
     max_iter: int = 200
     hessian: str = "limited-memory"
     compiled: bool = True
+    free_draws: int = 200
     name: str = "kalman-ml"
 
     def solve(self, problem, *, solver=None, guess: Mapping[str, float] | None = None,
@@ -218,8 +243,20 @@ class KalmanML(AbstractMethod):
             notes.append(f"innovations of {c}: SD {w['std']:.3g} (1 if the model holds), lag-1 autocorrelation "
                          f"{w['lag1']:.3g}, Ljung–Box Q({w['lags']}) {w['Q']:.4g}, p {w['p']:.2g}"
                          + (" (not white: the standard errors assume white innovations)" if w["p"] < 0.01 else ""))
+        free_sim: dict = {"skipped": "KalmanML(free_draws=0)"}
+        if self.free_draws > 0:
+            free_sim = kalman.free_simulation_check(lgm, theta, y, dt, outputs=list(problem.outputs),
+                                                   units=dict(problem.units), draws=int(self.free_draws))
+        notes.extend(_free_simulation_notes(free_sim))
+        outside = [f"{c} {stat.replace('_', ' ')}" for c, per in free_sim.get("outputs", {}).items()
+                   for stat in ("rms", "mean_speed", "mean_power_frequency") if not per[stat]["inside"]]
+        if outside:
+            warnings.append({"code": "free_simulation_outside", "message": "the record's " + ", ".join(outside)
+                             + f" lie outside the 95 % predictive interval of {free_sim['draws']} free simulations "
+                             "of the fitted model: it does not reproduce the record's sway"})
         t_end = time.perf_counter()
         info = {"estimator": "Kalman maximum likelihood (prediction-error decomposition)", "compiled": compiled_note,
+                "free_simulation": free_sim,
                 "model": lgm.name, "nll": float(fit.nll), "aic": 2 * float(fit.nll) + 2 * k_par,
                 "num_parameters": k_par, "stable": stable, "max_real_eigenvalue": float(eig.real.max()),
                 "newton_decrement": fit.newton_decrement, "fisher_condition": fit.fisher_condition,
@@ -254,4 +291,5 @@ class KalmanML(AbstractMethod):
                         warnings=warnings, derived={k: "the record's mean (the sensor's origin)" for k in offset_names},
                         verdict_note="the Kalman filter's one-step-ahead innovations divided by their predicted SD",
                         no_simulation="a stochastic model: the trajectory shown is the Kalman filter's one-step-ahead "
-                                      "prediction, not a free simulation")
+                                      "prediction; the free-simulation check above compares the record's statistics "
+                                      "with their distribution over free simulations")

@@ -261,3 +261,51 @@ def test_the_result_says_whether_the_filter_was_compiled_and_what_it_cost(tmp_pa
     interpreted = co.solve(stochastic, co.KalmanML(compiled=False), throw=False)
     assert interpreted.info["compiled"] == "interpreted (KalmanML(compiled=False))"
     assert interpreted.parameters == pytest.approx(result.parameters, rel=1e-6)
+
+
+def _stationary_record(theta: dict, n: int, seed: int) -> np.ndarray:
+    """``record`` after a burn-in as long as itself (SciPy's discretisation, not colloc's)."""
+    return record(theta, 2 * n, seed)[n:]
+
+
+def test_the_free_simulation_check_covers_records_of_the_model_and_rejects_others():
+    free_simulation_check = kalman.free_simulation_check
+
+    model = oscillator(DT)
+    inside = {"rms": 0, "mean_speed": 0, "mean_power_frequency": 0}
+    records = 20
+    for seed in range(records):
+        y = _stationary_record(TRUTH, 3000, seed=100 + seed)
+        check = free_simulation_check(model, TRUTH, y[:, None], DT, outputs=["x"], draws=200, seed=seed)
+        for stat in inside:
+            inside[stat] += check["outputs"]["x"][stat]["inside"]
+    # 95 % intervals: about 19 of 20 records inside; 15 allows for the draws' own noise
+    assert all(count >= 15 for count in inside.values()), inside
+    # a record three times larger, and one of a stiffer, more damped body: outside
+    y = _stationary_record(TRUTH, 3000, seed=7)
+    big = free_simulation_check(model, TRUTH, 3 * y[:, None], DT, outputs=["x"], draws=200)["outputs"]["x"]
+    assert not big["rms"]["inside"] and not big["mean_speed"]["inside"]
+    other = _stationary_record({**TRUTH, "k": 40.0, "c": 8.0}, 3000, seed=8)
+    stiff = free_simulation_check(model, TRUTH, other[:, None], DT, outputs=["x"], draws=200)["outputs"]["x"]
+    assert not stiff["mean_power_frequency"]["inside"] and stiff["spectrum"]["bands_inside"] < stiff["spectrum"]["bands"]
+
+
+def test_the_report_carries_the_free_simulation_check():
+    result = co.solve(problem(_stationary_record(TRUTH, 3000, seed=3)), co.KalmanML(), throw=False)
+    check = result.info["free_simulation"]
+    assert check["draws"] == 200 and set(check["outputs"]) == {"x"}
+    assert check["outputs"]["x"]["rms"]["unit"] == "m" and check["outputs"]["x"]["mean_speed"]["unit"] == "m/s"
+    assert "free simulation of x (200 draws" in result.summary()
+    off = co.solve(problem(_stationary_record(TRUTH, 3000, seed=3)), co.KalmanML(free_draws=0), throw=False)
+    assert off.info["free_simulation"] == {"skipped": "KalmanML(free_draws=0)"}
+
+
+def test_an_unstable_model_or_a_gappy_record_skips_the_check_and_says_why():
+    free_simulation_check = kalman.free_simulation_check
+
+    y = _stationary_record(TRUTH, 500, seed=1)
+    unstable = free_simulation_check(oscillator(DT), {**TRUTH, "c": -1.0}, y[:, None], DT, outputs=["x"])
+    assert "unstable" in unstable["skipped"]
+    gappy = y.copy()
+    gappy[10] = np.nan
+    assert "missing" in free_simulation_check(oscillator(DT), TRUTH, gappy[:, None], DT, outputs=["x"])["skipped"]

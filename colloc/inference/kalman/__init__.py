@@ -59,6 +59,7 @@ Example: the controlled inverted pendulum of quiet standing (Barauskas & Krušin
                              bounds={"sigma": (1e-9, None)})
 """
 
+from .ensemble import free_simulation_check, record_statistics
 from .estimation import MLResult, maximum_likelihood
 from .expm import expm, expm_squarings, van_loan
 from .likelihood import k_step_predictions, negative_log_likelihood, one_step_predictions, simulate
@@ -69,10 +70,12 @@ __all__ = [
     "MLResult",
     "expm",
     "expm_squarings",
+    "free_simulation_check",
     "k_step_predictions",
     "maximum_likelihood",
     "negative_log_likelihood",
     "one_step_predictions",
+    "record_statistics",
     "simulate",
     "van_loan",
 ]
