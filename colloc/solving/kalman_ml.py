@@ -252,7 +252,8 @@ class KalmanML(AbstractMethod):
                    for stat in ("rms", "mean_speed", "mean_power_frequency") if not per[stat]["inside"]]
         if outside:
             warnings.append({"code": "free_simulation_outside", "message": "the record's " + ", ".join(outside)
-                             + f" lie outside the 95 % predictive interval of {free_sim['draws']} free simulations "
+                             + (" lie" if len(outside) > 1 else " lies")
+                             + f" outside the 95 % predictive interval of {free_sim['draws']} free simulations "
                              "of the fitted model: it does not reproduce the record's sway"})
         t_end = time.perf_counter()
         info = {"estimator": "Kalman maximum likelihood (prediction-error decomposition)", "compiled": compiled_note,
