@@ -47,7 +47,7 @@ class OwnSolve(Protocol):
 
     def solve(self, problem: Any, *, solver: Any, guess: Any, progress: Any = None) -> Estimate: ...
 
-__all__ = ["POOR_FIT_HINT", "START_CHOICES", "solve"]
+__all__ = ["AUTO_STARTS", "POOR_FIT_HINT", "START_CHOICES", "OwnSolve", "solve"]
 
 #: Values of ``solve(start=...)``.
 START_CHOICES = ("equation-error", "guess")
