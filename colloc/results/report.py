@@ -65,7 +65,7 @@ def model_bounds(model) -> dict:
             "scales": dict(zip(names, [abs(float(v)) for v in model.scales("parameter")]))}
 
 
-def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mapping[str, float] | None,
+def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mapping[str, float | None] | None,
                         bounds: Mapping[str, tuple[float, float]] | None = None,
                         physical: Mapping[str, tuple[bool, bool]] | None = None,
                         ) -> tuple[dict[str, tuple[float, float]], dict[str, str]]:

@@ -66,7 +66,7 @@ class Estimate:
     iterations: int
     objective: float
     parameters: dict[str, float]
-    standard_errors: dict[str, float] | None
+    standard_errors: dict[str, float | None] | None
     covariance: pd.DataFrame | None
     trajectories: dict[str, pd.DataFrame]
     measurements: dict[str, pd.DataFrame]
@@ -176,7 +176,7 @@ class Result:
     iterations: int
     objective: float
     parameters: dict[str, float]
-    standard_errors: dict[str, float] | None
+    standard_errors: dict[str, float | None] | None
     covariance: pd.DataFrame | None
     trajectories: dict[str, pd.DataFrame]
     measurements: dict[str, pd.DataFrame]

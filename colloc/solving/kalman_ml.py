@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -42,7 +43,7 @@ AMBIGUOUS_NLL = 1.92
 def _other_optima(best, rest, names) -> list[dict]:
     """The fits of ``rest`` that succeeded at an optimum distinct from ``best``'s: some parameter
     more than 3 of ``best``'s standard errors (or 1 % where it has none) away."""
-    out = []
+    out: list[dict[str, Any]] = []
     for fit in rest:
         if not fit.success:
             continue
@@ -202,7 +203,7 @@ class KalmanML(AbstractMethod):
             status = "unstable"
         else:
             status = "Solve_Succeeded"
-        warnings = []
+        warnings: list[dict[str, Any]] = []
         if problem.stable and not stable:
             warnings.append({"code": "unstable", "message": "the identified model is unstable (largest real part "
                              f"of its state matrix's eigenvalues {eig.real.max():.3g} 1/s)"})
@@ -286,7 +287,7 @@ class KalmanML(AbstractMethod):
             descriptions={k: problem.descriptions[k] for k in all_names if k in problem.descriptions},
             trajectory_label=f"one-step-ahead prediction (Kalman filter, {problem.label or lgm.name})", notes=notes)
         innovations = {trial.name: pd.DataFrame({c: z[:, j] for j, c in enumerate(problem.outputs)}, index=index)}
-        physical = {k: (v, v) if isinstance(v, bool) else tuple(v) for k, v in problem.physical.items()}
+        physical = {k: (v, v) if isinstance(v, bool) else (bool(v[0]), bool(v[1])) for k, v in problem.physical.items()}
         return finalize(estimate, bounds={**fit.bounds, **{k: (-np.inf, np.inf) for k in offset_names}},
                         physical=physical, fit={c: 1.0 for c in problem.outputs}, verdict_residuals=innovations,
                         warnings=warnings, derived={k: "the record's mean (the sensor's origin)" for k in offset_names},

@@ -45,7 +45,7 @@ def _cholesky_lower(S: ca.SX) -> list[list[Any]]:
 def _forward_solve(L: list[list[Any]], B: ca.SX) -> ca.SX:
     """``L⁻¹ B`` for a lower-triangular ``L`` given as nested lists."""
     n, m = B.shape
-    X = [[None] * m for _ in range(n)]
+    X: list[list[Any]] = [[None] * m for _ in range(n)]
     for c in range(m):
         for i in range(n):
             v = B[i, c]
@@ -58,7 +58,7 @@ def _forward_solve(L: list[list[Any]], B: ca.SX) -> ca.SX:
 def _backward_solve_transposed(L: list[list[Any]], B: ca.SX) -> ca.SX:
     """``L⁻ᵀ B`` for a lower-triangular ``L`` given as nested lists."""
     n, m = B.shape
-    X = [[None] * m for _ in range(n)]
+    X: list[list[Any]] = [[None] * m for _ in range(n)]
     for c in range(m):
         for i in reversed(range(n)):
             v = B[i, c]
