@@ -144,6 +144,8 @@ class LinearGaussianModel:
 
         built = None
         errors = []
+        sym_type: Any
+        theta: Any  # SX, or MX for matrices that only MX can express: one kind throughout
         for sym_type in (ca.SX, ca.MX):
             theta = sym_type.sym("theta", np_)
             try:
@@ -187,8 +189,8 @@ class LinearGaussianModel:
         for v, k in zip(mats[:4], "AGCR"):
             if v is None:
                 raise ModelError(f"LinearGaussianModel: matrices() returned None for {k}")
-        A, G, C, R, D = (None if v is None else _as_symbolic(v, sym_type, k)
-                         for v, k in zip(mats, "AGCRD"))
+        A, G, C, R = (_as_symbolic(v, sym_type, k) for v, k in zip(mats[:4], "AGCR"))
+        D = None if mats[4] is None else _as_symbolic(mats[4], sym_type, "D")
         n = A.shape[0]
         if A.shape != (n, n) or n == 0:
             raise ModelError("LinearGaussianModel: A must be square and non-empty, got "
@@ -235,7 +237,7 @@ class LinearGaussianModel:
                              f"(free symbols found): {exc}") from exc
         if continuous:  # Van Loan (1978): exp of [[-A, G Qc Gᵀ], [0, Aᵀ]] dt
             Ac: Any = A
-            GQG: Any = G @ Qc @ G.T  # type: ignore[operator, union-attr]
+            GQG: Any = G @ Qc @ G.T
             # The upper-right block of the exponential is linear in G Qc Gᵀ: it enters divided by
             # 1 + Σ|G Qc Gᵀ| (so that a large noise intensity neither adds squarings nor costs
             # accuracy in the other blocks) and the block is multiplied back in _discrete.
@@ -255,7 +257,7 @@ class LinearGaussianModel:
         self._step = filter_step(n, q, p, C_value=C_value, D_value=D_value, covariance=continuous)
         self._discrete_cache: dict[int, ca.Function] = {}
         self._nll_cache: dict[tuple[int, int], ca.Function] = {}
-        self._deriv_cache: dict[tuple[str, int, int], ca.Function] = {}
+        self._deriv_cache: dict[tuple[str, int, int] | str, ca.Function] = {}
         #: Seconds spent compiling the filter's C code so far, and what each load of it was:
         #: "built" (the compiler ran), "cache" (a library from the disk cache) or "failed"
         #: (no compiler, or it failed: the filter runs uncompiled).
@@ -417,7 +419,8 @@ class LinearGaussianModel:
         if s not in self._discrete_cache:
             n = self.num_states
             if self.noise == "continuous":
-                Phi, Qd = van_loan(*self._van_loan_args(self._theta), s)
+                a_dt, h_dt = self._van_loan_args(self._theta)
+                Phi, Qd = van_loan(a_dt, h_dt, s)
                 noise, noise_name = self._noise_scale(self._theta) * Qd, "Q"
             else:
                 E = expm(self._block(self._theta), s)
