@@ -301,13 +301,21 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         violations=violations,
         initial_parameters=dict(p0), solver_status=status, units=dict(problem.units),
         descriptions=dict(problem.descriptions))
+    return finalize_hybrid(estimate, problem, verdict=verdict, t_call=t_call)
+
+
+def finalize_hybrid(estimate: Estimate, problem: HybridProblem, *, verdict: bool, t_call: float) -> Result:
+    """Judge a hybrid fit (:func:`colloc.finalize`): a ``simulation_modes`` warning for each
+    trial whose event-driven simulation at the estimate goes through other modes than the fit,
+    the verdict by :func:`verdict_arguments`, the bounds' sides that are limits of the model."""
+    simulation = estimate.simulation
     other = [name for name, check in simulation.items() if check.get("status") == "ok" and not check["same_modes"]]
     found = [{"code": "simulation_modes", "trials": other,
-              "message": "the event-driven simulation at the estimate goes through other phases than the fit in "
+              "message": "the event-driven simulation at the estimate goes through other modes than the fit in "
                          + "; ".join(f"{n} ({simulation[n]['message']})" for n in other)}] if other else []
     result = finalize(estimate, bounds=problem.bounds, physical=problem.limits,
                       scales={n: abs(v) if v else 1.0 for n, v in problem.guess.items()}, verdict=verdict,
-                      warnings=found, **verdict_arguments(problem, residuals, info))
+                      warnings=found, **verdict_arguments(problem, estimate.residuals, estimate.info))
     result.timings["total_s"] = _time.perf_counter() - t_call
     return result
 

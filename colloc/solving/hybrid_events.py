@@ -34,7 +34,6 @@ from ..base.errors import ModelError, OptionsError, ProblemError, SolveFailed
 from ..base.versions import versions
 from ..definition.hybrid_problem import HybridProblem
 from ..inference.covariance import constrained_covariance
-from ..results.report import finalize
 from ..results.result import Estimate, Result
 from ..simulation.hybrid import simulate_hybrid
 from ..transcription.hybrid_events import (
@@ -48,7 +47,7 @@ from ..transcription.hybrid_events import (
     timed_rates,
 )
 from ..transcription.multiphase import IntervalChain
-from .hybrid import verdict_arguments
+from .hybrid import finalize_hybrid
 from .ipopt import Ipopt, IterationInfo, progress_callback
 
 __all__ = ["MAX_ROUNDS", "solve_timed"]
@@ -326,15 +325,7 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
         num_nodes=int(sum(lay_.size * degree + 1 for lay_ in solved)), trials=[t.name for t in problem.trials],
         versions=versions(), simulation=simulation, info=info, units=dict(problem.units),
         descriptions=dict(problem.descriptions), initial_parameters=dict(cur), solver_status=status)
-    other = [name for name, check in simulation.items() if check.get("status") == "ok" and not check["same_modes"]]
-    found = [{"code": "simulation_modes", "trials": other,
-              "message": "the event-driven simulation at the estimate goes through other modes than the fit in "
-                         + "; ".join(f"{n_} ({simulation[n_]['message']})" for n_ in other)}] if other else []
-    result = finalize(estimate, bounds=problem.bounds, physical=problem.limits,
-                      scales={p: abs(v) if v else 1.0 for p, v in problem.guess.items()}, verdict=verdict,
-                      warnings=found, **verdict_arguments(problem, residuals, info))
-    result.timings["total_s"] = _time.perf_counter() - t_call
-    return result
+    return finalize_hybrid(estimate, problem, verdict=verdict, t_call=t_call)
 
 
 def _simulation_check(problem: HybridProblem, k: int, params: dict, fitted: list, fit_modes: list) -> dict:
