@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.fft import irfft, next_fast_len, rfft
 
 from ..base.errors import CollocInputError
@@ -19,7 +20,7 @@ def _head_tail_sums(w: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate(([0.0], np.cumsum(w[::-1][:k_max]))))
 
 
-def sdf(signal, dt, max_lag=10.0) -> tuple[np.ndarray, np.ndarray]:
+def sdf(signal: ArrayLike, dt: float, max_lag: float = 10.0) -> tuple[np.ndarray, np.ndarray]:
     """Stabilogram diffusion function (Collins & De Luca 1993).
 
     ``SDF(k dt) = 1 / (N - k) * sum_{i=0}^{N-1-k} (u[i+k] - u[i]) ** 2`` for every lag

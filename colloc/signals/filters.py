@@ -6,6 +6,7 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.signal import butter, sosfiltfilt
 
 from ..base.errors import CollocInputError
@@ -55,7 +56,7 @@ def _order(value, allowed=None) -> int:
     return int(value)
 
 
-def lowpass(signal, dt, cutoff, order=4) -> np.ndarray:
+def lowpass(signal: ArrayLike, dt: float, cutoff: float, order: int = 4) -> np.ndarray:
     """Zero-phase Butterworth low-pass filter.
 
     A digital Butterworth filter of order ``order`` with -3 dB frequency ``cutoff`` is
@@ -109,7 +110,7 @@ def lowpass(signal, dt, cutoff, order=4) -> np.ndarray:
     return sosfiltfilt(sos, x, padlen=padlen)
 
 
-def derivative(signal, dt, order=1) -> np.ndarray:
+def derivative(signal: ArrayLike, dt: float, order: int = 1) -> np.ndarray:
     """First or second time derivative of a uniformly sampled signal.
 
     Second-order accurate everywhere.  ``order=1``: central differences
@@ -145,7 +146,7 @@ def derivative(signal, dt, order=1) -> np.ndarray:
     return d2 / (dt * dt)
 
 
-def cumulative_integral(signal, dt, initial=0.0) -> np.ndarray:
+def cumulative_integral(signal: ArrayLike, dt: float, initial: float = 0.0) -> np.ndarray:
     """Running integral of a uniformly sampled signal by the trapezoidal rule.
 
     ``out[0] = initial`` and ``out[i] = initial + dt * sum_{j<i} (f[j] + f[j+1]) / 2``; exact

@@ -42,6 +42,7 @@ import math
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.integrate import trapezoid
 from scipy.signal import welch
 from scipy.stats import f as fisher_f
@@ -90,7 +91,7 @@ def _has_power(signal: np.ndarray, freq: np.ndarray, power: np.ndarray) -> bool:
     return bool(np.ptp(signal) > 0.0 and trapezoid(power, freq) > 0.0)
 
 
-def ellipse_area(ap, ml, probability=0.95) -> float:
+def ellipse_area(ap: ArrayLike, ml: ArrayLike, probability: float = 0.95) -> float:
     """Area of the prediction ellipse of the COP samples, in m².
 
     The ellipse centred on the mean COP whose axes are the principal axes of the sample
@@ -124,7 +125,7 @@ def ellipse_area(ap, ml, probability=0.95) -> float:
     return float(np.pi * q * np.sqrt(variances[0] * variances[1]))
 
 
-def path_length(ap, ml) -> float:
+def path_length(ap: ArrayLike, ml: ArrayLike) -> float:
     """Length of the COP path through the samples, ``sum |COP[i+1] - COP[i]|``, in m.
 
     Parameters
@@ -141,7 +142,7 @@ def path_length(ap, ml) -> float:
     return _path(*_pair(ap, ml, 2, "path_length"))
 
 
-def mean_speed(ap, ml, dt) -> float:
+def mean_speed(ap: ArrayLike, ml: ArrayLike, dt: float) -> float:
     """Mean COP speed: the path length over the record's duration ``N * dt``, in m/s.
 
     The duration is that of the record, ``N`` samples of ``dt`` each (60 s for 6000 samples at
@@ -165,7 +166,7 @@ def mean_speed(ap, ml, dt) -> float:
     return _path(x, y) / (x.size * dt)
 
 
-def mean_power_frequency(signal, dt) -> float:
+def mean_power_frequency(signal: ArrayLike, dt: float) -> float:
     """Mean frequency of the Welch power spectrum of one COP coordinate, in Hz.
 
     ``integral f P(f) df / integral P(f) df`` by the trapezoid rule over the one-sided Welch
@@ -199,7 +200,7 @@ def mean_power_frequency(signal, dt) -> float:
     return _mean_of_spectrum(freq, power)
 
 
-def mean_frequency(ap, ml, dt) -> float:
+def mean_frequency(ap: ArrayLike, ml: ArrayLike, dt: float) -> float:
     """Mean frequency of the planar COP displacement, in Hz (``COPmfreq`` of Santos & Duarte
     2016).
 
@@ -243,7 +244,7 @@ def mean_frequency(ap, ml, dt) -> float:
     return weighted / weights
 
 
-def sway_metrics(ap, ml, dt) -> dict[str, float]:
+def sway_metrics(ap: ArrayLike, ml: ArrayLike, dt: float) -> dict[str, float]:
     """The three COP measures of Santos & Duarte (2016) of one record, in SI units.
 
     Parameters

@@ -14,8 +14,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from .model import LinearGaussianModel
+from .model import LinearGaussianModel, ParameterValues
 
 __all__ = ["free_simulation_check", "record_statistics"]
 
@@ -103,7 +104,7 @@ def _draws(model: LinearGaussianModel, theta, num_samples: int, draws: int,
     return out
 
 
-def free_simulation_check(model: LinearGaussianModel, theta, y, dt: float, *, outputs: list[str],
+def free_simulation_check(model: LinearGaussianModel, theta: ParameterValues, y: ArrayLike, dt: float, *, outputs: list[str],
                           units: dict[str, str] | None = None, draws: int = 200, seed: int = 0) -> dict:
     """The record ``y`` (samples × outputs) against ``draws`` free simulations of ``model`` at
     ``theta`` (seeded): for each output, each statistic of :func:`record_statistics` with its

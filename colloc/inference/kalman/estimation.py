@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 
 from ...base.errors import CollocInputError
 from .likelihood import negative_log_likelihood
-from .model import LinearGaussianModel
+from .model import LinearGaussianModel, ParameterValues
 
 __all__ = ["MLResult", "maximum_likelihood"]
 
@@ -408,8 +409,8 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
 
 def maximum_likelihood(
     model: LinearGaussianModel,
-    y,
-    theta0,
+    y: ArrayLike,
+    theta0: ParameterValues,
     *,
     bounds: Mapping[str, tuple[float | None, float | None]] | None = None,
     fixed: Mapping[str, float] | Iterable[str] | None = None,

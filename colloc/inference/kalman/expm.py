@@ -4,12 +4,16 @@
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 import casadi as ca
 
 from ...base.errors import CollocInputError
 
 __all__ = ["expm", "expm_squarings", "van_loan"]
+
+#: A CasADi matrix; the exponential is an expression of the same kind.
+_Matrix = TypeVar("_Matrix", ca.SX, ca.MX, ca.DM)
 
 
 # Padé-13 coefficients and the 1-norm up to which it is accurate to unit roundoff (Higham 2005).
@@ -42,7 +46,7 @@ def expm_squarings(norm1: float) -> int:
     return max(0, math.ceil(math.log2(norm1 / _THETA13)))
 
 
-def expm(M, squarings: int):
+def expm(M: _Matrix, squarings: int) -> _Matrix:
     """Matrix exponential of a CasADi matrix by Padé-13 with scaling and squaring.
 
     The approximant is evaluated on ``M / 2**squarings`` and squared back.  It is a plain
@@ -82,7 +86,7 @@ def expm(M, squarings: int):
     return x
 
 
-def van_loan(A, H, squarings: int):
+def van_loan(A: _Matrix, H: _Matrix, squarings: int) -> tuple[_Matrix, _Matrix]:
     """``Φ = e^A`` and ``Q = ∫₀¹ e^{Aτ} H e^{Aᵀτ} dτ`` (Van Loan 1978) for a symmetric ``H``.
 
     Both are blocks of ``E = expm([[−A, H], [0, Aᵀ]])``: ``Φ = E₂₂ᵀ`` and ``Q = Φ E₁₂``.  With the

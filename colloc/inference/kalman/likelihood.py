@@ -3,18 +3,39 @@
 from __future__ import annotations
 
 import math
+from typing import Literal, overload
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ...base.errors import CollocInputError
-from .model import LinearGaussianModel
+from .model import LinearGaussianModel, ParameterValues
 
 __all__ = ["negative_log_likelihood", "one_step_predictions", "simulate"]
 
 
+@overload
+def negative_log_likelihood(model: LinearGaussianModel, y: ArrayLike, theta: ParameterValues, *,
+                            gradient: Literal[False] = False, hessian: Literal[False] = False,
+                            missing: bool = False) -> float: ...
+
+
+@overload
+def negative_log_likelihood(model: LinearGaussianModel, y: ArrayLike, theta: ParameterValues, *,
+                            gradient: Literal[True], hessian: Literal[False] = False,
+                            missing: bool = False) -> tuple[float, NDArray[np.float64]]: ...
+
+
+@overload
+def negative_log_likelihood(model: LinearGaussianModel, y: ArrayLike, theta: ParameterValues, *,
+                            gradient: bool = False, hessian: Literal[True],
+                            missing: bool = False) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]: ...
+
+
 def negative_log_likelihood(
-    model: LinearGaussianModel, y, theta, *, gradient: bool = False, hessian: bool = False, missing: bool = False
-):
+    model: LinearGaussianModel, y: ArrayLike, theta: ParameterValues, *, gradient: bool = False, hessian: bool = False,
+    missing: bool = False,
+) -> float | tuple[float, NDArray[np.float64]] | tuple[float, NDArray[np.float64], NDArray[np.float64]]:
     """Exact negative log-likelihood of a record (Kalman prediction-error decomposition).
 
     Parameters
@@ -69,7 +90,21 @@ def _psd_sqrt(M: np.ndarray) -> np.ndarray:
     return V * np.sqrt(np.clip(w, 0.0, None))
 
 
-def simulate(model: LinearGaussianModel, theta, num_samples: int, rng=None, *, return_states: bool = False):
+@overload
+def simulate(model: LinearGaussianModel, theta: ParameterValues, num_samples: int,
+             rng: np.random.Generator | int | None = None, *,
+             return_states: Literal[False] = False) -> NDArray[np.float64]: ...
+
+
+@overload
+def simulate(model: LinearGaussianModel, theta: ParameterValues, num_samples: int,
+             rng: np.random.Generator | int | None = None, *,
+             return_states: Literal[True]) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+
+def simulate(model: LinearGaussianModel, theta: ParameterValues, num_samples: int,
+             rng: np.random.Generator | int | None = None, *,
+             return_states: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Draw a record exactly from the discrete model.
 
     ``s_0 ~ N(m0, P0)``, ``x_k ~ N(0, I)``, ``e_k ~ N(0, R)``, ``y_k = C s_k + D x_k + e_k``,
@@ -119,7 +154,7 @@ def simulate(model: LinearGaussianModel, theta, num_samples: int, rng=None, *, r
     return (y, states) if return_states else y
 
 
-def one_step_predictions(model: LinearGaussianModel, y, theta, *,
+def one_step_predictions(model: LinearGaussianModel, y: ArrayLike, theta: ParameterValues, *,
                          missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The Kalman filter's one-step-ahead predictions of a record and their standard deviations.
 
@@ -147,7 +182,7 @@ def one_step_predictions(model: LinearGaussianModel, y, theta, *,
     return k_step_predictions(model, y, theta, 1, missing=missing)
 
 
-def k_step_predictions(model: LinearGaussianModel, y, theta, steps: int, *,
+def k_step_predictions(model: LinearGaussianModel, y: ArrayLike, theta: ParameterValues, steps: int, *,
                        missing: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``steps``-ahead predictions of a record: row ``k`` is the predictive mean and standard
     deviation of ``y_k`` given ``y_0 … y_{k−steps}`` (the rows before ``steps`` are NaN).

@@ -8,10 +8,11 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ...base.errors import CollocInputError, DataError, ModelError
 from .expm import expm, expm_squarings, van_loan
@@ -25,6 +26,9 @@ __all__ = ["NOISE_FORMS", "LinearGaussianModel"]
 
 #: The two forms of the process noise ``x(t)`` of :class:`LinearGaussianModel`.
 NOISE_FORMS = ("held", "continuous")
+
+#: Parameter values ``θ``: in ``parameter_names`` order, or a mapping name → value.
+ParameterValues: TypeAlias = "ArrayLike | Mapping[str, float]"
 
 
 def _as_symbolic(value, sym_type, what: str):
@@ -107,8 +111,8 @@ class LinearGaussianModel:
         matrices: Callable[[Any], Any],
         *,
         dt: float,
-        initial_mean=None,
-        initial_covariance=None,
+        initial_mean: ArrayLike | Callable[[Any], Any] | None = None,
+        initial_covariance: ArrayLike | Callable[[Any], Any] | None = None,
         name: str = "lgss",
         noise: str = "held",
     ) -> None:
@@ -308,7 +312,7 @@ class LinearGaussianModel:
         """Length of the parameter vector ``θ``."""
         return len(self.parameter_names)
 
-    def parameter_vector(self, theta) -> np.ndarray:
+    def parameter_vector(self, theta: ParameterValues) -> np.ndarray:
         """Validate ``theta`` and return it as a float vector in ``parameter_names`` order.
 
         Parameters
@@ -323,6 +327,7 @@ class LinearGaussianModel:
             Shape ``(num_parameters,)``.
         """
         names = self.parameter_names
+        values: ArrayLike
         if isinstance(theta, Mapping):
             unknown = sorted(set(theta) - set(names))
             missing = [nm for nm in names if nm not in theta]
@@ -346,7 +351,7 @@ class LinearGaussianModel:
             raise CollocInputError(f"{self.name}: theta is not finite for {bad}")
         return vec
 
-    def data_matrix(self, y, missing: bool = False) -> np.ndarray:
+    def data_matrix(self, y: ArrayLike, missing: bool = False) -> np.ndarray:
         """Validate a record and return it as an ``(num_outputs, N)`` matrix (columns are samples).
 
         Parameters
@@ -395,7 +400,7 @@ class LinearGaussianModel:
 
     # -- numeric matrices ------------------------------------------------------------------------
 
-    def squarings(self, theta) -> int:
+    def squarings(self, theta: ParameterValues) -> int:
         """Squarings the matrix exponential needs at ``theta`` (see :func:`expm_squarings`).
 
         Parameters
@@ -431,7 +436,7 @@ class LinearGaussianModel:
                 ["theta"], ["Phi", noise_name, "C", "D", "R", "m0", "P0"])
         return self._discrete_cache[s]
 
-    def continuous(self, theta) -> dict[str, np.ndarray]:
+    def continuous(self, theta: ParameterValues) -> dict[str, np.ndarray]:
         """The continuous-time matrices at ``theta``.
 
         Parameters
@@ -449,7 +454,7 @@ class LinearGaussianModel:
         res["m0"] = res["m0"].ravel()
         return res
 
-    def discretize(self, theta) -> dict[str, np.ndarray]:
+    def discretize(self, theta: ParameterValues) -> dict[str, np.ndarray]:
         """The exact discretisation at ``theta`` (zero-order hold, or Van Loan's for continuous noise).
 
         Parameters
