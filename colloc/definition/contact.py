@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..base.errors import ModelError
 
@@ -43,11 +44,11 @@ class ContactPoint:
     bias: Callable
     slip: bool = False
 
-    def gap(self, q) -> float:
+    def gap(self, q: ArrayLike) -> float:
         """φ(q): the height of the point above the ground."""
         return float(np.asarray(self.point(q), dtype=float).ravel()[1])
 
-    def rows(self, q, qd) -> tuple[np.ndarray, np.ndarray]:
+    def rows(self, q: ArrayLike, qd: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """The constraint rows of the contact (normal first, then tangential unless it slips)
         and their J̇·q̇ terms."""
         J = np.asarray(self.jacobian(q), dtype=float).reshape(2, -1)
@@ -85,11 +86,11 @@ class ContactSystem:
                 return i
         raise ModelError(f"contact system {self.name}: unknown contact {name!r}")
 
-    def gaps(self, q) -> np.ndarray:
+    def gaps(self, q: ArrayLike) -> np.ndarray:
         """φ of every contact point."""
         return np.array([c.gap(q) for c in self.contacts])
 
-    def gap_rates(self, q, qd) -> np.ndarray:
+    def gap_rates(self, q: ArrayLike, qd: ArrayLike) -> np.ndarray:
         """φ̇ of every contact point."""
         return np.array([float(np.asarray(c.jacobian(q), dtype=float).reshape(2, -1)[1] @ qd)
                          for c in self.contacts])

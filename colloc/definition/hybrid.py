@@ -32,10 +32,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
 from ..base.errors import ModelError
+
+if TYPE_CHECKING:
+    import casadi as ca
 
 __all__ = ["EPS", "EVENT_ORDER", "SQRT_EPS", "Guard", "HybridModel", "Mode", "Switch", "TimeEvent"]
 
@@ -50,6 +54,10 @@ SQRT_EPS = math.sqrt(EPS)
 EVENT_ORDER = ("duration", "time", "guard")
 
 Target = "str | Callable[[str], str] | None"
+
+#: A time, state or parameter vector as a mode's, guard's or reset's functions receive it:
+#: numbers when the model is simulated, CasADi symbols when it is transcribed.
+HybridValue: TypeAlias = "float | np.ndarray | ca.SX | ca.MX"
 
 
 def _target(target, mode: str) -> str:
@@ -68,13 +76,14 @@ class Mode:
     duration: Callable | float | None = None
     then: object = None
 
-    def implicit(self, xdot, x, p, t, t0):
+    def implicit(self, xdot: HybridValue, x: HybridValue, p: HybridValue, t: HybridValue,
+                 t0: HybridValue) -> HybridValue:
         """The mode's residual ``0 = f(ẋ, x, p, t, t0)`` (``ẋ − rhs`` unless given)."""
         if self.residual is not None:
             return self.residual(xdot, x, p, t, t0)
         return xdot - self.rhs(t, x, p, t0)
 
-    def length(self, p) -> float | None:
+    def length(self, p: HybridValue) -> float | None:
         """The mode's parameter-dependent duration (None: the mode lasts until an event)."""
         if self.duration is None:
             return None
@@ -107,7 +116,8 @@ class Guard:
         """Whether the guard is watched in ``mode``."""
         return self.modes is None or mode in self.modes
 
-    def value(self, t, x, p, mode: str | None = None, t0: float | None = None) -> float:
+    def value(self, t: HybridValue, x: HybridValue, p: HybridValue, mode: str | None = None,
+              t0: float | None = None) -> float:
         """``function(t, x, p)`` (or ``function(t, x, p, mode, t0)`` with ``with_mode``, for a
         function of the mode's clock) minus the offset."""
         g = self.function(t, x, p, mode, t0) if self.with_mode else self.function(t, x, p)
@@ -144,7 +154,7 @@ class Switch:
         """+1 for a mode of ``above``, −1 for one of ``below``, 0 otherwise."""
         return 1 if mode in self.above else -1 if mode in self.below else 0
 
-    def consistent(self, mode: str, t, x, p, t0: float | None = None) -> str:
+    def consistent(self, mode: str, t: HybridValue, x: HybridValue, p: HybridValue, t0: float | None = None) -> str:
         """The mode on the side of the switch that ``g`` is on (with the hysteresis band
         ``(0, hysteresis)`` keeping the current side)."""
         g = float(self.function(t, x, p, mode, t0) if self.with_mode else self.function(t, x, p))
@@ -166,7 +176,7 @@ class TimeEvent:
     target: object = None
     reset: Callable | None = None
 
-    def at(self, p) -> np.ndarray:
+    def at(self, p: HybridValue) -> np.ndarray:
         """The event times (sorted) for parameters ``p``."""
         times = self.times(p) if callable(self.times) else self.times
         return np.sort(np.atleast_1d(np.asarray(times, dtype=float)))
@@ -211,7 +221,8 @@ class HybridModel:
             out += s.guards()
         return out
 
-    def consistent_mode(self, mode: str, t, x, p, t0: float | None = None) -> str:
+    def consistent_mode(self, mode: str, t: HybridValue, x: HybridValue, p: HybridValue,
+                        t0: float | None = None) -> str:
         """Apply every switch's side test to ``mode`` (after an event, before restarting)."""
         for s in self.switches:
             mode = s.consistent(mode, t, x, p, t0)

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..base.errors import ModelError
 from ..base.naming import function_name
@@ -315,8 +316,8 @@ class Model:
         *,
         unit: str = "",
         bounds: tuple = (-np.inf, np.inf),
-        scale=1.0,
-        guess=0.0,
+        scale: ArrayLike = 1.0,
+        guess: ArrayLike = 0.0,
     ) -> ca.SX:
         """Declare a state (differential or algebraic) and return its symbol.
 
@@ -337,7 +338,7 @@ class Model:
         return self._declare("state", name, shape, unit, bounds, scale, guess)
 
     def known_input(
-        self, name: str, shape: int | Sequence[int] = 1, *, unit: str = "", scale=1.0,
+        self, name: str, shape: int | Sequence[int] = 1, *, unit: str = "", scale: ArrayLike = 1.0,
         jumps: Sequence[float] = (),
     ) -> ca.SX:
         """Declare a measured input; every trial must provide a column of this name.
@@ -383,8 +384,8 @@ class Model:
         *,
         unit: str = "",
         bounds: tuple = (-np.inf, np.inf),
-        scale=1.0,
-        guess=0.0,
+        scale: ArrayLike = 1.0,
+        guess: ArrayLike = 0.0,
         hold: bool = False,
     ) -> ca.SX:
         """Declare an unknown input trajectory, estimated at every node of every trial.
@@ -415,8 +416,8 @@ class Model:
         *,
         unit: str | Sequence = "",
         bounds: tuple = (-np.inf, np.inf),
-        scale=1.0,
-        guess=0.0,
+        scale: ArrayLike = 1.0,
+        guess: ArrayLike = 0.0,
         description: str | Sequence | None = None,
         physical: bool | tuple[bool, bool] = False,
         search_range: bool | None = None,
@@ -485,7 +486,7 @@ class Model:
                 out.append(name)
         return tuple(out)
 
-    def output(self, name: str, expr, *, unit: str = "") -> ca.SX:
+    def output(self, name: str, expr: ca.SX | float, *, unit: str = "") -> ca.SX:
         """Declare a measurable output ``y = h(x, r, u, p, t)`` and return ``expr``.
 
         Parameters
@@ -511,7 +512,7 @@ class Model:
         return expr
 
     # ---- delays -------------------------------------------------------------------------
-    def delayed(self, state, delay) -> ca.SX:
+    def delayed(self, state: ca.SX | str, delay: float | ca.SX | str) -> ca.SX:
         """The state ``x(t − τ)`` for use in the dynamics (a delayed feedback, for example).
 
         Parameters
@@ -578,7 +579,7 @@ class Model:
         return ca.vertcat(*parts) if parts else ca.SX(0, 1)
 
     # ---- dynamics -----------------------------------------------------------------------
-    def der(self, state) -> ca.SX:
+    def der(self, state: ca.SX | str) -> ca.SX:
         """Symbol for the time derivative of a state (for implicit residuals)."""
         var = self._variable_of(state, "der")
         if var.kind != "state":
@@ -589,7 +590,7 @@ class Model:
         d = self._derivatives[var.name]
         return d if var.shape[1] == 1 else ca.reshape(d, var.shape[1], var.shape[0]).T
 
-    def set_der(self, state, expr) -> None:
+    def set_der(self, state: ca.SX | str, expr: ca.SX | float) -> None:
         """Explicit dynamics ``ẋ = expr`` for ``state`` (sugar for a residual ``ẋ − expr``)."""
         var = self._variable_of(state, "set_der")
         if var.kind != "state":
@@ -614,7 +615,7 @@ class Model:
         )
         self._der_pairs.append((var.name, flat_expr))
 
-    def add_residual(self, expr, *, name: str = "residual", scale=1.0) -> None:
+    def add_residual(self, expr: ca.SX | float, *, name: str = "residual", scale: ArrayLike = 1.0) -> None:
         """Add implicit equations ``0 = expr(ẋ, x, r, u, p, t)`` (mass-matrix forms, DAEs).
 
         Parameters
@@ -710,7 +711,7 @@ class Model:
             return var.descriptions[var.element_names.index(element)]
         return ""
 
-    def set_bounds(self, name: str, lower=None, upper=None) -> None:
+    def set_bounds(self, name: str, lower: float | None = None, upper: float | None = None) -> None:
         """Change the bounds of a declared variable or of one of its elements.
 
         ``None`` keeps a side as it is.  The guess is not changed (starts are clipped into

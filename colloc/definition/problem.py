@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..base.errors import ProblemError
 from .explicit import explicit_rhs
@@ -261,7 +262,7 @@ class Problem:
         self.model._check_symbols(expr, where, allow_der=False)
         return ca.vec(expr)
 
-    def add_regularization(self, expr, weight: float = 1.0, *, integral: bool = True,
+    def add_regularization(self, expr: ca.SX | float, weight: float = 1.0, *, integral: bool = True,
                            name: str = "regularization") -> None:
         """Add the least-squares term ``½·weight·∫ expr² dt`` (``integral=True``) or
         ``½·weight·Σ_nodes expr²`` (each element of ``expr``).
@@ -324,14 +325,15 @@ class Problem:
             )
         self.terms.append(Term("trajectory", name, ca.SX(0, 1), function=function, signals=signals))
 
-    def add_objective(self, expr, *, integral: bool = True, name: str = "objective") -> None:
+    def add_objective(self, expr: ca.SX | float, *, integral: bool = True, name: str = "objective") -> None:
         """Add ``∫ expr dt`` (``integral=True``) or ``Σ_nodes expr`` to the objective."""
         e = self._expr(expr, name)
         if e.numel() != 1:
             raise ProblemError(f"add_objective('{name}'): expression must be scalar, got {e.shape}")
         self.terms.append(Term("objective", name, e, integral=bool(integral)))
 
-    def add_path_constraint(self, expr, lower=-np.inf, upper=np.inf, *, name: str = "path") -> None:
+    def add_path_constraint(self, expr: ca.SX | float, lower: ArrayLike = -np.inf, upper: ArrayLike = np.inf,
+                            *, name: str = "path") -> None:
         """Constrain ``lower ≤ expr ≤ upper`` at every node of every trial."""
         e = self._expr(expr, name)
         lo, hi = self._bounds(lower, upper, e.numel(), name)
@@ -339,10 +341,10 @@ class Problem:
 
     def add_point_constraint(
         self,
-        expr,
+        expr: ca.SX | float,
         time: float,
-        lower=-np.inf,
-        upper=np.inf,
+        lower: ArrayLike = -np.inf,
+        upper: ArrayLike = np.inf,
         *,
         trial: int | str | None = None,
         name: str = "point",

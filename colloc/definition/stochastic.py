@@ -152,7 +152,7 @@ class StochasticProblem:
         """The median sample step of trial ``trial`` (s)."""
         return float(np.median(np.diff(self.trials[trial].time)))
 
-    def model_at(self, dt: float):
+    def model_at(self, dt: float) -> Any:  # the model as given (a LinearGaussianModel, duck-typed here)
         """The linear-Gaussian model at sample step ``dt``."""
         if hasattr(self._model, "parameter_names"):  # a model built for one step
             built = float(getattr(self._model, "dt", math.nan))

@@ -104,8 +104,9 @@ def _draws(model: LinearGaussianModel, theta, num_samples: int, draws: int,
     return out
 
 
-def free_simulation_check(model: LinearGaussianModel, theta: ParameterValues, y: ArrayLike, dt: float, *, outputs: list[str],
-                          units: dict[str, str] | None = None, draws: int = 200, seed: int = 0) -> dict:
+def free_simulation_check(model: LinearGaussianModel, theta: ParameterValues, y: ArrayLike, dt: float, *,
+                          outputs: list[str], units: dict[str, str] | None = None, draws: int = 200,
+                          seed: int = 0) -> dict:
     """The record ``y`` (samples × outputs) against ``draws`` free simulations of ``model`` at
     ``theta`` (seeded): for each output, each statistic of :func:`record_statistics` with its
     95 % predictive interval, whether the record lies inside, and the number of spectrum bands
