@@ -19,10 +19,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..base.files import atomic_path
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure as MplFigure
 
 __all__ = ["parameter_lines", "plot_estimates", "plot_fit", "plot_objective_history", "plot_residuals", "save_figure"]
 
@@ -57,7 +61,7 @@ _TOP, _LINE, _TITLE_ROOM = 0.08, 0.28, 0.25  # margin, a heading line (title, le
 _CHAR_W, _TEXT_LINE, _TABLE_ROWS = 0.067, 0.14, 12  # parameter table: monospace 8 pt, most lines
 
 
-def save_figure(fig, path: str | os.PathLike, dpi: int = DPI) -> Path:
+def save_figure(fig: MplFigure, path: str | os.PathLike, dpi: int = DPI) -> Path:
     """Write ``fig`` to ``path`` through a temporary file and a rename; return the path."""
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=dpi, format=Path(path).suffix.lstrip(".") or "png")

@@ -33,6 +33,10 @@ from ..definition.explicit import explicit_rhs
 if TYPE_CHECKING:
     import pandas as pd
 
+    from ..definition.problem import Problem
+    from ..definition.trial import Trial
+    from .result import Result
+
 __all__ = ["PROCESS_NOISE_PER_SQRT_S", "StochasticModel", "predict", "registered_model"]
 
 #: Process noise of the deterministic predictor's filter: this fraction of each state's
@@ -64,8 +68,9 @@ def _steps(trial, horizon: float) -> tuple[int, float]:
     return int(np.rint(steps)), float(dt[0])
 
 
-def predict(result, trial, *, horizon: float, window: tuple[float | None, float | None] | None = None,
-            model=None, signals: list[str] | None = None) -> pd.DataFrame:
+def predict(result: Result, trial: Trial, *, horizon: float,
+            window: tuple[float | None, float | None] | None = None, model: Problem | StochasticModel | None = None,
+            signals: list[str] | None = None) -> pd.DataFrame:
     """The ``horizon``-ahead predictive distributions of ``result``'s model on ``trial``.
 
     Parameters
@@ -100,6 +105,8 @@ def predict(result, trial, *, horizon: float, window: tuple[float | None, float 
     if rows.size == 0:
         raise OptionsError(f"predict: no sample of '{trial.name}' lies in the window {start}:{end} at "
                            f"least {horizon:g} s after the record's start ({trial.time[0]:g} s)")
+    if model is None:
+        raise OptionsError("predict: model is required: the problem (deterministic) or a StochasticModel")
     if isinstance(model, StochasticModel):
         names = [model.signal]
         mean, sd = _stochastic(model, trial, steps)

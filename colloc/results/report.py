@@ -24,10 +24,14 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from .diagnostics import diagnose
 from .result import FIT_REJECTED, INTERVAL_Z, Estimate, Result
 from .verdict import fit_verdict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["FIT_REJECTED", "INTERVAL_Z", "POOR_FIT_HINT", "finalize", "judge", "model_bounds", "parameter_intervals",
            "solver_converged"]
@@ -120,7 +124,8 @@ def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mappin
 def finalize(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | None = None,
              physical: Mapping[str, tuple[bool, bool]] | None = None, scales: Mapping[str, float] | None = None,
              fit: Mapping[str, float] | None = None,
-             verdict: bool = True, verdict_residuals=None, verdict_note: str | None = None,
+             verdict: bool = True, verdict_residuals: Mapping[str, pd.DataFrame] | None = None,
+             verdict_note: str | None = None,
              no_simulation: str | None = None, warnings: list[dict] | None = None,
              derived: Mapping[str, str] | None = None) -> Result:
     """Judge ``estimate`` (an :class:`~colloc.results.result.Estimate`) and build its

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,11 @@ from ..base.files import dumps_compact_arrays, json_safe, write_atomic
 
 if TYPE_CHECKING:  # imported where a table is made: 0.15-0.2 s, beside the solve (base/prefetch.py)
     import pandas as pd
+
+    from ..definition.problem import Problem
+    from ..definition.trial import Trial
+    from .figure import Figure
+    from .prediction import StochasticModel
 
 __all__ = ["FIT_REJECTED", "INTERVAL_Z", "Estimate", "Result"]
 
@@ -471,8 +477,8 @@ class Result:
         )
 
     # ---- prediction ---------------------------------------------------------------------
-    def predict(self, trial, *, horizon: float, window: tuple[float | None, float | None] | None = None,
-                model=None) -> pd.DataFrame:
+    def predict(self, trial: Trial, *, horizon: float, window: tuple[float | None, float | None] | None = None,
+                model: Problem | StochasticModel | None = None) -> pd.DataFrame:
         """``horizon``-ahead predictive distributions on ``trial`` (``time, observed, mean, sd``):
         see :func:`colloc.results.prediction.predict`.  ``model``: the problem (or a
         :class:`~colloc.results.prediction.StochasticModel`); by default the registered problem's."""
@@ -482,7 +488,8 @@ class Result:
                        model=model if model is not None else registered_model(self, trial))
 
     # ---- plots --------------------------------------------------------------------------
-    def plot_fit(self, trial: str | int | None = None, *, signals=None, path=None):
+    def plot_fit(self, trial: str | int | None = None, *, signals: Sequence[str] | None = None,
+                 path: str | os.PathLike[str] | None = None) -> Figure:
         """Measured vs identified trajectories, one panel per signal.
 
         See :func:`colloc.results.plotting.plot_fit`.
@@ -491,7 +498,8 @@ class Result:
 
         return plot_fit(self, trial=trial, signals=signals, path=path)
 
-    def plot_residuals(self, trial: str | int | None = None, *, signals=None, path=None):
+    def plot_residuals(self, trial: str | int | None = None, *, signals: Sequence[str] | None = None,
+                       path: str | os.PathLike[str] | None = None) -> Figure:
         """Residuals (model − measurement) per fitted signal. See :mod:`colloc.results.plotting`."""
         from .plotting import plot_residuals
 

@@ -34,6 +34,8 @@ from .start import InitialEstimate, equation_error, residual_is_linear
 from .starts import solve_starts
 
 if TYPE_CHECKING:
+    from distributed import Client
+
     from .kalman_ml import KalmanML
 
 
@@ -68,7 +70,7 @@ def solve(
     throw: bool = True,
     start: str | None = None,
     starts: int = 1,
-    client=None,
+    client: Client | None = None,
     seed: int = 0,
     verdict: bool = True,
 ) -> Result:

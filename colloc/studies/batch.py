@@ -28,12 +28,16 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from ..base.engine import local_client, single_threaded
 from ..base.errors import DataError, ExtraColumnsWarning, OptionsError
 from ..base.files import write_atomic
 from ..base.versions import versions
 from .identify import BASELINES, DEFAULT_METHOD, METHODS, identify_files, problem_registry, signal_pairs, subject_body
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 __all__ = ["BatchReport", "FitSpec", "batch", "read_manifest", "summary_figure", "write_summary"]
 
@@ -324,8 +328,8 @@ class _Bar:
 
 
 def batch(manifest: str | Path, out: str | Path, *, workers: int | None = None, scheduler: str | None = None,
-          client=None, resume: bool = False, retry_failed: bool = False, summary: bool = False,
-          progress: bool | Callable = True, stream=None) -> BatchReport:
+          client: Client | None = None, resume: bool = False, retry_failed: bool = False, summary: bool = False,
+          progress: bool | Callable = True, stream: TextIO | None = None) -> BatchReport:
     """Run every fit of ``manifest`` on Dask; write ``out/results.csv`` and ``out/fits/``.
 
     Parameters

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,9 @@ from ..results.result import Result
 from ..solving.ipopt import Ipopt
 from ..solving.solve import solve
 from ..transcription.methods import AbstractMethod, default_method
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 __all__ = ["Bootstrap", "bootstrap"]
 
@@ -110,7 +114,7 @@ def bootstrap(
     solver: Ipopt | None = None,
     progress: Callable[[int, int], None] | None = None,
     kind: str = "parametric",
-    client=None,
+    client: Client | None = None,
 ) -> Bootstrap:
     """Bootstrap of ``result`` (identified from ``problem``): parametric or by trials.
 

@@ -8,8 +8,10 @@ the standard error, does not assume the objective is quadratic in the parameter.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pandas as pd
@@ -20,6 +22,11 @@ from ..definition.problem import Problem
 from ..solving.ipopt import Ipopt
 from ..solving.solve import solve
 from ..transcription.methods import AbstractTranscription, default_method
+
+if TYPE_CHECKING:
+    from distributed import Client
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["Profile", "profile"]
 
@@ -73,7 +80,8 @@ class Profile:
                 break
         return float(lo), float(hi)
 
-    def plot(self, path=None, *, ax=None, threshold: float = HALF_CHI2_95):
+    def plot(self, path: str | os.PathLike[str] | None = None, *, ax: Axes | None = None,
+             threshold: float = HALF_CHI2_95) -> Figure | Axes:
         """Δ objective against the value, with the 95 % likelihood-ratio threshold.
 
         Without ``ax``: drawn on a new figure (built without pyplot, shown once as a Jupyter
@@ -99,7 +107,7 @@ class Profile:
         if path is not None:
             from ..results.plotting import save_figure
 
-            save_figure(ax.figure, path)
+            save_figure(cast("Figure", ax.figure), path)  # a subfigure's axes: savefig fails as before
         return ax if fig is None else fig
 
 
@@ -131,8 +139,9 @@ def _walk_task(blob: bytes, values: list[float]) -> list:
     return _walk(problem, name, values, method, solver)
 
 
-def profile(problem: Problem, name: str, values: Sequence[float], *, method=None, solver=None,
-            progress: Callable[[int, float, object], None] | None = None, client=None,
+def profile(problem: Problem, name: str, values: Sequence[float], *, method: AbstractTranscription | None = None,
+            solver: Ipopt | None = None, progress: Callable[[int, float, object], None] | None = None,
+            client: Client | None = None,
             segments: int | None = None) -> Profile:
     """Solve ``problem`` with parameter ``name`` held at each of ``values``.
 
