@@ -23,11 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeAlias, overload
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..base.errors import ModelError
+
+#: Angles, coordinates or their rates as the chain's functions take them: a CasADi column, a
+#: sequence of CasADi scalars or numbers, or a NumPy array.
+ChainVector: TypeAlias = "ca.SX | ca.MX | ca.DM | Sequence[ca.SX | ca.MX | float] | np.ndarray"
 
 __all__ = ["Body", "Chain", "ChainEquations", "bryant", "nrmse"]
 
@@ -43,7 +49,19 @@ def _rot(axis: str, angle):
     return ca.vertcat(ca.horzcat(c, -s, 0), ca.horzcat(s, c, 0), ca.horzcat(0, 0, 1))
 
 
-def bryant(angles, axes: str = "xyz"):
+@overload
+def bryant(angles: ca.SX | Sequence[ca.SX], axes: str = "xyz") -> ca.SX: ...
+
+
+@overload
+def bryant(angles: ca.MX | Sequence[ca.MX], axes: str = "xyz") -> ca.MX: ...
+
+
+@overload
+def bryant(angles: ca.DM | np.ndarray | Sequence[float], axes: str = "xyz") -> ca.DM: ...
+
+
+def bryant(angles: ChainVector, axes: str = "xyz") -> ca.SX | ca.MX | ca.DM:
     """Rotation matrix Rx(a_x)·Ry(a_y)·Rz(a_z) of body-fixed X-Y-Z Bryant angles
     (Bourgeois & Langlois 2015, §4.2.1), restricted to ``axes`` (in X-Y-Z order; the
     missing rotations are zero).  ``angles`` holds one angle per letter of ``axes``.
@@ -71,7 +89,7 @@ def _dot(E, angles, rates):
     return ca.reshape(ca.jtimes(ca.reshape(E, -1, 1), angles, rates), E.shape[0], E.shape[1])
 
 
-def nrmse(x, reference) -> float:
+def nrmse(x: ArrayLike, reference: ArrayLike) -> float:
     """Normalized root-mean-square error in percent, Bourgeois & Langlois (2015) Eq. 21:
     RMS(x − reference) / (max(reference) − min(reference)) × 100."""
     x, reference = np.asarray(x, float), np.asarray(reference, float)
@@ -291,7 +309,8 @@ class Chain:
             ["residual", "M", "h", "deck_force", "deck_moment", "joint_moments", "joint_forces",
              "com"])
 
-    def equations(self, q, qd, qdd, base_angles, base_rates, base_accs, base_acc) -> ChainEquations:
+    def equations(self, q: ChainVector, qd: ChainVector, qdd: ChainVector, base_angles: ChainVector,
+                  base_rates: ChainVector, base_accs: ChainVector, base_acc: ChainVector) -> ChainEquations:
         """The chain's equations for the given expressions (CasADi SX/MX or numbers).
 
         ``base_angles``, ``base_rates``, ``base_accs``: the base's Bryant angles and their

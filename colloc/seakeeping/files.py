@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Mapping
 
@@ -19,8 +20,9 @@ _DERIVED = SHIP_COLUMNS[3:9]
 _TRANSLATION = SHIP_COLUMNS[9:12]
 
 
-def read_ship_motion(path, *, columns: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
-                     derivatives: str = "auto", sigma: float | None = None, name: str | None = None) -> Trial:
+def read_ship_motion(path: str | os.PathLike[str], *, columns: Mapping[str, str] | None = None,
+                     units: Mapping[str, str] | None = None, derivatives: str = "auto", sigma: float | None = None,
+                     name: str | None = None) -> Trial:
     """Read a measured ship-motion file into the 12 ship columns (rad, rad/s, rad/s², m/s²).
 
     The file is read by :meth:`colloc.Trial.from_csv` (CSV or TSV, gzip, units in the header

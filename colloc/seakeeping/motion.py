@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from ..base.errors import OptionsError
 from ..multibody.chain import bryant
@@ -76,7 +78,7 @@ def _heading(value) -> float:
     return value % 360.0
 
 
-def jonswap(omega, hs: float, tp: float, gamma: float = 3.3) -> np.ndarray:
+def jonswap(omega: ArrayLike, hs: float, tp: float, gamma: float = 3.3) -> np.ndarray:
     """JONSWAP wave spectrum S(ω) in m²·s/rad, normalised so that 4·√m0 = ``hs``.
 
     The shape is DNV-RP-C205 (2010) §3.5.5: S(ω) ∝ ω⁻⁵ exp(−5/4 (ω/ω_p)⁻⁴) γ^r,
@@ -124,7 +126,7 @@ class SeaState:
         """ω_p = 2π/T_p (rad/s)."""
         return 2.0 * math.pi / self.tp
 
-    def spectrum(self, omega) -> np.ndarray:
+    def spectrum(self, omega: ArrayLike) -> np.ndarray:
         """S(ω), see :func:`jonswap`."""
         return jonswap(omega, self.hs, self.tp, self.gamma)
 
@@ -152,7 +154,7 @@ class MotionRAO:
     limits would hold.
     """
 
-    def __init__(self, omega, headings_deg, values, name: str = "") -> None:
+    def __init__(self, omega: ArrayLike, headings_deg: ArrayLike, values: ArrayLike, name: str = "") -> None:
         omega = np.asarray(omega, dtype=float)
         headings = np.asarray(headings_deg, dtype=float)
         values = np.asarray(values, dtype=complex)
@@ -164,7 +166,7 @@ class MotionRAO:
         self.omega, self.headings, self.values, self.name = omega, headings, values, name
 
     @classmethod
-    def from_mss(cls, path, speed_index: int = 0) -> MotionRAO:
+    def from_mss(cls, path: str | os.PathLike[str], speed_index: int = 0) -> MotionRAO:
         """Read ``vessel.motionRAO`` of an MSS vessel file (``.mat``, ShipX/VERES format)."""
         from scipy.io import loadmat
 
@@ -175,7 +177,7 @@ class MotionRAO:
         return cls(rao.w, np.rad2deg(vessel.headings), values, name=str(Path(path).name))
 
     @classmethod
-    def from_csv(cls, path) -> MotionRAO:
+    def from_csv(cls, path: str | os.PathLike[str]) -> MotionRAO:
         """Read the table written by :meth:`to_csv`: ``heading_deg, omega_rad_s`` and per
         motion ``<dof>_amp, <dof>_phase_rad`` (MSS axes and units)."""
         import pandas as pd
@@ -194,7 +196,7 @@ class MotionRAO:
             values[k] = amp * np.exp(1j * phase)
         return cls(omega, headings, values, name=Path(path).name)
 
-    def to_csv(self, path, header: str = "") -> None:
+    def to_csv(self, path: str | os.PathLike[str], header: str = "") -> None:
         """Write the table (amplitude and phase in radians, wrapped to (−π, π])."""
         rows = []
         for j, heading in enumerate(self.headings):
@@ -213,7 +215,7 @@ class MotionRAO:
         speed, shipped with colloc (MIT licence, T. I. Fossen, see ``data/README.md`` here)."""
         return cls.from_csv(_SUPPLY)
 
-    def __call__(self, omega, heading_deg: float) -> np.ndarray:
+    def __call__(self, omega: ArrayLike, heading_deg: float) -> np.ndarray:
         """H_k(ω, β) in MSS axes, shape (6, len(omega))."""
         omega = np.atleast_1d(np.asarray(omega, dtype=float))
         h = np.concatenate([self.headings, [self.headings[0] + 360.0]])
@@ -252,20 +254,21 @@ class ShipMotion:
         The deck point (m, S components, from the RAO reference point).
     """
 
-    def __init__(self, sea: SeaState, omega, amplitude, phase, response, point) -> None:
+    def __init__(self, sea: SeaState, omega: NDArray[np.float64], amplitude: NDArray[np.float64],
+                 phase: NDArray[np.float64], response: NDArray[np.complex128], point: ArrayLike) -> None:
         self.sea, self.omega, self.amplitude, self.phase = sea, omega, amplitude, phase
         self.response, self.point = response, np.asarray(point, dtype=float)
         self._gain = np.abs(response) * amplitude                     # (6, n)
         self._lag = np.angle(response) + phase
         self._acc = _deck_acceleration_function()
 
-    def wave_elevation(self, t) -> np.ndarray:
+    def wave_elevation(self, t: ArrayLike) -> np.ndarray:
         """ζ(t) at the RAO reference point (m)."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
         return np.concatenate([np.cos(t[a:a + _CHUNK, None] * self.omega + self.phase) @ self.amplitude
                                for a in range(0, t.size, _CHUNK)]) if t.size else np.zeros(0)
 
-    def motions(self, t, derivative: int = 0) -> np.ndarray:
+    def motions(self, t: ArrayLike, derivative: int = 0) -> np.ndarray:
         """The six motions (surge, sway, heave m; roll, pitch, yaw rad; ship frame S) or their
         ``derivative``-th exact time derivative (0–2), shape (len(t), 6)."""
         t = np.atleast_1d(np.asarray(t, dtype=float))
@@ -278,7 +281,7 @@ class ShipMotion:
             out[a:a + _CHUNK] = np.einsum("ktn,kn->tk", wave(arg), gain)
         return out
 
-    def __call__(self, t) -> np.ndarray:
+    def __call__(self, t: ArrayLike) -> np.ndarray:
         """The 12 :data:`SHIP_COLUMNS` at times ``t``, shape (len(t), 12)."""
         x = [self.motions(t, d) for d in range(3)]
         if not x[0].shape[0]:
@@ -287,12 +290,12 @@ class ShipMotion:
                                           np.tile(self.point[:, None], (1, x[0].shape[0])))
         return np.hstack([x[0][:, 3:], x[1][:, 3:], x[2][:, 3:], np.asarray(acc).T])
 
-    def columns(self, t) -> dict[str, np.ndarray]:
+    def columns(self, t: ArrayLike) -> dict[str, np.ndarray]:
         """``{column: values}`` for the 12 :data:`SHIP_COLUMNS` (rad, rad/s, rad/s², m/s²)."""
         values = self(t)
         return {c: values[:, i] for i, c in enumerate(SHIP_COLUMNS)}
 
-    def symbolic(self, t) -> list:
+    def symbolic(self, t: ca.SX | ca.MX) -> list:
         """The 12 columns as CasADi expressions of the time symbol ``t`` (for ``Model`` use)."""
         out: list[list] = [[], [], []]
         for k in range(6):
