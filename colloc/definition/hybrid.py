@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -58,6 +58,9 @@ Target = "str | Callable[[str], str] | None"
 #: A time, state or parameter vector as a mode's, guard's or reset's functions receive it:
 #: numbers when the model is simulated, CasADi symbols when it is transcribed.
 HybridValue: TypeAlias = "float | np.ndarray | ca.SX | ca.MX"
+#: The parameters as those functions take them: whatever the caller passes (usually a dict
+#: name → value when simulating, CasADi symbols when transcribing), unchecked here.
+HybridParameters: TypeAlias = Any
 
 
 def _target(target, mode: str) -> str:
@@ -76,14 +79,14 @@ class Mode:
     duration: Callable | float | None = None
     then: object = None
 
-    def implicit(self, xdot: HybridValue, x: HybridValue, p: HybridValue, t: HybridValue,
+    def implicit(self, xdot: HybridValue, x: HybridValue, p: HybridParameters, t: HybridValue,
                  t0: HybridValue) -> HybridValue:
         """The mode's residual ``0 = f(ẋ, x, p, t, t0)`` (``ẋ − rhs`` unless given)."""
         if self.residual is not None:
             return self.residual(xdot, x, p, t, t0)
         return xdot - self.rhs(t, x, p, t0)
 
-    def length(self, p: HybridValue) -> float | None:
+    def length(self, p: HybridParameters) -> float | None:
         """The mode's parameter-dependent duration (None: the mode lasts until an event)."""
         if self.duration is None:
             return None
@@ -116,7 +119,7 @@ class Guard:
         """Whether the guard is watched in ``mode``."""
         return self.modes is None or mode in self.modes
 
-    def value(self, t: HybridValue, x: HybridValue, p: HybridValue, mode: str | None = None,
+    def value(self, t: HybridValue, x: HybridValue, p: HybridParameters, mode: str | None = None,
               t0: float | None = None) -> float:
         """``function(t, x, p)`` (or ``function(t, x, p, mode, t0)`` with ``with_mode``, for a
         function of the mode's clock) minus the offset."""
@@ -154,7 +157,8 @@ class Switch:
         """+1 for a mode of ``above``, −1 for one of ``below``, 0 otherwise."""
         return 1 if mode in self.above else -1 if mode in self.below else 0
 
-    def consistent(self, mode: str, t: HybridValue, x: HybridValue, p: HybridValue, t0: float | None = None) -> str:
+    def consistent(self, mode: str, t: HybridValue, x: HybridValue, p: HybridParameters,
+                   t0: float | None = None) -> str:
         """The mode on the side of the switch that ``g`` is on (with the hysteresis band
         ``(0, hysteresis)`` keeping the current side)."""
         g = float(self.function(t, x, p, mode, t0) if self.with_mode else self.function(t, x, p))
@@ -176,7 +180,7 @@ class TimeEvent:
     target: object = None
     reset: Callable | None = None
 
-    def at(self, p: HybridValue) -> np.ndarray:
+    def at(self, p: HybridParameters) -> np.ndarray:
         """The event times (sorted) for parameters ``p``."""
         times = self.times(p) if callable(self.times) else self.times
         return np.sort(np.atleast_1d(np.asarray(times, dtype=float)))
@@ -221,7 +225,7 @@ class HybridModel:
             out += s.guards()
         return out
 
-    def consistent_mode(self, mode: str, t: HybridValue, x: HybridValue, p: HybridValue,
+    def consistent_mode(self, mode: str, t: HybridValue, x: HybridValue, p: HybridParameters,
                         t0: float | None = None) -> str:
         """Apply every switch's side test to ``mode`` (after an event, before restarting)."""
         for s in self.switches:

@@ -28,15 +28,17 @@ contact began).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 
 from ..base.errors import ModelError, SolveFailed
 from ..definition.contact import ContactSystem
-from ..definition.hybrid import SQRT_EPS
+from ..definition.hybrid import SQRT_EPS, HybridParameters
 from .hybrid import Event, HybridSimulation, _Watch
 
 __all__ = ["ContactSimulation", "complementary_mode", "constrained_dynamics", "inelastic_impact",
@@ -126,7 +128,8 @@ def inelastic_impact(system: ContactSystem, q, qd, p, contacts) -> np.ndarray:
     return qd - X @ np.linalg.lstsq(C @ X, C @ qd, rcond=1e-12)[0]
 
 
-def simulate_contact(system: ContactSystem, x0, t_span, p, *, active=None, t_eval=None, rtol: float = 1e-12,
+def simulate_contact(system: ContactSystem, x0: ArrayLike, t_span: tuple[float, float], p: HybridParameters, *,
+                     active: Sequence[str] | None = None, t_eval: ArrayLike | None = None, rtol: float = 1e-12,
                      atol: float = 1e-12, baumgarte: float = 10.0, contact_tol: float = 1e-9,
                      max_events: int = 100_000) -> ContactSimulation:
     """Simulate ``system`` from x0 = [q, q̇] over ``t_span``.

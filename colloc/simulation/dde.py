@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..base.errors import OptionsError
 
@@ -56,7 +57,7 @@ def _hermite(theta: float, w: float, x0, f0, x1, f1):
 
 def simulate_dde(
     rhs: Callable,
-    history,
+    history: Callable[[float], ArrayLike] | ArrayLike,
     tau: float,
     t_end: float,
     dt: float,

@@ -25,10 +25,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.integrate import solve_ivp
 
 from ..base.errors import ModelError, SolveFailed
-from ..definition.hybrid import EPS, SQRT_EPS, HybridModel, _target
+from ..definition.hybrid import EPS, SQRT_EPS, HybridModel, HybridParameters, _target
 
 __all__ = ["Event", "HybridSimulation", "simulate_hybrid"]
 
@@ -61,7 +62,7 @@ class HybridSimulation:
         return np.array([e.time for e in self.events
                          if (kind is None or e.kind == kind) and (name is None or e.name.startswith(name))])
 
-    def state(self, times) -> np.ndarray:
+    def state(self, times: ArrayLike) -> np.ndarray:
         """The state at ``times`` (after the events at a time that is an event time)."""
         times = np.atleast_1d(np.asarray(times, dtype=float))
         out = np.empty((len(times), self.x.shape[1]))
@@ -88,7 +89,8 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 100 * EPS * max(1.0, abs(a), abs(b))
 
 
-def simulate_hybrid(model: HybridModel, x0, t_span, p, *, t_eval=None, mode: str | None = None,
+def simulate_hybrid(model: HybridModel, x0: ArrayLike, t_span: tuple[float, float], p: HybridParameters, *,
+                    t_eval: ArrayLike | None = None, mode: str | None = None,
                     method: str = "DOP853", rtol: float = 1e-12, atol: float = 1e-12,
                     max_events: int = 1_000_000) -> HybridSimulation:
     """Simulate ``model`` from ``x0`` over ``t_span`` with parameters ``p`` (any object the

@@ -11,10 +11,12 @@ grid treats them, or held at the interval's start value where declared (free inp
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..base.buffers import values
 from ..base.compiler import compiled
@@ -56,16 +58,16 @@ class Simulation:
 
 def simulate(
     model: Model,
-    x0,
-    parameters,
-    time,
+    x0: ArrayLike,
+    parameters: ArrayLike | Mapping[str, float],
+    time: ArrayLike,
     *,
-    known_inputs=None,
-    free_inputs=None,
+    known_inputs: ArrayLike | None = None,
+    free_inputs: ArrayLike | None = None,
     rtol: float = 1e-9,
     atol: float = 1e-9,
     divergence_bound: float = 1e6,
-    held_known_inputs=None,
+    held_known_inputs: ArrayLike | None = None,
 ) -> Simulation:
     """Integrate the model from ``x0`` over ``time``: fixed-step RK4 checked by step doubling,
     else CVODES (adaptive step, order).
