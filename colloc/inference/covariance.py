@@ -8,6 +8,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import casadi as ca
 import numpy as np
@@ -16,6 +17,9 @@ import scipy.sparse as sps
 from ..base.buffers import function_buffer, view
 from ..base.capture import capture_native_output
 from ..base.sparsity import sparsity_from_ccs
+
+#: A Jacobian as :func:`constrained_covariance` takes it: dense or sparse, CasADi's or SciPy's.
+Jacobian: TypeAlias = "ca.DM | sps.spmatrix | sps.sparray | np.ndarray"
 
 __all__ = ["Covariance", "constrained_covariance", "parameter_covariance"]
 
@@ -498,12 +502,12 @@ def _qdldl_factor(K: sps.csc_matrix):
 
 
 def constrained_covariance(
-    jac_res,
+    jac_res: Jacobian,
     res: np.ndarray,
-    jac_eq,
+    jac_eq: Jacobian,
     kept: np.ndarray,
     eliminated: np.ndarray,
-    jac_con=None,
+    jac_con: Jacobian | None = None,
     scale: np.ndarray | None = None,
 ) -> Covariance:
     """Gauss–Newton covariance of the unknowns ``z`` of an equality-constrained least squares,

@@ -3,9 +3,14 @@ and the worst-determined parameter combination, from a covariance."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Identifiability", "identifiability"]
 
@@ -54,7 +59,7 @@ class Identifiability:
         return "\n".join(lines)
 
 
-def identifiability(covariance, estimates, *, relative_threshold: float = 0.1,
+def identifiability(covariance: pd.DataFrame, estimates: Mapping[str, float], *, relative_threshold: float = 0.1,
                     correlation_threshold: float = 0.9) -> Identifiability:
     """Identifiability diagnosis from a parameter covariance.
 

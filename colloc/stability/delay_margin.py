@@ -86,6 +86,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+from numpy.typing import ArrayLike
 from scipy.optimize import brentq, linear_sum_assignment
 
 from ..base.errors import CollocInputError, OptionsError
@@ -504,8 +505,8 @@ def _dedupe(crossings: list[Crossing]) -> tuple[Crossing, ...]:
 # ---------------------------------------------------------------------------------------
 
 def delay_margin(
-    Ji,
-    Jd,
+    Ji: ArrayLike,
+    Jd: ArrayLike,
     *,
     method: str = "sweep",
     grid_points: int = 300,

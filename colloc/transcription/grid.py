@@ -5,10 +5,17 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from ..base.errors import OptionsError
+
+if TYPE_CHECKING:
+    import casadi as ca
+
+#: Where a basis is evaluated: a number, an array or a CasADi expression (the values are of that kind).
+_Point = TypeVar("_Point", float, "np.ndarray", "ca.SX", "ca.MX")
 
 __all__ = ["RadauBasis", "differentiation_matrix", "interpolation_stencil", "locate", "mesh_nodes", "node_times",
            "radau_basis", "radau_points", "trapezoid_weights"]
@@ -187,12 +194,12 @@ class RadauBasis:
     integration: np.ndarray
     coefficients: np.ndarray
 
-    def values(self, s) -> list:
+    def values(self, s: _Point) -> list[_Point]:
         """``[ℓ₀(s), …, ℓ_d(s)]`` at ``s`` (a number, an array or a CasADi expression; the
         polynomials are extrapolated outside [0, 1]), by Horner's rule."""
         out = []
         for row in self.coefficients:
-            v = 0.0
+            v: Any = 0.0  # then the kind of s
             for c in row:
                 v = v * s + float(c)
             out.append(v)
