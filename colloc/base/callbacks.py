@@ -3,7 +3,7 @@ reduced-shooting solvers)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import casadi as ca
 
@@ -32,28 +32,28 @@ class IterationCallback(ca.Callback):
         self.iteration = 0
         self.construct("iteration_callback", {})
 
-    def get_n_in(self):
+    def get_n_in(self) -> int:
         """casadi.Callback: one input per nlpsol output."""
         return ca.nlpsol_n_out()
 
-    def get_n_out(self):
+    def get_n_out(self) -> int:
         """casadi.Callback: one output, the stop flag."""
         return 1
 
-    def get_name_in(self, i):
+    def get_name_in(self, i: int) -> str:
         """casadi.Callback: input ``i`` is nlpsol's output ``i``."""
         return ca.nlpsol_out(i)
 
-    def get_name_out(self, i):
+    def get_name_out(self, i: int) -> str:
         """casadi.Callback: the stop flag's name."""
         return "ret"
 
-    def get_sparsity_in(self, i):
+    def get_sparsity_in(self, i: int) -> ca.Sparsity:
         """casadi.Callback: input ``i`` dense, of the size given in ``sizes``."""
         return ca.Sparsity.dense(self.sizes[ca.nlpsol_out(i)], 1)
 
-    def eval(self, arg):
+    def eval(self, arg: Sequence[ca.DM]) -> list[int]:
         """casadi.Callback: call ``on_iteration``; 1 (stop) when it returns true."""
-        stop = self.on_iteration(self.iteration, arg)
+        stop = self.on_iteration(self.iteration, list(arg))
         self.iteration += 1
         return [1 if stop else 0]

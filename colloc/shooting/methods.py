@@ -19,7 +19,9 @@ the run ends with a named status (``"simulation_failed"``…).
 from __future__ import annotations
 
 import time as _time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import casadi as ca
 import numpy as np
@@ -31,7 +33,7 @@ from ..definition.explicit import explicit_rhs
 from ..definition.problem import Problem
 from ..results.result import Estimate
 from ..simulation.integrators import Cvodes, RungeKutta, interval_data_size
-from ..solving.ipopt import IterationInfo
+from ..solving.ipopt import Ipopt, IterationInfo
 from ..transcription.interpolation import InputReader, held_inputs, keys_kernel
 from ..transcription.methods import AbstractMethod
 from .optimizers import LBFGS, Outcome, ReducedIpopt, SteepestDescent
@@ -383,7 +385,8 @@ class SingleShooting(AbstractMethod):
         """``single-shooting(<gradient>, <optimizer>)``."""
         return f"single-shooting({self.gradient.name}, {self.optimizer.name})"
 
-    def solve(self, problem, *, solver=None, guess=None, progress=None):
+    def solve(self, problem: Problem, *, solver: Ipopt | None = None, guess: Mapping[str, float] | None = None,
+              progress: Callable[[IterationInfo], None] | None = None) -> Estimate:
         """Build the reduced problem, minimise it, return its :class:`~colloc.results.result.Estimate`."""
         start = _time.perf_counter()
         setup = _Shooting(problem, self.integrator, segments=1)
@@ -431,7 +434,8 @@ class MultipleShooting(AbstractMethod):
         if int(self.segments) != self.segments or self.segments < 1:
             raise OptionsError(f"MultipleShooting(segments={self.segments!r}): must be an integer >= 1")
 
-    def solve(self, problem, *, solver=None, guess=None, progress=None):
+    def solve(self, problem: Problem, *, solver: Ipopt | None = None, guess: Mapping[str, float] | None = None,
+              progress: Callable[[IterationInfo], None] | None = None) -> Estimate:
         """Build the segment NLP, solve it with IPOPT, return its :class:`~colloc.results.result.Estimate`."""
         start = _time.perf_counter()
         setup = _Shooting(problem, self.integrator, segments=self.segments)
@@ -440,8 +444,8 @@ class MultipleShooting(AbstractMethod):
             j = setup.p_offset + setup.pnames.index(k)
             x0[j] = np.clip(v / setup.scale[j], setup.lb[j], setup.ub[j])
         history: list[tuple[int, float, float]] = []
-        nlp = {"x": setup.theta, "f": setup.J(setup.theta), "g": setup.gaps}
-        opts = {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes",
+        nlp: dict[str, Any] = {"x": setup.theta, "f": setup.J(setup.theta), "g": setup.gaps}
+        opts: dict[str, Any] = {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes",
                 "ipopt.hessian_approximation": "limited-memory", "ipopt.max_iter": self.max_iter,
                 "ipopt.tol": self.tol, "calc_lam_p": False}
         try:
@@ -454,8 +458,8 @@ class MultipleShooting(AbstractMethod):
         try:
             sol = nlpsol(x0=x0, lbx=setup.lb, ubx=setup.ub, lbg=np.zeros(ng), ubg=np.zeros(ng))
             stats = nlpsol.stats()
-            for k, f in enumerate(stats.get("iterations", {}).get("obj", [])):
-                history.append((k, float(f), float("nan")))
+            for i, f in enumerate(stats.get("iterations", {}).get("obj", [])):
+                history.append((i, float(f), float("nan")))
             outcome = Outcome(np.array(sol["x"]).ravel(), float(sol["f"]), bool(stats["success"]),
                               str(stats["return_status"]), str(stats["return_status"]),
                               int(stats["iter_count"]), int(stats.get("n_call_nlp_f", 0)),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
+from numpy.typing import NDArray
 from scipy.optimize import minimize
 
 from ..base.callbacks import IterationCallback
@@ -89,7 +90,9 @@ class SteepestDescent:
         if self.max_iter < 1 or not (0 < self.rtol < 1) or self.step <= 0:
             raise OptionsError(f"SteepestDescent: invalid options {self}")
 
-    def minimize(self, fun: FunGrad, x0, lb, ub, callback=None) -> Outcome:
+    def minimize(self, fun: FunGrad, x0: NDArray[np.float64], lb: NDArray[np.float64],
+                 ub: NDArray[np.float64],
+                 callback: Callable[[int, float, float], None] | None = None) -> Outcome:
         """Minimise ``fun`` from ``x0`` within the box; ``callback(iteration, J, seconds)``."""
         count = _Counter(fun)
         x = np.clip(np.asarray(x0, float), lb, ub)
@@ -141,7 +144,9 @@ class LBFGS:
     memory: int = 20
     name = "l-bfgs-b"
 
-    def minimize(self, fun: FunGrad, x0, lb, ub, callback=None) -> Outcome:
+    def minimize(self, fun: FunGrad, x0: NDArray[np.float64], lb: NDArray[np.float64],
+                 ub: NDArray[np.float64],
+                 callback: Callable[[int, float, float], None] | None = None) -> Outcome:
         """Minimise ``fun`` from ``x0`` within the box; ``callback(iteration, J, seconds)``."""
         count = _Counter(fun)
         history = _History(callback)
@@ -161,7 +166,7 @@ class LBFGS:
             f, _ = fun(xk)
             history.append((len(history), f, count.elapsed()))
 
-        bounds = list(zip(np.where(np.isfinite(lb), lb, None), np.where(np.isfinite(ub), ub, None)))
+        bounds = [(lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None) for lo, hi in zip(lb, ub)]
         res = minimize(safe, x0, jac=True, method="L-BFGS-B", bounds=bounds, callback=cb,
                        options={"maxiter": self.max_iter, "ftol": self.ftol, "gtol": self.gtol,
                                 "maxcor": self.memory})
@@ -184,7 +189,9 @@ class ReducedIpopt:
     tol: float = 1e-8
     name = "ipopt"
 
-    def minimize(self, fun: FunGrad, x0, lb, ub, callback=None) -> Outcome:
+    def minimize(self, fun: FunGrad, x0: NDArray[np.float64], lb: NDArray[np.float64],
+                 ub: NDArray[np.float64],
+                 callback: Callable[[int, float, float], None] | None = None) -> Outcome:
         """Minimise ``fun`` from ``x0`` within the box; ``callback(iteration, J, seconds)``."""
         count = _Counter(fun)
         history = _History(callback)
