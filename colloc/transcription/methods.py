@@ -9,14 +9,23 @@ one interval over the grid.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 import casadi as ca
 
 from ..base.errors import OptionsError
 from ..definition.explicit import explicit_form
 from .grid import radau_basis
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: A time or a step of the mesh: a number, or a CasADi expression (unknown event times).
+Time: TypeAlias = "float | ca.SX"
+#: Nominal magnitudes, one per row (the rows are divided by them).
+Scale: TypeAlias = "np.ndarray | ca.DM | float"
 
 __all__ = [
     "AbstractMethod",
@@ -110,7 +119,8 @@ class AbstractTranscription(AbstractMethod):
         the interval (estimated inputs of read ``j`` come from node ``j``)."""
         return self.input_fractions
 
-    def interval_defects(self, residual: ca.Function, X, R, U, p, t0, h, eq_scale, state_scale) -> ca.SX:
+    def interval_defects(self, residual: ca.Function, X: Sequence[ca.SX], R: Sequence[ca.SX], U: Sequence[ca.SX],
+                         p: ca.SX, t0: Time, h: Time, eq_scale: Scale, state_scale: Scale) -> ca.SX:
         """Scaled constraint rows of one mesh interval.
 
         ``X``, ``R``, ``U``: states, free inputs and inputs (known, then delayed states) at
@@ -120,7 +130,8 @@ class AbstractTranscription(AbstractMethod):
         """
         return h * self.defect(residual, X[0], X[-1], R[0], R[-1], U[0], U[-1], p, t0, h) / eq_scale
 
-    def defect(self, residual, x0, x1, r0, r1, u0, u1, p, t0, h) -> ca.SX:
+    def defect(self, residual: ca.Function, x0: ca.SX, x1: ca.SX, r0: ca.SX, r1: ca.SX, u0: ca.SX, u1: ca.SX, p: ca.SX,
+               t0: Time, h: Time) -> ca.SX:
         """Residual of a two-node scheme between the ends of one interval (what
         :meth:`interval_defects` scales).  Schemes with interior nodes override
         :meth:`interval_defects` instead and never reach this."""
@@ -143,7 +154,8 @@ class BackwardEuler(AbstractTranscription):
         """First order."""
         return 1
 
-    def defect(self, residual, x0, x1, r0, r1, u0, u1, p, t0, h):
+    def defect(self, residual: ca.Function, x0: ca.SX, x1: ca.SX, r0: ca.SX, r1: ca.SX, u0: ca.SX, u1: ca.SX, p: ca.SX,
+               t0: Time, h: Time) -> ca.SX:
         """Residual at the end of the interval with the finite-difference slope."""
         return residual((x1 - x0) / h, x1, r1, u1, p, t0 + h)
 
@@ -163,7 +175,8 @@ class Midpoint(AbstractTranscription):
     #: not averaged from the ends.
     input_fractions = (0.5, 0.5)
 
-    def defect(self, residual, x0, x1, r0, r1, u0, u1, p, t0, h):
+    def defect(self, residual: ca.Function, x0: ca.SX, x1: ca.SX, r0: ca.SX, r1: ca.SX, u0: ca.SX, u1: ca.SX, p: ca.SX,
+               t0: Time, h: Time) -> ca.SX:
         """Residual at the midpoint with averaged states and estimated inputs."""
         return residual((x1 - x0) / h, (x0 + x1) / 2, (r0 + r1) / 2, (u0 + u1) / 2, p, t0 + h / 2)
 
@@ -182,7 +195,8 @@ class Trapezoidal(AbstractTranscription):
         """Second order."""
         return 2
 
-    def defect(self, residual, x0, x1, r0, r1, u0, u1, p, t0, h):
+    def defect(self, residual: ca.Function, x0: ca.SX, x1: ca.SX, r0: ca.SX, r1: ca.SX, u0: ca.SX, u1: ca.SX, p: ca.SX,
+               t0: Time, h: Time) -> ca.SX:
         """Average of the residuals at both ends with the finite-difference slope."""
         slope = (x1 - x0) / h
         return (residual(slope, x0, r0, u0, p, t0) + residual(slope, x1, r1, u1, p, t0 + h)) / 2
@@ -225,7 +239,8 @@ class HermiteSimpson(AbstractTranscription):
         """At the three nodes."""
         return self.node_fractions
 
-    def interval_defects(self, residual, X, R, U, p, t0, h, eq_scale, state_scale):
+    def interval_defects(self, residual: ca.Function, X: Sequence[ca.SX], R: Sequence[ca.SX], U: Sequence[ca.SX],
+                         p: ca.SX, t0: Time, h: Time, eq_scale: Scale, state_scale: Scale) -> ca.SX:
         """Simpson rows, then Hermite rows, each ``(·)/state_scale``."""
         g = _explicit(residual, self.name)
         g0, gc, g1 = (g(X[j], R[j], U[j], p, t0 + c * h) for j, c in enumerate(self.node_fractions))
@@ -233,7 +248,7 @@ class HermiteSimpson(AbstractTranscription):
         hermite = X[1] - (X[0] + X[2]) / 2 - h / 8 * (g0 - g1)
         return ca.vertcat(simpson / state_scale, hermite / state_scale)
 
-    def row_names(self, equation_names, state_names):
+    def row_names(self, equation_names: list[str], state_names: list[str]) -> tuple[str, ...]:
         """``simpson <state>`` and ``hermite <state>``."""
         return tuple(f"simpson {s}" for s in state_names) + tuple(f"hermite {s}" for s in state_names)
 
@@ -281,7 +296,8 @@ class Radau(AbstractTranscription):
         """At every node."""
         return self.node_fractions
 
-    def interval_defects(self, residual, X, R, U, p, t0, h, eq_scale, state_scale):
+    def interval_defects(self, residual: ca.Function, X: Sequence[ca.SX], R: Sequence[ca.SX], U: Sequence[ca.SX],
+                         p: ca.SX, t0: Time, h: Time, eq_scale: Scale, state_scale: Scale) -> ca.SX:
         """``h · f(ẋⱼ, xⱼ, …) / eq_scale`` at each collocation point j = 1 … degree."""
         basis = radau_basis(self.degree)
         tau, D = basis.points, basis.derivative
@@ -291,7 +307,7 @@ class Radau(AbstractTranscription):
             rows.append(h * residual(xdot, X[j], R[j], U[j], p, t0 + tau[j] * h) / eq_scale)
         return ca.vertcat(*rows)
 
-    def row_names(self, equation_names, state_names):
+    def row_names(self, equation_names: list[str], state_names: list[str]) -> tuple[str, ...]:
         """``<equation> @c<j>``."""
         return tuple(f"{e} @c{j}" for j in range(1, self.degree + 1) for e in equation_names)
 
