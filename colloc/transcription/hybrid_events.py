@@ -267,6 +267,7 @@ class TimedNLP:
         self.x_index = []
         for k, (chain, lay, x0, size, keep) in enumerate(zip(chains, layouts, x0s, sizes, kept)):
             n = lay.size
+            assert lay.t_rates is not None  # ChainLayout.__post_init__ sets it
             xc = ca.MX.sym(f"x_{k}", nx, n * d)
             gs.append(ca.vec(chain.defects(x0, xc, lay.t_rates, lay.h, lay.data, q)))
             time = np.asarray(lay.time, dtype=float)

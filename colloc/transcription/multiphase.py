@@ -13,14 +13,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .grid import radau_basis
 
 __all__ = ["IntervalChain", "Phase", "PhaseTranscription", "PointFunction", "transcribe_phases"]
+
+#: The NLP's symbols a chain is built on (collocation states, parameters, time unknowns,
+#: multipliers): all SX or all MX (or all numbers, DM); the results are of the same kind.
+Sym = TypeVar("Sym", ca.SX, ca.MX, ca.DM)
+#: Numbers, one per interval or per sample.
+Numbers: TypeAlias = "np.ndarray | Sequence[float]"
+#: Indices of NLP variables (the parameters').
+Indices: TypeAlias = "np.ndarray | Sequence[int]"
+#: Affine interval times ``(a, b)``: ``a`` (N) and ``b`` (N × np, or N × K), ``t = a + b·p``.
+Affine: TypeAlias = "tuple[np.ndarray | Sequence[float], np.ndarray | Sequence[Sequence[float]]]"
+#: The intervals entered through a reset and their entry states' symbols (``nx × B``).
+Entry: TypeAlias = "tuple[Sequence[int] | np.ndarray, Sym]"
+#: The intervals entered through a reset and their entry states' NLP indices (``B × nx``).
+EntryIndex: TypeAlias = "tuple[Sequence[int] | np.ndarray, ArrayLike]"
+#: Where each delayed read is: ``(D, hist)``, the interval holding ``t − τ`` and whether it is
+#: before the start (each N × d).
+Delayed: TypeAlias = "tuple[ArrayLike, ArrayLike]"
+#: The known initial state (None: unknown, an entry state).
+Initial: TypeAlias = "np.ndarray | Sequence[float] | ca.DM | None"
 
 
 @dataclass
@@ -70,8 +90,8 @@ class PhaseTranscription:
 
 
 
-def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0, params: ca.SX, p_guess: np.ndarray,
-                      x_guess: Callable, degree: int = 3) -> PhaseTranscription:
+def transcribe_phases(phases: Sequence[Phase], dynamics: Callable, x0: np.ndarray | Sequence[float], params: ca.SX,
+                      p_guess: np.ndarray, x_guess: Callable, degree: int = 3) -> PhaseTranscription:
     """Collocate ``dynamics(mode, t, x, t0) → ẋ`` (CasADi, in the symbols ``params``) over the
     phases, from the known initial state ``x0``.  ``x_guess(t)`` gives the initial values of
     the state variables; ``p_guess`` evaluates the boundaries for the guess."""
@@ -162,7 +182,7 @@ class IntervalChain:
     """
 
     def __init__(self, rates: ca.Function, degree: int = 3, *, path: ca.Function | None = None,
-                 n_times: int | None = None, delay: int | None = None, compiled: bool = False):
+                 n_times: int | None = None, delay: int | None = None, compiled: bool = False) -> None:
         self.degree = d = int(degree)
         self.nx = nx = rates.size1_in(0)
         self.np = npar = rates.numel_in(3)
@@ -236,7 +256,7 @@ class IntervalChain:
             for name, fn in zip(names, compiled_all([getattr(self, n) for n in names])):
                 setattr(self, name, fn)
 
-    def starts(self, x0, xc, entry=None):
+    def starts(self, x0: Initial, xc: Sym, entry: Entry[Sym] | None = None) -> Sym:
         """The state at the start of each interval (nx × N): ``x0`` (or the entry state of
         interval 0), then the last collocation state of the previous interval, except at the
         ``entry`` intervals."""
@@ -277,7 +297,8 @@ class IntervalChain:
         """The per-interval time unknowns (K × N; an empty input when the times are in ``p``)."""
         return ca.DM(0, 1) if not self.n_times else s
 
-    def defects(self, x0, xc, t, h, data, p, s=None, entry=None, delayed=None):
+    def defects(self, x0: Initial, xc: Sym, t: Affine, h: Affine, data: np.ndarray | ca.DM, p: Sym,
+                s: Sym | None = None, entry: Entry[Sym] | None = None, delayed: Delayed | None = None) -> Sym:
         """Defects (nx × N·d) of a chain of N intervals: ``xc`` (nx × N·d, symbols) the
         collocation states, ``x0`` the known initial state, ``t``/``h`` pairs ``(a, b)`` of
         the interval times (as the rates take them) and lengths, ``a`` (N) and ``b`` (N × np,
@@ -287,13 +308,15 @@ class IntervalChain:
         n = len(t[0])
         return self.defect.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed))
 
-    def paths(self, x0, xc, t, h, data, p, s=None, entry=None, delayed=None):
+    def paths(self, x0: Initial, xc: Sym, t: Affine, h: Affine, data: np.ndarray | ca.DM, p: Sym,
+              s: Sym | None = None, entry: Entry[Sym] | None = None, delayed: Delayed | None = None) -> Sym:
         """The path constraints (n_path × N·d, one column per collocation point, in the order
         of ``xc``) of a chain: arguments as in :meth:`defects`."""
         n = len(t[0])
         return self.path.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed))
 
-    def values(self, x0, xc, interval, times, t, h, p, s=None, entry=None):
+    def values(self, x0: Initial, xc: Sym, interval: ArrayLike, times: Numbers, t: Affine, h: Affine, p: Sym,
+               s: Sym | None = None, entry: Entry[Sym] | None = None) -> Sym:
         """The states (nx × M) at the M ``times``, each read in its ``interval`` (M ints, the
         polynomial extrapolated past the interval's ends); ``t``/``h`` as in :meth:`defects`
         but with the interval times on the absolute clock of ``times``."""
@@ -310,8 +333,8 @@ class IntervalChain:
         cols = (interval[:, None] * d + np.arange(d)[None, :]).ravel().tolist()
         return self.starts(x0, xc, entry)[:, interval.tolist()], xc[:, cols]
 
-    def local_indices(self, n: int, offset: int, p_index, time_index=None, entry_index=None,
-                      delayed=None) -> np.ndarray:
+    def local_indices(self, n: int, offset: int, p_index: Indices, time_index: ArrayLike | None = None,
+                      entry_index: EntryIndex | None = None, delayed: Delayed | None = None) -> np.ndarray:
         """Indices in the NLP's variables of each interval's local block [x0, vec(xc), p, s]
         (N × nz; −1 for the known initial state and for time unknowns that are constants),
         for a chain whose ``vec(xc)`` starts at ``offset`` and whose parameters are at
@@ -336,23 +359,29 @@ class IntervalChain:
                 parts.append(np.asarray(time_index, dtype=int).reshape(n, self.n_times)[D].reshape(n, -1))
         return np.hstack(parts)
 
-    def defect_block(self, x0, xc, t, h, data, p, lam, offset: int, p_index, s=None, entry=None,
-                     time_index=None, entry_index=None, delayed=None) -> tuple:
+    def defect_block(self, x0: Initial, xc: Sym, t: Affine, h: Affine, data: np.ndarray | ca.DM, p: Sym, lam: Sym,
+                     offset: int, p_index: Indices, s: Sym | None = None, entry: Entry[Sym] | None = None,
+                     time_index: ArrayLike | None = None, entry_index: EntryIndex | None = None,
+                     delayed: Delayed | None = None) -> tuple:
         """The Hessian blocks of ``lam · defects`` (``lam`` nx × N·d, the multipliers of
         :meth:`defects` in the same layout), one per interval, for :meth:`hessian`."""
         n = len(t[0])
         values = self.defect_hess.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed), lam)
         return values, self.local_indices(n, offset, p_index, time_index, entry_index, delayed)
 
-    def path_block(self, x0, xc, t, h, data, p, mu, offset: int, p_index, s=None, entry=None,
-                   time_index=None, entry_index=None, delayed=None) -> tuple:
+    def path_block(self, x0: Initial, xc: Sym, t: Affine, h: Affine, data: np.ndarray | ca.DM, p: Sym, mu: Sym,
+                   offset: int, p_index: Indices, s: Sym | None = None, entry: Entry[Sym] | None = None,
+                   time_index: ArrayLike | None = None, entry_index: EntryIndex | None = None,
+                   delayed: Delayed | None = None) -> tuple:
         """The Hessian blocks of ``mu · paths`` (``mu`` n_path × N·d), one per interval."""
         n = len(t[0])
         values = self.path_hess.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed), mu)
         return values, self.local_indices(n, offset, p_index, time_index, entry_index, delayed)
 
-    def fit_block(self, x0, xc, interval, times, t, h, p, c, y, weight, offset: int, p_index, s=None,
-                  entry=None, time_index=None, entry_index=None) -> tuple:
+    def fit_block(self, x0: Initial, xc: Sym, interval: ArrayLike, times: Numbers, t: Affine, h: Affine, p: Sym,
+                  c: Numbers, y: Numbers, weight: float | Sym, offset: int, p_index: Indices,
+                  s: Sym | None = None, entry: Entry[Sym] | None = None, time_index: ArrayLike | None = None,
+                  entry_index: EntryIndex | None = None) -> tuple:
         """The Hessian blocks of ``weight · ½ (c · x(times) − y)²``, one per sample (``y`` the
         M measured values, ``c`` the nx weights of the states, read as in :meth:`values`)."""
         interval = np.asarray(interval, dtype=int)
@@ -362,8 +391,10 @@ class IntervalChain:
         n = xc.shape[1] // self.degree
         return values, self.local_indices(n, offset, p_index, time_index, entry_index)[interval]
 
-    def jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int, s=None, entry=None,
-                       time_index=None, entry_index=None, delayed=None) -> tuple:
+    def jacobian_block(self, x0: Initial, xc: Sym, t: Affine, h: Affine, data: np.ndarray | ca.DM, p: Sym,
+                       offset: int, p_index: Indices, row_offset: int, s: Sym | None = None,
+                       entry: Entry[Sym] | None = None, time_index: ArrayLike | None = None,
+                       entry_index: EntryIndex | None = None, delayed: Delayed | None = None) -> tuple:
         """The Jacobian blocks of :meth:`defects` (``vec`` of it, starting at constraint
         ``row_offset``), one per interval, for :meth:`jacobian`."""
         n = len(t[0])
@@ -371,8 +402,10 @@ class IntervalChain:
         rows = row_offset + np.arange(n)[:, None] * self.nx * self.degree + np.arange(self.nx * self.degree)[None, :]
         return values, rows, self.local_indices(n, offset, p_index, time_index, entry_index, delayed)
 
-    def path_jacobian_block(self, x0, xc, t, h, data, p, offset: int, p_index, row_offset: int, s=None,
-                            entry=None, time_index=None, entry_index=None, delayed=None) -> tuple:
+    def path_jacobian_block(self, x0: Initial, xc: Sym, t: Affine, h: Affine, data: np.ndarray | ca.DM, p: Sym,
+                            offset: int, p_index: Indices, row_offset: int, s: Sym | None = None,
+                            entry: Entry[Sym] | None = None, time_index: ArrayLike | None = None,
+                            entry_index: EntryIndex | None = None, delayed: Delayed | None = None) -> tuple:
         """The Jacobian blocks of :meth:`paths` (``vec`` of it from constraint ``row_offset``)."""
         n = len(t[0])
         values = self.path_jac.map(n)(*self._args(x0, xc, t, h, data, p, s, entry, delayed))
@@ -380,7 +413,7 @@ class IntervalChain:
         rows = row_offset + np.arange(n)[:, None] * m + np.arange(m)[None, :]
         return values, rows, self.local_indices(n, offset, p_index, time_index, entry_index, delayed)
 
-    def hessian(self, n_var: int, blocks: Sequence[tuple]):
+    def hessian(self, n_var: int, blocks: Sequence[tuple]) -> ca.MX:
         """The upper triangle of the Lagrangian's Hessian (MX, ``n_var`` × ``n_var``) from
         blocks ``(values, indices)`` made by :meth:`defect_block`, :meth:`path_block`,
         :meth:`fit_block` and :meth:`PointFunction.hessian_block` (``values`` the mapped upper
@@ -396,7 +429,7 @@ class IntervalChain:
             parts.append((values, np.minimum(gi, gj), np.maximum(gi, gj), np.where(twice, 2.0, 1.0)))
         return _assemble(n_var, n_var, parts)
 
-    def jacobian(self, n_con: int, n_var: int, blocks: Sequence[tuple], constant=None):
+    def jacobian(self, n_con: int, n_var: int, blocks: Sequence[tuple], constant: ca.DM | None = None) -> ca.MX:
         """The constraints' Jacobian (MX, ``n_con`` × ``n_var``) from :meth:`jacobian_block`,
         :meth:`path_jacobian_block` and :meth:`PointFunction.jacobian_block` blocks
         ``(values, rows, indices)`` and an optional ``constant`` (a sparse DM of the same
@@ -415,7 +448,7 @@ class PointFunction:
     :meth:`IntervalChain.jacobian` / :meth:`IntervalChain.hessian`.  ``index`` (B × nz) gives
     the NLP variables of ``z`` at each place; ``V`` is the NLP's variable vector (MX)."""
 
-    def __init__(self, fn: ca.Function):
+    def __init__(self, fn: ca.Function) -> None:
         nz, m = fn.numel_in(0), fn.numel_out(0)
         z, lam = ca.SX.sym("z", nz), ca.SX.sym("lam", m)
         g = fn(z)
@@ -427,17 +460,17 @@ class PointFunction:
         index = np.asarray(index, dtype=int)
         return ca.reshape(V[index.ravel().tolist()], self.nz, index.shape[0])
 
-    def __call__(self, V, index):
+    def __call__(self, V: Sym, index: np.ndarray | Sequence[Sequence[int]]) -> Sym:
         """The values (m × B)."""
         return self.fn.map(len(index))(self._z(V, index))
 
-    def jacobian_block(self, V, index, row_offset: int) -> tuple:
+    def jacobian_block(self, V: Sym, index: np.ndarray | Sequence[Sequence[int]], row_offset: int) -> tuple:
         """The Jacobian blocks of ``vec`` of the values (from constraint ``row_offset``)."""
         index = np.asarray(index, dtype=int)
         rows = row_offset + np.arange(len(index))[:, None] * self.m + np.arange(self.m)[None, :]
         return self.jac.map(len(index))(self._z(V, index)), rows, index
 
-    def hessian_block(self, V, index, lam) -> tuple:
+    def hessian_block(self, V: Sym, index: np.ndarray | Sequence[Sequence[int]], lam: Sym) -> tuple:
         """The Hessian blocks of ``lam · values`` (``lam`` m × B)."""
         index = np.asarray(index, dtype=int)
         return self.hess.map(len(index))(self._z(V, index), lam), index
