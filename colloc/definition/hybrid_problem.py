@@ -111,7 +111,7 @@ class HybridProblem:
                  noise: Mapping[str, float | Callable[[np.ndarray], float]] | None = None,
                  units: Mapping[str, str] | None = None, descriptions: Mapping[str, str] | None = None,
                  limits: Mapping[str, tuple[bool, bool]] | None = None,
-                 start_states: Callable[[Trial, np.ndarray], np.ndarray] | None = None):
+                 start_states: Callable[[Trial, np.ndarray], np.ndarray] | None = None) -> None:
         self.trials = [trials] if isinstance(trials, Trial) else list(trials)
         if not self.trials or not all(isinstance(t, Trial) for t in self.trials):
             raise ProblemError("HybridProblem(trials=...): expected a colloc.Trial or a non-empty sequence of them")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import casadi as ca
 import numpy as np
@@ -35,9 +35,25 @@ if TYPE_CHECKING:
 
     from ..definition.problem import Problem
     from ..definition.trial import Trial
-    from .result import Result
 
 __all__ = ["PROCESS_NOISE_PER_SQRT_S", "StochasticModel", "predict", "registered_model"]
+
+class FittedResult(Protocol):
+    """What :func:`predict` reads of a :class:`~colloc.results.result.Result` (named by its
+    shape here: ``results/result.py`` imports this module)."""
+
+    @property
+    def problem(self) -> str: ...
+
+    @property
+    def parameters(self) -> Mapping[str, float]: ...
+
+    @property
+    def fit_verdict(self) -> Mapping[str, Any]: ...
+
+    @property
+    def trajectories(self) -> Mapping[str, pd.DataFrame]: ...
+
 
 #: Process noise of the deterministic predictor's filter: this fraction of each state's
 #: nominal scale, per √s (a random walk's intensity).
@@ -68,7 +84,7 @@ def _steps(trial, horizon: float) -> tuple[int, float]:
     return int(np.rint(steps)), float(dt[0])
 
 
-def predict(result: Result, trial: Trial, *, horizon: float,
+def predict(result: FittedResult, trial: Trial, *, horizon: float,
             window: tuple[float | None, float | None] | None = None, model: Problem | StochasticModel | None = None,
             signals: list[str] | None = None) -> pd.DataFrame:
     """The ``horizon``-ahead predictive distributions of ``result``'s model on ``trial``.

@@ -16,9 +16,9 @@ innovations.  The Ljung–Box line of the report says whether the record agrees.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from ..results.report import finalize
 from ..results.result import Estimate, Result
 from ..signals.forecast import ljung_box
 from ..transcription.methods import AbstractMethod
+
+if TYPE_CHECKING:
+    from .ipopt import Ipopt
 
 __all__ = ["KalmanML", "on_one_grid"]
 
@@ -61,7 +64,7 @@ def _other_optima(best, rest, names) -> list[dict]:
     return out
 
 
-def on_one_grid(trial: Trial, columns, who: str = "KalmanML") -> Trial:
+def on_one_grid(trial: Trial, columns: Sequence[str], who: str = "KalmanML") -> Trial:
     """``trial`` on one evenly spaced time grid, for the Kalman likelihood.
 
     Empty cells (``missing="allow"``) stay missing.  With ``missing="allow"`` a hole in time of a
@@ -139,8 +142,8 @@ class KalmanML(AbstractMethod):
     free_draws: int = 200
     name: str = "kalman-ml"
 
-    def solve(self, problem, *, solver=None, guess: Mapping[str, float] | None = None,
-              progress: Callable | None = None) -> Result:
+    def solve(self, problem: StochasticProblem, *, solver: Ipopt | None = None,
+              guess: Mapping[str, float] | None = None, progress: Callable | None = None) -> Result:
         """The maximum-likelihood fit of ``problem`` from ``guess`` (default its start and its
         further starts), judged (:func:`colloc.results.report.finalize`) as a :class:`colloc.Result`.
         ``solver`` and ``progress`` belong to the method protocol and are not used here (the
