@@ -66,6 +66,9 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_typehints_format = "short"
 autodoc_preserve_defaults = True
+# Annotations spelled with these names show the name, not its expansion (numpy.typing.ArrayLike
+# is a union of eight protocols); signatures show annotations only where a function is overloaded.
+autodoc_type_aliases = {"ArrayLike": "numpy.typing.ArrayLike", "NDArray": "numpy.typing.NDArray"}
 napoleon_numpy_docstring = True
 napoleon_google_docstring = False
 # The docstrings' "Parameters" sections come first; the annotations fill in only the types a
