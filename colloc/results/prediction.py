@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PROCESS_NOISE_PER_SQRT_S", "StochasticModel", "predict", "registered_model"]
 
+
 class FittedResult(Protocol):
     """What :func:`predict` reads of a :class:`~colloc.results.result.Result` (named by its
     shape here: ``results/result.py`` imports this module)."""
