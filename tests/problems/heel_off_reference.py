@@ -205,14 +205,15 @@ def record(kp: float = 900.0, kd: float = 250.0, *, duration: float = 20.0, rate
            pulses=PULSES):
     """A record at ``rate`` Hz: (time, signals dict of the four states and ``platform_acc``, events).
     Seeded Gaussian noise (σ 0 for a clean record) on θ's, ω's and the platform acceleration."""
-    n = int(round(duration * rate))
+    n = round(duration * rate)
     time = np.arange(n + 1) / rate
     acc = platform([p for p in pulses if p[0] < duration])
     states, events = simulate(kp, kd, time, acc)
     rng = np.random.default_rng(seed)
     sigmas = (np.deg2rad(sigma_theta_deg),) * 2 + (np.deg2rad(sigma_omega_deg),) * 2
     names = ("theta_body", "theta_foot", "omega_body", "omega_foot")
-    signals = {nm: states[:, i] + (rng.normal(0.0, s, n + 1) if s else 0.0) for i, (nm, s) in enumerate(zip(names, sigmas))}
+    signals = {nm: states[:, i] + (rng.normal(0.0, s, n + 1) if s else 0.0)
+               for i, (nm, s) in enumerate(zip(names, sigmas))}
     a = np.array([acc(t) for t in time])
     signals["platform_acc"] = a + (rng.normal(0.0, sigma_acc, n + 1) if sigma_acc else 0.0)
     return time, signals, events
