@@ -32,13 +32,13 @@ PULSES = ((0.5, -6.0, 0.5), (3.0, 3.0, 0.6), (5.5, -7.0, 0.4), (8.0, 2.5, 0.5), 
 def platform(pulses=PULSES):
     """a(t): each pulse A·sin(2πs)·(1 − cos 2πs)/2 for s = (t − t0)/D in [0, 1] (smooth, and the
     platform ends at rest)."""
+    table = np.array(pulses, dtype=float).reshape(-1, 3)
+
     def acc(t):
-        total = 0.0
-        for t0, amp, dur in pulses:
-            s = (t - t0) / dur
-            if 0.0 <= s <= 1.0:
-                total += amp * np.sin(2 * np.pi * s) * (1.0 - np.cos(2 * np.pi * s)) / 2.0
-        return total
+        s = (t - table[:, 0]) / table[:, 2]
+        on = (s >= 0.0) & (s <= 1.0)
+        return float(np.sum(np.where(on, table[:, 1] * np.sin(2 * np.pi * s) * (1.0 - np.cos(2 * np.pi * s)) / 2.0,
+                                     0.0)))
     return acc
 
 
