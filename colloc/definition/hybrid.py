@@ -23,6 +23,12 @@ Vocabulary (the names of the API):
 * :class:`HybridModel` — the modes, guards, switches and time events, the initial mode, and
   the order in which events closer than ``100 ε`` are processed (:data:`EVENT_ORDER`).
 
+A model may declare measured **inputs** (``inputs=("platform_acc",)``): every function of the
+model reads an input's value at its time ``t`` as ``p[name]``, beside the parameters.  The
+simulator and the fit give them through :meth:`HybridModel.with_inputs` (the measured samples
+interpolated, or, for an input measured with noise, its estimate: errors-in-variables,
+``HybridProblem(input_noise=...)``).
+
 Mode targets are a mode name or a function of the current mode name (so that a product of
 discrete states, e.g. clock × contractile element, can change one component only).
 """
@@ -30,8 +36,8 @@ discrete states, e.g. clock × contractile element, can change one component onl
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
@@ -199,6 +205,7 @@ class HybridModel:
     switches: Sequence[Switch] = ()
     time_events: Sequence[TimeEvent] = ()
     parameters: Sequence[str] = ()
+    inputs: Sequence[str] = ()
     _by_name: dict = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -210,6 +217,38 @@ class HybridModel:
         for s in self.switches:
             for m in (*s.above, *s.below):
                 self.mode(m)
+        clash = sorted(set(self.inputs) & set(self.parameters))
+        if clash:
+            raise ModelError(f"hybrid model {self.name}: {', '.join(clash)} both an input and a parameter")
+
+    def with_inputs(self, values: Callable[[Any], Mapping[str, Any]]) -> HybridModel:
+        """The model with its inputs bound: ``values(t)`` → {input: value at t} (numbers, or CasADi
+        expressions in a fit), merged into the ``p`` that every function receives.  The bound
+        model declares no inputs; timed modes' durations and time events' times see the
+        parameters only."""
+        if not self.inputs:
+            return self
+
+        def at(t, p):
+            return {**p, **values(t)}
+
+        modes = [replace(m, rhs=(lambda t, x, p, t0, f=m.rhs: f(t, x, at(t, p), t0)),
+                         residual=None if m.residual is None else
+                         (lambda xdot, x, p, t, t0, f=m.residual: f(xdot, x, at(t, p), t, t0))) for m in self.modes]
+
+        def function(g):
+            if g.with_mode:
+                return lambda t, x, p, mode, t0, f=g.function: f(t, x, at(t, p), mode, t0)
+            return lambda t, x, p, f=g.function: f(t, x, at(t, p))
+
+        def reset(r):
+            return None if r is None else (lambda t, x, p, f=r: f(t, x, at(t, p)))
+
+        return HybridModel(self.name, self.states, modes, self.initial_mode,
+                           guards=[replace(g, function=function(g), reset=reset(g.reset)) for g in self.guards],
+                           switches=[replace(s, function=function(s)) for s in self.switches],
+                           time_events=[replace(e, reset=reset(e.reset)) for e in self.time_events],
+                           parameters=self.parameters)
 
     def mode(self, name: str) -> Mode:
         """The mode named ``name``."""

@@ -59,6 +59,12 @@ class HybridProblem:
         on one is reported, not failed).
     fit : mapping of str to float, optional
         Fit weight ``1/σ²`` of each fitted state (default 1 on every state a trial holds).
+    input_noise : mapping of str to float, optional
+        The noise σ of inputs of the model (``HybridModel(inputs=...)``, columns of every trial)
+        that are measured with noise: each becomes *errors-in-variables*, its true value at every
+        sample an unknown fitted to the measured one with weight ``1/σ²``, between samples a
+        cubic (Catmull–Rom) through them.  Inputs not given here are taken as exact (the same
+        cubic through the measured samples).
     initial_state : mapping of str to float, optional
         Start values of the initial state (free unknowns of every trial); a state measured in
         a trial starts at its first sample, others at 0 unless given here.
@@ -111,7 +117,8 @@ class HybridProblem:
                  noise: Mapping[str, float | Callable[[np.ndarray], float]] | None = None,
                  units: Mapping[str, str] | None = None, descriptions: Mapping[str, str] | None = None,
                  limits: Mapping[str, tuple[bool, bool]] | None = None,
-                 start_states: Callable[[Trial, np.ndarray], np.ndarray] | None = None) -> None:
+                 start_states: Callable[[Trial, np.ndarray], np.ndarray] | None = None,
+                 input_noise: Mapping[str, float] | None = None) -> None:
         self.trials = [trials] if isinstance(trials, Trial) else list(trials)
         if not self.trials or not all(isinstance(t, Trial) for t in self.trials):
             raise ProblemError("HybridProblem(trials=...): expected a colloc.Trial or a non-empty sequence of them")
@@ -237,6 +244,23 @@ class HybridProblem:
         if start_states is not None and not callable(start_states):
             raise ProblemError("HybridProblem(start_states=...): expected a function (trial, times) -> states")
         self.start_states = start_states
+        self.inputs = list(model.inputs)
+        if self.inputs and self.timed:
+            raise ProblemError(f"HybridProblem: model {model.name!r} is timed (time events, timed modes); inputs "
+                               "(HybridModel(inputs=...)) are fitted on models with guards only")
+        for t in self.trials:
+            for u in self.inputs:
+                if u not in t or not np.all(np.isfinite(t[u])):
+                    raise ProblemError(f"HybridProblem: trial {t.name!r} needs the input {u!r} of model "
+                                       f"{model.name!r} at every sample")
+        for u, sigma in (input_noise or {}).items():
+            if u not in self.inputs:
+                raise ProblemError(f"HybridProblem(input_noise=...): {u!r} is not an input of {model.name!r} "
+                                   f"(inputs: {', '.join(self.inputs) or 'none'})")
+            if not (np.isfinite(sigma) and sigma > 0):
+                raise ProblemError(f"HybridProblem(input_noise=...): σ of {u!r} must be finite and > 0, got {sigma}")
+        #: inputs estimated as errors-in-variables, with their σ
+        self.input_noise = {u: float(v) for u, v in (input_noise or {}).items()}
         self.limits = {p: (True, True) for p in self.parameters}
         for p, sides in (limits or {}).items():
             self.check_parameter(p, "limits")

@@ -21,7 +21,7 @@ finding), so they are met exactly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,9 +92,11 @@ def _close(a: float, b: float) -> bool:
 def simulate_hybrid(model: HybridModel, x0: ArrayLike, t_span: tuple[float, float], p: HybridParameters, *,
                     t_eval: ArrayLike | None = None, mode: str | None = None,
                     method: str = "DOP853", rtol: float = 1e-12, atol: float = 1e-12,
-                    max_events: int = 1_000_000) -> HybridSimulation:
+                    max_events: int = 1_000_000,
+                    inputs: Callable[[float], Mapping[str, float]] | None = None) -> HybridSimulation:
     """Simulate ``model`` from ``x0`` over ``t_span`` with parameters ``p`` (any object the
-    model's functions accept, usually a dict).
+    model's functions accept, usually a dict).  A model with inputs needs ``inputs``: a function
+    ``t → {input: value}`` (e.g. :func:`colloc.transcription.hybrid_fit.input_values` of samples).
 
     Returns a :class:`HybridSimulation` with the state at ``t_eval`` (default: the
     integrator's own steps) and the list of events, each with its time and kind.
@@ -103,6 +105,11 @@ def simulate_hybrid(model: HybridModel, x0: ArrayLike, t_span: tuple[float, floa
     if not tf > t0:
         raise ModelError(f"simulate_hybrid: t_span must increase, got {t_span}")
     x = np.array(x0, dtype=float)
+    if model.inputs:
+        if inputs is None:
+            raise ModelError(f"simulate_hybrid: model {model.name!r} has the inputs {', '.join(model.inputs)}; "
+                             "give inputs=(t → {input: value})")
+        model = model.with_inputs(inputs)
     guards = model.all_guards()
     pending = sorted(((tt, i, ev) for i, ev in enumerate(model.time_events) for tt in ev.at(p)
                       if t0 - 100 * EPS * max(1, abs(t0)) <= tt <= tf), key=lambda r: (r[0], r[1]))

@@ -35,7 +35,7 @@ from ..inference.covariance import parameter_covariance
 from ..results.report import finalize
 from ..results.result import Estimate, Result
 from ..simulation.hybrid import simulate_hybrid
-from ..transcription.hybrid_fit import HybridNLP, TrialLayout, assign
+from ..transcription.hybrid_fit import INPUT_WINDOW, HybridNLP, TrialLayout, assign, input_values
 from ..transcription.methods import Radau
 from .collocation import worst_violations
 from .ipopt import Ipopt, IterationInfo, progress_callback
@@ -49,14 +49,16 @@ ACCEPTABLE = {"acceptable_tol": 1e-4, "acceptable_iter": 5}
 MAX_ROUNDS = 10
 
 
-def _simulate(problem: HybridProblem, trial, x0, p):
-    """The event-driven simulation of a trial (None with the reason when it fails)."""
+def _simulate(problem: HybridProblem, trial, x0, p, inputs: Mapping | None = None):
+    """The event-driven simulation of a trial (None with the reason when it fails); the model's
+    inputs are the trial's samples unless ``inputs`` gives others (errors-in-variables estimates)."""
     try:
         # one event per sample at most: more cannot be told apart by the data (and a
         # Zeno trajectory, a ball bouncing ever faster, would never end)
         model = problem.models[[t.name for t in problem.trials].index(trial.name)]
-        return simulate_hybrid(model, x0, (trial.time[0], trial.time[-1]), p,
-                               max_events=max(10, trial.num_samples)), ""
+        samples = {u: trial[u] for u in problem.inputs} | dict(inputs or {})
+        return simulate_hybrid(model, x0, (trial.time[0], trial.time[-1]), p, max_events=max(10, trial.num_samples),
+                               inputs=input_values(trial.time, samples) if samples else None), ""
     except (SolveFailed, ValueError, ArithmeticError) as exc:
         return None, str(exc)
 
@@ -220,6 +222,12 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
             w_start = None
             continue
         w_start = x  # the same unknowns (the phases keep their intervals): start from the solution
+        if problem.inputs and any(np.any(np.abs(lay.switches - old) > 0.5 * INPUT_WINDOW * lay.dt)
+                                  for lay, old in zip(layouts, nlp.built_switches)):
+            # the inputs are read in the sample steps around the collocation times of the build:
+            # once a switching time has moved far from them, build the NLP again where it is now
+            t0 = _time.perf_counter()
+            nlp = HybridNLP(problem, layouts, p0, x0s, guesses, method.degree)
     for lay in layouts:  # what the result reports: every sample
         lay.bands = None
     nlp.read_samples()
@@ -262,13 +270,17 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
     covariance_s = _time.perf_counter() - t2
     trajectories, measurements, residuals, simulation, phases = {}, {}, {}, {}, {}
     t3 = _time.perf_counter()
+    estimates = nlp.input_estimates(x)
     for k, (trial, lay) in enumerate(zip(problem.trials, layouts)):
         states = np.array(fn["states"][k](x))
         time = trial.time
         trajectories[trial.name] = pd.DataFrame(states.T, index=pd.Index(time, name="time"), columns=problem.states)
         fitted = [s for s in problem.fit if s in trial]
-        measurements[trial.name] = pd.DataFrame({s: trial[s] for s in fitted}, index=pd.Index(time, name="time"))
-        residuals[trial.name] = pd.DataFrame({s: states[problem.states.index(s)] - trial[s] for s in fitted},
+        eiv = estimates[k]  # an errors-in-variables input: its estimate against its measurement
+        measurements[trial.name] = pd.DataFrame({s: trial[s] for s in [*fitted, *eiv]},
+                                                index=pd.Index(time, name="time"))
+        residuals[trial.name] = pd.DataFrame({**{s: states[problem.states.index(s)] - trial[s] for s in fitted},
+                                              **{u: v - trial[u] for u, v in eiv.items()}},
                                              index=pd.Index(time, name="time"))
         x0 = x[nlp.x0_index[k]]
         ends = np.concatenate([[time[0]], lay.switches, [time[-1]]])
@@ -276,7 +288,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
                               "switch_standard_errors": tau_se.get(trial.name, []),
                               "guards": [g.name for g in lay.guards], "initial_state": x0.tolist(),
                               "durations": np.diff(ends).tolist(), **info_trials[trial.name]}
-        simulation[trial.name] = _simulation_check(problem, trial, x0, params, fitted, lay)
+        simulation[trial.name] = _simulation_check(problem, trial, x0, params, fitted, lay, eiv)
     simulation_s = _time.perf_counter() - t3
     info["phases"] = phases
     info["objective_history"] = [float(v) * max(nlp.num_observations, 1)
@@ -324,25 +336,28 @@ def verdict_arguments(problem: HybridProblem, residuals: Mapping, info: dict) ->
     """What :func:`colloc.finalize` judges the fit by: the residuals over each record's declared
     noise (``HybridProblem(noise=...)``, kept in ``info["noise"]``) when there is one, else the
     fit weights."""
+    weights = {**problem.fit, **{u: 1.0 / v ** 2 for u, v in problem.input_noise.items()}}
     if not problem.noise:
-        return {"fit": problem.fit}
+        return {"fit": weights}
     noise, scaled = {}, {}
     for trial in problem.trials:
-        noise[trial.name] = problem.noise_of(trial)
+        noise[trial.name] = {**problem.noise_of(trial), **problem.input_noise}
         frame = residuals[trial.name]
         scaled[trial.name] = frame.copy()
         for s in frame.columns:
-            scaled[trial.name][s] = frame[s] / noise[trial.name].get(s, 1.0 / math.sqrt(problem.fit[s]))
+            scaled[trial.name][s] = frame[s] / noise[trial.name].get(s, 1.0 / math.sqrt(weights[s]))
     info["noise"] = noise
-    return {"fit": {s: 1.0 for s in problem.fit}, "verdict_residuals": scaled,
+    return {"fit": {s: 1.0 for s in weights}, "verdict_residuals": scaled,
             "verdict_note": "model − measurement divided by the noise σ of each record (HybridProblem(noise=...), "
                             "info['noise']); the fit is weighted by fit="}
 
 
-def _simulation_check(problem: HybridProblem, trial, x0, params: dict, fitted: list, lay: TrialLayout) -> dict:
-    """The event-driven simulation from the estimated initial state at the estimate: NRMSE of
-    each fitted state against its samples, and the modes it went through against the fit's."""
-    sim, why = _simulate(problem, trial, x0, params)
+def _simulation_check(problem: HybridProblem, trial, x0, params: dict, fitted: list, lay: TrialLayout,
+                      inputs: Mapping | None = None) -> dict:
+    """The event-driven simulation from the estimated initial state at the estimate (with the
+    errors-in-variables inputs' estimates, ``inputs``): NRMSE of each fitted state against its
+    samples, and the modes it went through against the fit's."""
+    sim, why = _simulate(problem, trial, x0, params, inputs)
     if sim is None:
         return {"status": "failed", "message": why, "nrmse": {}}
     xs = sim.state(trial.time)

@@ -35,7 +35,7 @@ from ..definition.hybrid_problem import HybridProblem
 from .grid import radau_basis
 from .multiphase import Phase, transcribe_phases
 
-__all__ = ["HybridNLP", "TrialLayout", "as_column", "assign"]
+__all__ = ["HybridNLP", "TrialLayout", "as_column", "assign", "input_values", "read_input"]
 
 
 def as_column(value) -> ca.SX:
@@ -56,6 +56,62 @@ def _symbols(x: ca.SX) -> np.ndarray:
     for i in range(x.shape[0]):
         out[i] = x[i]
     return out
+
+
+def _hermite() -> ca.Function:
+    s, v0, v1, d0, d1 = (ca.SX.sym(n) for n in ("s", "v0", "v1", "d0", "d1"))
+    s2, s3 = s * s, s * s * s
+    return ca.Function("hermite", [s, v0, v1, d0, d1], [(2 * s3 - 3 * s2 + 1) * v0 + (s3 - 2 * s2 + s) * d0
+                                                         + (3 * s2 - 2 * s3) * v1 + (s3 - s2) * d1])
+
+
+_HERMITE = _hermite()
+
+
+def read_input(time: np.ndarray, values, k: int, t):
+    """An input at ``t`` in the sample step ``k`` (``time[k] ≤ t ≤ time[k + 1]``, or a little
+    outside it): the cubic Hermite piece through ``values[k]``, ``values[k + 1]`` with the
+    Catmull–Rom slopes (central differences; one-sided at the record's ends).  ``values`` may be
+    numbers or CasADi symbols (an errors-in-variables input), ``t`` a number or an expression."""
+    n = len(time)
+
+    def slope(i):
+        lo, hi = max(i - 1, 0), min(i + 1, n - 1)
+        return (values[hi] - values[lo]) / (time[hi] - time[lo])
+
+    h = time[k + 1] - time[k]
+    out = _HERMITE((t - time[k]) / h, values[k], values[k + 1], h * slope(k), h * slope(k + 1))
+    return float(out) if isinstance(out, ca.DM) else out
+
+
+#: Sample steps on either side of the one an NLP's time is in at the start values that its input
+#: read covers exactly (the switching times, and with them the collocation times, move in the
+#: solve); beyond them the outermost cubic piece is read, at most one step further.
+INPUT_WINDOW = 2
+
+
+def _read_window(time: np.ndarray, values, k: int, t: ca.SX):
+    """:func:`read_input` at an expression ``t`` near step ``k``: the piece of whichever step of
+    ``k ± INPUT_WINDOW`` holds the value of ``t`` (an ``if_else`` chain)."""
+    lo, hi = max(k - INPUT_WINDOW, 0), min(k + INPUT_WINDOW, len(time) - 2)
+    step = float(time[1] - time[0])
+    expr = read_input(time, values, hi, ca.fmin(t, time[hi + 1] + step))
+    for j in range(hi - 1, lo - 1, -1):
+        tj = ca.fmax(t, time[lo] - step) if j == lo else t
+        expr = ca.if_else(t < time[j + 1], read_input(time, values, j, tj), expr)
+    return expr
+
+
+def _step(time: np.ndarray, t: float) -> int:
+    return int(np.clip(np.searchsorted(time, t, side="right") - 1, 0, len(time) - 2))
+
+
+def input_values(time, samples: dict) -> Callable:
+    """``t → {input: value}`` of inputs given by their ``samples`` at ``time`` (numbers), by
+    :func:`read_input`: what the simulator reads (:func:`colloc.simulate_hybrid`)."""
+    time = np.asarray(time, dtype=float)
+    arrays = {u: np.asarray(v, dtype=float) for u, v in samples.items()}
+    return lambda t: {u: float(read_input(time, v, _step(time, float(t)), float(t))) for u, v in arrays.items()}
 
 
 @dataclass
@@ -137,8 +193,13 @@ class HybridNLP:
                 return as_column(model.mode(mode).rhs(t, _symbols(x), p, t0))
             return dynamics
 
+        #: per trial, the errors-in-variables inputs' unknowns (their true values at the samples)
+        self.inputs: list[dict] = []
+        #: per trial, the switching times the inputs' reads were placed at
+        self.built_switches = [np.array(lay.switches, dtype=float) for lay in layouts]
+        self.input_index: list[dict] = []
+        eiv_w: list = []
         for model, trial, lay, x0, xg in zip(problem.models, problem.trials, layouts, x0s, x_guess):
-            dynamics = dynamics_of(model)
             time = trial.time
             t0, tf = float(time[0]), float(time[-1])
             m = len(lay.switches)
@@ -148,6 +209,17 @@ class HybridNLP:
                 tau_sym = ca.SX.sym("tau", 0)
             else:
                 tau = tau_sym = ca.SX.sym(f"tau_{trial.name}", m)
+            values: dict = {}
+            for u in problem.inputs:
+                if u in problem.input_noise:
+                    values[u] = ca.SX.sym(f"{u}_{trial.name}", len(time))
+                    eiv_w.append((values[u], np.asarray(trial[u], dtype=float)))
+                else:
+                    values[u] = np.asarray(trial[u], dtype=float)
+            self.inputs.append({u: v for u, v in values.items() if u in problem.input_noise})
+            model = model.with_inputs(self._reader(time, values, tau_sym, lay.switches))
+            dynamics = dynamics_of(model)
+            bound = {g.name: g for g in model.all_guards()}
             ends = [t0] + [tau[i] for i in range(m)] + [tf]
             phases = []
             for i, mode in enumerate(lay.sequence):
@@ -155,7 +227,7 @@ class HybridNLP:
                 if i == 0:
                     reset = (lambda _x, X0=X0: X0)
                 else:
-                    guard: Guard = lay.guards[i - 1]
+                    guard: Guard = bound[lay.guards[i - 1].name]
                     reset = None if guard.reset is None else (
                         lambda x, guard=guard, s=ends[i]: as_column(guard.reset(s, _symbols(x), p)))
                 phases.append(Phase(mode, ends[i], ends[i + 1], lay.intervals[i], reset))
@@ -189,7 +261,7 @@ class HybridNLP:
             for i, mode in enumerate(lay.sequence):
                 h, nodes = tr.blocks[i]
                 if i < m:  # the guard that ends the phase is zero there
-                    guard = lay.guards[i]
+                    guard = bound[lay.guards[i].name]
                     add(self._guard(guard, ends[i + 1], nodes[-1][-1], p, mode, ends[i]), 0.0, 0.0,
                         f"guard {guard.name} at switch {i + 1} of {trial.name}")
                 if not sides:
@@ -208,6 +280,16 @@ class HybridNLP:
                         add(ca.vertcat(*vals), 0.0, np.inf,
                             f"guard {guard.name} on its side in phase {i + 1} ({mode}) of {trial.name}")
             self._pieces.append((tr.blocks, ends))
+        for sym, measured in eiv_w:  # the errors-in-variables inputs, last, from their measurement
+            w.append(sym)
+            w0.append(measured)
+            lbw.append(np.full(len(measured), -np.inf))
+            ubw.append(np.full(len(measured), np.inf))
+        for values in self.inputs:
+            self.input_index.append({})
+            for u, sym in values.items():
+                self.input_index[-1][u] = offset + np.arange(sym.shape[0])
+                offset += sym.shape[0]
         self.w = ca.vertcat(*w)
         self.w0 = np.concatenate(w0)
         self.lbw, self.ubw = np.concatenate(lbw), np.concatenate(ubw)
@@ -223,7 +305,7 @@ class HybridNLP:
         switching times.  Called again after the switching times have moved."""
         problem = self.problem
         res, self.reads = [], []
-        for trial, lay, (blocks, ends) in zip(problem.trials, self.layouts, self._pieces):
+        for n, (trial, lay, (blocks, ends)) in enumerate(zip(problem.trials, self.layouts, self._pieces)):
             time = trial.time
             phase, interval = assign(lay, time)
             read = []
@@ -239,8 +321,26 @@ class HybridNLP:
                 present = np.flatnonzero(np.isfinite(trial[s]) & lay.kept(time))
                 y = np.asarray(trial[s])[present]
                 res.append(math.sqrt(wgt) * (states[j, present.tolist()].T - ca.DM(y)))
+            for u, sym in self.inputs[n].items():
+                res.append((sym - ca.DM(np.asarray(trial[u], dtype=float))) / problem.input_noise[u])
         self.res = ca.vertcat(*res)
         self.num_observations = int(self.res.shape[0])
+
+    @staticmethod
+    def _reader(time: np.ndarray, values: dict, tau_sym: ca.SX, switches: np.ndarray) -> Callable:
+        """``t → {input: value}`` for the NLP: ``t`` an expression of the switching times, read in
+        the sample step that holds its value at their current values (:func:`read_input`)."""
+        def at(t):
+            if isinstance(t, ca.SX) and not t.is_constant():
+                k = _step(time, float(ca.evalf(ca.substitute(t, tau_sym, ca.DM(switches)))))
+                return {u: _read_window(time, v, k, t) for u, v in values.items()}
+            t_num = float(ca.evalf(t)) if isinstance(t, ca.SX) else float(t)
+            return {u: read_input(time, v, _step(time, t_num), t_num) for u, v in values.items()}
+        return at
+
+    def input_estimates(self, w: np.ndarray) -> list[dict]:
+        """Per trial, each errors-in-variables input's estimate at the samples."""
+        return [{u: np.asarray(w[idx], dtype=float) for u, idx in index.items()} for index in self.input_index]
 
     @staticmethod
     def _guard(guard: Guard, t, x, p, mode: str, t0):

@@ -1,0 +1,54 @@
+"""Acceptance of issue 18 for `heel-off`: held-out records made by the event-driven simulator of
+``heel_off_reference`` (sympy and solve_ivp, apart from the library), 100 Hz, fitted by the
+default method (``colloc identify heel-off``) from the default poor guesses (kp 600, kd 120).
+
+* clean records: both gains within 0.5 %;
+* 20 s with four heel-offs, noise θ σ 0.2°, ω σ 1°/s and on the measured platform acceleration
+  σ 0.05 m/s²: both gains within 3 standard errors.  The default method takes the platform
+  acceleration as exact; on these records it ends ``poor_fit`` with kp 10–19 SE low (measured
+  2026-11-29: seed 0 kp 837.2 ± 3.4, kd 252.3 ± 1.2, 749 s; seed 1 kp 882.4 ± 1.7,
+  kd 253.0 ± 0.52, 820 s; load 4–6), so that test is an expected failure until the method
+  estimates the input (errors-in-variables).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from colloc_problems import heel_off
+
+import heel_off_reference as reference  # tests/problems is on the path
+
+TRUE = {"kp": 900.0, "kd": 250.0}
+
+
+def heel_off_trial(duration: float, noisy: bool, seed: int = 0) -> heel_off.HeelOffTrial:
+    sigmas = {} if noisy else {"sigma_theta_deg": 0.0, "sigma_omega_deg": 0.0, "sigma_acc": 0.0}
+    time, signals, _events = reference.record(TRUE["kp"], TRUE["kd"], duration=duration, seed=seed, **sigmas)
+    states = {k: v for k, v in signals.items() if k != "platform_acc"}
+    return heel_off.HeelOffTrial("noisy.csv" if noisy else "clean.csv", time, states, signals["platform_acc"])
+
+
+def test_the_reference_record_has_the_four_heel_offs_of_the_acceptance():
+    _time, _signals, events = reference.record(duration=20.0, sigma_theta_deg=0.0, sigma_omega_deg=0.0,
+                                               sigma_acc=0.0)
+    assert [e[2] for e in events if e[1] == "flat"].count("toe") == 4
+
+
+@pytest.mark.parametrize("duration", [4.0, pytest.param(20.0, marks=pytest.mark.slow)])
+def test_clean_record_gives_the_gains_within_half_a_percent(duration):
+    res = heel_off.identify_result([heel_off_trial(duration, noisy=False)])
+    assert res.success, res.message
+    for k, v in TRUE.items():
+        assert abs(res.parameters[k] / v - 1) < 0.005, (k, res.parameters[k])
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue 18: the default method takes the noisy platform acceleration as exact "
+                                       "(poor_fit, kp 10-19 SE low on these records)")
+def test_noisy_platform_record_gives_the_gains_within_three_standard_errors():
+    res = heel_off.identify_result([heel_off_trial(20.0, noisy=True, seed=0)])
+    assert res.success, res.message
+    for k, v in TRUE.items():
+        assert abs(res.parameters[k] - v) < 3 * res.standard_errors[k], (k, res.parameters[k],
+                                                                         res.standard_errors[k])
