@@ -602,18 +602,17 @@ SIGMA_RANGE = (1e-7, 1e-2)
 
 #: Noise models of :func:`ml_model`: ``"paper"`` (the disturbance filter driven by unit white
 #: noise held over each sample, amplitude ``A``; the state starts at rest, as the generator's);
-#: ``"sway"`` (for real records, the default with a body: the torque noise's intensity ``q_d`` in
-#: continuous time, discretised exactly, so the same at any sample rate, through a first-order lag
-#: ``tau_m`` before the disturbance filter; the COP through the recording's own low-pass, fixed
-#: (:data:`RECORDING_LOWPASS`); a diffuse initial state, nothing at rest by assumption);
-#: ``"sway-held"`` (the same, but the noise held over each sample with variance q_d²/dt: the
-#: zero-order-hold approximation, whose q_d changes with the sample rate) and ``"sway-fc"`` (the
-#: earlier sway model, kept for comparison: no lag, and the low-pass two second-order Butterworth
-#: sections at a fitted cut-off ``f_c``).
-NOISE_MODELS = ("paper", "sway", "sway-held", "sway-fc")
+#: ``"sway"`` (for real records, the default with a body: the disturbance's white-noise intensity
+#: ``q_d`` in continuous time, discretised exactly, so the same at any sample rate; the recording's
+#: low-pass as two second-order Butterworth sections at a fitted cut-off ``f_c``; a diffuse initial
+#: state, nothing at rest by assumption); ``"sway-held"`` (the same, but the noise held over each
+#: sample with variance q_d²/dt: the zero-order-hold approximation, whose q_d changes with the sample
+#: rate) and ``"sway-lp"`` (the torque noise through a first-order lag ``tau_m`` before the
+#: disturbance filter, and the recording's own low-pass fixed, :data:`RECORDING_LOWPASS`, not fitted).
+NOISE_MODELS = ("paper", "sway", "sway-held", "sway-lp")
 #: Bounds of the sway noise models' parameters: ``q_d`` (N·m·√s, the square root of the driving
-#: noise's two-sided spectral density in N²·m²/Hz), ``tau_m`` (s; its lower bound is an answer,
-#: "no lag", not a limit of the search), ``f_c`` (Hz, ``"sway-fc"`` only).
+#: noise's two-sided spectral density in N²·m²/Hz), ``f_c`` (Hz, not in ``"sway-lp"``), ``tau_m`` (s,
+#: ``"sway-lp"`` only; its lower bound is an answer, "no lag", not a limit of the search).
 SWAY_RANGES = {"q_d": (1e-2, 1e4), "tau_m": (1e-3, 2.0), "f_c": (0.5, 45.0)}
 #: The low-pass the BDS records went through (Santos & Duarte 2016; the data set's PhysioNet
 #: description: "low-pass filtered at 10 Hz"): a 4th-order Butterworth run forwards and backwards
@@ -625,10 +624,10 @@ SWAY_RANGES = {"q_d": (1e-2, 1e4), "tau_m": (1e-3, 2.0), "f_c": (0.5, 45.0)}
 #: rounding (−188 dB re m²/Hz, σ ≈ 3 nm).  A Gaussian record's likelihood depends on its spectrum
 #: only, so the causal cascade of two such filters (:data:`LOWPASS_ZETA`) stands exactly for it.
 RECORDING_LOWPASS = {"cutoff_hz": 10.0, "order": 4, "zero_lag": True}
-#: Damping ratios of the second-order sections of the recording's low-pass in the ``"sway"`` model:
+#: Damping ratios of the second-order sections of the recording's low-pass in the ``"sway-lp"`` model:
 #: a 4th-order Butterworth (ζ = cos(π/8), cos(3π/8)) twice, at :data:`RECORDING_LOWPASS`'s cut-off.
 LOWPASS_ZETA = (float(np.cos(np.pi / 8)), float(np.cos(3 * np.pi / 8))) * 2
-#: The ``"sway-fc"`` model's low-pass: one second-order Butterworth twice, at the fitted ``f_c``.
+#: The ``"sway"`` model's low-pass: one second-order Butterworth twice, at the fitted ``f_c``.
 LOWPASS_ZETA_FC = (float(np.sqrt(0.5)), float(np.sqrt(0.5)))
 #: Where the sway models' noise parameters start: a disturbance of 12 N·m·√s (the ``"paper"``
 #: model's fits of the shipped BDS subject, A ≈ 120 N·m at 100 Hz, are q_d = A·√dt ≈ 12), a lag of
@@ -644,9 +643,10 @@ DIFFUSE_SD = {"u": 0.2, "v": 1.0, "w": 0.5, "td": 200.0, "md": 200.0, "q": 2000.
 def _sway_form(noise: str) -> dict:
     """The structure of a sway noise model: low-pass cut-off (None: the parameter ``f_c``), its
     sections' damping ratios, the torque noise's lag, and the form of the noise."""
-    if noise == "sway-fc":
-        return {"lowpass_hz": None, "zeta": LOWPASS_ZETA_FC, "lag": False, "noise": "continuous"}
-    return {"lowpass_hz": RECORDING_LOWPASS["cutoff_hz"], "zeta": LOWPASS_ZETA, "lag": True,
+    if noise == "sway-lp":
+        return {"lowpass_hz": RECORDING_LOWPASS["cutoff_hz"], "zeta": LOWPASS_ZETA, "lag": True,
+                "noise": "continuous"}
+    return {"lowpass_hz": None, "zeta": LOWPASS_ZETA_FC, "lag": False,
             "noise": "held" if noise == "sway-held" else "continuous"}
 
 
@@ -666,22 +666,25 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     ``fit_disturbance``: the filter's ``A`` and ``B`` are parameters.  Parameter order:
     gains (``KP``, [``KI``], ``KD``), [``tau``], [``A``, ``B``], ``sigma``.
 
-    ``noise="sway"`` (:data:`NOISE_MODELS`): T_d + B·T_d' = m(t), m + τ_m·m' = w(t) with w continuous
-    white noise of intensity ``q_d`` (N·m·√s: E w(t)w(s) = q_d² δ(t − s); q_d² is w's two-sided power
-    spectral density, N²·m²/Hz, and 2·q_d² its one-sided one), discretised exactly by Van Loan's
-    integral (``LinearGaussianModel(noise="continuous")``), so that q_d does not depend on the sample
-    rate; B beyond the record is a random-walk torque.  The lag ``tau_m`` (s) makes the torque smooth
-    (its spectrum falls as f⁻⁴ above 1/(2π τ_m), as the records' does below their low-pass, f^−4.7
-    from 3 to 27 Hz), where a torque driven by white noise directly falls as f⁻² and the fitted
-    loop made up the difference with a small K_D and a low cut-off.  The measured COP is the model's
-    through the recording's low-pass, fixed (:data:`RECORDING_LOWPASS`, sections
-    :data:`LOWPASS_ZETA`), and the state starts diffuse (SDs :data:`DIFFUSE_SD`).  Parameters: gains,
-    [``tau``], ``q_d``, ``B``, ``tau_m``, ``sigma``; ``fit_disturbance`` is implied.
+    ``noise="sway"`` (:data:`NOISE_MODELS`): T_d + B·T_d' = w(t) with w continuous white noise of
+    intensity ``q_d`` (N·m·√s: E w(t)w(s) = q_d² δ(t − s); q_d² is w's two-sided power spectral
+    density, N²·m²/Hz, and 2·q_d² its one-sided one), discretised exactly by Van Loan's integral
+    (``LinearGaussianModel(noise="continuous")``), so that q_d does not depend on the sample rate;
+    stationary SD of T_d q_d/√(2B); B beyond the record is a random-walk torque), the measured COP
+    the model's through a low-pass at ``f_c`` (two second-order Butterworth sections,
+    :data:`LOWPASS_ZETA_FC`), and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters:
+    gains, [``tau``], ``q_d``, ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.
     ``noise="sway-held"``: the same model with w held over each sample at variance q_d²/dt
-    (``LinearGaussianModel(noise="held")``), the zero-order-hold approximation, kept for comparison.
-    ``noise="sway-fc"``: the earlier sway model (no lag; two second-order Butterworth sections at a
-    fitted cut-off ``f_c``, parameters gains, [``tau``], ``q_d``, ``B``, ``f_c``, ``sigma``), kept for
-    comparison (``benchmarks/README.md``, real_sway sections).
+    (``LinearGaussianModel(noise="held")``), the zero-order-hold approximation, kept for comparison
+    (``benchmarks/README.md``, real_sway sections).
+
+    ``noise="sway-lp"``: T_d + B·T_d' = m(t), m + τ_m·m' = w(t), w as above: the lag ``tau_m`` (s)
+    makes the torque smooth (its spectrum falls as f⁻⁴ above 1/(2π τ_m), as the records' does below
+    their low-pass: f^−4.7 from 3 to 27 Hz), where a torque driven by white noise directly falls as
+    f⁻²; and the measured COP is the model's through the recording's own low-pass, fixed
+    (:data:`RECORDING_LOWPASS`, sections :data:`LOWPASS_ZETA`), so that no cut-off is fitted.
+    Parameters: gains, [``tau``], ``q_d``, ``B``, ``tau_m``, ``sigma``.  Four more states than
+    ``"sway"`` (13 with PID): about three times its CPU.
     """
     if noise not in NOISE_MODELS:
         raise co.ModelError(f"cip ml_model: noise must be one of {', '.join(NOISE_MODELS)}, got {noise!r}")

@@ -30,7 +30,7 @@ def test_kalman_speed_quick_reports_counts_and_the_fit(tmp_path):
     assert run["gradient_evaluations"] > run["iterations"] > 0
     assert run["difference_hessians"] >= 1
     free = [k for k, v in run["standard_errors"].items() if v is not None]
-    names = {"KP", "KI", "KD", "q_d", "B", "tau_m", "sigma"}
+    names = {"KP", "KI", "KD", "q_d", "B", "f_c", "sigma"}
     assert names <= set(run["parameters"]) and set(free) <= names
     assert math.isfinite(run["nll"]) and case["nll"] == run["nll"]
     # the reported NLL is the likelihood of the reported estimate (by the library's uncompiled,

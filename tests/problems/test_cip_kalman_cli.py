@@ -176,12 +176,11 @@ def test_a_cop_in_centimetres_read_as_metres_is_refused(capsys, tmp_path):
 
 @pytest.mark.parametrize("dt", [0.01, 0.02])
 def test_the_sway_models_disturbance_is_a_continuous_time_intensity(dt):
-    """T_d + B·T_d' = w(t), E w(t)w(s) = q_d² δ(t − s) (``"sway-fc"``, no lag): the discretised
-    disturbance has the stationary variance q_d²/(2B) of the continuous process at any sample rate
-    (the paper model's unit sample held over each step does not: its variance scales with the step).
-    The lagged torque of ``"sway"``: tests/problems/test_cip_sway_lowpass.py."""
+    """T_d + B·T_d' = w(t), E w(t)w(s) = q_d² δ(t − s): the discretised disturbance has the
+    stationary variance q_d²/(2B) of the continuous process at any sample rate (the paper model's
+    unit sample held over each step does not: its variance scales with the step)."""
     theta = {"KP": 1000.0, "KI": 20.0, "KD": 200.0, "q_d": 12.0, "B": 4.0, "f_c": 5.0, "sigma": 1e-5}
-    model = cip.ml_model("PID", dt=dt, body=cip.body(1.575, 54.2), noise="sway-fc")
+    model = cip.ml_model("PID", dt=dt, body=cip.body(1.575, 54.2), noise="sway")
     assert model.parameter_names == ("KP", "KI", "KD", "q_d", "B", "f_c", "sigma")
     d = model.discretize(theta)
     td = 3  # u, v, w, td, then the low-pass states
@@ -201,7 +200,7 @@ def test_a_real_trial_by_the_sway_model_and_its_prediction(capsys, tmp_path):
     assert code == 0, err
     doc = json.loads(out_json.read_text())
     assert doc["info"]["noise_model"] == "sway" and "noise model sway" in out
-    assert {"q_d", "B", "tau_m", "sigma"} <= set(doc["parameters"]) and "f_c" not in doc["parameters"]
+    assert {"q_d", "B", "f_c", "sigma"} <= set(doc["parameters"]) and 0.5 < doc["parameters"]["f_c"] < 45
     code, out, err = run(capsys, "predict", out_json, "--data", REAL, "--column", "cop=COPx", "--window", "30:60",
                          "--horizon", "0.1", "--out", pred)
     assert code == 0, err
@@ -215,19 +214,19 @@ def test_a_real_trial_by_the_sway_model_and_its_prediction(capsys, tmp_path):
 
 
 def test_the_sway_held_variant_is_the_zero_order_hold_of_the_same_density():
-    """``noise="sway-held"``: the torque noise held over each sample with variance q_d²/dt, so the
-    lag state's noise over one step is (q_d/τ_m)²/dt · (∫₀^dt e^{−s/τ_m} ds)², not the OU closed form
+    """``noise="sway-held"``: the disturbance noise held over each sample with variance q_d²/dt, so
+    the torque's noise over one step is (q_d/B)²/dt · (∫₀^dt e^{−τ/B} dτ)², not the OU closed form
     of ``"sway"``; both give the same parameters and matrices A, C."""
-    theta = {"KP": 1000.0, "KI": 20.0, "KD": 200.0, "q_d": 12.0, "B": 3.0, "tau_m": 0.05, "sigma": 1e-5}
+    theta = {"KP": 1000.0, "KI": 20.0, "KD": 200.0, "q_d": 12.0, "B": 0.05, "f_c": 5.0, "sigma": 1e-5}
     dt = 0.02
     held = cip.ml_model("PID", dt=dt, body=cip.body(1.575, 54.2), noise="sway-held")
     exact = cip.ml_model("PID", dt=dt, body=cip.body(1.575, 54.2), noise="sway")
     assert held.noise == "held" and exact.noise == "continuous"
     assert held.parameter_names == exact.parameter_names
     np.testing.assert_allclose(held.continuous(theta)["A"], exact.continuous(theta)["A"])
-    md, tm, q = 4, theta["tau_m"], theta["q_d"]  # the lag state (after u, v, w, T_d): OU of time constant τ_m
-    zoh = (q / tm) ** 2 / dt * (tm * (1 - np.exp(-dt / tm))) ** 2
-    ou = q**2 / (2 * tm) * (1 - np.exp(-2 * dt / tm))
-    assert held.discretize(theta)["Q"][md, md] == pytest.approx(zoh, rel=1e-9)
-    assert exact.discretize(theta)["Q"][md, md] == pytest.approx(ou, rel=1e-9)
-    assert abs(zoh / ou - 1) > 0.01  # τ_m comparable to dt: the two differ (by 1.3 % here)
+    td, B, q = 3, theta["B"], theta["q_d"]
+    zoh = (q / B) ** 2 / dt * (B * (1 - np.exp(-dt / B))) ** 2
+    ou = q**2 / (2 * B) * (1 - np.exp(-2 * dt / B))
+    assert held.discretize(theta)["Q"][td, td] == pytest.approx(zoh, rel=1e-9)
+    assert exact.discretize(theta)["Q"][td, td] == pytest.approx(ou, rel=1e-9)
+    assert abs(zoh / ou - 1) > 0.01  # B comparable to dt: the two differ (by 1.3 % here)

@@ -1,4 +1,4 @@
-"""The ``"sway"`` noise model's fixed recording low-pass and lagged torque noise (issue 17).
+"""The ``"sway-lp"`` noise model's fixed recording low-pass and lagged torque noise (issue 17).
 
 Expected values come from SciPy (an analog Butterworth design, a hand-written transfer function of
 the loop, a record simulated with ``scipy.signal`` and filtered with ``sosfiltfilt``), never from
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import scipy.linalg
 import scipy.signal
+from colloc_problems import cip
 
 import colloc as co
-from colloc_problems import cip
 
 BODY = cip.body(1.575, 54.2)  # BDS subject 1
 THETA = {"KP": 900.0, "KI": 5.0, "KD": 300.0, "q_d": 4.0, "B": 2.0, "tau_m": 0.06, "sigma": 1e-6}
@@ -37,10 +37,10 @@ def _model_response(model, theta, f):
     return np.array([(C @ np.linalg.solve(2j * np.pi * x * np.eye(n) - A, G))[0, 0] for x in f])
 
 
-def test_the_sway_models_cop_spectrum_is_the_loops_through_the_documented_zero_lag_filter():
+def test_the_sway_lp_models_cop_spectrum_is_the_loops_through_the_documented_zero_lag_filter():
     """|H_model|² = |H_loop|² · |H_B4|⁴: the COP's power through a 4th-order Butterworth at 10 Hz run
     forwards and backwards (SciPy's analog design), up to the Nyquist frequency of 100 Hz."""
-    model = cip.ml_model("PID", dt=0.01, body=BODY, noise="sway")
+    model = cip.ml_model("PID", dt=0.01, body=BODY, noise="sway-lp")
     assert model.parameter_names == ("KP", "KI", "KD", "q_d", "B", "tau_m", "sigma")
     f = np.geomspace(0.05, 50.0, 60)
     b, a = scipy.signal.butter(4, 2 * np.pi * 10.0, analog=True)
@@ -58,7 +58,7 @@ def test_the_lagged_torque_has_the_continuous_processes_variance_at_any_rate(dt)
     """T_d = w/((1 + sB)(1 + sτ_m)) has variance q_d²/(2(B + τ_m)) (the integral of |H|² over the
     two-sided spectrum); the discretised model's stationary covariance of its (T_d, m) block must
     give it at 100 Hz and at 50 Hz alike."""
-    model = cip.ml_model("PID", dt=dt, body=BODY, noise="sway")
+    model = cip.ml_model("PID", dt=dt, body=BODY, noise="sway-lp")
     d = model.discretize(THETA)
     td, md = 3, 4  # u, v, w, td, md, then the low-pass states
     block = [td, md]
@@ -68,10 +68,10 @@ def test_the_lagged_torque_has_the_continuous_processes_variance_at_any_rate(dt)
     assert p[0, 0] == pytest.approx(THETA["q_d"] ** 2 / (2 * (THETA["B"] + THETA["tau_m"])), rel=1e-9)
 
 
-def test_the_earlier_sway_model_is_kept_with_its_fitted_cut_off():
-    model = cip.ml_model("PID", dt=0.01, body=BODY, noise="sway-fc")
+def test_the_default_sway_model_keeps_its_fitted_cut_off():
+    model = cip.ml_model("PID", dt=0.01, body=BODY, noise="sway")
     assert model.parameter_names == ("KP", "KI", "KD", "q_d", "B", "f_c", "sigma")
-    assert model.num_states == 4 + 4 and cip.ml_model("PID", dt=0.01, body=BODY, noise="sway").num_states == 5 + 8
+    assert model.num_states == 4 + 4 and cip.ml_model("PID", dt=0.01, body=BODY, noise="sway-lp").num_states == 5 + 8
 
 
 def _scipy_record(theta, seconds, seed):
@@ -91,12 +91,12 @@ def _scipy_record(theta, seconds, seed):
     G = np.array([[0], [0], [0], [0], [1 / tm]])
     C = np.array([[KP, KD, KI, -1.0, 0.0]]) / (BODY["m"] * BODY["g"])
     warm = 30.0  # seconds dropped: the record starts in the loop's stationary regime
-    n = int(round((seconds + warm) / h))
+    n = round((seconds + warm) / h)
     t = np.arange(n) * h
     w = np.random.default_rng(seed).standard_normal(n) * theta["q_d"] / np.sqrt(h)
     _, cop, _ = scipy.signal.lsim((A, G, C, np.zeros((1, 1))), w, t, interp=False)
     sos = scipy.signal.butter(4, 10.0, fs=1 / h, output="sos")
-    filtered = scipy.signal.sosfiltfilt(sos, cop)[int(round(warm / h))::10]
+    filtered = scipy.signal.sosfiltfilt(sos, cop)[round(warm / h)::10]
     filtered = np.round(filtered, 8)
     time = np.arange(filtered.size) * 0.01
     return co.Trial(time, {"cop": filtered + 0.05}, name="scipy-sway")
@@ -109,7 +109,7 @@ def test_a_record_filtered_by_scipy_gives_back_the_loop_and_the_disturbance():
     from the problem's own starts (the paper's gains scaled to the body)."""
     truth = {"KP": 700.0, "KI": 2.0, "KD": 230.0, "q_d": 3.0, "B": 1.5, "tau_m": 0.06}
     trial = _scipy_record(truth, 60.0, seed=11)
-    result = co.solve(cip.stochastic_problem(trial, controller="PID", body=BODY, noise="sway"), co.KalmanML(),
+    result = co.solve(cip.stochastic_problem(trial, controller="PID", body=BODY, noise="sway-lp"), co.KalmanML(),
                       throw=False)
     assert result.success, (result.status, result.warnings)
     for k in ("KP", "KD", "q_d", "B", "tau_m"):
