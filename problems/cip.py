@@ -79,6 +79,7 @@ __all__ = [
     "PAPER_TABLE2",
     "PLAUSIBLE",
     "RANGES",
+    "RECORDING_LOWPASS",
     "REQUIRED_COLUMNS",
     "SHORT_RECORD_S",
     "SIGMA_RANGE",
@@ -622,13 +623,15 @@ SWAY_RANGES = {"q_d": (1e-2, 1e4), "tau_m": (1e-3, 2.0), "f_c": (0.5, 45.0)}
 #: of 1.6 dB at 10 Hz (1.0 dB with the cut-off free, at 11.2 Hz), against 6.1 dB for a 2nd-order
 #: zero-lag Butterworth; above 30 Hz the records are at the floor of their six-decimal cm
 #: rounding (−188 dB re m²/Hz, σ ≈ 3 nm).  A Gaussian record's likelihood depends on its spectrum
-#: only, so the causal cascade of two such filters (:data:`LOWPASS_ZETA`) stands exactly for it.
+#: only, so the causal cascade of two such filters (:data:`LOWPASS_ZETA_LP`) stands exactly for it.
 RECORDING_LOWPASS = {"cutoff_hz": 10.0, "order": 4, "zero_lag": True}
-#: Damping ratios of the second-order sections of the recording's low-pass in the ``"sway-lp"`` model:
-#: a 4th-order Butterworth (ζ = cos(π/8), cos(3π/8)) twice, at :data:`RECORDING_LOWPASS`'s cut-off.
-LOWPASS_ZETA = (float(np.cos(np.pi / 8)), float(np.cos(3 * np.pi / 8))) * 2
-#: The ``"sway"`` model's low-pass: one second-order Butterworth twice, at the fitted ``f_c``.
-LOWPASS_ZETA_FC = (float(np.sqrt(0.5)), float(np.sqrt(0.5)))
+#: Damping ratios of the ``"sway"`` model's low-pass as two second-order sections at the fitted
+#: ``f_c``: twice the same second-order Butterworth (ζ = 1/√2), the gain of a second-order Butterworth
+#: run forwards and backwards.  (The BDS records' spectrum falls faster: :data:`RECORDING_LOWPASS`.)
+LOWPASS_ZETA = (float(np.sqrt(0.5)), float(np.sqrt(0.5)))
+#: Damping ratios of the ``"sway-lp"`` model's fixed low-pass: a 4th-order Butterworth (ζ = cos(π/8),
+#: cos(3π/8)) twice, at :data:`RECORDING_LOWPASS`'s cut-off.
+LOWPASS_ZETA_LP = (float(np.cos(np.pi / 8)), float(np.cos(3 * np.pi / 8))) * 2
 #: Where the sway models' noise parameters start: a disturbance of 12 N·m·√s (the ``"paper"``
 #: model's fits of the shipped BDS subject, A ≈ 120 N·m at 100 Hz, are q_d = A·√dt ≈ 12), a lag of
 #: 0.1 s, the data set's 10 Hz low-pass and a COP noise of 20 µm.
@@ -644,9 +647,9 @@ def _sway_form(noise: str) -> dict:
     """The structure of a sway noise model: low-pass cut-off (None: the parameter ``f_c``), its
     sections' damping ratios, the torque noise's lag, and the form of the noise."""
     if noise == "sway-lp":
-        return {"lowpass_hz": RECORDING_LOWPASS["cutoff_hz"], "zeta": LOWPASS_ZETA, "lag": True,
+        return {"lowpass_hz": RECORDING_LOWPASS["cutoff_hz"], "zeta": LOWPASS_ZETA_LP, "lag": True,
                 "noise": "continuous"}
-    return {"lowpass_hz": None, "zeta": LOWPASS_ZETA_FC, "lag": False,
+    return {"lowpass_hz": None, "zeta": LOWPASS_ZETA, "lag": False,
             "noise": "held" if noise == "sway-held" else "continuous"}
 
 
@@ -672,7 +675,7 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     (``LinearGaussianModel(noise="continuous")``), so that q_d does not depend on the sample rate;
     stationary SD of T_d q_d/√(2B); B beyond the record is a random-walk torque), the measured COP
     the model's through a low-pass at ``f_c`` (two second-order Butterworth sections,
-    :data:`LOWPASS_ZETA_FC`), and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters:
+    :data:`LOWPASS_ZETA`), and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters:
     gains, [``tau``], ``q_d``, ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.
     ``noise="sway-held"``: the same model with w held over each sample at variance q_d²/dt
     (``LinearGaussianModel(noise="held")``), the zero-order-hold approximation, kept for comparison
@@ -682,7 +685,7 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     makes the torque smooth (its spectrum falls as f⁻⁴ above 1/(2π τ_m), as the records' does below
     their low-pass: f^−4.7 from 3 to 27 Hz), where a torque driven by white noise directly falls as
     f⁻²; and the measured COP is the model's through the recording's own low-pass, fixed
-    (:data:`RECORDING_LOWPASS`, sections :data:`LOWPASS_ZETA`), so that no cut-off is fitted.
+    (:data:`RECORDING_LOWPASS`, sections :data:`LOWPASS_ZETA_LP`), so that no cut-off is fitted.
     Parameters: gains, [``tau``], ``q_d``, ``B``, ``tau_m``, ``sigma``.  Four more states than
     ``"sway"`` (13 with PID): about three times its CPU.
     """
