@@ -3,14 +3,15 @@ the whole 60 s record): how often the record's RMS, mean speed and mean power fr
 inside their 95 % predictive intervals over 200 free simulations of the fitted model, and how
 many of the ten spectrum bands lie inside the draws' envelope.
 
-    python benchmarks/real_sway_free_simulation.py
+    python benchmarks/real_sway_free_simulation.py [--noise sway|sway-held|sway-lp]
 
-Each fit is the README's command (``colloc identify cip ... --height --mass``) in its own
-process.  It reports, it never asserts.
+Each fit is the README's command (``colloc identify cip ... --height --mass [--noise NOISE]``) in
+its own process.  It reports, it never asserts.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -27,7 +28,10 @@ def subjects() -> dict[str, dict[str, str]]:
     return {cells["Trial"]: cells for cells in (dict(zip(head, line.split("\t"))) for line in rows[1:])}
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--noise", default=None, help="cip.NOISE_MODELS (default: the CLI's, sway for a real subject)")
+    args = ap.parse_args(argv)
     info = subjects()
     rows = []
     for path in sorted((ROOT / "data/bds").glob("BDS*.txt.gz")):
@@ -35,7 +39,8 @@ def main() -> int:
         height, mass = float(info[name]["Height"]) / 100.0, float(info[name]["Weight"])
         out = Path(tempfile.mkdtemp()) / "result.json"
         subprocess.run([sys.executable, "-m", "colloc.cli", "identify", "cip", "--data", str(path),
-                        "--column", "cop=COPx", "--height", f"{height}", "--mass", f"{mass}", "--out", str(out)],
+                        "--column", "cop=COPx", "--height", f"{height}", "--mass", f"{mass}", "--out", str(out),
+                        *(["--noise", args.noise] if args.noise else [])],
                        capture_output=True, check=False)
         doc = json.loads(out.read_text())
         check = doc["info"]["free_simulation"]["outputs"]["cop"]

@@ -14,8 +14,10 @@ AR(p) by least squares (:mod:`colloc.signals.forecast`).
 
 Per trial, controller and horizon: the 95 % interval coverage, the mean log score (nats a
 sample) and its difference to persistence and to the AR; per trial and controller the
-Ljung–Box p-value (10 lags) of the held-out standardised one-step errors.  The summary gives
-the fractions the issue's acceptance asks for.  ``--quick``: two trials, one controller.
+Ljung–Box p-value (10 lags) of the held-out standardised one-step errors, and the same check of
+the AR(p) and of an AR of the order of least AIC (up to 60), both fitted on the same first part:
+what a black box fitted on 30 s reaches on the other 30 s (the criterion's calibration).  The
+summary gives the fractions the issue's acceptance asks for, and the same fractions of the ARs.  ``--quick``: two trials, one controller.
 Writes JSON atomically (default benchmarks/results/real_sway_heldout.json).
 """
 
@@ -35,6 +37,11 @@ from _report import write_report
 
 from colloc.signals.forecast import coverage, fit_ar, ljung_box, log_score, persistence_forecast
 from colloc.studies.identify import identify_files
+
+#: Lags of the Ljung–Box check of the held-out one-step errors (0.1 s at 100 Hz).
+LB_LAGS = 10
+#: Largest AR order searched by AIC for the second black-box reference.
+MAX_AIC_ORDER = 60
 
 
 def _info(path: Path) -> dict:
@@ -76,6 +83,7 @@ def evaluate(path: Path, info: dict, controller: str, split: float, horizons: li
            "parameters": result.parameters, "standard_errors": result.standard_errors,
            "fit_s": fit_s, "fit_cpu_s": fit_cpu, "horizons": {}}
     ar = fit_ar(cop[first], ar_order)
+    aic = fit_ar(cop[first], aic_order(cop[first]))
     for h in horizons:
         steps = int(np.rint(h / dt))
         table = result.predict(trial, horizon=h, window=(split, None))
@@ -90,13 +98,35 @@ def evaluate(path: Path, info: dict, controller: str, split: float, horizons: li
             "vs_persistence": model - log_score(y, pm[rows], ps[rows]),
             "vs_ar": model - log_score(y, am[rows], asd[rows]),
             "ar_coverage": coverage(y, am[rows], asd[rows]),
+            "ar_aic_coverage": coverage(y, *(v[rows] for v in aic.forecast(cop, steps))),
         }
     one = result.predict(trial, horizon=dt, window=(split, None))
     z = (one["observed"] - one["mean"]) / one["sd"]
     out["innovations_sd"] = float(np.nanstd(z))
     out["innovations_lag1"] = float(np.corrcoef(z[1:], z[:-1])[0, 1])
-    out["ljung_box_p"] = ljung_box(z, 10)[1]
+    out["ljung_box_p"] = ljung_box(z, LB_LAGS)[1]
+    # the same check of the black boxes fitted on the same first part: what a 30 s fit can reach
+    held = ~first
+    for key, model in (("ar", ar), ("ar_aic", aic)):
+        m, s = model.forecast(cop, 1)
+        zr = (cop[held] - m[held]) / s[held]
+        out[f"{key}_order"] = model.order
+        out[f"{key}_ljung_box_p"] = ljung_box(zr, LB_LAGS)[1]
+        out[f"{key}_lag1"] = float(np.corrcoef(zr[1:], zr[:-1])[0, 1])
     return out
+
+
+def aic_order(y, max_order: int = MAX_AIC_ORDER) -> int:
+    """The AR order of least AIC (Gaussian, least squares), all orders on the same samples."""
+    d = np.asarray(y, dtype=float) - float(np.mean(y))
+    target = d[max_order:]
+    best = (np.inf, 1)
+    for p in range(1, max_order + 1):
+        X = np.stack([d[max_order - i - 1: d.size - i - 1] for i in range(p)], axis=1)
+        coef, *_ = np.linalg.lstsq(X, target, rcond=None)
+        r = target - X @ coef
+        best = min(best, (target.size * np.log(float(r @ r) / target.size) + 2 * p, p))
+    return best[1]
 
 
 def main(argv=None) -> int:
@@ -133,12 +163,21 @@ def main(argv=None) -> int:
     for controller in controllers:
         mine = [r for r in runs if r["controller"] == controller]
         s = {"trials": len(mine), "success": sum(r["success"] for r in mine),
-             "ljung_box_white": float(np.mean([r["ljung_box_p"] > 0.05 for r in mine]))}
+             "ljung_box_white": float(np.mean([r["ljung_box_p"] > 0.05 for r in mine])),
+             "median_innovation_lag1": float(np.median([r["innovations_lag1"] for r in mine])),
+             "ar_ljung_box_white": float(np.mean([r["ar_ljung_box_p"] > 0.05 for r in mine])),
+             "ar_aic_ljung_box_white": float(np.mean([r["ar_aic_ljung_box_p"] > 0.05 for r in mine])),
+             "ar_white_trials": [r["trial"] for r in mine if r["ar_ljung_box_p"] > 0.05],
+             "ar_aic_orders": [r["ar_aic_order"] for r in mine]}
         for h in horizons:
             k = f"{h:g}"
             s[k] = {"coverage_in_0.90_0.99": float(np.mean([0.90 <= r["horizons"][k]["coverage"] <= 0.99 for r in mine])),
                     "above_persistence": float(np.mean([r["horizons"][k]["vs_persistence"] > 0 for r in mine])),
-                    "median_deficit_to_ar": float(-np.median([r["horizons"][k]["vs_ar"] for r in mine]))}
+                    "median_deficit_to_ar": float(-np.median([r["horizons"][k]["vs_ar"] for r in mine])),
+                    "ar_coverage_in_0.90_0.99": float(np.mean([0.90 <= r["horizons"][k]["ar_coverage"] <= 0.99
+                                                               for r in mine])),
+                    "ar_aic_coverage_in_0.90_0.99": float(np.mean([0.90 <= r["horizons"][k]["ar_aic_coverage"] <= 0.99
+                                                                   for r in mine]))}
         summary[controller] = s
         print(controller, s)
     write_report(args.out, {"runs": runs, "summary": summary, "split_s": args.split, "ar_order": args.ar,

@@ -79,6 +79,7 @@ __all__ = [
     "PAPER_TABLE2",
     "PLAUSIBLE",
     "RANGES",
+    "RECORDING_LOWPASS",
     "REQUIRED_COLUMNS",
     "SHORT_RECORD_S",
     "SIGMA_RANGE",
@@ -601,31 +602,55 @@ SIGMA_RANGE = (1e-7, 1e-2)
 
 
 #: Noise models of :func:`ml_model`: ``"paper"`` (the disturbance filter driven by unit white
-#: noise held over each sample, amplitude ``A``; the state starts at rest, as the generator's) and
-#: ``"sway"`` (for real records: the disturbance's white-noise intensity ``q_d`` in continuous time,
-#: discretised exactly, so the same at any sample rate; the recording's low-pass and a diffuse
-#: initial state, nothing at rest by assumption) and ``"sway-held"`` (the same, but the noise held
-#: over each sample with variance q_d²/dt: the zero-order-hold approximation of the continuous noise,
-#: the ``"sway"`` model before Van Loan's discretisation; its q_d changes with the sample rate).
-NOISE_MODELS = ("paper", "sway", "sway-held")
-#: Bounds of the ``"sway"`` noise model's parameters: ``q_d`` (N·m·√s, the square root of the
-#: driving noise's two-sided spectral density in N²·m²/Hz), ``f_c`` (Hz).
-SWAY_RANGES = {"q_d": (1e-2, 1e4), "f_c": (0.5, 45.0)}
-#: Damping ratios of the recording's low-pass as two second-order sections: twice the same
-#: second-order Butterworth (ζ = 1/√2), whose gain is that of the zero-lag filter the BDS files went
-#: through (a second-order Butterworth run forwards and backwards, 10 Hz: the data set's PhysioNet
-#: description).  A Gaussian record's likelihood depends on its spectrum only, so this causal
-#: cascade stands exactly for the zero-lag filter's effect on it.
+#: noise held over each sample, amplitude ``A``; the state starts at rest, as the generator's);
+#: ``"sway"`` (for real records, the default with a body: the disturbance's white-noise intensity
+#: ``q_d`` in continuous time, discretised exactly, so the same at any sample rate; the recording's
+#: low-pass as two second-order Butterworth sections at a fitted cut-off ``f_c``; a diffuse initial
+#: state, nothing at rest by assumption); ``"sway-held"`` (the same, but the noise held over each
+#: sample with variance q_d²/dt: the zero-order-hold approximation, whose q_d changes with the sample
+#: rate) and ``"sway-lp"`` (the torque noise through a first-order lag ``tau_m`` before the
+#: disturbance filter, and the recording's own low-pass fixed, :data:`RECORDING_LOWPASS`, not fitted).
+NOISE_MODELS = ("paper", "sway", "sway-held", "sway-lp")
+#: Bounds of the sway noise models' parameters: ``q_d`` (N·m·√s, the square root of the driving
+#: noise's two-sided spectral density in N²·m²/Hz), ``f_c`` (Hz, not in ``"sway-lp"``), ``tau_m`` (s,
+#: ``"sway-lp"`` only; its lower bound is an answer, "no lag", not a limit of the search).
+SWAY_RANGES = {"q_d": (1e-2, 1e4), "tau_m": (1e-3, 2.0), "f_c": (0.5, 45.0)}
+#: The low-pass the BDS records went through (Santos & Duarte 2016; the data set's PhysioNet
+#: description: "low-pass filtered at 10 Hz"): a 4th-order Butterworth run forwards and backwards
+#: (zero lag), so the power gain is 1/(1 + (f/10 Hz)⁸)².  The description gives the cut-off, not the
+#: order; the order is the records' own: the median Welch spectrum of the twelve shipped trials
+#: (1024-sample segments) from 3 to 27 Hz is fitted by a power law times this gain with an RMS error
+#: of 1.6 dB at 10 Hz (1.0 dB with the cut-off free, at 11.2 Hz), against 6.1 dB for a 2nd-order
+#: zero-lag Butterworth; above 30 Hz the records are at the floor of their six-decimal cm
+#: rounding (−188 dB re m²/Hz, σ ≈ 3 nm).  A Gaussian record's likelihood depends on its spectrum
+#: only, so the causal cascade of two such filters (:data:`LOWPASS_ZETA_LP`) stands exactly for it.
+RECORDING_LOWPASS = {"cutoff_hz": 10.0, "order": 4, "zero_lag": True}
+#: Damping ratios of the ``"sway"`` model's low-pass as two second-order sections at the fitted
+#: ``f_c``: twice the same second-order Butterworth (ζ = 1/√2), the gain of a second-order Butterworth
+#: run forwards and backwards.  (The BDS records' spectrum falls faster: :data:`RECORDING_LOWPASS`.)
 LOWPASS_ZETA = (float(np.sqrt(0.5)), float(np.sqrt(0.5)))
-#: Prior SDs of the ``"sway"`` model's diffuse initial state, far above quiet standing's: sway
-#: angle (rad), its rate (rad/s), its integral (rad·s), the disturbance torque (N·m), the Padé
-#: states (N·m, N·m/s) and the low-pass states (m, m/s).
-#: Where the ``"sway"`` model's noise parameters start: a disturbance of 12 N·m·√s (the ``"paper"``
-#: model's fits of the shipped BDS subject, A ≈ 120 N·m at 100 Hz, are q_d = A·√dt ≈ 12), the data
-#: set's 10 Hz low-pass and a COP noise of 20 µm.
-SWAY_START = {"q_d": 12.0, "sigma": 2e-5, "f_c": 10.0}
-DIFFUSE_SD = {"u": 0.2, "v": 1.0, "w": 0.5, "td": 200.0, "q": 2000.0, "qd": 2e4,
-              "f1": 0.2, "f1d": 20.0, "f2": 0.2, "f2d": 20.0}
+#: Damping ratios of the ``"sway-lp"`` model's fixed low-pass: a 4th-order Butterworth (ζ = cos(π/8),
+#: cos(3π/8)) twice, at :data:`RECORDING_LOWPASS`'s cut-off.
+LOWPASS_ZETA_LP = (float(np.cos(np.pi / 8)), float(np.cos(3 * np.pi / 8))) * 2
+#: Where the sway models' noise parameters start: a disturbance of 12 N·m·√s (the ``"paper"``
+#: model's fits of the shipped BDS subject, A ≈ 120 N·m at 100 Hz, are q_d = A·√dt ≈ 12), a lag of
+#: 0.1 s, the data set's 10 Hz low-pass and a COP noise of 20 µm.
+SWAY_START = {"q_d": 12.0, "sigma": 2e-5, "f_c": 10.0, "tau_m": 0.1}
+#: Prior SDs of the sway models' diffuse initial state, far above quiet standing's: sway angle
+#: (rad), its rate (rad/s), its integral (rad·s), the disturbance torque and the lagged torque
+#: noise (N·m), the Padé states (N·m, N·m/s) and the low-pass states (m, m/s).
+DIFFUSE_SD = {"u": 0.2, "v": 1.0, "w": 0.5, "td": 200.0, "md": 200.0, "q": 2000.0, "qd": 2e4,
+              **{f"f{i}": 0.2 for i in range(1, 5)}, **{f"f{i}d": 20.0 for i in range(1, 5)}}
+
+
+def _sway_form(noise: str) -> dict:
+    """The structure of a sway noise model: low-pass cut-off (None: the parameter ``f_c``), its
+    sections' damping ratios, the torque noise's lag, and the form of the noise."""
+    if noise == "sway-lp":
+        return {"lowpass_hz": RECORDING_LOWPASS["cutoff_hz"], "zeta": LOWPASS_ZETA_LP, "lag": True,
+                "noise": "continuous"}
+    return {"lowpass_hz": None, "zeta": LOWPASS_ZETA, "lag": False,
+            "noise": "held" if noise == "sway-held" else "continuous"}
 
 
 def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | None = None,
@@ -648,17 +673,25 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     intensity ``q_d`` (N·m·√s: E w(t)w(s) = q_d² δ(t − s); q_d² is w's two-sided power spectral
     density, N²·m²/Hz, and 2·q_d² its one-sided one), discretised exactly by Van Loan's integral
     (``LinearGaussianModel(noise="continuous")``), so that q_d does not depend on the sample rate;
-    stationary SD of T_d q_d/√(2B); B beyond the record is a random-walk torque), the
-    measured COP the model's through the recording's low-pass at ``f_c`` (:data:`LOWPASS_ZETA`),
-    and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters: gains, [``tau``], ``q_d``,
-    ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.  ``noise="sway-held"``: the same model
-    with w held over each sample at variance q_d²/dt (``LinearGaussianModel(noise="held")``), the
-    zero-order-hold approximation, kept for comparison (``benchmarks/README.md``, real_sway sections).
+    stationary SD of T_d q_d/√(2B); B beyond the record is a random-walk torque), the measured COP
+    the model's through a low-pass at ``f_c`` (two second-order Butterworth sections,
+    :data:`LOWPASS_ZETA`), and a diffuse initial state (SDs :data:`DIFFUSE_SD`).  Parameters:
+    gains, [``tau``], ``q_d``, ``B``, ``f_c``, ``sigma``; ``fit_disturbance`` is implied.
+    ``noise="sway-held"``: the same model with w held over each sample at variance q_d²/dt
+    (``LinearGaussianModel(noise="held")``), the zero-order-hold approximation, kept for comparison
+    (``benchmarks/README.md``, real_sway sections).
+
+    ``noise="sway-lp"``: T_d + B·T_d' = m(t), m + τ_m·m' = w(t), w as above: the lag ``tau_m`` (s)
+    makes the torque smooth (its spectrum falls as f⁻⁴ above 1/(2π τ_m), as the records' does below
+    their low-pass: f^−4.7 from 3 to 27 Hz), where a torque driven by white noise directly falls as
+    f⁻²; and the measured COP is the model's through the recording's own low-pass, fixed
+    (:data:`RECORDING_LOWPASS`, sections :data:`LOWPASS_ZETA_LP`), so that no cut-off is fitted.
+    Parameters: gains, [``tau``], ``q_d``, ``B``, ``tau_m``, ``sigma``.  Four more states than
+    ``"sway"`` (13 with PID): about three times its CPU.
     """
     if noise not in NOISE_MODELS:
         raise co.ModelError(f"cip ml_model: noise must be one of {', '.join(NOISE_MODELS)}, got {noise!r}")
     sway = noise.startswith("sway")
-    held = noise == "sway-held"
     fit_disturbance = fit_disturbance or sway
     from colloc import kalman
 
@@ -667,11 +700,15 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
     integral, delay = CONTROLLERS[controller]
     b, f = _body(body, filt)
     I, m, g, h = b["I"], b["m"], b["g"], b["h"]
+    form = _sway_form(noise) if sway else {"lowpass_hz": None, "zeta": (), "lag": False, "noise": "held"}
+    fixed_fc, zetas, muscle = form["lowpass_hz"], tuple(form["zeta"]), bool(form["lag"])
     names = ["KP"] + (["KI"] if integral else []) + ["KD"] + (["tau"] if delay else []) + \
-        (["q_d", "B", "f_c"] if sway else ["A", "B"] if fit_disturbance else []) + ["sigma"]
+        (["q_d", "B"] + (["tau_m"] if muscle else []) + ([] if fixed_fc else ["f_c"]) if sway
+         else ["A", "B"] if fit_disturbance else []) + ["sigma"]
 
-    states = ["u", "v"] + (["w"] if integral else []) + ["td"] + (["q", "qd"] if delay else []) + \
-        (["f1", "f1d", "f2", "f2d"] if sway else [])
+    sections = [(f"f{i + 1}", f"f{i + 1}d") for i in range(len(zetas))] if sway else []
+    states = ["u", "v"] + (["w"] if integral else []) + ["td"] + (["md"] if muscle else []) + \
+        (["q", "qd"] if delay else []) + [x for pair in sections for x in pair]
     at = {name: i for i, name in enumerate(states)}
     n = len(states)
 
@@ -686,7 +723,7 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
         A, B = (th["A"], th["B"]) if fit_disturbance and not sway else (f["A"], f["B"])
         if sway:  # w = q_d·x(t), x continuous white noise of unit density (discretised exactly), or
             # (sway-held) the held unit sample x_k standing for w's average over the interval: variance q_d²/dt
-            A, B = (th["q_d"] / np.sqrt(dt) if held else th["q_d"]), th["B"]
+            A, B = (th["q_d"] / np.sqrt(dt) if form["noise"] == "held" else th["q_d"]), th["B"]
         tc = row(u=th["KP"], v=th["KD"], **({"w": th["KI"]} if integral else {}))  # T_c(t) = tc · s
         # Padé (2, 2): q'' = (12/τ²)(T_c − q − (τ/2) q'); the delayed torque is T_c − τ q'
         torque = tc - row(qd=th["tau"]) if delay else tc
@@ -695,24 +732,30 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
         Amat[at["v"], :] = (row(u=m * g * h, td=1) - torque) / I
         if integral:
             Amat[at["w"], :] = row(u=1)
-        Amat[at["td"], :] = row(td=-1 / B)
+        G = ca.SX.zeros(n, 1)
+        if muscle:  # the torque noise through a first-order lag: T_d + B·T_d' = m, m + τ_m·m' = w
+            Amat[at["td"], :] = row(td=-1 / B, md=1 / B)
+            Amat[at["md"], :] = row(md=-1 / th["tau_m"])
+            G[at["md"], 0] = A / th["tau_m"]
+        else:
+            Amat[at["td"], :] = row(td=-1 / B)
+            G[at["td"], 0] = A / B
         if delay:
             Amat[at["q"], :] = row(qd=1)
             Amat[at["qd"], :] = 12 / th["tau"]**2 * (tc - row(q=1, qd=th["tau"] / 2))
-        G = ca.SX.zeros(n, 1)
-        G[at["td"], 0] = A / B
         C = (torque - row(td=1)) / (m * g)
-        if sway:  # the recording's low-pass at f_c (LOWPASS_ZETA)
-            wc = 2 * np.pi * th["f_c"]
-            for (x, xd), zeta, source in ((("f1", "f1d"), LOWPASS_ZETA[0], C),
-                                          (("f2", "f2d"), LOWPASS_ZETA[1], row(f1=1))):
+        if sway:  # the recording's low-pass (RECORDING_LOWPASS, or at f_c)
+            wc = 2 * np.pi * (fixed_fc or th["f_c"])
+            source = C
+            for (x, xd), zeta in zip(sections, zetas):
                 Amat[at[x], :] = row(**{xd: 1})
                 Amat[at[xd], :] = wc**2 * (source - row(**{x: 1})) - 2 * zeta * wc * row(**{xd: 1})
-            C = row(f2=1)
+                source = row(**{x: 1})
+            C = source
         return Amat, G, C, ca.reshape(th["sigma"]**2, 1, 1)
 
     initial = {"initial_covariance": np.diag([DIFFUSE_SD[k] ** 2 for k in states]),
-               "noise": "held" if held else "continuous"} if sway else {}
+               "noise": form["noise"]} if sway else {}
     return kalman.LinearGaussianModel(names, matrices, dt=dt, name="cip_" + controller.replace("-", "_")
                                       + ("_sway" if sway else ""), **initial)
 
@@ -722,7 +765,7 @@ def _ml_start(lgm, *, rng: Mapping[str, tuple], gains0: Mapping[str, float] | No
     _, f = _body(None, filt)
     start = {k: _guess(k, rng[k]) if gains0 is None else float(gains0[k]) for k in GAINS}
     start.update(tau=tau0, A=f["A"], B=f["B"], sigma=COP_NOISE if cop_noise is None else cop_noise,
-                 q_d=SWAY_START["q_d"], f_c=SWAY_START["f_c"])
+                 q_d=SWAY_START["q_d"], f_c=SWAY_START["f_c"], tau_m=SWAY_START["tau_m"])
     if noise.startswith("sway") and cop_noise is None:
         start["sigma"] = SWAY_START["sigma"]
     bnds = {k: rng[k] for k in GAINS}
@@ -956,19 +999,22 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
                 "plausible_ranges": {k: list(v) for k, v in PLAUSIBLE.items()}}
 
     unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m", "B": "s",
-            "q_d": "N·m·√s", "f_c": "Hz", "sigma": "m", "cop_offset": "m", "cop": "m"}
+            "q_d": "N·m·√s", "f_c": "Hz", "tau_m": "s", "sigma": "m", "cop_offset": "m", "cop": "m"}
     describe = {"KP": "proportional gain of the ankle torque", "KI": "integral gain of the ankle torque",
                 "KD": "derivative gain of the ankle torque", "tau": "feedback delay of the ankle torque",
                 "A": "amplitude of the disturbance filter", "B": "time constant of the disturbance filter",
                 "q_d": "intensity of the white noise driving the disturbance torque (continuous time; "
                        "q_d² is its two-sided spectral density in N²·m²/Hz)",
                 "f_c": "cut-off of the recording's low-pass (2nd-order Butterworth, zero lag)",
+                "tau_m": "time constant of the first-order lag of the torque noise (T_d smooth above 1/(2π τ_m))",
                 "sigma": "COP measurement noise (standard deviation)",
                 "cop_offset": "mean COP position in the plate's frame (the record's mean; no standard error)"}
-    # a white COP noise of (nearly) zero is an answer in a low-passed record; so, in the sway model,
+    # a white COP noise of (nearly) zero is an answer in a low-passed record, and so is a torque noise
+    # without lag (tau_m on its lower bound); so, in the sway model,
     # is a disturbance time constant beyond any record's length (a random-walk torque); the other
     # bounds are where the fit looks
-    physical = {"sigma": (True, False), **({"B": (False, True)} if noise.startswith("sway") else {})}
+    physical = {"sigma": (True, False), **({"B": (False, True)} if noise.startswith("sway") else {}),
+                **({"tau_m": (True, False)} if "tau_m" in lgm.parameter_names else {})}
 
     def model_at(step):
         return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)

@@ -77,7 +77,8 @@ def add_parser(sub) -> None:
     p.add_argument("--noise", default=None, metavar="MODEL",
                    help="cip with --method kalman-ml: the noise model, sway (the default with --height/--mass: "
                         "continuous-time disturbance, the recording's low-pass, diffuse initial state), sway-held "
-                        "(the same with the disturbance noise held over each sample) or paper (the "
+                        "(the same with the disturbance noise held over each sample), sway-lp (the torque noise "
+                        "through a lag, the BDS records' documented low-pass fixed, not fitted) or paper (the "
                         "paper's disturbance, state at rest; the default for the paper's subject)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
