@@ -89,7 +89,8 @@ def solve_collocation(
     build_s = _time.perf_counter() - start
 
     t_solve = _time.perf_counter()
-    importing = prefetch("pandas")  # for the result's tables, beside IPOPT (which holds no lock)
+    # for the result's tables, the covariance and the verdict, beside IPOPT (which holds no lock)
+    importing = prefetch("pandas", "scipy.sparse", "scipy.sparse.linalg", "scipy.special")
     sol = nlpsol(x0=x0, p=nlp.data, lbx=lbx, ubx=ubx, lbg=nlp.lbg, ubg=nlp.ubg)
     solve_s = _time.perf_counter() - t_solve
     if importing is not None:
