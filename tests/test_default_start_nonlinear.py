@@ -16,6 +16,7 @@ from scipy.integrate import solve_ivp
 import colloc as co
 from colloc.solving import solve as solve_module
 from colloc.solving import start as start_module
+from colloc.solving import starts as starts_module
 
 TRUE = {"F": 0.25, "omega": 2.0, "delta": 1.0}
 G, L, M, IZZ = 9.81, 1.0, 1.0, 1.0
@@ -75,7 +76,14 @@ def test_an_unacceptable_first_solve_is_followed_by_several_starts(problem, monk
     bad = start_module.InitialEstimate({"F": 0.1, "omega": 1.0, "delta": 0.1}, "equation-error", False,
                                        "a planted wrong estimate")
     monkeypatch.setattr(solve_module, "_initial_estimate", lambda *a, **k: bad)
+    in_process = []  # full solves the several starts run in this process (start 0, the winner's polish)
+    real = starts_module._run_local
+    monkeypatch.setattr(starts_module, "_run_local",
+                        lambda problem, method, solver, runner, guess: in_process.append(dict(guess))
+                        or real(problem, method, solver, runner, guess))
     result = co.solve(problem, throw=False)
+    # the first solve, from the planted estimate, is start 0 of the several starts: not solved again
+    assert bad.parameters not in in_process, in_process
     auto = result.info["initial_estimate"]["auto_starts"]
     assert auto["count"] == solve_module.AUTO_STARTS and auto["why"] in ("poor_fit", "parameter_at_bound")
     assert auto["kept"] == "several starts"

@@ -192,7 +192,7 @@ def solve(
         why = _not_acceptable(result, problem, verdict) if fallback else None
         if why is not None:
             again, _ = solve_starts(problem, method, solver, _solve_from, first, AUTO_STARTS, seed=seed,
-                                    client=client)
+                                    client=client, done=result)
             auto_starts = {"count": AUTO_STARTS, "why": why,
                            "kept": "several starts" if again is not None and again.objective < result.objective
                            else "the first solve (no start did better)"}
