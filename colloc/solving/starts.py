@@ -191,7 +191,8 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
                 polish_runs = tasks.run(polish_blob, [(m["start_indices"][0], m["parameters"]) for m in todo])
                 for run, m in zip(polish_runs, todo):
                     run["members"] = m["start_indices"]
-        zero = zero_future.result() if zero_future is not None else {"start": 0, "result": done, "error": None}
+        zero: dict[str, Any] = (zero_future.result() if zero_future is not None
+                                else {"start": 0, "result": done, "error": None})
     entries = []
     if _converged(zero):
         entries.append(_entry(zero, scale, zero_cluster["start_indices"] if cheap and zero_cluster else [0]))
