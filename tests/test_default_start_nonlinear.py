@@ -14,9 +14,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import colloc as co
-from colloc.solving import solve as solve_module
-from colloc.solving import start as start_module
-from colloc.solving import starts as starts_module
+from colloc.solving import solve as solve_module, start as start_module, starts as starts_module
 
 TRUE = {"F": 0.25, "omega": 2.0, "delta": 1.0}
 G, L, M, IZZ = 9.81, 1.0, 1.0, 1.0
