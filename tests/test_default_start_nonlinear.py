@@ -52,7 +52,7 @@ def test_the_default_start_finds_the_optimum_of_opty_s_time_delay_example(proble
     result = co.solve(problem, throw=False)
     assert result.success, result.summary()
     assert result.fit_verdict["verdict"] == "good"
-    start = result.info["initial_estimate"]
+    start = result.initial_estimate
     assert start["source"] == "equation-error" and start["linear"] is False
     assert "auto_starts" not in start  # the first solve was acceptable
     for name, true in TRUE.items():
@@ -82,19 +82,19 @@ def test_an_unacceptable_first_solve_is_followed_by_several_starts(problem, monk
     result = co.solve(problem, throw=False)
     # the first solve, from the planted estimate, is start 0 of the several starts: not solved again
     assert bad.parameters not in in_process, in_process
-    auto = result.info["initial_estimate"]["auto_starts"]
+    auto = result.initial_estimate["auto_starts"]
     assert auto["count"] == solve_module.AUTO_STARTS and auto["why"] in ("poor_fit", "parameter_at_bound")
     assert auto["kept"] == "several starts"
     assert result.success, result.summary()
     assert abs(result.parameters["omega"] - TRUE["omega"]) <= max(3 * result.standard_errors["omega"], 0.04)
-    assert "local_minima" in result.info
+    assert result.local_minima is not None
 
 
 def test_an_explicit_start_is_never_second_guessed(problem, monkeypatch):
     bad = start_module.InitialEstimate({"F": 0.1, "omega": 1.0, "delta": 0.1}, "equation-error", False, "planted")
     monkeypatch.setattr(solve_module, "_initial_estimate", lambda *a, **k: bad)
     result = co.solve(problem, start="equation-error", throw=False)
-    assert "auto_starts" not in result.info["initial_estimate"]
+    assert "auto_starts" not in result.initial_estimate
     assert not result.success
 
 

@@ -333,10 +333,7 @@ def _result(problem: Problem, method, setup: _Shooting, outcome: Outcome, build_
     se = cov = None
     info: dict = {"objective_history": [h[1] for h in outcome.history],
                   "time_history": [h[2] for h in outcome.history],
-                  "nfev": outcome.nfev, "njev": outcome.njev, "num_unknowns": len(setup.names),
-                  # how the model was evaluated, as every method reports it (Result.summary's line)
-                  "compiled": ("interpreted (shooting runs the model inside CasADi's integrator "
-                               f"{type(method.integrator).__name__}, whose graphs are not compiled)")}
+                  "nfev": outcome.nfev, "njev": outcome.njev, "num_unknowns": len(setup.names)}
     # the covariance comes from least-squares residuals: not valid with trajectory objectives
     no_traj = not any(t.kind == "trajectory" for t in problem.terms)
     if standard_errors and no_traj and setup.pnames and outcome.success and len(setup.names) <= 400:
@@ -362,6 +359,8 @@ def _result(problem: Problem, method, setup: _Shooting, outcome: Outcome, build_
         num_nodes=sum(t.num_samples for t in problem.trials), trials=[t.name for t in problem.trials],
         versions=versions(), units={k: model.unit_of(k) for k in names + setup.pnames}, info=info,
         descriptions={k: model.description_of(k) for k in setup.pnames if model.description_of(k)},
+        model_evaluation=(f"interpreted (shooting runs it inside CasADi's {type(method.integrator).__name__} "
+                          "integrator, whose graphs are not compiled)"),
     )
 
 

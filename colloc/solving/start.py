@@ -78,7 +78,7 @@ class InitialEstimate:
     time_s: float = 0.0
 
     def to_info(self) -> dict:
-        """JSON-safe summary for ``Result.info["initial_estimate"]``."""
+        """JSON-safe summary for ``Result.initial_estimate``."""
         return {"source": self.source, "linear": self.linear, "message": self.message,
                 "states": dict(self.states), "clipped": list(self.clipped), "time_s": self.time_s}
 

@@ -164,7 +164,7 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
     simulation.
 
     The best result (lowest objective among the converged minima, else start 0's) gets
-    ``info["local_minima"]`` and ``info["starts"]``.  Returns ``(best, runs)`` where
+    ``local_minima`` and ``starts``.  Returns ``(best, runs)`` where
     ``runs`` has start 0's solve, then one entry per explored start (``None`` result on
     error).  CasADi objects are pickled before start 0's thread begins, and the main thread
     touches none while it runs.
@@ -225,8 +225,8 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
                 if again is not None and (again.success or not result.success):
                     result, polished = again, True
             result.initial_parameters = dict(guesses[best_start])
-    result.info["local_minima"] = minima
-    result.info["starts"] = {
+    result.local_minima = minima
+    result.starts = {
         "count": count,
         "seed": seed,
         "converged": converged,
