@@ -66,20 +66,22 @@ def _basis(t: NDArray[np.float64], k: int, x: NDArray[np.float64]) -> tuple[NDAr
     ncoef = t.size - k - 1
     span = np.clip(np.searchsorted(t, x, side="right") - 1, k, ncoef - 1)
     n = x.size
-    values = np.zeros((n, k + 1))
-    values[:, 0] = 1.0
-    left = np.zeros((n, k + 1))
-    right = np.zeros((n, k + 1))
+    values = np.ones((n, 1))
+    if k == 0:
+        return span, values
+    j = np.arange(1, k + 1)
+    left = x[:, None] - t[span[:, None] + 1 - j]   # left[:, j-1] = x - t[span + 1 - j]
+    right = t[span[:, None] + j] - x[:, None]      # right[:, j-1] = t[span + j] - x
+    # after degree d, values[:, r] is the basis function span - d + r; all r at once
     for d in range(1, k + 1):
-        left[:, d] = x - t[span + 1 - d]
-        right[:, d] = t[span + d] - x
-        saved = np.zeros(n)
-        for r in range(d):
-            denom = right[:, r + 1] + left[:, d - r]
-            temp = np.divide(values[:, r], denom, out=np.zeros(n), where=denom != 0)
-            values[:, r] = saved + right[:, r + 1] * temp
-            saved = left[:, d - r] * temp
-        values[:, d] = saved
+        lo, hi = left[:, d - 1::-1], right[:, :d]   # x - t[span + 1 - d + r], t[span + 1 + r] - x
+        denom = hi + lo
+        temp = np.divide(values, denom, out=np.zeros_like(values), where=denom != 0)
+        grown = np.empty((n, d + 1))
+        grown[:, :d] = hi * temp
+        grown[:, d] = 0.0
+        grown[:, 1:] += lo * temp
+        values = grown
     return span - k, values
 
 
