@@ -3,7 +3,7 @@
     python benchmarks/starts.py [--problem two-link|pendulum] [--starts 8] [--repeat 3] [--out FILE.json]
     python benchmarks/starts.py --quick --out /tmp/starts.json      # pendulum, 2 starts (seconds)
 
-(a) The equation-error first estimate (``result.info["initial_estimate"]["time_s"]``) against
+(a) The equation-error first estimate (``result.initial_estimate["time_s"]``) against
 the solve it starts (``build_s + solve_s``: build + IPOPT), on the shipped two-link
 seed case (6,001 samples, 8 gains).  Target: < 10 %.
 
@@ -47,9 +47,9 @@ def estimate_vs_solve(problem: co.Problem, repeat: int) -> dict:
     rows = []
     for _ in range(repeat):
         r = co.solve(problem, solver=co.Ipopt(simulate=False, standard_errors=False))
-        rows.append({"estimate_s": r.info["initial_estimate"]["time_s"],
+        rows.append({"estimate_s": r.initial_estimate["time_s"],
                      "solve_s": r.timings["build_s"] + r.timings["solve_s"],
-                     "iterations": r.iterations, "source": r.info["initial_estimate"]["source"]})
+                     "iterations": r.iterations, "source": r.initial_estimate["source"]})
     est = statistics.median(x["estimate_s"] for x in rows)
     sol = statistics.median(x["solve_s"] for x in rows)
     return {"runs": rows, "estimate_s": est, "solve_s": sol, "ratio": est / sol}
@@ -73,9 +73,9 @@ def run():
     t0 = time.perf_counter()
     r = co.solve(problem, solver=co.Ipopt(), starts={starts!r}, client=client, throw=False)
     wall = time.perf_counter() - t0
-    info = r.info.get("starts", {{}})
+    info = r.starts
     print(json.dumps({{"wall_s": wall, "converged": info.get("converged", 1),
-                      "local_minima": len(r.info.get("local_minima", [None])),
+                      "local_minima": len(r.local_minima or [None]),
                       "timings": r.timings}}))
     if client is not None:
         ctx.__exit__(None, None, None)

@@ -97,3 +97,31 @@ def test_the_verdict_is_a_field_of_the_document_and_old_documents_still_read():
     import json
 
     assert co.Result.from_json(json.dumps(old)).fit_verdict["reason"] == "old"
+
+
+def test_what_the_report_reads_are_fields_not_info_keys_and_old_documents_still_read():
+    import json
+
+    start = {"source": "equation-error", "message": "equation error (linear least squares)", "time_s": 0.1}
+    minima = [{"objective": 1.0, "parameters": {"a": 2.0}, "starts": 3, "start_indices": [0, 1, 2]}]
+    result = co.finalize(_estimate(initial_estimate=start, starts={"count": 4, "failed": 1}, local_minima=minima,
+                                   model_evaluation="compiled (cache hit)", initial_parameters={"a": 1.5},
+                                   simulation={}),
+                         verdict=False)
+    text = result.summary()
+    assert "model compiled (cache hit)" in text and "started from (equation-error): a 1.5" in text
+    assert "4 starts · 1 failed · 1 distinct local minimum" in text
+    assert not {"initial_estimate", "starts", "local_minima", "compiled"} & set(result.info)
+    back = co.Result.from_json(result.to_json())
+    assert (back.initial_estimate, back.starts, back.local_minima, back.model_evaluation) == (
+        start, {"count": 4, "failed": 1}, minima, "compiled (cache hit)")
+    # a document written before these were fields kept them in info
+    old = result.to_dict()
+    for key in ("initial_estimate", "starts", "local_minima", "model_evaluation"):
+        old.pop(key)
+    old["info"] = {"initial_estimate": start, "starts": {"count": 4, "failed": 1}, "local_minima": minima,
+                   "compiled": "interpreted (small problem)"}
+    again = co.Result.from_json(json.dumps(old))
+    assert (again.initial_estimate, again.local_minima, again.model_evaluation) == (
+        start, minima, "interpreted (small problem)")
+    assert again.starts["count"] == 4

@@ -75,7 +75,7 @@ def test_default_start_finds_p_on_independent_records(p, theta0, omega0, sigma):
     result = identify_record(p, theta0, omega0, sigma, seed=3)
     assert result.success, result.summary()
     assert result.parameters["p"] == pytest.approx(p, rel=0.01)
-    assert result.info["initial_estimate"]["source"] == "equation-error"
+    assert result.initial_estimate["source"] == "equation-error"
     assert result.initial_parameters["p"] != 1.0  # not the declared guess
 
 
@@ -135,7 +135,7 @@ def test_two_link_same_answer_from_zero_gains_and_from_equation_error():
     from_zero = co.solve(problem, start="guess", solver=QUIET)
     from_ee = co.solve(problem, solver=QUIET)
     assert all(v == 0.0 for v in from_zero.initial_parameters.values())
-    assert from_ee.info["initial_estimate"]["source"] == "equation-error"
+    assert from_ee.initial_estimate["source"] == "equation-error"
     for k, v in from_zero.parameters.items():
         assert from_ee.parameters[k] == pytest.approx(v, rel=1e-5, abs=1e-4)
         # the estimate starts near the answer (within 10 % of the largest gain)
@@ -148,9 +148,9 @@ def test_user_guess_is_the_start_unless_equation_error_is_asked_for():
     trial = pendulum_record(10.0, 1.0, 0.0, 0.01, 0)
     problem = pendulum.problem([trial], noise_std=0.01)
     r = co.solve(problem, guess={"p": 7.0}, solver=QUIET)
-    assert r.initial_parameters == {"p": 7.0} and r.info["initial_estimate"]["source"] == "guess"
+    assert r.initial_parameters == {"p": 7.0} and r.initial_estimate["source"] == "guess"
     r = co.solve(problem, guess={"p": 7.0}, start="equation-error", solver=QUIET)
-    assert r.info["initial_estimate"]["source"] == "equation-error"
+    assert r.initial_estimate["source"] == "equation-error"
     assert r.initial_parameters["p"] == pytest.approx(10.0, rel=0.02)
 
 
@@ -177,7 +177,7 @@ def test_unmeasured_position_comes_from_a_collocation_solve_at_the_guess():
     trial = co.Trial(t, {"omega": sol.y[1]}, name="omega-only")
     problem = co.Problem(pendulum.model(), [trial], fit={"omega": 1e4})
     r = co.solve(problem, solver=QUIET, throw=False)
-    est = r.info["initial_estimate"]
+    est = r.initial_estimate
     assert est["states"]["theta"] == "collocation at the guess"
     assert est["source"] == "equation-error"
     assert 0.01 <= r.initial_parameters["p"] <= 1e4
@@ -245,16 +245,16 @@ def test_several_starts_find_the_global_minimum_where_the_guess_fails(client):
     assert abs(single.parameters["p"] / 150.0 - 1) > 0.1  # the wrong local minimum
     multi = co.solve(problem, start="guess", starts=4, client=client, solver=QUIET)
     assert multi.parameters["p"] == pytest.approx(150.0, rel=0.01)
-    minima = multi.info["local_minima"]
+    minima = multi.local_minima
     assert len(minima) >= 2
     assert minima[0]["objective"] == pytest.approx(multi.objective)
     assert minima[0]["objective"] < minima[1]["objective"]
-    assert sum(m["starts"] for m in minima) == multi.info["starts"]["converged"]
-    assert multi.info["starts"]["runs"][0]["initial_parameters"] == {"p": 1.0}
+    assert sum(m["starts"] for m in minima) == multi.starts["converged"]
+    assert multi.starts["runs"][0]["initial_parameters"] == {"p": 1.0}
     assert any(abs(m["parameters"]["p"] - single.parameters["p"]) < 1e-3 * single.parameters["p"] for m in minima)
     assert "distinct local minima" in multi.summary()
     back = co.Result.from_json(multi.to_json())
-    assert back.info["local_minima"][0]["starts"] == minima[0]["starts"]
+    assert back.local_minima[0]["starts"] == minima[0]["starts"]
     assert back.initial_parameters == multi.initial_parameters
 
 
@@ -264,12 +264,12 @@ def test_starts_explore_with_the_midpoint_rule_and_polish_with_the_method():
     trial = pendulum_record(150.0, 1.0, 0.0, 0.05, seed=0)
     problem = pendulum.problem([trial], noise_std=0.05)
     multi = co.solve(problem, co.Radau(degree=2), start="guess", starts=4, solver=QUIET)
-    info = multi.info["starts"]
+    info = multi.starts
     assert info["explored_with"] == "midpoint" and info["start0"]["method"] == "radau2"
     assert [r["method"] for r in info["runs"]] == ["midpoint"] * 4
     assert info["polish"] and all(r["method"] == "radau2" for r in info["polish"])
     assert multi.parameters["p"] == pytest.approx(150.0, rel=0.01)
-    minima = multi.info["local_minima"]
+    minima = multi.local_minima
     again = co.solve(problem, co.Radau(degree=2), guess=minima[0]["parameters"], solver=QUIET)
     assert again.objective == pytest.approx(minima[0]["objective"], rel=1e-6)
     radau = [info["start0"]["objective"]] + [r["objective"] for r in info["polish"]]
@@ -277,7 +277,7 @@ def test_starts_explore_with_the_midpoint_rule_and_polish_with_the_method():
         assert any(m["objective"] == pytest.approx(v, rel=1e-9) for v in radau)
         assert all(m["objective"] != r["objective"] for r in info["runs"])
     # every start is accounted for: in a minimum or failed
-    assert sum(m["starts"] for m in multi.info["local_minima"]) + info["failed"] == 4
+    assert sum(m["starts"] for m in multi.local_minima) + info["failed"] == 4
 
 
 @pytest.mark.parametrize("method, explored", [
@@ -322,9 +322,9 @@ def test_a_failing_start_is_counted_not_fatal(client):
     problem = pendulum.problem([trial], noise_std=0.01)
     r = co.solve(problem, starts=3, client=client, solver=co.Ipopt(max_iter=1, standard_errors=False,
                                                                        simulate=False), throw=False)
-    assert r.info["starts"]["count"] == 3
-    assert r.info["starts"]["failed"] == 3 - r.info["starts"]["converged"]
-    assert r.info["starts"]["failed"] >= 1
+    assert r.starts["count"] == 3
+    assert r.starts["failed"] == 3 - r.starts["converged"]
+    assert r.starts["failed"] >= 1
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -363,7 +363,7 @@ def test_cli_starts(tmp_path, capsys):
     assert code == 0, text
     doc = json.loads(out.read_text())
     assert doc["parameters"]["p"] == pytest.approx(150.0, rel=0.01)
-    assert doc["info"]["starts"]["count"] == 2 and len(doc["info"]["local_minima"]) >= 1
+    assert doc["starts"]["count"] == 2 and len(doc["local_minima"]) >= 1
     assert "initial_parameters" in doc and "2 starts" in text
 
 
@@ -384,7 +384,7 @@ def test_nonlinear_residual_starts_from_the_equation_error_nlp_by_default():
     head = co.Trial(full.time[:401], {k: v[:401] for k, v in full.signals.items()}, name="head")
     problem = two_link_delay.problem([head])
     r = co.solve(problem, solver=QUIET, throw=False)
-    est = r.info["initial_estimate"]
+    est = r.initial_estimate
     assert est["source"] == "equation-error" and est["linear"] is False and "NLP" in est["message"]
     assert r.initial_parameters["tau"] != pytest.approx(0.01)  # not the declared guess
     from_guess = co.solve(problem, solver=QUIET, start="guess", throw=False)

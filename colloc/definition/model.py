@@ -204,7 +204,7 @@ class Model:
         compiled when a C compiler is found and the problem is large enough to repay the
         compile time or the cache already holds its functions, else interpreted by CasADi's
         virtual machine; ``True`` / ``False`` force it.  What was done and what it cost are
-        in ``result.info["compiled"]`` and ``result.timings["compile_s"]``.
+        in ``result.model_evaluation`` and ``result.timings["compile_s"]``.
 
     Examples
     --------

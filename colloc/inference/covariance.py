@@ -8,20 +8,25 @@ import math
 import os
 import sys
 from dataclasses import dataclass
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import casadi as ca
 import numpy as np
-import scipy.sparse as sps
 
 from ..base.buffers import function_buffer, view
 from ..base.capture import capture_native_output
+from ..base.prefetch import LazyModule
 from ..base.sparsity import sparsity_from_ccs
 
 #: A Jacobian as :func:`constrained_covariance` takes it: dense or sparse, CasADi's or SciPy's.
 Jacobian: TypeAlias = "ca.DM | sps.spmatrix | sps.sparray | np.ndarray"
 
 __all__ = ["Covariance", "constrained_covariance", "parameter_covariance"]
+
+if TYPE_CHECKING:
+    import scipy.sparse as sps
+else:  # imported when first used, after the solve (beside IPOPT: solving/collocation.py's prefetch)
+    sps = LazyModule("scipy.sparse")
 
 
 @dataclass

@@ -91,6 +91,10 @@ class Estimate:
     trajectory_label: str = ""
     notes: list[str] = field(default_factory=list)
     fit_verdict: dict[str, Any] = field(default_factory=dict)
+    initial_estimate: dict[str, Any] = field(default_factory=dict)
+    starts: dict[str, Any] = field(default_factory=dict)
+    local_minima: list[dict[str, Any]] | None = None
+    model_evaluation: str = ""
 
 
 @dataclass
@@ -134,10 +138,8 @@ class Result:
         model simulated with CVODES from the identified initial state.
     units : dict of str to str
     info : dict
-        Everything else (residual variance, degrees of freedom, objective history…);
-        ``info["initial_estimate"]`` says how the start was found and, after several starts,
-        ``info["local_minima"]`` lists the distinct local minima reached (``objective``,
-        ``parameters``, ``starts``: how many starts reached it, ``start_indices``).
+        Everything else, particular to a method (residual variance, degrees of freedom,
+        objective history…).
     initial_parameters : dict of str to float
         The parameters the solver started from (by default the equation-error estimate).
     solver_status : str
@@ -167,6 +169,19 @@ class Result:
         The fit verdict (:func:`colloc.fit_verdict`): ``verdict`` (``"good"``, ``"poor_fit"``,
         ``"not_applicable"`` …), ``reason``, the per-signal and per-trial checks; empty when the
         result was not judged against a declared noise.
+    initial_estimate : dict
+        How the start was found (:class:`colloc.solving.start.InitialEstimate`'s summary:
+        ``source``, ``message``, ``time_s``…, and ``auto_starts`` when the first solve was not
+        acceptable and several starts followed); empty when the method chose no start.
+    starts : dict
+        After several starts: ``count``, ``converged``, ``failed``, ``best_start``, every run
+        (:func:`colloc.solving.starts.solve_starts`); for the Kalman maximum likelihood, ``count``.
+    local_minima : list of dict or None
+        After several starts, the distinct local minima reached (``objective``, ``parameters``,
+        ``starts``: how many starts reached it, ``start_indices``); ``None`` after one start.
+    model_evaluation : str
+        How the model was evaluated: ``"compiled (cache hit)"``, ``"compiled (2.1 s)"``,
+        ``"interpreted (small problem)"`` … (the summary's timing line prints it).
 
     Notes
     -----
@@ -205,6 +220,10 @@ class Result:
     trajectory_label: str = ""
     notes: list[str] = field(default_factory=list)
     fit_verdict: dict[str, Any] = field(default_factory=dict)
+    initial_estimate: dict[str, Any] = field(default_factory=dict)
+    starts: dict[str, Any] = field(default_factory=dict)
+    local_minima: list[dict[str, Any]] | None = None
+    model_evaluation: str = ""
 
     def __post_init__(self) -> None:
         if not self.solver_status:
@@ -304,14 +323,13 @@ class Result:
 
     def timing_line(self) -> str:
         """``build … · solve … · covariance … · simulation … · total …`` (total: the whole call),
-        then how the model was evaluated (``info["compiled"]``, e.g. ``model compiled (cache hit)``)."""
+        then how the model was evaluated (:attr:`model_evaluation`, e.g. ``model compiled (cache hit)``)."""
         t = self.timings
         parts = [(k, t.get(f"{k}_s")) for k in ("start", "build", "solve", "covariance", "simulation")]
         shown = " · ".join(f"{k} {v:.2f} s" for k, v in parts
                            if v is not None and np.isfinite(v) and (v >= 0.005 or k in ("build", "solve")))
         total = t.get("total_s", float("nan"))
-        how = self.info.get("compiled")
-        model = f" · model {how}" if isinstance(how, str) else ""
+        model = f" · model {self.model_evaluation}" if self.model_evaluation else ""
         return f"nodes {self.num_nodes} · {shown} · total {total:.2f} s{model}"
 
     def summary(self, truth: dict[str, float] | None = None) -> str:
@@ -345,15 +363,14 @@ class Result:
                 lines.append(f"forward simulation of '{trial}': {sim['status']}{detail}")
         elif self.simulation_note:
             lines += ["", f"forward simulation: none ({self.simulation_note})"]
-        estimate = self.info.get("initial_estimate")
         if self.initial_parameters:
             start = ", ".join(f"{k} {v:.4g}" for k, v in list(self.initial_parameters.items())[:8])
-            source = f" ({estimate['source']})" if isinstance(estimate, dict) and "source" in estimate else ""
+            source = f" ({self.initial_estimate['source']})" if "source" in self.initial_estimate else ""
             more = " …" if len(self.initial_parameters) > 8 else ""
             lines += ["", f"started from{source}: {start}{more}"]
-        minima = self.info.get("local_minima")
+        minima = self.local_minima
         if minima is not None:
-            runs = self.info.get("starts", {})
+            runs = self.starts
             found = "; ".join(f"objective {m['objective']:.6g} ({m['starts']} start{'s' if m['starts'] != 1 else ''})"
                               for m in minima[:5])
             lines.append(f"{runs.get('count', '?')} starts · {runs.get('failed', 0)} failed · "
@@ -405,6 +422,10 @@ class Result:
         doc["trajectory_label"] = self.trajectory_label
         doc["notes"] = self.notes
         doc["units"] = self.units
+        doc["initial_estimate"] = self.initial_estimate
+        doc["starts"] = self.starts
+        doc["local_minima"] = self.local_minima
+        doc["model_evaluation"] = self.model_evaluation
         doc["info"] = self.info
         doc["trajectories"] = {k: _frame_to_dict(v) for k, v in self.trajectories.items()}
         doc["measurements"] = {k: _frame_to_dict(v) for k, v in self.measurements.items()}
@@ -440,6 +461,7 @@ class Result:
             names = doc["covariance"]["names"]
             m = np.array([[nan if v is None else v for v in row] for row in doc["covariance"]["matrix"]], dtype=float)
             cov = pd.DataFrame(m, index=names, columns=names)
+        old = doc.get("info", {})
         return cls(
             problem=doc["problem"],
             method=doc["method"],
@@ -473,7 +495,12 @@ class Result:
             trajectory_label=doc.get("trajectory_label", ""),
             notes=list(doc.get("notes", [])),
             # documents written before the verdict had a field of its own kept it in ``info``
-            fit_verdict=dict(doc.get("fit_verdict") or doc.get("info", {}).get("fit_verdict") or {}),
+            fit_verdict=dict(doc.get("fit_verdict") or old.get("fit_verdict") or {}),
+            # and so did documents written before these four had fields (2026-11-29)
+            initial_estimate=dict(doc.get("initial_estimate") or old.get("initial_estimate") or {}),
+            starts=dict(doc.get("starts") or (old["starts"] if isinstance(old.get("starts"), dict) else {})),
+            local_minima=doc["local_minima"] if "local_minima" in doc else old.get("local_minima"),
+            model_evaluation=str(doc.get("model_evaluation") or old.get("compiled") or ""),
         )
 
     # ---- prediction ---------------------------------------------------------------------

@@ -34,7 +34,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy import special
 
 from ..base.errors import OptionsError
 
@@ -128,6 +127,8 @@ def fit_verdict(
         rho1 = acc["rho_num"] / n
         band = 1.96 / math.sqrt(n)
         # chi2.sf(q, lags) is chdtrc(lags, q) (scipy.stats, 0.4 s to import, calls it)
+        from scipy import special  # here, not at import: SciPy costs 0.25 s before the solve
+
         p = float(special.chdtrc(acc["lags"], acc["q"])) if acc["lags"] else float("nan")
         coloured = abs(rho1) > band and (not np.isfinite(p) or p < 0.01)
         poor = chi2 > chi2_poor

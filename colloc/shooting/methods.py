@@ -357,10 +357,12 @@ def _result(problem: Problem, method, setup: _Shooting, outcome: Outcome, build_
         message=outcome.message, iterations=outcome.iterations, objective=outcome.fun,
         parameters=params, standard_errors=se, covariance=cov, trajectories=trajectories,
         measurements=measurements, residuals=residuals,
-        timings={"build_s": build_s, "solve_s": solve_s, "total_s": build_s + solve_s},
+        timings={"build_s": build_s, "compile_s": 0.0, "solve_s": solve_s, "total_s": build_s + solve_s},
         num_nodes=sum(t.num_samples for t in problem.trials), trials=[t.name for t in problem.trials],
         versions=versions(), units={k: model.unit_of(k) for k in names + setup.pnames}, info=info,
         descriptions={k: model.description_of(k) for k in setup.pnames if model.description_of(k)},
+        model_evaluation=(f"interpreted (shooting runs it inside CasADi's {type(method.integrator).__name__} "
+                          "integrator, whose graphs are not compiled)"),
     )
 
 

@@ -89,7 +89,8 @@ def solve_collocation(
     build_s = _time.perf_counter() - start
 
     t_solve = _time.perf_counter()
-    importing = prefetch("pandas")  # for the result's tables, beside IPOPT (which holds no lock)
+    # for the result's tables, the covariance and the verdict, beside IPOPT (which holds no lock)
+    importing = prefetch("pandas", "scipy.sparse", "scipy.sparse.linalg", "scipy.special")
     sol = nlpsol(x0=x0, p=nlp.data, lbx=lbx, ubx=ubx, lbg=nlp.lbg, ubg=nlp.ubg)
     solve_s = _time.perf_counter() - t_solve
     if importing is not None:
@@ -112,7 +113,7 @@ def solve_collocation(
     history = stats.get("iterations", {})
     result.info["objective_history"] = [float(v) / objective_scale for v in history.get("obj", [])]
     result.info["primal_infeasibility_history"] = [float(v) for v in history.get("inf_pr", [])]
-    result.info["compiled"] = nlp.compile_note  # e.g. "compiled (cache hit)", "interpreted (small problem)"
+    result.model_evaluation = nlp.compile_note  # e.g. "compiled (cache hit)", "interpreted (small problem)"
     if not success:
         result.violations = worst_violations(g, nlp.lbg, nlp.ubg, _describe_row(nlp, problem), tol=1e-6)
     post = _time.perf_counter() - t_solve - solve_s

@@ -260,14 +260,14 @@ class KalmanML(AbstractMethod):
                              + f" outside the 95 % predictive interval of {free_sim['draws']} free simulations "
                              "of the fitted model: it does not reproduce the record's sway"})
         t_end = time.perf_counter()
-        info = {"estimator": "Kalman maximum likelihood (prediction-error decomposition)", "compiled": compiled_note,
+        info = {"estimator": "Kalman maximum likelihood (prediction-error decomposition)",
                 "free_simulation": free_sim,
                 "model": lgm.name, "nll": float(fit.nll), "aic": 2 * float(fit.nll) + 2 * k_par,
                 "num_parameters": k_par, "stable": stable, "max_real_eigenvalue": float(eig.real.max()),
                 "newton_decrement": fit.newton_decrement, "fisher_condition": fit.fisher_condition,
                 "active_bounds": list(fit.active_bounds), "innovations_whiteness": whiteness,
                 "innovations_std": float(np.nanstd(z)), "missing_samples": int(np.size(y) - measured.sum()),
-                "sample_step_s": dt, "starts": len(points), "other_optima": others,
+                "sample_step_s": dt, "other_optima": others,
                 "standard_errors": "inverse observed Fisher information of the parameters "
                 "off their bounds; assumes white Gaussian innovations"}
         if problem.extra_info:
@@ -288,7 +288,8 @@ class KalmanML(AbstractMethod):
             units={k: problem.units[k] for k in [*all_names, *problem.outputs] if k in problem.units},
             info=info, initial_parameters={k: float(start[k]) for k in names}, solver_status=fit.message,
             descriptions={k: problem.descriptions[k] for k in all_names if k in problem.descriptions},
-            trajectory_label=f"one-step-ahead prediction (Kalman filter, {problem.label or lgm.name})", notes=notes)
+            trajectory_label=f"one-step-ahead prediction (Kalman filter, {problem.label or lgm.name})", notes=notes,
+            model_evaluation=compiled_note, starts={"count": len(points)})
         innovations = {trial.name: pd.DataFrame({c: z[:, j] for j, c in enumerate(problem.outputs)}, index=index)}
         physical = {k: (v, v) if isinstance(v, bool) else (bool(v[0]), bool(v[1])) for k, v in problem.physical.items()}
         return finalize(estimate, bounds={**fit.bounds, **{k: (-np.inf, np.inf) for k in offset_names}},

@@ -56,7 +56,7 @@ START_CHOICES = ("equation-error", "guess")
 #: When the residual is nonlinear in the parameters and the solve from the default start
 #: (the equation-error estimate) is not acceptable — no convergence, a poor fit, or an
 #: estimate on a search bound — ``solve`` tries this many starts (that estimate and seeded
-#: points of the search box) and keeps the best, saying so in ``info["initial_estimate"]``.
+#: points of the search box) and keeps the best, saying so in ``initial_estimate``.
 AUTO_STARTS = 8
 
 
@@ -102,11 +102,11 @@ def solve(
         (:func:`colloc.solving.start.equation_error`; linear least squares when the residual
         is linear in the parameters, else a bounded NLP from the lowest of several points of
         the search box); it falls back to the guesses, and says so in
-        ``result.info["initial_estimate"]``, when it cannot be trusted.  By default, when the
+        ``result.initial_estimate``, when it cannot be trusted.  By default, when the
         residual is nonlinear in the parameters and the solve from that estimate is not
         acceptable (no convergence, a poor fit, an estimate on a search bound),
         :data:`AUTO_STARTS` starts follow and the best is kept
-        (``info["initial_estimate"]["auto_starts"]``).
+        (``result.initial_estimate["auto_starts"]``).
         ``"guess"`` (the default for the shooting baselines or with ``guess``): the
         declared guesses overridden by ``guess``.  ``result.initial_parameters`` reports it.
     starts : int
@@ -115,7 +115,7 @@ def solve(
         parameters); they are explored in parallel worker processes (the midpoint rule
         when ``method`` has interior nodes), each distinct minimum is polished with
         ``method``, and the best converged one is returned, with the distinct local minima
-        in ``result.info["local_minima"]`` (see :func:`colloc.solving.starts.solve_starts`).
+        in ``result.local_minima`` (see :func:`colloc.solving.starts.solve_starts`).
     client : dask.distributed.Client, optional
         Where the starts run; by default a pool of single-threaded local processes (one
         per core) forked from a fork server that has imported colloc.
@@ -194,7 +194,7 @@ def solve(
         why = _not_acceptable(result, problem, verdict) if fallback else None
         if why is not None:
             again, _ = solve_starts(problem, method, solver, _solve_from, first, AUTO_STARTS, seed=seed,
-                                    client=client)
+                                    client=client, done=result)
             auto_starts = {"count": AUTO_STARTS, "why": why,
                            "kept": "several starts" if again is not None and again.objective < result.objective
                            else "the first solve (no start did better)"}
@@ -209,10 +209,10 @@ def solve(
         if result is None:
             errors = "; ".join(f"start {r['start']}: {r['error']}" for r in runs[:3])
             raise SolveFailed(f"{method.name} on '{problem.name}': all {starts} starts raised ({errors})", None)
-    result.info["initial_estimate"] = estimate.to_info()
+    result.initial_estimate = estimate.to_info()
     if auto_starts is not None:
-        result.info["initial_estimate"]["auto_starts"] = auto_starts
-        result.info["initial_estimate"]["message"] += (
+        result.initial_estimate["auto_starts"] = auto_starts
+        result.initial_estimate["message"] += (
             f"; the solve from it was not acceptable ({auto_starts['why']}), so {AUTO_STARTS} starts were "
             f"tried; kept: {auto_starts['kept']}")
     result.solver_status = result.status

@@ -21,13 +21,13 @@ import time as _time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import casadi as ca
 import numpy as np
-from scipy.interpolate import LSQUnivariateSpline, UnivariateSpline
-from scipy.optimize import lsq_linear
 
 from ..definition.problem import Problem
+from ..signals.splines import interpolating_spline, lsq_spline
 from ..transcription.interpolation import InputReader
 from .starts import start_points
 
@@ -78,7 +78,7 @@ class InitialEstimate:
     time_s: float = 0.0
 
     def to_info(self) -> dict:
-        """JSON-safe summary for ``Result.info["initial_estimate"]``."""
+        """JSON-safe summary for ``Result.initial_estimate``."""
         return {"source": self.source, "linear": self.linear, "message": self.message,
                 "states": dict(self.states), "clipped": list(self.clipped), "time_s": self.time_s}
 
@@ -87,7 +87,26 @@ class InitialEstimate:
 _KNOT_SPACINGS = (4, 6, 9, 13, 19, 28, 42, 62, 92, 136)
 
 
-def _one_spline(t: np.ndarray, y: np.ndarray, sigma: float | None, k: int):
+class _Curve(Protocol):
+    """A spline as the start uses it: evaluated, and differentiated into another spline."""
+
+    def __call__(self, x: np.ndarray) -> np.ndarray: ...
+
+    def derivative(self, n: int = 1) -> _Curve: ...
+
+
+def _scipy_spline(t: np.ndarray, y: np.ndarray, k: int, **options: Any) -> _Curve:
+    """FITPACK's spline, for the cases the NumPy splines do not cover (records of a few samples,
+    or no spacing of knots that fits): SciPy's interpolate is imported here only, since it costs
+    0.25-0.3 s (:mod:`colloc.signals.splines`)."""
+    from scipy.interpolate import UnivariateSpline
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # FITPACK's notes on s are not errors here
+        return UnivariateSpline(t, y, k=k, **options)
+
+
+def _one_spline(t: np.ndarray, y: np.ndarray, sigma: float | None, k: int) -> _Curve:
     """Interpolating spline without ``σ``; with it, the smoothest least-squares spline with
     knots at every ``m``-th sample (``m`` in :data:`_KNOT_SPACINGS`, tried from the widest)
     whose residual is consistent with the noise, ``Σ ((y − s)/σ)² ≤ n + 2·√(2n)`` (the upper
@@ -101,31 +120,33 @@ def _one_spline(t: np.ndarray, y: np.ndarray, sigma: float | None, k: int):
     spaced knots cannot chase the noise, and a few banded least-squares solves cost less than
     the knot search did."""
     if sigma is None or not np.isfinite(sigma) or sigma <= 0:
-        return UnivariateSpline(t, y, k=k, s=0)
+        if k % 2:
+            try:
+                return interpolating_spline(t, y, k)
+            except ValueError:
+                pass
+        return _scipy_spline(t, y, k, s=0)
     n = t.size
     target = n + 2.0 * np.sqrt(2.0 * n)
     best = None
     for m in sorted(_KNOT_SPACINGS, reverse=True):
         if n < 2 * m + k + 1:
             continue
-        knots = t[m:n - m:m]
         try:
-            spline = LSQUnivariateSpline(t, y, knots, k=k)
+            spline, residual = lsq_spline(t, y, t[m:n - m:m], k)
         except ValueError:  # the knots leave an interval without samples (a gap in the record)
             continue
         best = spline
-        if spline.get_residual() / sigma**2 <= target:
+        if residual / sigma**2 <= target:
             break
-    return best if best is not None else UnivariateSpline(t, y, w=np.full(n, 1.0 / sigma), k=k, s=float(n))
+    return best if best is not None else _scipy_spline(t, y, k, w=np.full(n, 1.0 / sigma), s=float(n))
 
 
-def _spline(t: np.ndarray, y: np.ndarray, sigma: float | None):
+def _spline(t: np.ndarray, y: np.ndarray, sigma: float | None) -> _Curve:
     """Quintic spline through (``σ`` unknown) or near (``σ`` known, :func:`_one_spline`) the
     samples."""
     k = 5 if t.size > 5 else max(1, t.size - 1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # FITPACK's notes on s are not errors here
-        return _one_spline(t, y, sigma, k)
+    return _one_spline(t, y, sigma, k)
 
 
 def _declared(problem: Problem) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -244,7 +265,7 @@ def _trajectories(problem: Problem, collocation_states) -> tuple[_Columns, dict[
     for i, trial in enumerate(problem.trials):
         t = trial.time
         # source of each state: (spline, derivative order)
-        src: dict[str, tuple[UnivariateSpline, int]] = {}
+        src: dict[str, tuple[_Curve, int]] = {}
         for s in states:
             if s in trial:
                 sigma = 1.0 / np.sqrt(problem.fit[s]) if s in problem.fit else None
@@ -347,8 +368,13 @@ def _linear_fit(problem: Problem, cols: _Columns, lb, ub, scale) -> tuple[np.nda
         names = model.element_names("parameter")
         involved = [names[j] for j in np.argsort(-np.abs(null)) if abs(null[j]) > 0.1]
         raise _Unusable(f"rank deficient: the data do not separate {', '.join(involved)}")
-    fit = lsq_linear(A, b, bounds=(lb / scale, ub / scale), method="bvls" if A.shape[1] <= 50 else "trf")
-    return fit.x * scale, f"condition {sv[0] / sv[-1]:.3g}"
+    lo, hi = lb / scale, ub / scale
+    x = np.linalg.lstsq(A, b, rcond=None)[0]
+    if not (np.all(x >= lo) and np.all(x <= hi)):  # a bound is active (SciPy only then: 0.25 s to import)
+        from scipy.optimize import lsq_linear
+
+        x = lsq_linear(A, b, bounds=(lo, hi), method="bvls" if A.shape[1] <= 50 else "trf").x
+    return x * scale, f"condition {sv[0] / sv[-1]:.3g}"
 
 
 def _nonlinear_fit(problem: Problem, cols: _Columns, lb, ub, scale, p0) -> tuple[np.ndarray, str]:

@@ -140,8 +140,12 @@ def _describe(run: dict, method_name: str, guess: Mapping[str, float] | None = N
 
 
 def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, float], count: int, *,
-                 seed: int = 0, client=None) -> tuple[Estimate | None, list[dict]]:
+                 seed: int = 0, client=None, done: Estimate | None = None) -> tuple[Estimate | None, list[dict]]:
     """Solve from ``first`` and ``count − 1`` space-filling starts; return the best result.
+
+    ``done``: start 0's result when the caller has already solved from ``first`` with
+    ``method`` and ``solver`` (:func:`colloc.solve`'s fallback to several starts): it is used
+    as it is, not solved again.
 
     ``runner(problem, method, solver, guess) -> Estimate`` is the single-start solve (it must
     be importable by name in the workers).
@@ -160,7 +164,7 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
     simulation.
 
     The best result (lowest objective among the converged minima, else start 0's) gets
-    ``info["local_minima"]`` and ``info["starts"]``.  Returns ``(best, runs)`` where
+    ``local_minima`` and ``starts``.  Returns ``(best, runs)`` where
     ``runs`` has start 0's solve, then one entry per explored start (``None`` result on
     error).  CasADi objects are pickled before start 0's thread begins, and the main thread
     touches none while it runs.
@@ -175,7 +179,7 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
     explore_blob = pack((problem, explore, light, runner))
     polish_blob = pack((problem, method, light, runner)) if cheap else None
     with ThreadPoolExecutor(max_workers=1) as thread:
-        zero_future = thread.submit(_run_local, problem, method, solver, runner, first)
+        zero_future = thread.submit(_run_local, problem, method, solver, runner, first) if done is None else None
         with _tasks(client, len(explored)) as tasks:
             runs = tasks.run(explore_blob, [(i, guesses[i]) for i in explored])
             clusters = cluster_minima([_entry(r, scale, [r["start"]]) for r in runs if _converged(r)])
@@ -187,7 +191,8 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
                 polish_runs = tasks.run(polish_blob, [(m["start_indices"][0], m["parameters"]) for m in todo])
                 for run, m in zip(polish_runs, todo):
                     run["members"] = m["start_indices"]
-        zero = zero_future.result()
+        zero: dict[str, Any] = (zero_future.result() if zero_future is not None
+                                else {"start": 0, "result": done, "error": None})
     entries = []
     if _converged(zero):
         entries.append(_entry(zero, scale, zero_cluster["start_indices"] if cheap and zero_cluster else [0]))
@@ -220,8 +225,8 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
                 if again is not None and (again.success or not result.success):
                     result, polished = again, True
             result.initial_parameters = dict(guesses[best_start])
-    result.info["local_minima"] = minima
-    result.info["starts"] = {
+    result.local_minima = minima
+    result.starts = {
         "count": count,
         "seed": seed,
         "converged": converged,

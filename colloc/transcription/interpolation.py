@@ -11,6 +11,7 @@ import casadi as ca
 import numpy as np
 
 from ..base.errors import ProblemError
+from ..signals.splines import interpolating_spline
 
 __all__ = ["InputReader", "held_inputs", "input_kinds", "keys_kernel", "keys_weights", "known_inputs"]
 
@@ -119,9 +120,7 @@ class InputReader:
             return "hold"
         if kind == "linear" or ts.size < 4:
             return None
-        from scipy.interpolate import CubicSpline
-
-        return CubicSpline(ts, vs)
+        return interpolating_spline(ts, vs, 3)  # the not-a-knot cubic (its knots: the inner samples)
 
     @staticmethod
     def _read(piece, t: np.ndarray) -> np.ndarray:

@@ -283,7 +283,7 @@ def test_the_default_leaves_the_choice_to_the_build():
 
 def test_a_small_problem_stays_interpreted_and_says_so(cache):
     result = co.solve(_pendulum_problem(), co.Midpoint())
-    assert result.info["compiled"] == "interpreted (small problem)"
+    assert result.model_evaluation == "interpreted (small problem)"
     assert result.timing_line().endswith("· model interpreted (small problem)")
     assert result.timings["compile_s"] == 0.0
     runs = compiler.compiler_runs()
@@ -301,7 +301,7 @@ def test_without_a_compiler_the_default_is_interpreted_without_a_warning(cache, 
         warnings.simplefilter("error")
         result = co.solve(_pendulum_problem(), co.Midpoint())
     assert result.success
-    assert result.info["compiled"] == "interpreted (no C compiler)" and result.timings["compile_s"] == 0.0
+    assert result.model_evaluation == "interpreted (no C compiler)" and result.timings["compile_s"] == 0.0
 
 
 def test_the_decision_counts_instances_times_instructions(monkeypatch):
@@ -332,9 +332,9 @@ def test_a_large_problem_is_compiled_once_then_found_in_the_cache(cache, monkeyp
     np.testing.assert_allclose(g, g_ref, rtol=1e-12, atol=1e-12 * np.abs(g_ref).max())
     np.testing.assert_allclose(jac, jac_ref, rtol=1e-12, atol=1e-12 * np.abs(jac_ref).max())
     first = co.solve(problem, co.Midpoint())  # the solver's NLP (its own Hessian): compiled if not yet
-    assert first.info["compiled"].startswith("compiled (")
+    assert first.model_evaluation.startswith("compiled (")
     again = co.solve(problem, co.Midpoint())  # the same build again: everything from the cache
-    assert again.info["compiled"] == "compiled (cache hit)" and again.timings["compile_s"] == 0.0
+    assert again.model_evaluation == "compiled (cache hit)" and again.timings["compile_s"] == 0.0
     assert again.success and again.parameters == pytest.approx(first.parameters, rel=1e-10)
 
 

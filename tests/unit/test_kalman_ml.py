@@ -219,7 +219,7 @@ def test_further_starts_find_the_better_optimum_and_report_the_other():
     p = problem(y, start={"k": 60.0, "c": 15.0, "q": 0.01, "sigma": 0.5}, starts=[{"k": 3.0, "c": 1.0, "q": 0.5}])
     result = co.solve(p, co.KalmanML(), throw=False)
     alone = co.solve(problem(y, start={"k": 60.0, "c": 15.0, "q": 0.01, "sigma": 0.5}), co.KalmanML(), throw=False)
-    assert result.info["starts"] == 2 and alone.info["starts"] == 1
+    assert result.starts == {"count": 2} and alone.starts == {"count": 1}
     assert result.objective <= alone.objective + 1e-9
     assert abs(result.parameters["k"] - TRUTH["k"]) < 3 * result.standard_errors["k"]
     with pytest.raises(co.ModelError, match="unknown parameter.*zeta"):
@@ -252,14 +252,14 @@ def test_the_result_says_whether_the_filter_was_compiled_and_what_it_cost(tmp_pa
 
     stochastic = problem(record(TRUTH, 2000, seed=5))
     result = co.solve(stochastic, co.KalmanML(), throw=False)
-    note = result.info["compiled"]
+    note = result.model_evaluation
     if compiler._compiler() is None:
         assert note.startswith("interpreted")
     else:
         assert note.startswith("compiled (") and note.endswith(" s)"), note
         assert result.timings["compile_s"] > 0
     interpreted = co.solve(stochastic, co.KalmanML(compiled=False), throw=False)
-    assert interpreted.info["compiled"] == "interpreted (KalmanML(compiled=False))"
+    assert interpreted.model_evaluation == "interpreted (KalmanML(compiled=False))"
     assert interpreted.parameters == pytest.approx(result.parameters, rel=1e-6)
 
 
