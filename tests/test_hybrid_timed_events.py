@@ -79,6 +79,9 @@ def test_the_schedule_by_hand_is_the_library_simulators():
 def test_clean_record_recovers_every_parameter_from_a_poor_guess():
     res = co.solve(_problem(_record(TRUE, TIME)), co.Radau(degree=3), solver=co.Ipopt(tol=1e-10))
     assert res.success and res.method == "hybrid-radau3"
+    # how the model was evaluated is said, as by every method
+    assert res.model_evaluation.startswith("interpreted (") and res.timings["compile_s"] == 0.0
+    assert f"model {res.model_evaluation}" in res.summary()
     for name, value in TRUE.items():
         assert abs(res.parameters[name] / value - 1) < 1e-3, (name, res.parameters[name])
     # the phases at the estimate: off, then on/off per dose, the third dose cutting the second short

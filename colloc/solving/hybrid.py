@@ -306,13 +306,14 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         iterations=int(stats.get("iter_count", 0)), objective=0.5 * float(res @ res), parameters=params,
         standard_errors=se, covariance=cov, trajectories=trajectories, measurements=measurements,
         residuals=residuals,
-        timings={"build_s": build_s, "solve_s": solve_s, "covariance_s": covariance_s,
+        timings={"build_s": build_s, "compile_s": 0.0, "solve_s": solve_s, "covariance_s": covariance_s,
                  "simulation_s": simulation_s},
         num_nodes=int(sum(sum(lay.intervals) * method.degree + 1 for lay in layouts)),
         trials=[t.name for t in problem.trials], versions=versions(), simulation=simulation, info=info,
         violations=violations,
         initial_parameters=dict(p0), solver_status=status, units=dict(problem.units),
-        descriptions=dict(problem.descriptions))
+        descriptions=dict(problem.descriptions),
+        model_evaluation="interpreted (the hybrid transcription is evaluated by CasADi's graphs, not compiled)")
     return finalize_hybrid(estimate, problem, verdict=verdict, t_call=t_call)
 
 

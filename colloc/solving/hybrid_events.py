@@ -321,10 +321,12 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
         iterations=int(sum(round_iterations)), objective=0.5 * float(res @ res), parameters=params,
         standard_errors=se, covariance=cov, trajectories=trajectories, measurements=measurements,
         residuals=residuals,
-        timings={"build_s": build_s, "solve_s": solve_s, "covariance_s": covariance_s, "simulation_s": simulation_s},
+        timings={"build_s": build_s, "compile_s": 0.0, "solve_s": solve_s, "covariance_s": covariance_s,
+                 "simulation_s": simulation_s},
         num_nodes=int(sum(lay_.size * degree + 1 for lay_ in solved)), trials=[t.name for t in problem.trials],
         versions=versions(), simulation=simulation, info=info, units=dict(problem.units),
-        descriptions=dict(problem.descriptions), initial_parameters=dict(cur), solver_status=status)
+        descriptions=dict(problem.descriptions), initial_parameters=dict(cur), solver_status=status,
+        model_evaluation="interpreted (the timed-event transcription is evaluated by CasADi's graphs, not compiled)")
     return finalize_hybrid(estimate, problem, verdict=verdict, t_call=t_call)
 
 
