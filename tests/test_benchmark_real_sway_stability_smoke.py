@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 22 s at load 2.5 (2026-11-29): kept out of the default suite's 10 minutes
 def test_real_sway_stability_quick(tmp_path):
     out = tmp_path / "stability.json"
     proc = subprocess.run([sys.executable, "benchmarks/real_sway_stability.py", "--quick", "--out", str(out)],

@@ -10,7 +10,7 @@ FITPACK's convention (the end knots repeated ``k + 1`` times), so the splines ar
 
 The basis is evaluated by the Cox-de Boor recursion (de Boor, *A Practical Guide to Splines*,
 2001, ch. X; Piegl & Tiller, *The NURBS Book*, 1997, algorithm A2.2); a derivative is the spline
-of degree ``k - 1`` with differenced coefficients (de Boor, ch. X, (12)).
+of degree ``k - 1`` with differenced coefficients (de Boor, ch. X).
 """
 
 from __future__ import annotations
