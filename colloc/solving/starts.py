@@ -268,7 +268,9 @@ def _tasks(client, count: int) -> Iterator[_Tasks]:
     if client is not None:
         yield _Tasks(client=client)
         return
-    with process_pool(min(os.cpu_count() or 1, max(count, 1)), preload=("colloc.solving.solve",)) as pool:
+    # SciPy is imported by the solves after IPOPT (the verdict, the covariance): once, in the fork server
+    preload = ("colloc.solving.solve", "scipy.sparse", "scipy.special")
+    with process_pool(min(os.cpu_count() or 1, max(count, 1)), preload=preload) as pool:
         yield _Tasks(pool=pool)
 
 
