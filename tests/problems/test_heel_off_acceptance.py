@@ -13,11 +13,9 @@ default method (``colloc identify heel-off``) from the default poor guesses (kp 
 
 from __future__ import annotations
 
-import pytest
-
-from colloc_problems import heel_off
-
 import heel_off_reference as reference  # tests/problems is on the path
+import pytest
+from colloc_problems import heel_off
 
 TRUE = {"kp": 900.0, "kd": 250.0}
 
