@@ -22,6 +22,8 @@ import casadi as ca
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..base.buffers import values
+
 __all__ = ["BSpline", "interpolating_spline", "lsq_spline"]
 
 
@@ -89,18 +91,23 @@ def _full_knots(x: NDArray[np.float64], interior: NDArray[np.float64], k: int) -
     return np.concatenate([np.full(k + 1, x[0]), interior, np.full(k + 1, x[-1])])
 
 
-def _banded(n: int, width: int, entry: Callable[[NDArray[np.intp], NDArray[np.intp]], NDArray[np.float64]]) -> ca.DM:
-    """The ``n × n`` CasADi matrix of band ``width`` (each side) whose entry ``(i, j)`` is
-    ``entry(i, j)`` (vectorised), its values put in the sparsity's column-major order."""
-    sparsity, rows, cols = _band_pattern(n, width)
-    return ca.DM(sparsity, entry(rows, cols))
+def _banded_solve(n: int, width: int, entry: Callable[[NDArray[np.intp], NDArray[np.intp]], NDArray[np.float64]],
+                  rhs: NDArray[np.float64], solver: str) -> NDArray[np.float64]:
+    """The solution of the ``n × n`` system of band ``width`` (each side) whose entry ``(i, j)``
+    is ``entry(i, j)`` (vectorised), by CasADi's sparse ``solver``.  The matrix goes in as its
+    nonzeros through the function's buffers: building a CasADi matrix from a NumPy array costs
+    more than the factorisation (2 ms against 0.1 ms for 600 coefficients)."""
+    function, rows, cols = _band_solver(n, width, solver)
+    return values(function, entry(rows, cols), rhs)[0].ravel()
 
 
 @functools.lru_cache(maxsize=16)
-def _band_pattern(n: int, width: int) -> tuple[ca.Sparsity, NDArray[np.intp], NDArray[np.intp]]:
+def _band_solver(n: int, width: int, solver: str) -> tuple[ca.Function, NDArray[np.intp], NDArray[np.intp]]:
     sparsity = ca.Sparsity.banded(n, width)
     rows, cols = (np.asarray(v, dtype=np.intp) for v in sparsity.get_triplet())
-    return sparsity, rows, cols
+    nonzeros, rhs = ca.MX.sym("A", sparsity.nnz()), ca.MX.sym("b", n)
+    function = ca.Function("banded_solve", [nonzeros, rhs], [ca.solve(ca.MX(sparsity, nonzeros), rhs, solver)])
+    return function, rows, cols
 
 
 def _check(x: NDArray[np.float64], y: NDArray[np.float64], k: int) -> None:
@@ -127,24 +134,63 @@ def lsq_spline(x: ArrayLike, y: ArrayLike, interior_knots: ArrayLike, k: int = 3
     ncoef = t.size - k - 1
     if x.size < ncoef:
         raise ValueError(f"{x.size} samples cannot determine {ncoef} spline coefficients")
-    first, basis = _basis(t, k, x)
+    a, b = np.triu_indices(k + 1)
+    band = np.zeros((k + 1, ncoef))
+    rhs = np.zeros(ncoef)
+    m = _uniform_spacing(x, interior)
+    if m is not None and interior.size - 2 * k + 2 >= _MIN_PERIODS:
+        # uniform samples with a knot every m-th sample: the intervals k - 1 … J - k (J interior
+        # knots) hold m samples each at the same positions between knots that are all evenly
+        # spaced, so their basis values repeat with period m.  One interval's values serve
+        # them all (up to rounding), and their sums are products of small matrices.
+        lo, hi = k - 1, interior.size - k  # the periodic intervals: lo … hi
+        rep = _basis(t, k, x[lo * m:(lo + 1) * m])[1]  # m × (k + 1)
+        gram = rep.T @ rep
+        periodic = y[lo * m:(hi + 1) * m].reshape(hi - lo + 1, m) @ rep  # rows: intervals
+        for i in range(k + 1):
+            rhs[lo + i:hi + i + 1] += periodic[:, i]
+        for i, j in zip(a, b):
+            band[j - i, lo + i:hi + i + 1] += gram[i, j]
+        edge = np.r_[0:lo * m, (hi + 1) * m:x.size]
+    else:
+        lo = hi = rep = None
+        edge = np.arange(x.size)
+    first, basis = _basis(t, k, x[edge])
     # normal equations BᵀB c = Bᵀy: banded (k diagonals on each side), the products of every
     # point's basis values summed into diagonal d = b - a at row first + a, in one bincount
-    a, b = np.triu_indices(k + 1)
     index = ((b - a) * ncoef)[None, :] + first[:, None] + a[None, :]
-    band = np.bincount(index.ravel(), weights=(basis[:, a] * basis[:, b]).ravel(),
-                       minlength=(k + 1) * ncoef).reshape(k + 1, ncoef)
+    band += np.bincount(index.ravel(), weights=(basis[:, a] * basis[:, b]).ravel(),
+                        minlength=(k + 1) * ncoef).reshape(k + 1, ncoef)
     if np.any(band[0] == 0):
         raise ValueError("a spline coefficient has no sample in its support (Schoenberg-Whitney)")
-    rhs = np.bincount((first[:, None] + np.arange(k + 1)).ravel(), weights=(basis * y[:, None]).ravel(),
-                      minlength=ncoef)
-    A = _banded(ncoef, k, lambda i, j: band[np.abs(i - j), np.minimum(i, j)])
-    coef = np.array(ca.solve(A, ca.DM(rhs), "ldl")).ravel()
-    spline = BSpline(t, coef, k)
-    fitted = np.einsum("ij,ij->i", basis, coef[first[:, None] + np.arange(k + 1)])
+    rhs += np.bincount((first[:, None] + np.arange(k + 1)).ravel(), weights=(basis * y[edge, None]).ravel(),
+                       minlength=ncoef)
+    coef = _banded_solve(ncoef, k, lambda i, j: band[np.abs(i - j), np.minimum(i, j)], rhs, "ldl")
     if not np.all(np.isfinite(coef)):
         raise ValueError("the knots leave the least-squares spline undetermined (Schoenberg-Whitney)")
-    return spline, float(np.sum((y - fitted) ** 2))
+    fitted = np.empty(x.size)
+    fitted[edge] = np.einsum("ij,ij->i", basis, coef[first[:, None] + np.arange(k + 1)])
+    if rep is not None:
+        windows = coef[np.arange(lo, hi + 1)[:, None] + np.arange(k + 1)[None, :]]
+        fitted[lo * m:(hi + 1) * m] = (windows @ rep.T).ravel()
+    return BSpline(t, coef, k), float(np.sum((y - fitted) ** 2))
+
+
+#: Periodic intervals below which the uniform path of :func:`lsq_spline` is not worth taking.
+_MIN_PERIODS = 4
+
+
+def _uniform_spacing(x: NDArray[np.float64], interior: NDArray[np.float64]) -> int | None:
+    """``m`` when the samples are evenly spaced (to 1e-9 of the step) and the interior knots
+    are the samples ``m, 2m, …`` exactly; otherwise None."""
+    if interior.size < 2 or x.size < 3:
+        return None
+    step = (x[-1] - x[0]) / (x.size - 1)
+    m = int(round((interior[0] - x[0]) / step))
+    last = m * interior.size
+    if m < 1 or last >= x.size or np.ptp(np.diff(x)) > 1e-9 * step:
+        return None
+    return m if np.array_equal(interior, x[m:last + 1:m]) else None
 
 
 def interpolating_spline(x: ArrayLike, y: ArrayLike, k: int = 3) -> BSpline:
@@ -165,8 +211,7 @@ def interpolating_spline(x: ArrayLike, y: ArrayLike, k: int = 3) -> BSpline:
         inside = (offset >= 0) & (offset <= k)
         return np.where(inside, basis[i, np.clip(offset, 0, k)], 0.0)
 
-    A = _banded(n, k, entry)
-    coef = np.array(ca.solve(A, ca.DM(y), "csparse")).ravel()
+    coef = _banded_solve(n, k, entry, y, "csparse")
     if not np.all(np.isfinite(coef)):
         raise ValueError("the interpolation system is singular")
     return BSpline(t, coef, k)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.interpolate import CubicSpline, LSQUnivariateSpline, UnivariateSpline
 
+from colloc.signals import splines
 from colloc.signals.splines import BSpline, interpolating_spline, lsq_spline
 
 
@@ -27,6 +28,31 @@ def test_lsq_spline_is_fitpacks(k, spacing, n):
     x = np.linspace(t[0] - 0.05, t[-1] + 0.05, 997)  # beyond the ends too: the end pieces
     for d in range(k + 1):
         assert _rel(ours.derivative(d)(x), theirs.derivative(d)(x)) < 1e-9, d
+
+
+@pytest.mark.parametrize("k, spacing, n", [(5, 10, 6001), (5, 7, 6004), (3, 20, 1001), (5, 40, 2001), (1, 2, 101)])
+def test_lsq_spline_on_uniform_samples_is_fitpacks(k, spacing, n):
+    """Evenly spaced samples with a knot every m-th sample take the periodic path (one knot
+    interval's basis values for all the inner ones); it must still be FITPACK's spline."""
+    rng = np.random.default_rng(k * 100 + spacing)
+    t = 0.25 + np.arange(n) * 0.01  # 100 Hz, a record that does not start at 0
+    y = np.sin(2 * t) + 0.3 * np.cos(7 * t) + 0.01 * rng.standard_normal(n)
+    knots = t[spacing:n - spacing:spacing]
+    assert splines._uniform_spacing(t, knots) == spacing  # the periodic path is the one tested
+    ours, residual = lsq_spline(t, y, knots, k)
+    theirs = LSQUnivariateSpline(t, y, knots, k=k)
+    assert residual == pytest.approx(theirs.get_residual(), rel=1e-9)
+    x = np.linspace(t[0] - 0.05, t[-1] + 0.05, 1999)
+    for d in range(k + 1):
+        assert _rel(ours.derivative(d)(x), theirs.derivative(d)(x)) < 1e-9, d
+
+
+def test_uneven_samples_or_knots_off_the_samples_take_the_general_path():
+    t = np.arange(600) * 0.01
+    assert splines._uniform_spacing(t, t[10:590:10]) == 10
+    assert splines._uniform_spacing(t, t[10:590:10] + 0.001) is None  # knots between samples
+    assert splines._uniform_spacing(np.delete(t, 300), np.delete(t, 300)[10:580:10]) is None  # a gap
+    assert splines._uniform_spacing(t, t[[10, 20, 40]]) is None  # knots not evenly spaced
 
 
 @pytest.mark.parametrize("k, n", [(3, 4), (3, 57), (5, 6), (5, 400)])
