@@ -391,3 +391,65 @@ def test_nonlinear_residual_starts_from_the_equation_error_nlp_by_default():
     assert r.success == from_guess.success
     assert r.objective == pytest.approx(from_guess.objective, rel=1e-6)
     assert r.parameters["tau"] == pytest.approx(from_guess.parameters["tau"], abs=1e-5)
+
+
+def test_a_worker_reuses_its_nlp_across_starts_and_gets_the_same_answers():
+    """Several starts' workers keep the NLP they built (``reuse_builds``): the second start on
+    the same problem object is solved by the same IPOPT instance, and both starts give what a
+    fresh build from each start gives."""
+    from colloc.solving import collocation
+
+    problem = pendulum.problem([pendulum_record(9.0, 0.6, 0.0, 0.01, seed=3)])
+    method = co.Midpoint()
+    starts = [{"p": 2.0}, {"p": 40.0}]
+    fresh = [co.solve(problem, method, solver=QUIET, guess=g) for g in starts]
+    collocation.reuse_builds()
+    try:
+        first = collocation.solve_collocation(problem, method, solver=QUIET, guess=starts[0], progress=None)
+        kept = collocation._KEPT["nlpsol"]
+        second = collocation.solve_collocation(problem, method, solver=QUIET, guess=starts[1], progress=None)
+        assert collocation._KEPT["nlpsol"] is kept  # reused, not rebuilt
+        other = pendulum.problem([pendulum_record(9.0, 0.6, 0.0, 0.01, seed=3)])  # another object: rebuilt
+        collocation.solve_collocation(other, method, solver=QUIET, guess=starts[0], progress=None)
+        assert collocation._KEPT["nlpsol"] is not kept
+    finally:
+        collocation.reuse_builds(False)
+    assert collocation._KEPT is None
+    for reused, new, start in zip([first, second], fresh, starts):
+        assert reused.success and new.success
+        assert reused.iterations == new.iterations, start
+        assert reused.parameters["p"] == pytest.approx(new.parameters["p"], rel=1e-10), start
+
+
+NO_GUARD_SCRIPT = """
+import sys, pathlib
+pathlib.Path(sys.argv[1]).open("a").write("ran\\n")
+import numpy as np
+import colloc as co
+from colloc_problems import pendulum
+t = np.arange(0, 5.001, 0.01)
+theta = 0.5 * np.cos(3 * t) + 0.01 * np.random.default_rng(0).standard_normal(t.size)
+r = co.solve(pendulum.problem([co.Trial(t, {"theta": theta}, name="r")]),
+             solver=co.Ipopt(standard_errors=False, simulate=False), starts=3)
+print("FAILED", r.starts["failed"])
+"""
+
+
+@pytest.mark.parametrize("how", ["path", pytest.param("module", marks=pytest.mark.slow)])
+def test_a_script_without_a_main_guard_runs_once_and_every_start_runs(tmp_path, how):
+    """multiprocessing prepares each worker by importing the parent's main script again; a
+    user's script without ``if __name__ == "__main__":`` then solved again in every worker,
+    which multiprocessing stops, and every start but the first was lost (BrokenProcessPool).
+    The workers of several starts must not import it (colloc.base.fork_main)."""
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "fit_script.py").write_text(NO_GUARD_SCRIPT)
+    marks = tmp_path / "marks.txt"
+    command = [sys.executable, "fit_script.py"] if how == "path" else [sys.executable, "-m", "fit_script"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([*command, str(marks)], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "FAILED 0" in out.stdout, out.stdout + out.stderr[-2000:]
+    assert marks.read_text().splitlines() == ["ran"]  # the script's top level ran in this process only

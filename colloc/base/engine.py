@@ -164,11 +164,16 @@ def process_pool(workers: int, *, preload: tuple[str, ...] = ()) -> Iterator[Any
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    from .fork_main import parent_main
+
     methods = multiprocessing.get_all_start_methods()
     ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if ctx.get_start_method() == "forkserver" and preload:
-        ctx.set_forkserver_preload(list(preload))
-    with _environment(THREAD_ENV):  # inherited by the fork server when it starts here
+    env = dict(THREAD_ENV)
+    if ctx.get_start_method() == "forkserver":
+        # the workers do not import this process's main module again (colloc.base.fork_main)
+        ctx.set_forkserver_preload(["colloc.base.fork_main", *preload])
+        env.update(parent_main(), COLLOC_FORK_SERVER="1")
+    with _environment(env):  # inherited by the fork server when it starts here
         pool = ProcessPoolExecutor(max_workers=max(1, int(workers)), mp_context=ctx, initializer=single_threaded)
         try:
             yield pool

@@ -186,7 +186,7 @@ def _uniform_spacing(x: NDArray[np.float64], interior: NDArray[np.float64]) -> i
     if interior.size < 2 or x.size < 3:
         return None
     step = (x[-1] - x[0]) / (x.size - 1)
-    m = int(round((interior[0] - x[0]) / step))
+    m = round(float((interior[0] - x[0]) / step))
     last = m * interior.size
     if m < 1 or last >= x.size or np.ptp(np.diff(x)) > 1e-9 * step:
         return None

@@ -28,7 +28,25 @@ from ..transcription.methods import AbstractTranscription
 from ..transcription.nlp import NLP
 from .ipopt import Ipopt, IterationInfo, progress_callback
 
-__all__ = ["solve_collocation", "worst_violations"]
+__all__ = ["reuse_builds", "solve_collocation", "worst_violations"]
+
+#: The last NLP built in this process, kept for the next solve of the same problem, method
+#: and solver once :func:`reuse_builds` has been called (a worker of several starts); None:
+#: nothing is kept (the default: a kept NLP would hold its memory after the solve).
+_KEPT: dict[str, Any] | None = None
+
+
+def reuse_builds(on: bool = True) -> None:
+    """Keep (``on``) the last NLP built in this process (its transcription and IPOPT instance) and
+    solve the next call on the same problem object, method, solver and options with it.
+
+    For the worker processes of several starts, whose tasks differ only in their starting
+    parameters: the build (0.3-0.5 s of a two-link start's 1-1.5 s) is then paid once per
+    worker instead of once per start.  Not for the main process, where the kept NLP (gigabytes
+    at 60k nodes) would outlive its solve.  ``reuse_builds(False)`` drops what is kept and
+    stops keeping."""
+    global _KEPT
+    _KEPT = {} if on else None
 
 
 def _describe_row(nlp: NLP, problem: Problem) -> Callable[[int], str]:
@@ -69,7 +87,15 @@ def solve_collocation(
         # the covariance comes from least-squares residuals and would ignore the term
         solver = dataclasses.replace(solver, standard_errors=False)
     start = _time.perf_counter()
-    layout, blocks, x0, lbx, ubx = transcribe(problem, method)
+    key = (method, solver, fix_parameters) if progress is None else None
+    kept = _KEPT is not None and key is not None and _KEPT.get("problem") is problem and _KEPT.get("key") == key
+    if kept:
+        assert _KEPT is not None
+        layout, x0, lbx, ubx, nlp, nlpsol = (_KEPT[k] for k in ("layout", "x0", "lbx", "ubx", "nlp", "nlpsol"))
+        x0 = x0.copy()
+    else:
+        layout, blocks, x0, lbx, ubx = transcribe(problem, method)
+        pristine = {"x0": x0.copy(), "lbx": lbx, "ubx": ubx}  # before the guess and any fixing
     if guess:
         for name, value in guess.items():
             j = layout.param_names.index(name)
@@ -79,13 +105,17 @@ def solve_collocation(
         lbx, ubx = lbx.copy(), ubx.copy()
         lbx[layout.p_index] = ubx[layout.p_index] = x0[layout.p_index]
     objective_scale = 1.0 / max(problem.num_observations, 1)
-    nlp = NLP(layout.size, blocks, hessian=solver.hessian, objective_scale=objective_scale,
-              parallel=solver.parallel, residual_jacobian=solver.standard_errors)
-    opts = solver.nlpsol_options()
-    if progress is not None:  # the callback copies x and g every iteration: only when asked
-        opts["iteration_callback"] = progress_callback(layout.size, nlp.num_rows, nlp.data.size, nlp.lbg,
-                                                        nlp.ubg, objective_scale, progress, start)
-    nlpsol = nlp.solver(opts)
+    if not kept:
+        nlp = NLP(layout.size, blocks, hessian=solver.hessian, objective_scale=objective_scale,
+                  parallel=solver.parallel, residual_jacobian=solver.standard_errors)
+        opts = solver.nlpsol_options()
+        if progress is not None:  # the callback copies x and g every iteration: only when asked
+            opts["iteration_callback"] = progress_callback(layout.size, nlp.num_rows, nlp.data.size, nlp.lbg,
+                                                            nlp.ubg, objective_scale, progress, start)
+        nlpsol = nlp.solver(opts)
+        if _KEPT is not None and key is not None:
+            _KEPT.clear()
+            _KEPT.update(problem=problem, key=key, layout=layout, nlp=nlp, nlpsol=nlpsol, **pristine)
     build_s = _time.perf_counter() - start
 
     t_solve = _time.perf_counter()
@@ -104,7 +134,8 @@ def solve_collocation(
     # IPOPT's memory (its KKT factorisation among it) is released before the covariance
     # builds a factorisation of its own: at 60k nodes that is ~0.6 GB off the peak
     del sol, nlpsol
-    nlp.functions.pop("hess_lag", None)  # with it the Hessian's assembly matrix (~0.3 GB there)
+    if _KEPT is None:
+        nlp.functions.pop("hess_lag", None)  # with it the Hessian's assembly matrix (~0.3 GB there)
 
     result = _unpack(problem, method, layout, nlp, x, objective, solver)
     result.success, result.status = success, status

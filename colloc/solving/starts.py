@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import os
+import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,6 +24,7 @@ from ..base.engine import pack, process_pool, single_threaded, unpack
 from ..definition.problem import Problem
 from ..results.result import Estimate
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint
+from .collocation import reuse_builds
 
 __all__ = ["cluster_minima", "solve_starts", "start_box", "start_points"]
 
@@ -108,12 +111,27 @@ def explore_method(method: AbstractMethod) -> AbstractMethod:
 def _run_start(blob: bytes, index: int, guess: Mapping[str, float]) -> dict[str, Any]:
     """Worker task: one solve from ``guess``; never raises (a failure is reported)."""
     single_threaded()
+    reuse_builds()
+    began = time.time()
     try:
-        problem, method, solver, runner = unpack(blob)
+        problem, method, solver, runner = _unpacked(blob)
         result = runner(problem, method, solver, dict(guess))
-        return {"start": index, "result": result, "error": None}
+        return {"start": index, "result": result, "error": None, "wall_s": time.time() - began}
     except Exception as exc:  # noqa: BLE001 - a failed start is counted, not fatal
-        return {"start": index, "result": None, "error": f"{type(exc).__name__}: {exc}"}
+        return {"start": index, "result": None, "error": f"{type(exc).__name__}: {exc}", "wall_s": time.time() - began}
+
+
+#: The last task blob this worker unpacked and its objects: the tasks of one call share one
+#: blob, and solving the same problem object lets the worker reuse its NLP (:func:`reuse_builds`).
+_UNPACKED: tuple[bytes, Any] | None = None
+
+
+def _unpacked(blob: bytes) -> Any:
+    global _UNPACKED
+    digest = hashlib.blake2b(blob, digest_size=16).digest()
+    if _UNPACKED is None or _UNPACKED[0] != digest:
+        _UNPACKED = (digest, unpack(blob))
+    return _UNPACKED[1]
 
 
 def _converged(run: dict) -> bool:
@@ -136,6 +154,8 @@ def _describe(run: dict, method_name: str, guess: Mapping[str, float] | None = N
                 "iterations": None if r is None else r.iterations,
                 "objective": None if r is None else r.objective,
                 "parameters": None if r is None else r.parameters})
+    if "wall_s" in run:  # a worker's task: its whole time there (unpacking, build or reuse, solve)
+        out["wall_s"] = run["wall_s"]
     return out
 
 
