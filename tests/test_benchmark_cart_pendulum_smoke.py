@@ -21,7 +21,7 @@ VARIANTS = ("colloc-default", "colloc", "colloc-compiled", "colloc-compiled-all"
 def _run(tmp_path, *extra):
     out = tmp_path / "cart.json"
     proc = subprocess.run([sys.executable, SCRIPT, "--quick", *extra, "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, check=False)
+                          capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, json.loads(out.read_text(encoding="utf-8"))
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_fes_muscle_benchmark_quick(tmp_path):  # ~7 s (one 0.3 s train, both formulations)
     out = tmp_path / "fes.json"
     proc = subprocess.run([sys.executable, "benchmarks/fes_muscle.py", "--quick", "--out", str(out)],
-                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=600)
+                          check=False, cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
     row = doc["simulation"][0]

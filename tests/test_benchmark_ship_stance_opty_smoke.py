@@ -19,7 +19,7 @@ def test_quick_mode_times_colloc_with_both_hessians(tmp_path):
     out = tmp_path / "vs_opty.json"
     proc = subprocess.run([sys.executable, "benchmarks/ship_stance_vs_opty.py", "--quick", "--no-opty",
                            "--interpreted", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+                          cwd=ROOT, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
     rows = report["rows"]

@@ -24,7 +24,7 @@ GAINS = [f"k_{i}{j}" for i in range(2) for j in range(4)]
 def _run(tmp_path, env=None):
     out = tmp_path / "two_link_vs_opty.json"
     proc = subprocess.run([sys.executable, SCRIPT, "--quick", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600, env=env, check=False)
+                          capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, json.loads(out.read_text(encoding="utf-8"))
 

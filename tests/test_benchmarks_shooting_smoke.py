@@ -21,7 +21,7 @@ BASIN_METHODS = {"midpoint", "ss-adjoint-lbfgs", "ss-adjoint-sd", "ss-forward-lb
 
 def _run(script: str, out: Path) -> tuple[subprocess.CompletedProcess, dict]:
     proc = subprocess.run([sys.executable, f"benchmarks/{script}", "--quick", "--out", str(out)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc, json.loads(out.read_text(encoding="utf-8"))
 

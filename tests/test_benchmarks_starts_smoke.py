@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_starts_benchmark_quick(tmp_path):
     out = tmp_path / "starts.json"
     proc = subprocess.run([sys.executable, "benchmarks/starts.py", "--quick", "--out", str(out)],
-                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=300)
+                          check=False, cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
     a, b = report["estimate_vs_solve"], report["starts"]

@@ -130,7 +130,7 @@ def test_console_script(tmp_path, thesis_csv):
     ji, jd = thesis_csv
     command = [shutil.which("colloc")] if shutil.which("colloc") else [sys.executable, "-m", "colloc.cli"]
     proc = subprocess.run([*command, "delay-margin", "--ji", str(ji), "--jd", str(jd), "--json"],
-                          check=False, capture_output=True, text=True, timeout=120)
+                          check=False, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert round(json.loads(proc.stdout)["delay_margin_s"], 4) == 0.3175
 

@@ -293,7 +293,7 @@ def test_delay_margin_refuses_underscored_numbers(capsys, tmp_path):
 def test_a_users_problems_module_does_not_shadow_ours(tmp_path):
     (tmp_path / "problems.py").write_text("raise SystemExit('the user module was imported')\n")
     proc = subprocess.run([sys.executable, "-m", "colloc.cli", "problems"], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=120)
+                          cwd=tmp_path)
     assert proc.returncode == 0 and "pendulum" in proc.stdout, proc.stderr
 
 

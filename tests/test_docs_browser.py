@@ -51,7 +51,7 @@ def browse(url: str, *args: str) -> subprocess.CompletedProcess:
     """Headless chromium on ``url`` (as root it needs --no-sandbox; no GPU on CI)."""
     command = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                "--no-first-run", "--disable-extensions", "--virtual-time-budget=10000", *args, url]
-    return subprocess.run(command, check=False, capture_output=True, text=True, timeout=300)
+    return subprocess.run(command, check=False, capture_output=True, text=True)
 
 
 def screenshot(page: Path, out: Path) -> np.ndarray:

@@ -152,8 +152,7 @@ def _command() -> list[str]:
 def _run(args: list, cwd: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, MPLBACKEND="Agg")
     env.pop("DISPLAY", None)
-    return subprocess.run([*_command(), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env,
-                          timeout=3600)
+    return subprocess.run([*_command(), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=env)
 
 
 @pytest.mark.slow

@@ -185,15 +185,15 @@ def test_cli_missing_flag(tmp_path):
     theta[50:80] = np.nan
     co.Trial(trial.time, {"theta": theta}, missing="allow").to_csv(tmp_path / "gaps.csv")
     cmd = [sys.executable, "-m", "colloc.cli", "identify", "pendulum", "--data", str(tmp_path / "gaps.csv"), "--json"]
-    refused = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(cmd, capture_output=True, text=True)
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "column 'theta', row 51 (line 52 of the file): empty cell" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    ok = subprocess.run(cmd + ["--missing", "allow"], capture_output=True, text=True, timeout=300)
+    ok = subprocess.run(cmd + ["--missing", "allow"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     import json
 
     doc = json.loads(ok.stdout)
     assert abs(doc["parameters"]["p"] - pendulum.TRUE["p"]) < 1e-3 * pendulum.TRUE["p"]
-    bad = subprocess.run(cmd + ["--missing", "maybe"], capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(cmd + ["--missing", "maybe"], capture_output=True, text=True)
     assert bad.returncode == 2 and "--missing" in bad.stderr and "Traceback" not in bad.stderr

@@ -131,6 +131,15 @@ def timed_assertions(source: str, filename: str = "<test>") -> list[str]:
     return [found[k] for k in sorted(found)]
 
 
+def timeouts(source: str, filename: str = "<test>") -> list[str]:
+    """``file:line`` and text of every call in ``source`` given a numeric ``timeout`` (a subprocess,
+    a wait, a notebook client): a correct test run on a slow or busy machine would fail by it."""
+    tree = ast.parse(source, filename)
+    return [f"{filename}:{node.lineno}: {ast.get_source_segment(source, node)}" for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and any(k.arg == "timeout" and _number(k.value) is not None
+                                                   for k in node.keywords)]
+
+
 # ---- the scanner on snippets ---------------------------------------------------------------------------------
 REMOVED = '''
 def test_performance_targets(baseline):
@@ -184,3 +193,16 @@ def test_no_test_asserts_a_wall_clock_limit():
     hits = [h for path in modules for h in timed_assertions(path.read_text(encoding="utf-8"), str(path.relative_to(TESTS)))]
     assert not hits, ("timed assertions (move the timing to a benchmark in benchmarks/, which reports it):\n"
                       + "\n".join(hits))
+
+
+def test_the_timeout_scan_catches_a_subprocess_limit_and_allows_none():
+    assert len(timeouts("subprocess.run(['x'], capture_output=True, timeout=600)\n")) == 1
+    assert len(timeouts("proc.communicate(timeout=2 * 60)\n")) == 1
+    assert timeouts("NotebookClient(nb, timeout=None).execute()\nproc.wait()\n") == []
+
+
+def test_no_test_waits_with_a_wall_clock_limit():
+    modules = sorted(TESTS.rglob("*.py"))
+    hits = [h for path in modules if path != Path(__file__)
+            for h in timeouts(path.read_text(encoding="utf-8"), str(path.relative_to(TESTS)))]
+    assert not hits, "calls with a timeout (wait for the result instead):\n" + "\n".join(hits)

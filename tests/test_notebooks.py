@@ -42,7 +42,7 @@ def run(nb, path: Path, monkeypatch, backend: str | None = None) -> None:
         monkeypatch.delenv("MPLBACKEND", raising=False)
     else:
         monkeypatch.setenv("MPLBACKEND", backend)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path)}}).execute()
+    NotebookClient(nb, timeout=None, kernel_name="python3", resources={"metadata": {"path": str(path)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, f"{errors[0].ename}: {errors[0].evalue}" if errors else None
 

@@ -100,8 +100,7 @@ def test_every_shell_command_of_the_readme_runs(command, tmp_path):
     executable = shutil.which("colloc")
     argv = [executable, *argv[1:]] if executable else [sys.executable, "-m", "colloc.cli", *argv[1:]]
     env = dict(os.environ, MPLBACKEND="Agg")
-    proc = subprocess.run(argv, check=False, cwd=run_here(tmp_path), capture_output=True, text=True, env=env,
-                          timeout=600)
+    proc = subprocess.run(argv, check=False, cwd=run_here(tmp_path), capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     if "--out" in argv:
         assert (tmp_path / argv[argv.index("--out") + 1]).stat().st_size > 0

@@ -127,7 +127,7 @@ def test_one_semibatch_experiment_with_a_rate_on_its_search_bound_is_a_named_fai
     out = tmp_path / "r.json"
     proc = subprocess.run([sys.executable, "-m", "colloc.cli", "identify", "semibatch", "--data",
                            str(data_path("semibatch", "exp1.csv")), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     doc = co.Result.from_json(out)
     assert doc.status == "parameter_at_bound" and doc.solver_status == "Solve_Succeeded"

@@ -166,7 +166,7 @@ def test_a_heading_outside_0_360_is_refused_not_wrapped():
 def test_cli_ship_motion(tmp_path, args, name):
     out = tmp_path / "deck.csv"
     bad = subprocess.run([sys.executable, "-m", "colloc.cli", "ship-motion", *args, "--out", str(out)],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and re.search(name, bad.stderr)
     assert "Traceback" not in bad.stderr and not out.exists()
 
@@ -175,7 +175,7 @@ def test_cli_ship_motion_writes_the_contract_columns(tmp_path):
     out = tmp_path / "deck.csv"
     ok = subprocess.run([sys.executable, "-m", "colloc.cli", "ship-motion", "--hs", "2.5", "--tp", "8",
                          "--heading", "150", "--point=-20,4,2", "--duration", "5", "--seed", "4", "--out",
-                         str(out)], capture_output=True, text=True, timeout=120)
+                         str(out)], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     trial = co.read_ship_motion(out, derivatives="none")
     motion = co.ship_motion(co.SeaState(2.5, 8.0, 3.3, 150.0), point=(-20, 4, 2), seed=4)

@@ -120,7 +120,7 @@ def test_a_record_that_never_leaves_the_ground_is_one_phase():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "colloc.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "colloc.cli", *args], capture_output=True, text=True)
 
 
 def test_cli_refuses_bad_input_in_one_line(tmp_path):

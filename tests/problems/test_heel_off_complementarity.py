@@ -209,7 +209,7 @@ def test_lift_off_time_is_where_the_force_line_reaches_zero():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "colloc.cli", *args], capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "colloc.cli", *args], capture_output=True, text=True)
 
 
 def test_cli_bad_option_of_the_complementarity_method_exits_2_in_one_line():

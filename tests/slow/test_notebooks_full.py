@@ -21,7 +21,7 @@ def test_notebook_executes_in_full(path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("COLLOC_QUICK", "0")  # the kernel inherits this process's environment
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=3600, kernel_name="python3",
+    NotebookClient(nb, timeout=None, kernel_name="python3",
                    resources={"metadata": {"path": str(path.parent)}}).execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors, errors[0].get("evalue") if errors else None

@@ -20,8 +20,7 @@ GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
 
 def _run(code: str, env: dict | None = None) -> str:
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                         timeout=120, env=env)
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
@@ -65,7 +64,7 @@ def test_prefetch_imports_on_another_thread_and_leaves_errors_to_the_caller(tmp_
         monkeypatch.delitem(sys.modules, name, raising=False)
     thread = prefetch("colloc_probe_ok", "colloc_probe_bad")
     assert thread is not None and thread.daemon
-    thread.join(timeout=60)
+    thread.join()
     import colloc_probe_ok
 
     assert colloc_probe_ok.THREAD == "colloc-prefetch"  # imported there, not here

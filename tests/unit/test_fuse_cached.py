@@ -48,11 +48,10 @@ def _values(nlp: NLP, x: np.ndarray) -> list[np.ndarray]:
             np.asarray(F["hess_lag"](x, nlp.data, 0.7, lam).nonzeros())]
 
 
-def _wait_for_libraries(cache, count: int, seconds: float = 120.0) -> None:
-    """The detached build is nobody's child here: wait until it has put ``count`` libraries in
-    place and removed its folders."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def _wait_for_libraries(cache, count: int) -> None:
+    """The detached build is nobody's child here: wait, however long the machine takes, until it
+    has put ``count`` libraries in place and removed its folders, or has marked a build failed."""
+    while not list(cache.glob("*.failed")):
         if len(list(cache.glob("*.so"))) >= count and not list(cache.glob("building_*")):
             return
         time.sleep(0.2)
@@ -99,8 +98,7 @@ def test_a_failed_background_build_is_marked_and_not_queued_again(cache, monkeyp
         assert not any(nlp.fused.values())
         if len(rounds) == before:  # nothing was queued
             break
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and list(cache.glob("building_*")):
+        while list(cache.glob("building_*")):
             time.sleep(0.1)
         failed = {p.with_suffix(".so").name for p in cache.glob("*.failed")}
         assert rounds[-1] <= failed  # every queued build failed and says so
@@ -143,9 +141,9 @@ def test_the_console_script_runs_exit_handlers_and_flushes_before_it_ends():
     printed and what exit handlers do must still come out, and the exit code must be main's."""
     probe = ("import atexit, sys; atexit.register(lambda: print('handler ran')); "
              "sys.argv = ['colloc'] + sys.argv[1:]; from colloc.cli import run; run()")
-    ok = subprocess.run([sys.executable, "-c", probe, "problems"], capture_output=True, text=True, timeout=120)
+    ok = subprocess.run([sys.executable, "-c", probe, "problems"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert "two-link" in ok.stdout and ok.stdout.rstrip().endswith("handler ran")
     bad = subprocess.run([sys.executable, "-c", probe, "identify", "pendulum", "--data", "no-such.csv"],
-                         capture_output=True, text=True, timeout=120)
+                         capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "no-such.csv" in bad.stderr

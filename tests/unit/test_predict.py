@@ -100,10 +100,10 @@ def test_predict_command_writes_the_contract_columns_and_refuses_bad_horizons(tm
     _pendulum_record(rec)
     run = [sys.executable, "-m", "colloc.cli"]
     proc = subprocess.run(run + ["identify", "pendulum", "--data", str(rec), "--window", "0:2", "--out", str(res)],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     proc = subprocess.run(run + ["predict", str(res), "--data", str(rec), "--window", "2:4", "--horizon", "0.1",
-                                 "--out", str(out)], capture_output=True, text=True, timeout=300)
+                                 "--out", str(out)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     table = pd.read_csv(out)
     assert list(table.columns) == ["time", "observed", "mean", "sd"] and len(table) == 190
@@ -116,7 +116,7 @@ def test_predict_command_writes_the_contract_columns_and_refuses_bad_horizons(tm
             argv += ["--out", str(out)]
         if "--window" not in args:
             argv += ["--window", "2:4"]
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(argv, capture_output=True, text=True)
         assert proc.returncode == 2 and message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, \
             proc.stderr
 
