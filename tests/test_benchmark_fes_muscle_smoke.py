@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 18 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_fes_muscle_benchmark_quick(tmp_path):  # ~7 s (one 0.3 s train, both formulations)
     out = tmp_path / "fes.json"
     proc = subprocess.run([sys.executable, "benchmarks/fes_muscle.py", "--quick", "--out", str(out)],

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 28 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_high_order_quick(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "high_order.py"), "--quick", "--out",
                            str(tmp_path)], capture_output=True, text=True, cwd=ROOT)

@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 26 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_quick_mode_times_colloc_with_both_hessians(tmp_path):
     out = tmp_path / "vs_opty.json"
     proc = subprocess.run([sys.executable, "benchmarks/ship_stance_vs_opty.py", "--quick", "--no-opty",

@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 20 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_quick_mode_writes_a_report(tmp_path):
     out = tmp_path / "ship_stance.json"
     proc = subprocess.run([sys.executable, "benchmarks/ship_stance.py", "--quick", "--interpreted", "--out", str(out)],

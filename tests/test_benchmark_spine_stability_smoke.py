@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 29 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_spine_stability_benchmark_reports_the_timings(tmp_path):  # ~12 s (the model's build)
     out = tmp_path / "spine.json"
     proc = subprocess.run([sys.executable, "benchmarks/spine_stability.py", "--quick", "--out", str(out)],

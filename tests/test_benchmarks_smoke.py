@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -46,6 +48,7 @@ def test_two_link_bias_small(tmp_path):
     assert "coverage 95" not in proc.stdout and "cover95" in proc.stdout
 
 
+@pytest.mark.slow  # 18 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_two_link_scaling_small(tmp_path):
     out = tmp_path / "scaling.json"
     proc = subprocess.run(

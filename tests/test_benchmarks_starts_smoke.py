@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # 58 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_starts_benchmark_quick(tmp_path):
     out = tmp_path / "starts.json"
     proc = subprocess.run([sys.executable, "benchmarks/starts.py", "--quick", "--out", str(out)],

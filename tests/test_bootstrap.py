@@ -58,6 +58,7 @@ def _eight_trials():
                                     name=f"t{k}.csv") for k in range(8)]
 
 
+@pytest.mark.slow  # 48 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_trial_bootstrap_spread_matches_the_between_trial_spread():
     trials = _eight_trials()
     quiet = co.Ipopt(print_level=0, simulate=False)

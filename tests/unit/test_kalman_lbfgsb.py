@@ -41,6 +41,7 @@ def test_difference_hessian_matches_the_ad_hessian(record, controller, tolerance
     assert np.abs((H - H_ad) / size).max() < tolerance
 
 
+@pytest.mark.slow  # 39 s under load 5 (2026-11-29): out of the default suite's 10 minutes
 def test_lbfgsb_reaches_the_ipopt_estimate_from_a_poor_guess(record):
     trial = co.Trial(np.arange(1000) / RATE, {"cop": record[:1000]})
     poor = {"KP": 2500.0, "KI": 5.0, "KD": 60.0}  # far from the truth (1180, 40, 245)
