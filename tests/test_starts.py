@@ -453,3 +453,24 @@ def test_a_script_without_a_main_guard_runs_once_and_every_start_runs(tmp_path, 
     assert out.returncode == 0, out.stderr[-2000:]
     assert "FAILED 0" in out.stdout, out.stdout + out.stderr[-2000:]
     assert marks.read_text().splitlines() == ["ran"]  # the script's top level ran in this process only
+
+
+def test_a_start_compiles_its_nlp_on_a_cache_miss_and_leaves_a_users_setting(monkeypatch):
+    """Every start of a call solves the same NLP: inside a start's task an NLP of
+    FUSE_CACHED_ABOVE instances or more compiles on a cache miss (the default leaves it on
+    CasADi's graphs below FUSE_ABOVE); the process's setting is restored after, and a user's
+    own ``$COLLOC_FUSE_ABOVE`` is not touched."""
+    import os
+
+    from colloc.solving.starts import _compiled_on_a_miss
+    from colloc.transcription.nlp import FUSE_ABOVE, FUSE_CACHED_ABOVE
+
+    monkeypatch.delenv("COLLOC_FUSE_ABOVE", raising=False)
+    assert FUSE_CACHED_ABOVE < FUSE_ABOVE
+    with _compiled_on_a_miss():
+        assert os.environ["COLLOC_FUSE_ABOVE"] == str(FUSE_CACHED_ABOVE)
+    assert "COLLOC_FUSE_ABOVE" not in os.environ
+    monkeypatch.setenv("COLLOC_FUSE_ABOVE", "123")
+    with _compiled_on_a_miss():
+        assert os.environ["COLLOC_FUSE_ABOVE"] == "123"
+    assert os.environ["COLLOC_FUSE_ABOVE"] == "123"
