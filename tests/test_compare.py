@@ -19,6 +19,9 @@ from colloc.cli import BASELINES, METHODS, main, make_method, method_names
 from colloc.studies.compare import Comparison, compare, initial_guesses
 from colloc_problems import pendulum
 
+# one worker builds the module's costly fixtures once (xdist would build them on both)
+pytestmark = pytest.mark.xdist_group("compare")
+
 RUN_KEYS = {"method", "start", "success", "iterations", "time_s", "objective", "parameters"}
 PNG = b"\x89PNG\r\n\x1a\n"
 

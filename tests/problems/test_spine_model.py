@@ -14,6 +14,9 @@ from colloc import CollocInputError, OptionsError
 from colloc_problems._data import data_path
 from colloc_problems.spine import model as sm
 
+# one worker builds the module's costly fixtures once (xdist would build them on both)
+pytestmark = pytest.mark.xdist_group("spine_model")
+
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "spine"
 P_REFLEX = {"stiffness_gain": 10.0, "damping": 2.0, "proportional_gain": 10.0, "differential_gain": 1.5,
             "load_N": 200.0}

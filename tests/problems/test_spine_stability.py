@@ -15,6 +15,9 @@ from colloc_problems.spine import experiments as ex
 from colloc_problems.spine import stability as st
 from colloc_problems.spine.model import build_model, linearization
 
+# one worker builds the module's costly fixtures once (xdist would build them on both)
+pytestmark = pytest.mark.xdist_group("spine_stability")
+
 CONTRACT_KEYS = {"stable", "metabolic_power_w", "co_contraction_pct", "max_real_eigenvalue", "equilibrium_residual",
                  "delay_margin_s", "activations"}
 
