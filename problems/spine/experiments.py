@@ -29,8 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from colloc import delay_margin, save_figure, simulate_dde, write_atomic
+from colloc_problems.spine.activations import StabilityProblem, _affine_cached
 from colloc_problems.spine.model import STATE_NAMES, build_model, linearization
-from colloc_problems.spine.stability import PHYSIOLOGICAL_DELAY_S, StabilityProblem, _affine_cached, stability
+from colloc_problems.spine.stability import PHYSIOLOGICAL_DELAY_S, stability
 
 __all__ = [
     "EXPERIMENTS",
