@@ -208,7 +208,7 @@ class StaticOptimization:
     stiffness : StiffnessConstraint, optional
         The stability requirement ``K(a) ⪰ σ I``.
     ipopt : Ipopt, optional
-        IPOPT settings (default :data:`STATIC_IPOPT`: tolerance 1e-10, 3000 iterations).
+        IPOPT settings (default :attr:`DEFAULT_IPOPT`: tolerance 1e-10, 3000 iterations).
 
     Examples
     --------
@@ -218,8 +218,8 @@ class StaticOptimization:
     [0.5, 0.0]
     """
 
-    #: The IPOPT settings used when none are given (:data:`STATIC_IPOPT`); ``dataclasses.replace``
-    #: it to change one.
+    #: The IPOPT settings used when none are given: tolerance 1e-10 (also on the constraint
+    #: violation), 3000 iterations, the adaptive barrier update; ``dataclasses.replace`` it to change one.
     DEFAULT_IPOPT = STATIC_IPOPT
     #: Repeated solves of :meth:`stiffness_reserve` from its own result (see its notes).
     RESERVE_RESTARTS = 3

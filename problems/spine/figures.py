@@ -16,7 +16,7 @@ import numpy as np
 from colloc import save_figure, write_atomic
 from colloc_problems.spine.stability import PHYSIOLOGICAL_DELAY_S
 
-__all__ = ["plot_delay_margin_vs_gain", "plot_delay_margin_vs_gd", "plot_gain_sweep", "plot_load_position",
+__all__ = ["finish", "plot_delay_margin_vs_gain", "plot_delay_margin_vs_gd", "plot_gain_sweep", "plot_load_position",
            "plot_nonlinear", "write_json"]
 
 
@@ -41,6 +41,30 @@ def write_json(out: Path, name: str, data: dict) -> Path:
     path = out / name
     write_atomic(path, json.dumps(data, indent=1, default=float) + "\n")
     return path
+
+
+def finish(result: dict, out, name: str, plot, *args) -> dict:
+    """An experiment's last step: with a folder ``out``, draw ``plot(*args, out)``, list its
+    files in ``result["figures"]`` and write ``result`` as ``out/name``; ``result`` either way.
+
+    Parameters
+    ----------
+    result : dict
+        The experiment's data (``figures`` is set).
+    out : path-like or None
+        Folder (None: nothing is drawn or written).
+    name : str
+        JSON file name.
+    plot : callable
+        One of the ``plot_*`` functions of this module.
+    *args
+        Its arguments before ``out``.
+    """
+    if out is not None:
+        out = Path(out)
+        result["figures"] = [str(p) for p in plot(*args, out)]
+        write_json(out, name, result)
+    return result
 
 
 def _gain_axis(g):

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from colloc import simulate_dde
 from colloc_problems.spine.activations import StabilityProblem, _affine_cached
-from colloc_problems.spine.figures import plot_load_position, plot_nonlinear, write_json
+from colloc_problems.spine.figures import finish, plot_load_position, plot_nonlinear
 from colloc_problems.spine.model import STATE_NAMES, build_model
 from colloc_problems.spine.stability import stability
 from colloc_problems.spine.sweeps import _alpha
@@ -87,11 +86,7 @@ def load_position_sensitivity(heights=(0.10, 0.20, 0.30, 0.40), anteriors=(0.20,
             r0, g = _threshold(build_model(load_height_m=h, load_anterior_m=ant), load, max_gain)
             rows.append({"height_m": h, "anterior_m": ant, "reserve_at_zero_gain": r0, "threshold_gain": g})
     result = {"load_N": load, "max_gain": max_gain, "rows": rows, "figures": []}
-    if out is not None:
-        out = Path(out)
-        result["figures"] = [str(p) for p in plot_load_position(rows, anteriors, load, out)]
-        write_json(out, "load_position.json", result)
-    return result
+    return finish(result, out, "load_position.json", plot_load_position, rows, anteriors, load)
 
 
 def state_space_distance(dx: np.ndarray) -> np.ndarray:
@@ -183,9 +178,5 @@ def nonlinear_verification(*, load: float = 0.0, reflex_gain: float = 100.0, dam
                                    float(np.degrees(np.max(np.abs(sim.x[:, :18] - model.q0)))),
                                "time_s": time.perf_counter() - t0})
         curves.append((pct, sim.t, dss))
-    if out is not None:
-        out = Path(out)
-        result["figures"] = [str(p) for p in plot_nonlinear(curves, r["delay_margin_s"], load, reflex_gain, damping,
-                                                            out)]
-        write_json(out, "nonlinear_verification.json", result)
-    return result
+    return finish(result, out, "nonlinear_verification.json", plot_nonlinear, curves, r["delay_margin_s"], load,
+                  reflex_gain, damping)

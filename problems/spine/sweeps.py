@@ -12,17 +12,11 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import numpy as np
 
 from colloc import delay_margin
-from colloc_problems.spine.figures import (
-    plot_delay_margin_vs_gain,
-    plot_delay_margin_vs_gd,
-    plot_gain_sweep,
-    write_json,
-)
+from colloc_problems.spine.figures import finish, plot_delay_margin_vs_gain, plot_delay_margin_vs_gd, plot_gain_sweep
 from colloc_problems.spine.model import build_model, linearization
 from colloc_problems.spine.stability import PHYSIOLOGICAL_DELAY_S, stability
 
@@ -135,11 +129,7 @@ def reflex_gain_sweep(gains=DEFAULT_GAINS, loads=(0.0, 200.0), *, damping: float
                           "ours_min_force_pct": ours["co_contraction_min_force_pct"] if ours["stable"] else None,
                           "ours_stable": ours["stable"]})
     result = {"damping": damping, "rows": rows, "table_5_1": table, "figures": []}
-    if out is not None:
-        out = Path(out)
-        result["figures"] = [str(p) for p in plot_gain_sweep(rows, loads, PUBLISHED_TABLE_5_1, out)]
-        write_json(out, "reflex_gain.json", result)
-    return result
+    return finish(result, out, "reflex_gain.json", plot_gain_sweep, rows, loads, PUBLISHED_TABLE_5_1)
 
 
 def delay_margin_vs_reflex_gain(gains=MARGIN_GAINS, dampings=DAMPINGS, loads=(0.0, 200.0), *, starts: int = 3,
@@ -189,11 +179,7 @@ def delay_margin_vs_reflex_gain(gains=MARGIN_GAINS, dampings=DAMPINGS, loads=(0.
     result = {"rows": rows, "max_tolerable_gain": gmax, "physiological_delay_s": PHYSIOLOGICAL_DELAY_S,
               "timings": {"optimizations_s": t_opt, "delay_margin_mean_s": float(np.mean(t_dm)) if t_dm else None,
                           "delay_margin_max_s": float(np.max(t_dm)) if t_dm else None}, "figures": []}
-    if out is not None:
-        out = Path(out)
-        result["figures"] = [str(p) for p in plot_delay_margin_vs_gain(rows, dampings, loads, out)]
-        write_json(out, "delay_margin_vs_gain.json", result)
-    return result
+    return finish(result, out, "delay_margin_vs_gain.json", plot_delay_margin_vs_gain, rows, dampings, loads)
 
 
 def delay_margin_vs_differential_gain(differential_gains=(0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0),
@@ -233,8 +219,5 @@ def delay_margin_vs_differential_gain(differential_gains=(0.0, 0.02, 0.05, 0.1, 
                 rows.append({"damping": b, "differential_gain": gd, **m})
     result = {"load_N": load, "proportional_gain": proportional_gain, "stable": r["stable"], "rows": rows,
               "figures": []}
-    if out is not None and rows:
-        out = Path(out)
-        result["figures"] = [str(p) for p in plot_delay_margin_vs_gd(rows, dampings, proportional_gain, load, out)]
-        write_json(out, "delay_margin_vs_gd.json", result)
-    return result
+    return finish(result, out if rows else None, "delay_margin_vs_gd.json", plot_delay_margin_vs_gd, rows, dampings,
+                  proportional_gain, load)
