@@ -226,13 +226,19 @@ class StaticOptimization:
 
     def __init__(self, A, b, effort: Callable[[Any], Any] | None = None, *, lower=0.0, upper=1.0,
                  stiffness: StiffnessConstraint | None = None, ipopt: Ipopt | None = None) -> None:
-        A = np.asarray(A, dtype=float) if np.ndim(A) == 2 else np.atleast_2d(np.asarray(A, dtype=float))
+        try:
+            A = np.atleast_2d(np.asarray(A, dtype=float))
+            bounds = [np.broadcast_to(np.asarray(v, dtype=float), (A.shape[-1],)).copy() for v in (lower, upper)]
+        except (TypeError, ValueError) as exc:
+            raise CollocInputError(f"StaticOptimization: A must be an n × m matrix of numbers and lower, upper "
+                                   f"numbers or m of them: {exc}") from None
+        if A.ndim != 2:
+            raise CollocInputError(f"StaticOptimization: A must be an n × m matrix, got the shape {A.shape}")
         n, m = A.shape
         self.A = _matrix("StaticOptimization: A", A, (n, m))
         self.b = _matrix("StaticOptimization: b", np.ravel(np.asarray(b, dtype=float)), (n,))
-        self.lower = np.broadcast_to(np.asarray(lower, dtype=float), (m,)).copy()
-        self.upper = np.broadcast_to(np.asarray(upper, dtype=float), (m,)).copy()
-        if not np.all(self.lower <= self.upper):
+        self.lower, self.upper = bounds
+        if np.any(np.isnan(bounds)) or not np.all(self.lower <= self.upper):
             raise CollocInputError("StaticOptimization: lower must be <= upper for every activation")
         if stiffness is not None:
             if not isinstance(stiffness, StiffnessConstraint):
@@ -332,8 +338,9 @@ class StaticOptimization:
         return lo, np.full(nl, np.inf)
 
     def _start(self, start) -> np.ndarray:
-        if start is None:
-            return 0.5 * (self.lower + self.upper)
+        if start is None:  # the middle of the bounds, or the finite bound nearest to 0
+            middle = 0.5 * (self.lower + self.upper)
+            return np.where(np.isfinite(middle), middle, np.clip(0.0, self.lower, self.upper))
         a0 = np.asarray(start, dtype=float).ravel()
         if a0.shape != (self.m,) or not np.all(np.isfinite(a0)):
             raise CollocInputError(f"StaticOptimization: start must be {self.m} finite activations, got shape "
@@ -362,7 +369,8 @@ class StaticOptimization:
         Parameters
         ----------
         start : array_like, shape (m,), optional
-            Initial activations (default the middle of the bounds).
+            Initial activations (default the middle of the bounds; 0, or the bound nearest
+            to it, where a bound is infinite).
 
         Returns
         -------

@@ -162,6 +162,12 @@ def test_bad_input_names_the_argument():
         co.StiffnessConstraint(np.eye(2), np.zeros((3, 3, 1)), 1.0)
     with pytest.raises(co.CollocInputError, match="margin must be a finite number > 0"):
         co.StiffnessConstraint(np.eye(2), np.zeros((2, 2, 1)), 0.0)
+    with pytest.raises(co.CollocInputError, match="A must be an n × m matrix"):
+        co.StaticOptimization(np.ones((2, 3, 1)), TORQUE)
+    with pytest.raises(co.CollocInputError, match="lower, upper"):
+        co.StaticOptimization(A2, TORQUE, upper=[1.0, 1.0])
+    with pytest.raises(co.CollocInputError, match="lower must be <= upper"):
+        co.StaticOptimization(A2, TORQUE, lower=0.5, upper=0.2)
     with pytest.raises(co.CollocInputError, match="b must have the shape"):
         co.StaticOptimization(A2, [1.0, 2.0, 3.0])
     with pytest.raises(co.CollocInputError, match=r"expected 2 × 2 × 3"):
