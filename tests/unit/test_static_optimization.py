@@ -124,6 +124,28 @@ def test_pendulum_reserve_is_the_largest_smallest_eigenvalue():
     assert res.objective > 50  # a stable equilibrium exists
 
 
+def test_a_reserve_solve_that_stops_short_is_solved_again_from_its_result(monkeypatch):
+    # the Cholesky form has stationary points below the maximum where IPOPT reports success
+    # (seen on the spine); here the first solve is made to stop at an equilibrium away from it
+    a_p, n, lo, hi = _segment()
+    short = a_p + (0.9 * hi + 0.1 * lo) * n
+    best = minimize_scalar(lambda s: -_lam_min(K0 + K2 @ (a_p + s * n)), bounds=(lo, hi), method="bounded",
+                           options={"xatol": 1e-12})
+    real, calls = co.StaticOptimization._run, []
+
+    def first_stops_short(self, kind, x0, lbx, ubx):
+        calls.append(np.array(x0[:3]))
+        a, run = real(self, kind, x0, lbx, ubx)
+        return (short, run) if len(calls) == 1 else (a, run)
+
+    monkeypatch.setattr(co.StaticOptimization, "_run", first_stops_short)
+    res = _pendulum(sigma=1.0).stiffness_reserve()
+    assert _lam_min(K0 + K2 @ short) < -best.fun - 10  # well below the maximum
+    assert len(calls) == 3 and calls[1] == pytest.approx(short)  # restarted from where it stopped, then confirmed
+    assert res.objective == pytest.approx(-best.fun, rel=1e-7)
+    assert res.activations == pytest.approx(a_p + best.x * n, abs=1e-5)
+
+
 def test_pendulum_least_effort_with_and_without_the_margin():
     a_p, n, lo, hi = _segment()
 
