@@ -108,6 +108,9 @@ _LAZY = {
     "IterationInfo": "solving.ipopt",
     "IterationCallback": "base.callbacks",
     "solve": "solving.solve",
+    "StaticOptimization": "solving.static",
+    "StaticSolution": "solving.static",
+    "StiffnessConstraint": "solving.static",
     "LBFGS": "shooting.optimizers",
     "ReducedIpopt": "shooting.optimizers",
     "SteepestDescent": "shooting.optimizers",
@@ -250,6 +253,11 @@ if _typing.TYPE_CHECKING:  # the same names, spelled out for type checkers and e
     from .solving.solve import (
         solve as solve,
     )
+    from .solving.static import (
+        StaticOptimization as StaticOptimization,
+        StaticSolution as StaticSolution,
+        StiffnessConstraint as StiffnessConstraint,
+    )
     from .stability.delay_margin import (
         Crossing as Crossing,
         DelayMargin as DelayMargin,
@@ -370,7 +378,10 @@ __all__ = [
     "Simulation",
     "SingleShooting",
     "SolveFailed",
+    "StaticOptimization",
+    "StaticSolution",
     "SteepestDescent",
+    "StiffnessConstraint",
     "StochasticModel",
     "StochasticProblem",
     "Switch",

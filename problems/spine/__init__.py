@@ -6,7 +6,21 @@ the project's thesis extraction; see its README).
 
 Modules
 -------
-one_dof
+anatomy, kinematics, equations, linear, model
+    The 18-DoF model: body constants and muscle paths read from ``data/spine``, rotations,
+    the CasADi equations of motion, their linearization; ``model`` gathers them
+    (``build_model``, ``linearization``, ``affine_jacobians``).
+
+activations, stability
+    The static optimisations of the activations (equilibrium, stiffness at zero delay,
+    metabolic power) stated for :class:`colloc.StaticOptimization`, and the analysis behind
+    ``colloc spine stability`` (co-contraction, delay margin).
+
+sweeps, sensitivity, figures, experiments
+    The experiments of chapters 4–5 (Table 5.1, Figs 4.5–4.9, 5.2–5.3) and their figures;
+    ``python -m colloc_problems.spine.experiments``.
+
+one_dof (one_dof_data, one_dof_model, one_dof_dde)
     The §3.D one-degree-of-freedom inverted pendulum with two reflexive muscles: J_i, J_d
     by CasADi automatic differentiation, delay margin, nonlinear DDE simulation and the
     state-space slope of Table 3.D.1.

@@ -7,36 +7,12 @@ Problem (thesis eq. 3.C.i.1; Ch. 4 B.iv; Ch. 5 B)::
            Re λ(J_i(α) + J_d(α)) < 0             (asymptotic stability at zero delay)
            0 ≤ α ≤ 1,
 
-solved with IPOPT through CasADi (exact first and second derivatives).
+solved by the library's static optimisation (:class:`colloc.StaticOptimization`, IPOPT with
+exact derivatives).  The problem supplies the physics: the equilibrium equations, the
+generalized stiffness ``K(α)`` and the metabolic power.
 
-Smooth stability constraint
----------------------------
-At the equilibrium the zero-delay linearization is the mechanical system
-``M ẍ + D ẋ + K x = 0`` with ``K(α) = −∂(Q − h)/∂q`` and ``D(α) = −∂(Q − h)/∂q̇`` (reflex
-included with ``x(t − τ) = x(t)``), i.e. ``J_i + J_d = [[0, I], [−M⁻¹K, −M⁻¹D]]``.  In this
-model ``K`` is symmetric (gravity, a dead load and the muscle terms
-``f H_L + (q + G_p) f/L_o ∇L ∇Lᵀ`` are Hessians/rank-one forms, the disc term is
-``K_disc J_relᵀ J_rel`` at the neutral posture; checked at run time) and ``D`` is positive
-definite (disc damping on the six relative rotations, plus the positive semi-definite muscle
-damping ``(b + G_d) f/L_o ∇L ∇Lᵀ``).  By the Kelvin–Tait–Chetaev theorem such a system is
-asymptotically stable **iff** ``K`` is positive definite — which also explains the thesis'
-observation that neither ``b`` nor ``G_d`` changes the optimized activations (Ch. 4 C).
-``K(α)`` is affine in ``α``, so the constraint is the linear matrix inequality
-``K(α) ⪰ σ I`` (convex in ``α``), written smoothly with a Cholesky factor as NLP variables::
-
-    K(α)/k_ref − (σ/k_ref) I = L Lᵀ,   L lower triangular, diag(L) ≥ 0     (171 equations)
-
-(``k_ref`` = 50 N·m/rad, the disc stiffness, only scales the rows; ``σ`` = ``stiffness_margin``,
-default 0.1 N·m/rad = 0.2 % of one disc's stiffness).  This is 18 × 18 instead of the 36 × 36
-Lyapunov equation and far better conditioned (the lumbar bodies make ``J`` stiff,
-``‖J‖ ~ 5·10⁴``); the eigenvalues of ``J_i + J_d`` are checked afterwards.
-
-Existence: before minimizing power the largest achievable stiffness reserve
-``t* = max_α λ_min(K(α))`` subject to equilibrium and ``0 ≤ α ≤ 1`` is computed (same
-Cholesky form, concave objective, so the maximum is global).  ``t* < σ`` means that no
-stable equilibrium exists for these values: the result then has ``stable = False``.  An
-equilibrium that is impossible with ``0 ≤ α ≤ 1`` (infeasible linear program) is reported
-the same way.
+The stability constraint and the existence check (the stiffness reserve) are stated in
+:mod:`colloc_problems.spine.activations`.
 
 Co-contraction (Ch. 4 B.iv, Ch. 5 B, after Granata et al. 2005): "the percentage of total
 muscle force relative to that required for equilibrium … zero co-contraction corresponded to
@@ -64,22 +40,13 @@ import json
 import math
 import sys
 import time
-from functools import lru_cache
 
-import casadi as ca
 import numpy as np
-from scipy.optimize import linprog
 
 from colloc import CollocInputError, OptionsError, delay_margin
 from colloc_problems.spine import DEFAULT_DAMPING  # intrinsic damping gain b (s) when none is given
-from colloc_problems.spine.model import (
-    N_DOF,
-    AffineJacobians,
-    SpineModel,
-    affine_jacobians,
-    build_model,
-    metabolic_power_expr,
-)
+from colloc_problems.spine.activations import DEFAULT_STIFFNESS_MARGIN, StabilityProblem, _affine_cached
+from colloc_problems.spine.model import AffineJacobians, SpineModel, build_model
 
 __all__ = [
     "DEFAULT_DAMPING",
@@ -90,201 +57,8 @@ __all__ = [
     "stability",
 ]
 
-#: Default stiffness margin σ (N·m/rad) of ``K(α) ⪰ σ I``.
-DEFAULT_STIFFNESS_MARGIN = 0.1
 #: Physiological reflex delay used as the stability threshold in Ch. 5 (Reeves et al. 2005).
 PHYSIOLOGICAL_DELAY_S = 0.06
-_K_REF = 50.0  # N·m/rad, row scale of the stiffness constraint
-_TRI = np.tril_indices(N_DOF)
-
-
-def _ipopt_options(max_iter: int, tol: float) -> dict:
-    return {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes", "ipopt.max_iter": max_iter,
-            "ipopt.tol": tol, "ipopt.constr_viol_tol": 1e-10, "ipopt.acceptable_iter": 0,
-            "ipopt.mu_strategy": "adaptive"}
-
-
-def _lower(l):
-    """Lower-triangular 18 × 18 SX matrix from its 171 row-major entries (``np.tril_indices`` order)."""
-    L = ca.SX.zeros(N_DOF, N_DOF)
-    for k, (i, j) in enumerate(zip(*_TRI)):
-        L[int(i), int(j)] = l[k]
-    return L
-
-
-def _diag_positions() -> np.ndarray:
-    return np.array([k for k, (i, j) in enumerate(zip(*_TRI)) if i == j])
-
-
-class StabilityProblem:
-    """The NLPs of one parameter set (built once, solved from several starts).
-
-    Parameters
-    ----------
-    model : SpineModel
-        From :func:`colloc_problems.spine.model.build_model`.
-    affine : AffineJacobians
-        From :func:`colloc_problems.spine.model.affine_jacobians` for the parameter set.
-    stiffness_margin : float
-        ``σ`` of ``K(α) ⪰ σ I`` (N·m/rad, > 0).
-    max_iter : int
-        IPOPT iteration limit.
-    tol : float
-        IPOPT tolerance.
-    """
-
-    def __init__(self, model: SpineModel, affine: AffineJacobians, stiffness_margin: float = DEFAULT_STIFFNESS_MARGIN,
-                 max_iter: int = 3000, tol: float = 1e-10) -> None:
-        if not stiffness_margin > 0:
-            raise OptionsError(f"stiffness_margin must be > 0, got {stiffness_margin}")
-        self.model, self.affine = model, affine
-        self.sigma = float(stiffness_margin)
-        nm = model.n_muscles
-        self.nm, self.nl = nm, len(_TRI[0])
-        a = ca.SX.sym("alpha", nm)
-        l = ca.SX.sym("l", self.nl)
-        t = ca.SX.sym("t")
-        L = _lower(l)
-        Kflat = ca.DM(affine.K_alpha.reshape(N_DOF * N_DOF, nm, order="F"))
-        K = (ca.DM(affine.K0) + ca.reshape(Kflat @ a, N_DOF, N_DOF)) / _K_REF
-        R = K - L @ L.T
-        rows = [R[int(i), int(j)] for i, j in zip(*_TRI)]
-        eq = ca.DM(affine.A_eq) @ a - ca.DM(affine.b_eq)
-        eye = ca.DM.eye(N_DOF)
-        shift = np.eye(N_DOF)[_TRI] * (self.sigma / _K_REF)
-        opts = _ipopt_options(max_iter, tol)
-        power = metabolic_power_expr(model, a)
-        self._power = ca.nlpsol("spine_power", "ipopt",
-                                {"x": ca.vertcat(a, l), "f": power,
-                                 "g": ca.vertcat(eq, ca.vertcat(*rows) - ca.DM(shift))},
-                                opts)
-        Rt = [(K - t * eye - L @ L.T)[int(i), int(j)] for i, j in zip(*_TRI)]
-        self._reserve = ca.nlpsol("spine_reserve", "ipopt",
-                                  {"x": ca.vertcat(a, l, t), "f": -t, "g": ca.vertcat(eq, ca.vertcat(*Rt))}, opts)
-        self._equilibrium = ca.nlpsol("spine_equilibrium", "ipopt", {"x": a, "f": power, "g": eq}, opts)
-        self.n_g = N_DOF + self.nl
-        lbl = np.full(self.nl, -np.inf)
-        lbl[_diag_positions()] = 0.0
-        self._lbl = lbl
-
-    # -- helpers -------------------------------------------------------------------------
-    def stiffness(self, alpha) -> np.ndarray:
-        """``K(α)`` (N·m/rad).
-
-        Parameters
-        ----------
-        alpha : array_like, shape (M,)
-        """
-        return self.affine.K(alpha)
-
-    def _chol_guess(self, alpha, shift: float) -> np.ndarray:
-        K = self.stiffness(alpha) / _K_REF - shift * np.eye(N_DOF)
-        K = 0.5 * (K + K.T)
-        lam = np.linalg.eigvalsh(K)[0]
-        if lam < 1e-3:
-            K = K + (1e-3 - lam) * np.eye(N_DOF)
-        return np.linalg.cholesky(K)[_TRI]
-
-    @staticmethod
-    def _status(solver) -> tuple[bool, str, int]:
-        st = solver.stats()
-        return bool(st.get("success", False)), str(st.get("return_status", "")), int(st.get("iter_count", -1))
-
-    # -- the three problems ------------------------------------------------------------------
-    def stiffness_reserve(self, alpha0=None) -> dict:
-        """Largest ``λ_min(K(α))`` over equilibrium activations ``0 ≤ α ≤ 1`` (N·m/rad).
-
-        Parameters
-        ----------
-        alpha0 : array_like, optional
-            Initial activations (default 0.1 for every muscle).
-
-        Returns
-        -------
-        dict
-            ``reserve`` (N·m/rad), ``alpha``, ``success``, ``status``, ``iterations``.
-        """
-        a0 = np.full(self.nm, 0.1) if alpha0 is None else np.asarray(alpha0, dtype=float)
-        K = self.stiffness(a0) / _K_REF
-        t0 = float(np.linalg.eigvalsh(0.5 * (K + K.T))[0]) - 0.01
-        x0 = np.concatenate([a0, self._chol_guess(a0, t0 * _K_REF), [t0]])
-        lbx = np.concatenate([np.zeros(self.nm), self._lbl, [-np.inf]])
-        ubx = np.concatenate([np.ones(self.nm), np.full(self.nl, np.inf), [np.inf]])
-        sol = self._reserve(x0=x0, lbx=lbx, ubx=ubx, lbg=0.0, ubg=0.0)
-        ok, status, it = self._status(self._reserve)
-        w = np.asarray(sol["x"], dtype=float).ravel()
-        alpha = np.clip(w[:self.nm], 0.0, 1.0)
-        Ka = self.stiffness(alpha)
-        return {"reserve": float(np.linalg.eigvalsh(0.5 * (Ka + Ka.T))[0]), "alpha": alpha, "success": ok,
-                "status": status, "iterations": it}
-
-    def minimum_power(self, alpha0) -> dict:
-        """Minimize metabolic power subject to equilibrium and ``K(α) ⪰ σ I`` from ``alpha0``.
-
-        Parameters
-        ----------
-        alpha0 : array_like, shape (M,)
-            Initial activations.
-
-        Returns
-        -------
-        dict
-            ``alpha``, ``power``, ``success``, ``status``, ``iterations``, ``time_s``.
-        """
-        t0 = time.perf_counter()
-        a0 = np.asarray(alpha0, dtype=float)
-        x0 = np.concatenate([a0, self._chol_guess(a0, self.sigma)])
-        lbx = np.concatenate([np.zeros(self.nm), self._lbl])
-        ubx = np.concatenate([np.ones(self.nm), np.full(self.nl, np.inf)])
-        sol = self._power(x0=x0, lbx=lbx, ubx=ubx, lbg=0.0, ubg=0.0)
-        ok, status, it = self._status(self._power)
-        alpha = np.clip(np.asarray(sol["x"], dtype=float).ravel()[:self.nm], 0.0, 1.0)
-        return {"alpha": alpha, "power": self.model.metabolic_power(alpha), "success": ok, "status": status,
-                "iterations": it, "time_s": time.perf_counter() - t0}
-
-    def equilibrium_power(self, alpha0=None) -> dict:
-        """Minimum metabolic power for equilibrium alone (no stability constraint).
-
-        Parameters
-        ----------
-        alpha0 : array_like, optional
-            Initial activations (default 0.05).
-
-        Returns
-        -------
-        dict
-            ``alpha``, ``power``, ``success``, ``status``.
-        """
-        a0 = np.full(self.nm, 0.05) if alpha0 is None else np.asarray(alpha0, dtype=float)
-        sol = self._equilibrium(x0=a0, lbx=0.0, ubx=1.0, lbg=0.0, ubg=0.0)
-        ok, status, _ = self._status(self._equilibrium)
-        alpha = np.clip(np.asarray(sol["x"], dtype=float).ravel(), 0.0, 1.0)
-        return {"alpha": alpha, "power": self.model.metabolic_power(alpha), "success": ok, "status": status}
-
-    def minimum_force(self) -> dict:
-        """Minimum total muscle force ``Σ f_o α`` for equilibrium alone (linear program, HiGHS).
-
-        Parameters
-        ----------
-        None
-
-        Returns
-        -------
-        dict
-            ``alpha``, ``force`` (N), ``success``, ``status``.
-        """
-        f0 = self.model.max_force
-        res = linprog(f0, A_eq=self.affine.A_eq, b_eq=self.affine.b_eq, bounds=[(0.0, 1.0)] * self.nm,
-                      method="highs")
-        if not res.success:
-            return {"alpha": None, "force": None, "success": False, "status": res.message}
-        alpha = np.clip(res.x, 0.0, 1.0)
-        return {"alpha": alpha, "force": float(f0 @ alpha), "success": True, "status": res.message}
-
-
-@lru_cache(maxsize=16)
-def _affine_cached(model: SpineModel, p: tuple, jacobians: bool = True) -> AffineJacobians:
-    return affine_jacobians(model, np.array(p), jacobians=jacobians)
 
 
 def _max_real_eig(affine: AffineJacobians, alpha) -> float:
@@ -366,10 +140,6 @@ def stability(
     model = build_model() if model is None else model
     p = model.parameter_vector(stiffness_gain, damping, reflex_gain, differential_gain, load)
     affine = _affine_cached(model, tuple(float(v) for v in p))
-    K0 = affine.K0
-    asym = max(np.abs(K0 - K0.T).max(), np.abs(affine.K_alpha - affine.K_alpha.transpose(1, 0, 2)).max())
-    if asym > 1e-8 * max(1.0, np.abs(affine.K_alpha).max()):  # pragma: no cover - model property
-        raise RuntimeError(f"generalized stiffness is not symmetric ({asym:.3g}); the K ⪰ σI criterion does not apply")
     prob = StabilityProblem(model, affine, stiffness_margin, max_iter=max_iter)
     t_build = time.perf_counter() - t_start
 
