@@ -109,10 +109,11 @@ def explore_method(method: AbstractMethod) -> AbstractMethod:
     return method
 
 
-def _run_start(blob: bytes, index: int, guess: Mapping[str, float]) -> dict[str, Any]:
+def _run_start(blob: bytes, index: int, guess: Mapping[str, float], keep_build: bool = False) -> dict[str, Any]:
     """Worker task: one solve from ``guess``; never raises (a failure is reported)."""
     single_threaded()
-    reuse_builds()
+    if keep_build:  # a worker of this call's own pool, which ends with the call (not a Dask worker)
+        reuse_builds()
     began = time.time()
     try:
         problem, method, solver, runner = _unpacked(blob)
@@ -294,7 +295,7 @@ class _Tasks:
             shared = self.client.scatter(blob, broadcast=True, hash=False)
             futures = [self.client.submit(_run_start, shared, i, g, pure=False) for i, g in jobs]
             return sorted(self.client.gather(futures), key=lambda r: r["start"])
-        futures = [self.pool.submit(_run_start, blob, i, g) for i, g in jobs]
+        futures = [self.pool.submit(_run_start, blob, i, g, True) for i, g in jobs]
         out = []
         for (i, _), f in zip(jobs, futures):
             try:
