@@ -33,8 +33,9 @@ def parent_main() -> dict[str, str]:
     path = getattr(main, "__file__", None)
     if path is None:
         return {}
-    if not os.path.isabs(path) and process.ORIGINAL_DIR is not None:
-        path = os.path.join(process.ORIGINAL_DIR, path)
+    origin = getattr(process, "ORIGINAL_DIR", None)  # where this process started (not in the type stubs)
+    if not os.path.isabs(path) and origin is not None:
+        path = os.path.join(origin, path)
     return {MAIN_FILE: os.path.normpath(path)}
 
 

@@ -137,23 +137,24 @@ def lsq_spline(x: ArrayLike, y: ArrayLike, interior_knots: ArrayLike, k: int = 3
     a, b = np.triu_indices(k + 1)
     band = np.zeros((k + 1, ncoef))
     rhs = np.zeros(ncoef)
-    m = _uniform_spacing(x, interior)
-    if m is not None and interior.size - 2 * k + 2 >= _MIN_PERIODS:
+    uniform = _uniform_spacing(x, interior)
+    periodic: tuple[int, int, int, NDArray[np.float64]] | None = None  # (lo, hi, m, one interval's basis)
+    if uniform is not None and interior.size - 2 * k + 2 >= _MIN_PERIODS:
         # uniform samples with a knot every m-th sample: the intervals k - 1 … J - k (J interior
         # knots) hold m samples each at the same positions between knots that are all evenly
         # spaced, so their basis values repeat with period m.  One interval's values serve
         # them all (up to rounding), and their sums are products of small matrices.
-        lo, hi = k - 1, interior.size - k  # the periodic intervals: lo … hi
+        m, lo, hi = uniform, k - 1, int(interior.size) - k  # the periodic intervals: lo … hi
         rep = _basis(t, k, x[lo * m:(lo + 1) * m])[1]  # m × (k + 1)
         gram = rep.T @ rep
-        periodic = y[lo * m:(hi + 1) * m].reshape(hi - lo + 1, m) @ rep  # rows: intervals
-        for i in range(k + 1):
-            rhs[lo + i:hi + i + 1] += periodic[:, i]
-        for i, j in zip(a, b):
-            band[j - i, lo + i:hi + i + 1] += gram[i, j]
+        sums = y[lo * m:(hi + 1) * m].reshape(hi - lo + 1, m) @ rep  # rows: intervals
+        for r in range(k + 1):
+            rhs[lo + r:hi + r + 1] += sums[:, r]
+        for r, c in zip(a.tolist(), b.tolist()):
+            band[c - r, lo + r:hi + r + 1] += gram[r, c]
         edge = np.r_[0:lo * m, (hi + 1) * m:x.size]
+        periodic = (lo, hi, m, rep)
     else:
-        lo = hi = rep = None
         edge = np.arange(x.size)
     first, basis = _basis(t, k, x[edge])
     # normal equations BᵀB c = Bᵀy: banded (k diagonals on each side), the products of every
@@ -170,7 +171,8 @@ def lsq_spline(x: ArrayLike, y: ArrayLike, interior_knots: ArrayLike, k: int = 3
         raise ValueError("the knots leave the least-squares spline undetermined (Schoenberg-Whitney)")
     fitted = np.empty(x.size)
     fitted[edge] = np.einsum("ij,ij->i", basis, coef[first[:, None] + np.arange(k + 1)])
-    if rep is not None:
+    if periodic is not None:
+        lo, hi, m, rep = periodic
         windows = coef[np.arange(lo, hi + 1)[:, None] + np.arange(k + 1)[None, :]]
         fitted[lo * m:(hi + 1) * m] = (windows @ rep.T).ravel()
     return BSpline(t, coef, k), float(np.sum((y - fitted) ** 2))

@@ -41,6 +41,7 @@ from typing import Any
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..base.errors import CollocInputError, OptionsError
 from .ipopt import Ipopt
@@ -120,7 +121,7 @@ class StiffnessConstraint:
         """``n``, the number of generalized coordinates."""
         return int(self.K0.shape[0])
 
-    def matrix(self, a) -> np.ndarray:
+    def matrix(self, a: ArrayLike) -> np.ndarray:
         """``K(a)`` (n × n).
 
         Parameters
@@ -130,7 +131,7 @@ class StiffnessConstraint:
         """
         return self.K0 + self.K_a @ np.asarray(a, dtype=float)
 
-    def min_eigenvalue(self, a) -> float:
+    def min_eigenvalue(self, a: ArrayLike) -> float:
         """``λ_min(K(a))`` of the symmetric part.
 
         Parameters
@@ -224,7 +225,8 @@ class StaticOptimization:
     #: Repeated solves of :meth:`stiffness_reserve` from its own result (see its notes).
     RESERVE_RESTARTS = 3
 
-    def __init__(self, A, b, effort: Callable[[Any], Any] | None = None, *, lower=0.0, upper=1.0,
+    def __init__(self, A: ArrayLike, b: ArrayLike, effort: Callable[[Any], Any] | None = None, *,
+                 lower: ArrayLike = 0.0, upper: ArrayLike = 1.0,
                  stiffness: StiffnessConstraint | None = None, ipopt: Ipopt | None = None) -> None:
         try:
             A = np.atleast_2d(np.asarray(A, dtype=float))
@@ -260,7 +262,7 @@ class StaticOptimization:
         self._tri = np.tril_indices(n)
 
     # -- building blocks -----------------------------------------------------------------
-    def effort(self, a) -> float:
+    def effort(self, a: ArrayLike) -> float:
         """The effort measure at ``a``.
 
         Parameters
@@ -363,7 +365,7 @@ class StaticOptimization:
                               min_stiffness_eigenvalue=kmin)
 
     # -- the three problems ----------------------------------------------------------------
-    def minimize(self, start=None) -> StaticSolution:
+    def minimize(self, start: ArrayLike | None = None) -> StaticSolution:
         """Least effort subject to equilibrium, bounds and (if given) the stiffness margin.
 
         Parameters
@@ -387,7 +389,7 @@ class StaticOptimization:
             a, run = self._run("effort", x0, np.concatenate([self.lower, lo]), np.concatenate([self.upper, hi]))
         return self._solution(a, self.effort(a), run, run.iterations, t0)
 
-    def stiffness_reserve(self, start=None) -> StaticSolution:
+    def stiffness_reserve(self, start: ArrayLike | None = None) -> StaticSolution:
         """The largest ``λ_min(K(a))`` over the equilibrium activations within the bounds.
 
         Parameters
@@ -430,7 +432,7 @@ class StaticOptimization:
         assert best is not None
         return self._solution(best[0], best[1], best[2], iterations, t0)
 
-    def minimize_linear(self, cost) -> StaticSolution:
+    def minimize_linear(self, cost: ArrayLike) -> StaticSolution:
         """``min costᵀa`` subject to equilibrium and bounds: a linear program (HiGHS).
 
         Parameters
