@@ -383,15 +383,16 @@ def _linear_fit(problem: Problem, cols: _Columns, lb, ub, scale) -> tuple[np.nda
     b = np.concatenate(b_parts)
     if not (np.all(np.isfinite(A)) and np.all(np.isfinite(b))):
         raise _Unusable("the residual is not finite on the smoothed data")
-    sv = np.linalg.svd(A, compute_uv=False)
+    # one thin QR (A = QR): R has A's singular values, and the least-squares answer is R⁻¹Qᵀb
+    q, r = np.linalg.qr(A)
+    _, sv, vt = np.linalg.svd(r)
     if sv.size == 0 or sv[0] == 0 or sv[-1] < _RANK_TOL * sv[0]:
-        _, _, vt = np.linalg.svd(A, full_matrices=False)
         null = vt[-1]
         names = model.element_names("parameter")
         involved = [names[j] for j in np.argsort(-np.abs(null)) if abs(null[j]) > 0.1]
         raise _Unusable(f"rank deficient: the data do not separate {', '.join(involved)}")
     lo, hi = lb / scale, ub / scale
-    x = np.linalg.lstsq(A, b, rcond=None)[0]
+    x = np.linalg.solve(r, q.T @ b)
     if not (np.all(x >= lo) and np.all(x <= hi)):  # a bound is active (SciPy only then: 0.25 s to import)
         from scipy.optimize import lsq_linear
 
