@@ -112,12 +112,14 @@ def explore_method(method: AbstractMethod) -> AbstractMethod:
 def _run_start(blob: bytes, index: int, guess: Mapping[str, float], keep_build: bool = False) -> dict[str, Any]:
     """Worker task: one solve from ``guess``; never raises (a failure is reported)."""
     single_threaded()
-    if keep_build:  # a worker of this call's own pool, which ends with the call (not a Dask worker)
+    # in a worker of this call's own pool, which ends with the call: not in a Dask worker, which
+    # outlives it (a kept NLP would hold its memory) and may run other tasks on other threads
+    if keep_build:
         reuse_builds()
     began = time.time()
     try:
         problem, method, solver, runner = _unpacked(blob)
-        with _compiled_on_a_miss():
+        with _compiled_on_a_miss() if keep_build else contextlib.nullcontext():
             result = runner(problem, method, solver, dict(guess))
         return {"start": index, "result": result, "error": None, "wall_s": time.time() - began}
     except Exception as exc:  # noqa: BLE001 - a failed start is counted, not fatal
