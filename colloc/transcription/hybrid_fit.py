@@ -365,7 +365,8 @@ class HybridNLP:
             # the start of each interval: the end of the one before (the initial state for the
             # first), through the reset map of the guard that ends a phase
             pool = ca.horzcat(W[self.x0_index[n_trial].tolist()], XC[:, [k * d + d - 1 for k in range(N - 1)]])
-            entries, entry_cols = [], list(range(N))
+            entries: list = []
+            entry_cols = list(range(N))
             by_reset: dict = {}
             for i in range(1, len(counts)):
                 fn = fns.reset(lay.guards[i - 1].name)
@@ -402,24 +403,24 @@ class HybridNLP:
                 inner = np.ones(N * d, dtype=bool)
                 inner[[int(first[i + 1]) * d - 1 for i in range(len(counts))]] = False
                 for mode in dict.fromkeys(lay.sequence):
-                    pts = np.flatnonzero(inner & np.isin(pt_phase, [i for i, mm in enumerate(lay.sequence)
-                                                                    if mm == mode]))
-                    if not len(pts):
+                    inside = np.flatnonzero(inner & np.isin(pt_phase, [i for i, mm in enumerate(lay.sequence)
+                                                                       if mm == mode]))
+                    if not len(inside):
                         continue
-                    t0_pts = T0[(pts // d).tolist()]
+                    at = inside.tolist()
+                    t0_pts = T0[(inside // d).tolist()]
                     for guard in fns.sides(mode):
-                        value = fns.guard(guard.name, mode).map(len(pts))(T[pts.tolist()].T, XC[:, pts.tolist()],
-                                                                          t0_pts.T, p, U[:, pts.tolist()])
+                        value = fns.guard(guard.name, mode).map(len(at))(T[at].T, XC[:, at], t0_pts.T, p, U[:, at])
                         add(-guard.direction * value, 0.0, np.inf,
                             [f"guard {guard.name} on its side in phase {i + 1} ({mode}) of {trial.name}"
-                             for i in pt_phase[pts]])
+                             for i in pt_phase[inside]])
             self._trials.append({"E": E, "starts": starts, "XC": XC, "first": first, "read": fns.read})
         self.g = ca.vertcat(*g)
         self.lbg, self.ubg = np.concatenate(lbg), np.concatenate(ubg)
         self.kinds = kinds
         self.read_samples()
 
-    def _inputs(self, W: ca.MX, trial, n_trial: int, times: ca.MX, numbers: np.ndarray) -> ca.MX:
+    def _inputs(self, W: ca.MX, trial, n_trial: int, times: ca.MX | ca.DM, numbers: np.ndarray) -> ca.MX | ca.DM:
         """The model's inputs (n_inputs × P) at P times (``times``, expressions of the switching
         times, whose current values are ``numbers``), each read in the sample steps around the
         one holding its current value (:func:`_window_stencil`)."""
@@ -432,6 +433,7 @@ class HybridNLP:
         idx = np.concatenate([s[1] for s in stencils])  # S·P × 6
         rows = []
         for u in self.problem.inputs:
+            vals: ca.MX | ca.DM
             if u in self.input_index[n_trial]:
                 vals = W[self.input_index[n_trial][u][idx.ravel()].tolist()]
             else:
