@@ -177,9 +177,11 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         # said otherwise
         for key, value in ACCEPTABLE.items():
             opts.setdefault(f"ipopt.{key}", value)
-        # the NLP is built in MX from mapped per-point Functions; IPOPT evaluates it (and its
-        # derivatives) as one SX graph, which is faster per iteration than MX's virtual machine
-        opts.setdefault("expand", True)
+        # the constraints' Jacobian and the Lagrangian's Hessian summed from the NLP's blocks
+        derivatives = nlp.derivatives(1.0 / nobs)
+        opts["jac_g"] = derivatives["jac_g"]
+        if solver.hessian != "limited-memory":
+            opts["hess_lag"] = derivatives["hess_lag"]
         if progress is not None:
             opts["iteration_callback"] = progress_callback(nlp.w.shape[0], nlp.g.shape[0], 0, nlp.lbg, nlp.ubg,
                                                             1.0 / nobs, progress, t0)
@@ -254,10 +256,12 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
     t2 = _time.perf_counter()
     tau_se: dict = {}
     if solver.standard_errors:
-        jr, jg = fn["jac_res"](x), fn["jac_g"](x)
+        # the unknowns held fixed (the records' ends, known switching times) are no unknowns
+        free = np.flatnonzero(nlp.lbw < nlp.ubw)
+        jr, jg = fn["jac_res"](x)[:, free.tolist()], fn["jac_g"](x)[:, free.tolist()]
         eq = nlp.lbg == nlp.ubg
         # the parameters and, to report them, the switching times: both kept, the rest eliminated
-        keep = np.concatenate([nlp.p_index, *nlp.tau_index]).astype(int)
+        keep = np.searchsorted(free, np.concatenate([nlp.p_index, *nlp.tau_index]).astype(int))
         scale = np.concatenate([nlp.scale, np.ones(len(keep) - len(names))])
         c = parameter_covariance(jr, res, jg, eq, keep, scale, nlp.num_observations, res,
                                  absolute_sigma=solver.absolute_sigma)

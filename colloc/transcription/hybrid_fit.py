@@ -33,6 +33,7 @@ import numpy as np
 from ..definition.hybrid import Guard
 from ..definition.hybrid_problem import HybridProblem
 from .grid import radau_basis
+from .multiphase import assemble_hessian, assemble_jacobian
 
 __all__ = ["HybridNLP", "TrialLayout", "as_column", "assign", "input_values", "read_input"]
 
@@ -187,87 +188,225 @@ def _window_stencil(time: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return num, idx
 
 
-class _Functions:
-    """The per-point CasADi Functions of one model (built once, mapped over every interval,
-    collocation point, switching time and sample): each mode's defects of one interval, each
-    guard's value in each mode, each reset map.  The inputs of the model are arguments ``u``
-    (their values at the point), the parameters ``p`` are in physical units."""
+class _Places:
+    """One CasADi Function ``(z, data) → m values`` applied at B places of an NLP: ``z`` the
+    NLP variables it reads at a place (one row of ``index``, B × nz), ``data`` that place's
+    numbers (one row of ``data``, B × nd).  Its values, and the Jacobian and Hessian blocks of
+    every place in the form :func:`assemble_jacobian` and :func:`assemble_hessian` sum."""
 
-    def __init__(self, model, states: int, parameters: list, inputs: list, degree: int):
-        self.nx, self.nu, self.degree = states, len(inputs), degree
-        self.names = parameters
+    def __init__(self, name: str, out: ca.SX, z: ca.SX, data: ca.SX):
+        self.name, self.m, self.nz = name, int(out.shape[0]), int(z.shape[0])
+        self._out, self._z, self._data = out, z, data
+        self.fn = ca.Function(name, [z, data], [out])
+        self._derivatives: dict = {}
+
+    def _derivative(self, kind: str) -> ca.Function:
+        if kind not in self._derivatives:
+            out, z, data = self._out, self._z, self._data
+            if kind == "jac":
+                fn = ca.Function(f"{self.name}_jac", [z, data], [ca.jacobian(out, z)])
+            elif kind == "hess":
+                lam = ca.SX.sym("lam", self.m)
+                fn = ca.Function(f"{self.name}_hess", [z, data, lam], [ca.triu(ca.hessian(ca.dot(lam, out), z)[0])])
+            else:  # the Hessian of s·½|out|² (a block of residuals in a least-squares objective)
+                s = ca.SX.sym("s")
+                fn = ca.Function(f"{self.name}_gn", [z, data, s], [ca.triu(ca.hessian(0.5 * s * ca.sumsqr(out), z)[0])])
+            self._derivatives[kind] = fn
+        return self._derivatives[kind]
+
+    def linear(self) -> bool:
+        """Whether the values are affine in ``z`` (no Hessian block)."""
+        return self._derivative("hess").sparsity_out(0).nnz() == 0
+
+    def _args(self, W, index, data):
+        index = np.asarray(index, dtype=int)
+        return ca.reshape(W[index.ravel().tolist()], self.nz, index.shape[0]), ca.DM(np.asarray(data, float).T)
+
+    def values(self, W, index, data):
+        """The values at every place (m × B)."""
+        return self.fn.map(len(index))(*self._args(W, index, data))
+
+    def jacobian_block(self, W, index, data, row_offset: int) -> tuple:
+        """The Jacobian blocks of ``vec`` of the values (their rows from ``row_offset``)."""
+        index = np.asarray(index, dtype=int)
+        rows = row_offset + np.arange(len(index))[:, None] * self.m + np.arange(self.m)[None, :]
+        return self._derivative("jac").map(len(index))(*self._args(W, index, data)), rows, index
+
+    def hessian_block(self, W, index, data, lam) -> tuple:
+        """The Hessian blocks of ``lam · vec(values)`` (``lam`` m·B)."""
+        index = np.asarray(index, dtype=int)
+        return (self._derivative("hess").map(len(index))(*self._args(W, index, data),
+                                                         ca.reshape(lam, self.m, len(index))), index)
+
+    def square_block(self, W, index, data, s) -> tuple:
+        """The Hessian blocks of ``s · ½ |values|²``."""
+        index = np.asarray(index, dtype=int)
+        return self._derivative("gn").map(len(index))(*self._args(W, index, data), s), index
+
+
+def _symbols_of(parts: list) -> tuple[ca.SX, list]:
+    """One SX column of the named sizes and its pieces."""
+    syms = [ca.SX.sym(name, size) for name, size in parts]
+    return (ca.vertcat(*syms) if syms else ca.SX(0, 1)), syms
+
+
+class _Pieces:
+    """The :class:`_Places` of one model (built once per NLP): each mode's defects of one
+    interval, each guard's value in a mode at one point, each reset map's condition, a sample's
+    read.  The model's inputs at a point are read from their samples by
+    :func:`_window_function`: those measured with noise (errors-in-variables) from NLP
+    variables, the others from the place's numbers."""
+
+    def __init__(self, model, problem: HybridProblem, degree: int):
+        self.model, self.d = model, degree
+        self.nx, self.np = len(problem.states), len(problem.parameters)
+        self.names = problem.parameters
+        self.eiv = [u for u in problem.inputs if u in problem.input_noise]
+        self.exact = [u for u in problem.inputs if u not in problem.input_noise]
+        #: numbers of the input pieces at a point (none without inputs)
+        self.n_num = 7 * _SLOTS if problem.inputs else 0
         basis = radau_basis(degree)
-        self.tau, self._C = basis.tau, basis.derivative.T  # C[j, k]: derivative of basis j at point k
-        self._x, self._t, self._t0 = ca.SX.sym("x", states), ca.SX.sym("t"), ca.SX.sym("t0")
-        self._p, self._u = ca.SX.sym("p", len(parameters)), ca.SX.sym("u", len(inputs))
-        self._pd = {n: self._p[i] for i, n in enumerate(parameters)}
-        values = {name: self._u[i] for i, name in enumerate(inputs)}
-        self.model = model.with_inputs(lambda _t: values)
-        self._guards = {g.name: g for g in self.model.all_guards()}
-        self._defect: dict = {}
-        self._guard: dict = {}
-        self._reset: dict = {}
-        xs, r = ca.SX.sym("X", states, degree + 1), ca.SX.sym("r")
-        #: the state at position r (in interval lengths) of an interval with nodes X (start, then xc)
-        self.read = ca.Function("read", [xs[:, 0], xs[:, 1:], r],
-                                [ca.mtimes(xs, ca.vertcat(*basis.values(r)))])
+        self.tau, self._C, self._basis = basis.tau, basis.derivative.T, basis
+        self._guards = {g.name: g for g in model.all_guards()}
+        self._cache: dict = {}
 
-    def defect(self, mode: str) -> ca.Function:
-        """``(x0, xc, t, h, t0, p, u) → nx × d``: the collocation defects of one interval of
-        ``mode`` (``t`` the d collocation times, ``u`` the inputs there, ``t0`` the phase's start)."""
-        if mode not in self._defect:
-            d, nx = self.degree, self.nx
-            x0, xc = ca.SX.sym("x0", nx), ca.SX.sym("xc", nx, d)
-            t, h, u = ca.SX.sym("t", 1, d), ca.SX.sym("h"), ca.SX.sym("u", self.nu, d)
-            rhs = ca.Function("rhs", [self._x, self._t, self._t0, self._p, self._u],
-                              [as_column(self.model.mode(mode).rhs(self._t, _symbols(self._x), self._pd, self._t0))])
-            X = [x0] + [xc[:, j] for j in range(d)]
-            cols = [sum(self._C[m, j] * X[m] for m in range(d + 1))
-                    - h * rhs(X[j], t[j - 1], self._t0, self._p, u[:, j - 1]) for j in range(1, d + 1)]
-            self._defect[mode] = ca.Function(f"defect_{mode}", [x0, xc, t, h, self._t0, self._p, u],
-                                             [ca.horzcat(*cols)])
-        return self._defect[mode]
+    def _inputs(self, z_vals: list, num, exact_vals: list, t) -> dict:
+        """{input: value at t} from the pieces' numbers ``num`` (7·S) and each input's six
+        values per piece (6·S: NLP variables or numbers)."""
+        out: dict = {}
+        if not self.n_num:
+            return out
+        nums = ca.reshape(num, 7, _SLOTS)
+        for u, v in zip(self.eiv, z_vals):
+            out[u] = _WINDOW(t, nums, ca.reshape(v, 6, _SLOTS))
+        for u, v in zip(self.exact, exact_vals):
+            out[u] = _WINDOW(t, nums, ca.reshape(v, 6, _SLOTS))
+        return out
 
-    def guard(self, name: str, mode: str) -> ca.Function:
-        """``(t, x, t0, p, u) → g − offset`` of the guard ``name`` in ``mode``."""
-        if (name, mode) not in self._guard:
-            value = HybridNLP._guard(self._guards[name], self._t, self._x, self._pd, mode, self._t0)
-            self._guard[name, mode] = ca.Function(f"guard_{name}_{mode}",
-                                                  [self._t, self._x, self._t0, self._p, self._u], [value])
-        return self._guard[name, mode]
+    def _p(self, ph, scale) -> dict:
+        return {n: scale[i] * ph[i] for i, n in enumerate(self.names)}
 
-    def reset(self, name: str) -> ca.Function | None:
-        """``(t, x, p, u) → x⁺`` of the guard ``name`` (None: the state goes on unchanged)."""
-        guard = self._guards[name]
-        if guard.reset is None:
-            return None
-        if name not in self._reset:
-            value = as_column(guard.reset(self._t, _symbols(self._x), self._pd))
-            self._reset[name] = ca.Function(f"reset_{name}", [self._t, self._x, self._p, self._u], [value])
-        return self._reset[name]
+    def defect(self, mode: str) -> _Places:
+        """z = [x0, xc (nx·d), Ea, Eb, p̂, the errors-in-variables inputs' values per point];
+        data = [scale, q (d), 1/n, the pieces' numbers per point, the exact inputs' values per
+        point]: the defects of an interval of ``mode`` whose phase is [Ea, Eb], collocation
+        times Ea + q·(Eb − Ea), length (Eb − Ea)/n."""
+        key = ("defect", mode)
+        if key not in self._cache:
+            nx, d, npar, ns = self.nx, self.d, self.np, 6 * _SLOTS
+            z, (x0, xc, ea, eb, ph, *ue) = _symbols_of(
+                [("x0", nx), ("xc", nx * d), ("ea", 1), ("eb", 1), ("p", npar)]
+                + [(f"{u}_{j}", ns) for u in self.eiv for j in range(d)])
+            data, (scale, q, ninv, *rest) = _symbols_of(
+                [("scale", npar), ("q", d), ("ninv", 1)] + [(f"num_{j}", self.n_num) for j in range(d)]
+                + [(f"{u}_{j}", ns) for u in self.exact for j in range(d)])
+            nums, uv = rest[:d], rest[d:]
+            p = self._p(ph, scale)
+            X = [x0] + [xc[j * nx:(j + 1) * nx] for j in range(d)]
+            h = (eb - ea) * ninv
+            rhs = self.model.mode(mode).rhs
+            cols = []
+            for j in range(1, d + 1):
+                t = ea + q[j - 1] * (eb - ea)
+                u = self._inputs([ue[i * d + j - 1] for i in range(len(self.eiv))], nums[j - 1],
+                                 [uv[i * d + j - 1] for i in range(len(self.exact))], t)
+                f = as_column(rhs(t, _symbols(X[j]), {**p, **u}, ea))
+                cols.append(sum(self._C[m, j] * X[m] for m in range(d + 1)) - h * f)
+            self._cache[key] = _Places(f"defect_{mode}", ca.vertcat(*cols), z, data)
+        return self._cache[key]
+
+    def guard(self, name: str, mode: str) -> _Places:
+        """z = [x, Ea, Eb, p̂, inputs' values]; data = [scale, q, sign, numbers, exact inputs'
+        values]: ``sign · g`` of the guard ``name`` in ``mode`` at t = Ea + q·(Eb − Ea) of a
+        phase [Ea, Eb]."""
+        key = ("guard", name, mode)
+        if key not in self._cache:
+            z, (x, ea, eb, ph, *ue) = _symbols_of([("x", self.nx), ("ea", 1), ("eb", 1), ("p", self.np)]
+                                                  + [(u, 6 * _SLOTS) for u in self.eiv])
+            data, (scale, q, sign, num, *uv) = _symbols_of([("scale", self.np), ("q", 1), ("sign", 1),
+                                                            ("num", self.n_num)]
+                                                           + [(u, 6 * _SLOTS) for u in self.exact])
+            t = ea + q * (eb - ea)
+            p = {**self._p(ph, scale), **self._inputs(ue, num, uv, t)}
+            value = HybridNLP._guard(self._guards[name], t, x, p, mode, ea)
+            self._cache[key] = _Places(f"guard_{name}_{mode}", sign * value, z, data)
+        return self._cache[key]
+
+    def reset(self, name: str) -> _Places:
+        """z = [y, x, s, p̂, inputs' values]; data = [scale, numbers, exact inputs' values]:
+        ``y − reset(s, x)`` of the guard ``name`` (the state entering the next phase)."""
+        key = ("reset", name)
+        if key not in self._cache:
+            z, (y, x, s, ph, *ue) = _symbols_of([("y", self.nx), ("x", self.nx), ("s", 1), ("p", self.np)]
+                                                + [(u, 6 * _SLOTS) for u in self.eiv])
+            data, (scale, num, *uv) = _symbols_of([("scale", self.np), ("num", self.n_num)]
+                                                  + [(u, 6 * _SLOTS) for u in self.exact])
+            p = {**self._p(ph, scale), **self._inputs(ue, num, uv, s)}
+            value = as_column(self._guards[name].reset(s, _symbols(x), p))
+            self._cache[key] = _Places(f"reset_{name}", y - value, z, data)
+        return self._cache[key]
 
     def sides(self, mode: str) -> list:
         """The guards watched in ``mode`` with a direction (kept on their side inside its phases)."""
         return [g for g in self.model.all_guards() if g.watches(mode) and g.direction != 0]
 
+    def read(self, weighted: bool) -> _Places:
+        """z = [x0, xc, Ea, Eb]; data = [t, k, n] (+ [c (nx), y] ``weighted``): the state at t
+        in interval k of n of a phase [Ea, Eb] (``weighted``: the residual c·x(t) − y)."""
+        key = ("read", weighted)
+        if key not in self._cache:
+            nx, d = self.nx, self.d
+            z, (x0, xc, ea, eb) = _symbols_of([("x0", nx), ("xc", nx * d), ("ea", 1), ("eb", 1)])
+            data, (t, k, n, *cy) = _symbols_of([("t", 1), ("k", 1), ("n", 1)]
+                                               + ([("c", nx), ("y", 1)] if weighted else []))
+            r = (t - ea) * n / (eb - ea) - k
+            X = ca.horzcat(x0, ca.reshape(xc, nx, d))
+            state = ca.mtimes(X, ca.vertcat(*self._basis.values(r)))
+            out = ca.dot(cy[0], state) - cy[1] if weighted else state
+            self._cache[key] = _Places("residual" if weighted else "read", out, z, data)
+        return self._cache[key]
 
-def _affine(n_cols: int, a, b, wa, wb) -> ca.DM:
-    """The sparse matrix M with ``(M E)[r] = wa[r]·E[a[r]] + wb[r]·E[b[r]]`` (``a[r] ≠ b[r]``;
-    ``E`` a trial's phase boundaries: its start, its switching times, its end)."""
-    n = len(a)
-    return ca.DM.triplet(np.concatenate([np.arange(n), np.arange(n)]).tolist(),
-                         np.concatenate([a, b]).astype(int).tolist(),
-                         np.concatenate([wa, wb]).astype(float).tolist(), n, n_cols)
+
+def _linear(name: str, nz: int, nd: int, body: Callable) -> _Places:
+    z, data = ca.SX.sym("z", nz), ca.SX.sym("data", nd)
+    return _Places(name, body(z, data), z, data)
+
+
+#: (v − measured)/σ of an errors-in-variables input at one sample
+_INPUT_RESIDUAL = _linear("input_residual", 1, 2, lambda z, c: (z[0] - c[0]) * c[1])
+#: Eb − Ea (switching times in order)
+_ORDER = _linear("order", 2, 0, lambda z, c: z[1] - z[0])
+
+
+@dataclass
+class _Use:
+    """A :class:`_Places` at its places: NLP variables ``index`` (B × nz), numbers ``data``
+    (B × nd), and what its rows are (``kinds``; constraints' bounds ``lower``/``upper``)."""
+
+    places: _Places
+    index: np.ndarray
+    data: np.ndarray
+    kinds: list
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    #: the first constraint row of a constraint's places
+    row: int = 0
 
 
 class HybridNLP:
     """The NLP of ``problem`` for the ``layouts`` (one per trial) at the start values ``p0``
     (dict), ``x0s`` (initial states) and ``x_guess`` (per trial, ``t → state``).
 
-    Built in CasADi MX on one Function per mode, guard and reset (:class:`_Functions`), each
-    mapped over the places it applies (intervals, collocation points, switching times,
-    samples) with the numbers of those places (times, sample positions, the inputs' pieces)
-    as arguments: the size of the symbolic graph does not grow with the record."""
+    Unknowns: the parameters (scaled by their start values), then per trial its initial
+    state, its phase boundaries (the record's ends, fixed; the switching times), its
+    collocation states, and the state entering each phase through a reset map; last the
+    errors-in-variables inputs' values.  Every constraint and residual is one small CasADi
+    Function of a few of them (:class:`_Places`: an interval's defects, a guard at a point, a
+    reset's condition, a sample's residual) mapped over the places it applies, with the
+    places' numbers (times, sample positions, the inputs' pieces) as arguments; the
+    constraints' Jacobian and the Lagrangian's Hessian are summed from those Functions'
+    derivative blocks (:func:`assemble_jacobian`, :func:`assemble_hessian`), so that neither
+    the build nor an iteration grows faster than the record."""
 
     def __init__(self, problem: HybridProblem, layouts: list, p0: dict, x0s: list, x_guess: list,
                  degree: int = 3, sides: bool = True):
@@ -277,27 +416,36 @@ class HybridNLP:
         tau = radau_basis(degree).tau
         self.scale = np.array([abs(p0[n]) if p0[n] != 0 else 1.0 for n in names])
         free = not problem.fixed_switches
-        # the unknowns: the parameters (scaled), per trial its initial state, its switching
-        # times and its collocation states, then the errors-in-variables inputs' true values
         self.p_index = np.arange(npar)
-        self.x0_index, self.tau_index, xc_offsets = [], [], []
-        offset = npar
+        self.x0_index, self.tau_index = [], []
         w0 = [np.array([p0[n] for n in names]) / self.scale]
         lbw = [np.array([problem.bounds[n][0] for n in names]) / self.scale]
         ubw = [np.array([problem.bounds[n][1] for n in names]) / self.scale]
-        for trial, lay, x0, xg in zip(problem.trials, layouts, x0s, x_guess):
-            m = len(lay.switches) if free else 0
-            self.x0_index.append(offset + np.arange(nx))
-            self.tau_index.append(offset + nx + np.arange(m))
-            xc_offsets.append(offset + nx + m)
+        offset = npar
+        plan = []
+        for model, trial, lay, x0, xg in zip(problem.models, problem.trials, layouts, x0s, x_guess):
+            m = len(lay.switches)
             t0, tf = float(trial.time[0]), float(trial.time[-1])
             ends = np.concatenate([[t0], lay.switches, [tf]])
+            counts = np.asarray(lay.intervals, dtype=int)
+            entries = [i for i in range(1, m + 1) if self._has_reset(model, lay.guards[i - 1].name)]
+            N = int(counts.sum())
+            at = {"x0": offset, "E": offset + nx, "xc": offset + nx + m + 2}
+            at["y"] = at["xc"] + N * d * nx
+            self.x0_index.append(offset + np.arange(nx))
+            self.tau_index.append(at["E"] + 1 + np.arange(m) if free else np.zeros(0, dtype=int))
             guess = [np.asarray(xg(a + (k + tj) * (b - a) / n), dtype=float)
-                     for a, b, n in zip(ends[:-1], ends[1:], lay.intervals) for k in range(n) for tj in tau]
-            w0 += [np.asarray(x0, dtype=float), np.asarray(lay.switches[:m], dtype=float), *guess]
-            lbw += [np.full(nx, -np.inf), np.full(m, t0), np.full(len(guess) * nx, -np.inf)]
-            ubw += [np.full(nx, np.inf), np.full(m, tf), np.full(len(guess) * nx, np.inf)]
-            offset += nx + m + len(guess) * nx
+                     for a, b, n in zip(ends[:-1], ends[1:], counts) for k in range(n) for tj in tau]
+            fixed = np.concatenate([[t0], np.asarray(lay.switches, float)[:0 if free else m], [tf]])
+            lo = np.concatenate([[t0], np.full(m, t0)]) if free else fixed
+            hi = np.concatenate([[t0], np.full(m, tf)]) if free else fixed
+            if free:
+                lo, hi = np.append(lo, tf), np.append(hi, tf)
+            w0 += [np.asarray(x0, dtype=float), ends, *guess, np.zeros(len(entries) * nx)]
+            lbw += [np.full(nx, -np.inf), lo, np.full(len(guess) * nx, -np.inf), np.full(len(entries) * nx, -np.inf)]
+            ubw += [np.full(nx, np.inf), hi, np.full(len(guess) * nx, np.inf), np.full(len(entries) * nx, np.inf)]
+            offset = at["y"] + len(entries) * nx
+            plan.append((at, entries, ends, counts))
         self.input_index: list[dict] = []
         for trial in problem.trials:
             self.input_index.append({})
@@ -314,164 +462,164 @@ class HybridNLP:
         self.lbw, self.ubw = np.concatenate(lbw), np.concatenate(ubw)
         #: per trial, the switching times the inputs' reads were placed at
         self.built_switches = [np.array(lay.switches, dtype=float) for lay in layouts]
-        p = ca.DM(self.scale) * W[:npar]  # physical units
-        g: list = []
-        lbg: list = []
-        ubg: list = []
-        kinds: list = []
-
-        def add(expr, lower, upper, kind):
-            expr = ca.vec(expr)
-            g.append(expr)
-            lbg.append(np.broadcast_to(lower, expr.shape[0]).astype(float))
-            ubg.append(np.broadcast_to(upper, expr.shape[0]).astype(float))
-            kinds.extend([kind] * expr.shape[0] if isinstance(kind, str) else kind)
-
         cache: dict = {}
+        self._constraints: list[_Use] = []
         self._trials: list = []
-        for n_trial, (model, trial, lay) in enumerate(zip(problem.models, problem.trials, layouts)):
+        for n_trial, (model, trial, lay, (at, entries, ends, counts)) in enumerate(
+                zip(problem.models, problem.trials, layouts, plan)):
             if id(model) not in cache:
-                cache[id(model)] = _Functions(model, nx, names, problem.inputs, degree)
-            fns = cache[id(model)]
-            time = trial.time
-            t0, tf = float(time[0]), float(time[-1])
-            m = len(lay.switches)
-            tau_m = W[self.tau_index[n_trial].tolist()] if free and m else ca.DM(np.asarray(lay.switches, float))
-            E = ca.vertcat(ca.DM(t0), tau_m, ca.DM(tf)) if m else ca.vertcat(ca.DM(t0), ca.DM(tf))
-            e_num = np.concatenate([[t0], lay.switches, [tf]])
-            if free and m:
-                gap = 0.1 * lay.dt
-                add(ca.vertcat(tau_m[0] - t0, ca.diff(tau_m), tf - tau_m[m - 1]), gap, np.inf,
-                    f"switching times in order ({trial.name})")
-            counts = np.asarray(lay.intervals, dtype=int)
-            first = np.concatenate([[0], np.cumsum(counts)])  # each phase's first interval
-            N = int(first[-1])
-            phase = np.repeat(np.arange(len(counts)), counts)  # of each interval
+                cache[id(model)] = _Pieces(model, problem, degree)
+            pc = cache[id(model)]
+            m, N = len(lay.switches), int(counts.sum())
+            first = np.concatenate([[0], np.cumsum(counts)])
+            phase = np.repeat(np.arange(len(counts)), counts)
             k_in = np.arange(N) - first[phase]
-            n_of = counts[phase].astype(float)
-            XC = ca.reshape(W[xc_offsets[n_trial]:xc_offsets[n_trial] + N * d * nx], nx, N * d)
-            # per collocation point (interval-major): its phase, time and its phase's start
-            pt_phase = np.repeat(phase, d)
-            q = (np.repeat(k_in, d) + np.tile(tau, N)) / np.repeat(n_of, d)
-            m_time = _affine(m + 2, pt_phase, pt_phase + 1, 1 - q, q)
-            T = ca.mtimes(m_time, E)
-            T_num = np.asarray(m_time @ e_num, dtype=float).ravel()
-            H = ca.mtimes(_affine(m + 2, phase, phase + 1, -1 / n_of, 1 / n_of), E)
-            T0 = ca.mtimes(_affine(m + 2, phase, phase + 1, np.ones(N), np.zeros(N)), E)
-            U = self._inputs(W, trial, n_trial, T, T_num)
-            sw = ca.mtimes(_affine(m + 2, np.arange(1, m + 1), np.zeros(m, dtype=int), np.ones(m), np.zeros(m)), E) \
-                if m else ca.DM(0, 1)
-            U_sw = self._inputs(W, trial, n_trial, sw, e_num[1:-1])
-            # the start of each interval: the end of the one before (the initial state for the
-            # first), through the reset map of the guard that ends a phase
-            pool = ca.horzcat(W[self.x0_index[n_trial].tolist()], XC[:, [k * d + d - 1 for k in range(N - 1)]])
-            entries: list = []
-            entry_cols = list(range(N))
-            by_reset: dict = {}
-            for i in range(1, len(counts)):
-                fn = fns.reset(lay.guards[i - 1].name)
-                if fn is not None:
-                    by_reset.setdefault(lay.guards[i - 1].name, []).append(i)
-            for name, phases in by_reset.items():
-                cols = [int(first[i]) for i in phases]
-                out = fns.reset(name).map(len(phases))(E[phases].T, pool[:, cols], p, U_sw[:, [i - 1 for i in phases]])
-                for j, c in enumerate(cols):
-                    entry_cols[c] = N + len(entries) + j
-                entries.append(out)
-            starts = ca.horzcat(pool, *entries)[:, entry_cols] if entries else pool
-            # the collocation defects, one mapped Function per mode, in the order of the intervals
-            outs, order = [], []
+            E = at["E"] + np.arange(m + 2)
+            xc = (at["xc"] + np.arange(N * d * nx)).reshape(N, d * nx)  # per interval
+            ends_of = xc[:, -nx:]  # each interval's last collocation state
+            start = np.vstack([self.x0_index[n_trial][None, :], ends_of[:-1]])  # each interval's start
+            entry_of = {}
+            for j, i in enumerate(entries):
+                entry_of[i] = at["y"] + j * nx + np.arange(nx)
+                start[first[i]] = entry_of[i]
+            scale = np.broadcast_to(self.scale, (1, npar))
+            inputs = _InputReads(trial, pc, self.input_index[n_trial])
+            if free and m:
+                self._constraints.append(_Use(_ORDER, np.column_stack([E[:-1], E[1:]]), np.zeros((m + 1, 0)),
+                                              [f"switching times in order ({trial.name})"] * (m + 1),
+                                              np.full(m + 1, 0.1 * lay.dt), np.full(m + 1, np.inf)))
+            # collocation defects, one Function per mode
             for mode in dict.fromkeys(lay.sequence):
                 ints = np.flatnonzero(np.isin(phase, [i for i, mm in enumerate(lay.sequence) if mm == mode]))
-                pts = (ints[:, None] * d + np.arange(d)[None, :]).ravel().tolist()
-                outs.append(fns.defect(mode).map(len(ints))(starts[:, ints.tolist()], XC[:, pts], T[pts].T,
-                                                            H[ints.tolist()].T, T0[ints.tolist()].T, p, U[:, pts]))
-                order.extend(pts)
-            inverse = np.empty(N * d, dtype=int)
-            inverse[np.asarray(order)] = np.arange(N * d)
-            add(ca.horzcat(*outs)[:, inverse.tolist()], 0.0, 0.0, f"collocation defect ({trial.name})")
-            # the guard that ends each phase is zero at its switching time
-            last = [int(first[i + 1]) * d - 1 for i in range(m)]  # each phase's last point
-            groups: dict = {}
+                q = (k_in[ints, None] + tau[None, :]) / counts[phase[ints], None]
+                t_num = ends[phase[ints], None] + q * (ends[phase[ints] + 1] - ends[phase[ints]])[:, None]
+                u_idx, u_num, u_val = inputs.at(t_num)
+                index = np.column_stack([start[ints], xc[ints], E[phase[ints]], E[phase[ints] + 1],
+                                         np.broadcast_to(self.p_index, (len(ints), npar)), u_idx])
+                data = np.column_stack([np.repeat(scale, len(ints), 0), q, 1.0 / counts[phase[ints]], u_num, u_val])
+                self._constraints.append(_Use(pc.defect(mode), index, data,
+                                              [f"collocation defect ({trial.name})"] * (len(ints) * nx * d),
+                                              np.zeros(len(ints) * nx * d), np.zeros(len(ints) * nx * d)))
+            # the guard that ends each phase is zero at its switching time; the resets
             for i in range(m):
-                groups.setdefault((lay.guards[i].name, lay.sequence[i]), []).append(i)
-            for (name, mode), where in groups.items():
-                value = fns.guard(name, mode).map(len(where))(sw[where].T, XC[:, [last[i] for i in where]],
-                                                              E[where].T, p, U_sw[:, where])
-                add(value, 0.0, 0.0, [f"guard {name} at switch {i + 1} of {trial.name}" for i in where])
+                u_idx, u_num, u_val = inputs.at(np.array([[ends[i + 1]]]))
+                pv = self.p_index[None, :]
+                index = np.column_stack([ends_of[first[i + 1] - 1][None, :], [[E[i]]], [[E[i + 1]]], pv, u_idx])
+                data = np.column_stack([scale, [[1.0]], [[1.0]], u_num, u_val])
+                name = lay.guards[i].name
+                self._constraints.append(_Use(pc.guard(name, lay.sequence[i]), index, data,
+                                              [f"guard {name} at switch {i + 1} of {trial.name}"],
+                                              np.zeros(1), np.zeros(1)))
+                if i + 1 in entry_of:
+                    index = np.column_stack([entry_of[i + 1][None, :], ends_of[first[i + 1] - 1][None, :],
+                                             [[E[i + 1]]], pv, u_idx])
+                    self._constraints.append(_Use(pc.reset(name), index, np.column_stack([scale, u_num, u_val]),
+                                                  [f"reset of guard {name} at switch {i + 1} of {trial.name}"] * nx,
+                                                  np.zeros(nx), np.zeros(nx)))
             if sides:  # the watched guards on their side at every point inside the phase
-                inner = np.ones(N * d, dtype=bool)
-                inner[[int(first[i + 1]) * d - 1 for i in range(len(counts))]] = False
                 for mode in dict.fromkeys(lay.sequence):
-                    inside = np.flatnonzero(inner & np.isin(pt_phase, [i for i, mm in enumerate(lay.sequence)
-                                                                       if mm == mode]))
-                    if not len(inside):
+                    ints = np.flatnonzero(np.isin(phase, [i for i, mm in enumerate(lay.sequence) if mm == mode]))
+                    pts = (ints[:, None] * d + np.arange(d)[None, :]).ravel()
+                    pts = pts[~np.isin(pts, first[1:] * d - 1)]  # a phase's last point: its guard's own
+                    if not len(pts) or not pc.sides(mode):
                         continue
-                    at = inside.tolist()
-                    t0_pts = T0[(inside // d).tolist()]
-                    for guard in fns.sides(mode):
-                        value = fns.guard(guard.name, mode).map(len(at))(T[at].T, XC[:, at], t0_pts.T, p, U[:, at])
-                        add(-guard.direction * value, 0.0, np.inf,
-                            [f"guard {guard.name} on its side in phase {i + 1} ({mode}) of {trial.name}"
-                             for i in pt_phase[inside]])
-            self._trials.append({"E": E, "starts": starts, "XC": XC, "first": first, "read": fns.read})
+                    g_int, jp = pts // d, pts % d
+                    q = (k_in[g_int] + tau[jp]) / counts[phase[g_int]]
+                    t_num = ends[phase[g_int]] + q * (ends[phase[g_int] + 1] - ends[phase[g_int]])
+                    u_idx, u_num, u_val = inputs.at(t_num[:, None])
+                    x_idx = xc[g_int[:, None], jp[:, None] * nx + np.arange(nx)[None, :]]
+                    index = np.column_stack([x_idx, E[phase[g_int]], E[phase[g_int] + 1],
+                                             np.broadcast_to(self.p_index, (len(pts), npar)), u_idx])
+                    for guard in pc.sides(mode):
+                        data = np.column_stack([np.repeat(scale, len(pts), 0), q, np.full(len(pts), -guard.direction),
+                                                u_num, u_val])
+                        self._constraints.append(_Use(pc.guard(guard.name, mode), index, data,
+                                                      [f"guard {guard.name} on its side in phase {i + 1} ({mode}) "
+                                                       f"of {trial.name}" for i in phase[g_int]],
+                                                      np.zeros(len(pts)), np.full(len(pts), np.inf)))
+            self._trials.append({"pieces": pc, "E": E, "xc": xc, "start": start, "first": first})
+        # the reset maps' states start at their value from the start guess
+        w_start = self.w0.copy()
+        for use in self._constraints:
+            if use.places.name.startswith("reset_"):
+                z = w_start[use.index]
+                z[:, :nx] = 0.0
+                w_start[use.index[:, :nx]] = -np.asarray(use.places.fn.map(len(use.index))(z.T, use.data.T)).T
+        self.w0 = w_start
+        row, g, self.kinds = 0, [], []
+        for use in self._constraints:
+            use.row = row
+            g.append(ca.vec(use.places.values(W, use.index, use.data)))
+            self.kinds.extend(use.kinds)
+            row += use.places.m * len(use.index)
         self.g = ca.vertcat(*g)
-        self.lbg, self.ubg = np.concatenate(lbg), np.concatenate(ubg)
-        self.kinds = kinds
+        self.lbg = np.concatenate([u.lower for u in self._constraints])
+        self.ubg = np.concatenate([u.upper for u in self._constraints])
         self.read_samples()
 
-    def _inputs(self, W: ca.MX, trial, n_trial: int, times: ca.MX | ca.DM, numbers: np.ndarray) -> ca.MX | ca.DM:
-        """The model's inputs (n_inputs × P) at P times (``times``, expressions of the switching
-        times, whose current values are ``numbers``), each read in the sample steps around the
-        one holding its current value (:func:`_window_stencil`)."""
-        P = len(numbers)
-        if not self.problem.inputs or P == 0:
-            return ca.DM(len(self.problem.inputs), P)
-        time = np.asarray(trial.time, dtype=float)
-        stencils = [_window_stencil(time, _step(time, float(t))) for t in numbers]
-        num = ca.DM(np.concatenate([s[0] for s in stencils]).T)  # 7 × S·P
-        idx = np.concatenate([s[1] for s in stencils])  # S·P × 6
-        rows = []
-        for u in self.problem.inputs:
-            vals: ca.MX | ca.DM
-            if u in self.input_index[n_trial]:
-                vals = W[self.input_index[n_trial][u][idx.ravel()].tolist()]
-            else:
-                vals = ca.DM(np.asarray(trial[u], dtype=float)[idx.ravel()])
-            rows.append(_WINDOW.map(P)(ca.vec(times).T, num, ca.reshape(vals, 6, _SLOTS * P)))
-        return ca.vertcat(*rows)
+    @staticmethod
+    def _has_reset(model, name: str) -> bool:
+        return any(g.name == name and g.reset is not None for g in model.all_guards())
 
     def read_samples(self) -> None:
         """The fitted samples (``reads``: per trial, nx × samples; ``res``: the weighted
         residuals), each read in the phase and interval that hold it at the layouts' current
         switching times, by that interval's polynomial, whose position moves with the
         switching times.  Called again after the switching times have moved."""
-        problem, d = self.problem, self.degree
-        res, self.reads = [], []
+        problem = self.problem
+        nx = len(problem.states)
+        self._residuals: list[_Use] = []
+        self.reads = []
         for n, (trial, lay, built) in enumerate(zip(problem.trials, self.layouts, self._trials)):
             time = np.asarray(trial.time, dtype=float)
             phase, interval = assign(lay, time)
-            m2 = len(lay.switches) + 2
-            n_of = np.asarray(lay.intervals, dtype=float)[phase]
-            E = built["E"]
-            start = ca.mtimes(_affine(m2, phase, phase + 1, np.ones(len(time)), np.zeros(len(time))), E)
-            h = ca.mtimes(_affine(m2, phase, phase + 1, -1 / n_of, 1 / n_of), E)
-            r = (ca.DM(time) - start) / h - ca.DM(interval.astype(float))
             g = built["first"][phase] + interval
-            cols = (g[:, None] * d + np.arange(d)[None, :]).ravel().tolist()
-            states = built["read"].map(len(time))(built["starts"][:, g.tolist()], built["XC"][:, cols], r.T)
-            self.reads.append(states)
+            E = built["E"]
+            index = np.column_stack([built["start"][g], built["xc"][g], E[phase], E[phase + 1]])
+            data = np.column_stack([time, interval, np.asarray(lay.intervals, dtype=float)[phase]])
+            self.reads.append(built["pieces"].read(False).values(self.w, index, data))
             for s, wgt in problem.fit.items():
                 if s not in trial:
                     continue
                 j = problem.states.index(s)
                 present = np.flatnonzero(np.isfinite(trial[s]) & lay.kept(time))
-                y = np.asarray(trial[s])[present]
-                res.append(math.sqrt(wgt) * (states[j, present.tolist()].T - ca.DM(y)))
+                c = np.zeros((len(present), nx))
+                c[:, j] = math.sqrt(wgt)
+                y = math.sqrt(wgt) * np.asarray(trial[s], dtype=float)[present]
+                self._residuals.append(_Use(built["pieces"].read(True), index[present],
+                                            np.column_stack([data[present], c, y]), [s] * len(present)))
             for u, idx in self.input_index[n].items():
-                res.append((self.w[idx.tolist()] - ca.DM(np.asarray(trial[u], dtype=float))) / problem.input_noise[u])
-        self.res = ca.vertcat(*res)
+                data = np.column_stack([np.asarray(trial[u], dtype=float),
+                                        np.full(len(idx), 1 / problem.input_noise[u])])
+                self._residuals.append(_Use(_INPUT_RESIDUAL, idx[:, None], data, [u] * len(idx)))
+        self.res = ca.vertcat(*[ca.vec(u.places.values(self.w, u.index, u.data)) for u in self._residuals])
         self.num_observations = int(self.res.shape[0])
+
+    def derivatives(self, objective_scale: float) -> dict:
+        """IPOPT's ``jac_g`` and ``hess_lag`` (nlpsol options) for the objective
+        ``objective_scale · ½ |res|²``, summed from the places' derivative blocks."""
+        W, n_var, n_con = self.w, self.w.shape[0], self.g.shape[0]
+        lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", n_con)
+        jac, hess = [], []
+        for use in self._constraints:
+            jac.append(use.places.jacobian_block(W, use.index, use.data, use.row))
+            if not use.places.linear():
+                rows = use.row + np.arange(use.places.m * len(use.index))
+                hess.append(use.places.hessian_block(W, use.index, use.data, lam_g[rows.tolist()]))
+        for use in self._residuals:
+            if not use.places.linear():
+                hess.append(use.places.square_block(W, use.index, use.data, objective_scale * lam_f))
+        diagonal = [(np.full(len(u.index), objective_scale / self.problem.input_noise[u.kinds[0]] ** 2), u.index[:, 0])
+                    for u in self._residuals if u.places is _INPUT_RESIDUAL]
+        H = assemble_hessian(n_var, hess)
+        if diagonal:
+            values = np.concatenate([v for v, _ in diagonal])
+            idx = np.concatenate([i for _, i in diagonal]).tolist()
+            H = H + lam_f * ca.DM.triplet(idx, idx, values.tolist(), n_var, n_var)
+        return {"jac_g": ca.Function("jac_g", [W, ca.MX(0, 1)], [self.g, assemble_jacobian(n_con, n_var, jac)],
+                                     ["x", "p"], ["g", "jac_g_x"]),
+                "hess_lag": ca.Function("hess_lag", [W, ca.MX(0, 1), lam_f, lam_g], [H],
+                                        ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])}
 
     def input_estimates(self, w: np.ndarray) -> list[dict]:
         """Per trial, each errors-in-variables input's estimate at the samples."""
@@ -479,7 +627,8 @@ class HybridNLP:
 
     @staticmethod
     def _guard(guard: Guard, t, x, p, mode: str, t0):
-        value = guard.function(t, _symbols(x), p, mode, t0) if guard.with_mode else guard.function(t, _symbols(x), p)
+        xs = _symbols(x) if isinstance(x, ca.SX) else x
+        value = guard.function(t, xs, p, mode, t0) if guard.with_mode else guard.function(t, xs, p)
         return as_column(value)[0] - guard.offset
 
     def parameters(self, w: np.ndarray) -> dict:
@@ -489,8 +638,38 @@ class HybridNLP:
     def functions(self) -> dict:
         """CasADi Functions of the unknowns: ``res`` (weighted residuals), ``g`` (the
         constraints, whose rows :attr:`kinds` names), ``states`` (per trial, nx × samples), and
-        the Jacobians ``jac_res`` and ``jac_g``."""
-        return {"res": ca.Function("res", [self.w], [self.res]), "g": ca.Function("g", [self.w], [self.g]),
-                "jac_res": ca.Function("jac_res", [self.w], [ca.jacobian(self.res, self.w)]),
-                "jac_g": ca.Function("jac_g", [self.w], [ca.jacobian(self.g, self.w)]),
-                "states": [ca.Function(f"states_{k}", [self.w], [s]) for k, s in enumerate(self.reads)]}
+        the Jacobians ``jac_res`` and ``jac_g`` (columns of every unknown, fixed ones too)."""
+        W, n_var = self.w, self.w.shape[0]
+        jac = [u.places.jacobian_block(W, u.index, u.data, row) for u, row in
+               zip(self._residuals, np.cumsum([0] + [u.places.m * len(u.index) for u in self._residuals])[:-1])]
+        derivatives = self.derivatives(1.0)
+        return {"res": ca.Function("res", [W], [self.res]), "g": ca.Function("g", [W], [self.g]),
+                "jac_res": ca.Function("jac_res", [W], [assemble_jacobian(self.num_observations, n_var, jac)]),
+                "jac_g": ca.Function("jac_g", [W], [derivatives["jac_g"](W, ca.DM(0, 1))[1]]),
+                "states": [ca.Function(f"states_{k}", [W], [s]) for k, s in enumerate(self.reads)]}
+
+
+class _InputReads:
+    """Where a trial's inputs are read at given times: per time the NLP variables of the
+    errors-in-variables inputs' values of the pieces around it, the pieces' numbers and the
+    exact inputs' values (:func:`_window_stencil` at the sample step holding the time now)."""
+
+    def __init__(self, trial, pieces: _Pieces, index: dict):
+        self.time = np.asarray(trial.time, dtype=float)
+        self.eiv = [index[u] for u in pieces.eiv]
+        self.exact = [np.asarray(trial[u], dtype=float) for u in pieces.exact]
+        self.any = bool(pieces.eiv or pieces.exact)
+
+    def at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For times (B × d): (B × 6S·d per errors-in-variables input, B × 7S·d, B × 6S·d per
+        exact input), each input's points in order."""
+        B = times.shape[0]
+        if not self.any:
+            return np.zeros((B, 0), dtype=int), np.zeros((B, 0)), np.zeros((B, 0))
+        stencils = [_window_stencil(self.time, _step(self.time, float(t))) for t in times.ravel()]
+        num = np.stack([s[0].ravel() for s in stencils]).reshape(B, -1)
+        idx = np.stack([s[1].ravel() for s in stencils])  # (B·d) × 6S
+        eiv = [v[idx].reshape(B, -1) for v in self.eiv]
+        exact = [v[idx].reshape(B, -1) for v in self.exact]
+        return (np.hstack(eiv) if eiv else np.zeros((B, 0), dtype=int), num,
+                np.hstack(exact) if exact else np.zeros((B, 0)))
