@@ -81,8 +81,11 @@ def _layout(problem: HybridProblem, k: int, p0: dict, x0: np.ndarray) -> tuple[T
     trial = problem.trials[k]
     time = trial.time
     dt = float(np.median(np.diff(time)))
-    sim, why = _simulate(problem, trial, x0, p0)
     seq, sw = problem.sequences[k], problem.switch_guesses[k]
+    # the simulation at the start guess gives what the record does not: the sequence of modes,
+    # the switching times, the states not measured
+    needed = seq is None or sw is None or not all(s in trial for s in problem.states)
+    sim, why = _simulate(problem, trial, x0, p0) if needed else (None, "")
     source = "given"
     if seq is None:
         if sim is None:
