@@ -40,7 +40,7 @@ from ..transcription.methods import Radau
 from .collocation import worst_violations
 from .ipopt import Ipopt, IterationInfo, progress_callback
 
-__all__ = ["MAX_ROUNDS", "solve_hybrid"]
+__all__ = ["MAX_ROUNDS", "estimate_hybrid", "finalize_hybrid", "solve_hybrid", "start_hybrid"]
 
 #: IPOPT's acceptable level (its options) unless the solver's ``extra`` sets them.
 ACCEPTABLE = {"acceptable_tol": 1e-4, "acceptable_iter": 5}
@@ -147,9 +147,23 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
                  progress: Callable[[IterationInfo], None] | None = None, verdict: bool = True) -> Result:
     """Fit ``problem`` by multi-phase Radau collocation of degree ``method.degree`` (see the
     module docstring); the result is judged by :func:`colloc.finalize`."""
+    t_call = _time.perf_counter()
+    estimate = estimate_hybrid(problem, method, solver=solver, guess=guess, progress=progress)
+    return finalize_hybrid(estimate, problem, verdict=verdict, t_call=t_call)
+
+
+def start_hybrid(problem: HybridProblem, method: Radau, solver: Ipopt, guess: Mapping[str, float]) -> Estimate:
+    """One start of several (:func:`colloc.solving.starts.solve_starts`' runner): the fit from
+    ``guess``, not yet judged."""
+    return estimate_hybrid(problem, method, solver=solver, guess=guess)
+
+
+def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess: Mapping[str, float] | None = None,
+                    progress: Callable[[IterationInfo], None] | None = None) -> Estimate:
+    """The fit of :func:`solve_hybrid` before its judgement (:func:`finalize_hybrid`); with
+    ``Ipopt(simulate=False)`` without the simulation check."""
     import pandas as pd
 
-    t_call = _time.perf_counter()
     if not isinstance(method, Radau):
         raise OptionsError(f"solve(HybridProblem, method={method!r}): a hybrid problem is collocated phase by "
                            "phase on Radau points; pass colloc.Radau(degree=...)")
@@ -298,7 +312,8 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
                               "switch_standard_errors": tau_se.get(trial.name, []),
                               "guards": [g.name for g in lay.guards], "initial_state": x0.tolist(),
                               "durations": np.diff(ends).tolist(), **info_trials[trial.name]}
-        simulation[trial.name] = _simulation_check(problem, trial, x0, params, fitted, lay, eiv)
+        if solver.simulate:
+            simulation[trial.name] = _simulation_check(problem, trial, x0, params, fitted, lay, eiv)
     simulation_s = _time.perf_counter() - t3
     info["phases"] = phases
     info["objective_history"] = [float(v) * max(nlp.num_observations, 1)
@@ -324,7 +339,7 @@ def solve_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, guess:
         initial_parameters=dict(p0), solver_status=status, units=dict(problem.units),
         descriptions=dict(problem.descriptions),
         model_evaluation="interpreted (the hybrid transcription is evaluated by CasADi's graphs, not compiled)")
-    return finalize_hybrid(estimate, problem, verdict=verdict, t_call=t_call)
+    return estimate
 
 
 def finalize_hybrid(estimate: Estimate, problem: HybridProblem, *, verdict: bool, t_call: float) -> Result:
@@ -338,7 +353,8 @@ def finalize_hybrid(estimate: Estimate, problem: HybridProblem, *, verdict: bool
                          + "; ".join(f"{n} ({simulation[n]['message']})" for n in other)}] if other else []
     result = finalize(estimate, bounds=problem.bounds, physical=problem.limits,
                       scales={n: abs(v) if v else 1.0 for n, v in problem.guess.items()}, verdict=verdict,
-                      warnings=found, **verdict_arguments(problem, estimate.residuals, estimate.info))
+                      warnings=found, no_simulation=None if simulation else "switched off (Ipopt(simulate=False))",
+                      **verdict_arguments(problem, estimate.residuals, estimate.info))
     result.timings["total_s"] = _time.perf_counter() - t_call
     return result
 
