@@ -23,6 +23,7 @@ the solving layer re-assigns and re-solves until it no longer changes.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,7 +69,7 @@ def _hermite() -> ca.Function:
 _HERMITE = _hermite()
 
 
-def read_input(time: np.ndarray, values, k: int, t):
+def read_input(time: np.ndarray | list, values, k: int, t):
     """An input at ``t`` in the sample step ``k`` (``time[k] ≤ t ≤ time[k + 1]``, or a little
     outside it): the cubic Hermite piece through ``values[k]``, ``values[k + 1]`` with the
     Catmull–Rom slopes (central differences; one-sided at the record's ends).  ``values`` may be
@@ -80,7 +81,12 @@ def read_input(time: np.ndarray, values, k: int, t):
         return (values[hi] - values[lo]) / (time[hi] - time[lo])
 
     h = time[k + 1] - time[k]
-    out = _HERMITE((t - time[k]) / h, values[k], values[k + 1], h * slope(k), h * slope(k + 1))
+    args = ((t - time[k]) / h, values[k], values[k + 1], h * slope(k), h * slope(k + 1))
+    if all(isinstance(a, float | np.floating) for a in args):  # numbers (the simulator): no CasADi call
+        s, v0, v1, d0, d1 = (float(a) for a in args)
+        return (((2 * s - 3) * s * s + 1) * v0 + ((s - 2) * s + 1) * s * d0 + (3 - 2 * s) * s * s * v1
+                + (s - 1) * s * s * d1)
+    out = _HERMITE(*args)
     return float(out) if isinstance(out, ca.DM) else out
 
 
@@ -97,9 +103,17 @@ def _step(time: np.ndarray, t: float) -> int:
 def input_values(time, samples: dict) -> Callable:
     """``t → {input: value}`` of inputs given by their ``samples`` at ``time`` (numbers), by
     :func:`read_input`: what the simulator reads (:func:`colloc.simulate_hybrid`)."""
-    time = np.asarray(time, dtype=float)
-    arrays = {u: np.asarray(v, dtype=float) for u, v in samples.items()}
-    return lambda t: {u: float(read_input(time, v, _step(time, float(t)), float(t))) for u, v in arrays.items()}
+    # Python lists and bisect: the simulator reads the inputs at every evaluation of the rates
+    times = np.asarray(time, dtype=float).tolist()
+    lists = {u: np.asarray(v, dtype=float).tolist() for u, v in samples.items()}
+    last = len(times) - 2
+
+    def at(t) -> dict:
+        t = float(t)
+        k = min(max(bisect.bisect_right(times, t) - 1, 0), last)
+        return {u: read_input(times, v, k, t) for u, v in lists.items()}
+
+    return at
 
 
 @dataclass
