@@ -609,14 +609,21 @@ class HybridNLP:
         self.res = ca.vertcat(*[ca.vec(u.places.values(self.w, u.index, u.data)) for u in self._residuals])
         self.num_observations = int(self.res.shape[0])
 
+    def jacobian(self) -> ca.Function:
+        """IPOPT's ``jac_g`` (an nlpsol option): the constraints and their Jacobian, summed from
+        the places' derivative blocks."""
+        W, n_var, n_con = self.w, self.w.shape[0], self.g.shape[0]
+        jac = [use.places.jacobian_block(W, use.index, use.data, use.row) for use in self._constraints]
+        return ca.Function("jac_g", [W, ca.MX(0, 1)], [self.g, assemble_jacobian(n_con, n_var, jac)],
+                           ["x", "p"], ["g", "jac_g_x"])
+
     def derivatives(self, objective_scale: float) -> dict:
         """IPOPT's ``jac_g`` and ``hess_lag`` (nlpsol options) for the objective
         ``objective_scale · ½ |res|²``, summed from the places' derivative blocks."""
         W, n_var, n_con = self.w, self.w.shape[0], self.g.shape[0]
         lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", n_con)
-        jac, hess = [], []
+        hess = []
         for use in self._constraints:
-            jac.append(use.places.jacobian_block(W, use.index, use.data, use.row))
             if not use.places.linear():
                 rows = use.row + np.arange(use.places.m * len(use.index))
                 hess.append(use.places.hessian_block(W, use.index, use.data, lam_g[rows.tolist()]))
@@ -630,8 +637,7 @@ class HybridNLP:
             values = np.concatenate([v for v, _ in diagonal])
             idx = np.concatenate([i for _, i in diagonal]).tolist()
             H = H + lam_f * ca.DM.triplet(idx, idx, values.tolist(), n_var, n_var)
-        return {"jac_g": ca.Function("jac_g", [W, ca.MX(0, 1)], [self.g, assemble_jacobian(n_con, n_var, jac)],
-                                     ["x", "p"], ["g", "jac_g_x"]),
+        return {"jac_g": self.jacobian(),
                 "hess_lag": ca.Function("hess_lag", [W, ca.MX(0, 1), lam_f, lam_g], [H],
                                         ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])}
 
@@ -656,10 +662,9 @@ class HybridNLP:
         W, n_var = self.w, self.w.shape[0]
         jac = [u.places.jacobian_block(W, u.index, u.data, row) for u, row in
                zip(self._residuals, np.cumsum([0] + [u.places.m * len(u.index) for u in self._residuals])[:-1])]
-        derivatives = self.derivatives(1.0)
         return {"res": ca.Function("res", [W], [self.res]), "g": ca.Function("g", [W], [self.g]),
                 "jac_res": ca.Function("jac_res", [W], [assemble_jacobian(self.num_observations, n_var, jac)]),
-                "jac_g": ca.Function("jac_g", [W], [derivatives["jac_g"](W, ca.DM(0, 1))[1]]),
+                "jac_g": ca.Function("jac_g", [W], [self.jacobian()(W, ca.DM(0, 1))[1]]),
                 "states": [ca.Function(f"states_{k}", [W], [s]) for k, s in enumerate(self.reads)]}
 
 
