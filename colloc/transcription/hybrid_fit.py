@@ -1,10 +1,12 @@
 """The nonlinear program of a :class:`~colloc.HybridProblem`: multi-phase Radau collocation
-(:func:`colloc.transcribe_phases`) of every trial, joined by the guards and reset maps of
-the model, with the switching times as unknowns.
+of every trial, joined by the guards and reset maps of the model, with the switching times as
+unknowns (:class:`HybridNLP`, assembled from one small CasADi Function per mode, guard, reset
+and sample read, mapped over the places each applies to).
 
 Unknowns: the parameters (scaled by their start values), then per trial its initial state,
-its switching times τ_1 < … < τ_{m} (the phase boundaries; the record's ends are the first
-and last), and the collocation states.  Constraints:
+its phase boundaries (the record's ends, held fixed, and the switching times τ_1 < … < τ_{m}),
+its collocation states and the state entering each phase through a reset map; last the
+errors-in-variables inputs' values at the samples.  Constraints:
 
 * the collocation defects of every phase (its mode's dynamics);
 * at each switching time the guard that ends the phase is zero, ``g(τ_i, x(τ_i⁻), p) = 0``,
