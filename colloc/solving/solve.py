@@ -136,7 +136,7 @@ def solve(
     """
     t_call = time.perf_counter()
     if isinstance(problem, HybridProblem):
-        return _solve_hybrid(problem, method, solver, guess, progress, throw, start, starts, client, verdict)
+        return _solve_hybrid(problem, method, solver, guess, progress, throw, start, starts, client, verdict, seed)
     if isinstance(problem, StochasticProblem):
         return _solve_stochastic(problem, method, guess, starts, throw, t_call)
     kalman = sys.modules.get(f"{__package__}.kalman_ml")  # a KalmanML exists only once its module is imported
@@ -233,10 +233,11 @@ def solve(
 
 
 def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw, start, starts, client,
-                  verdict) -> Result:
+                  verdict, seed: int = 0) -> Result:
     """``solve`` of a hybrid problem: the arguments it takes checked, then
-    :func:`colloc.solving.hybrid.solve_hybrid`."""
-    from .hybrid import solve_hybrid
+    :func:`colloc.solving.hybrid.solve_hybrid` (several starts: :func:`solve_starts` from the
+    guess and seeded space-filling points of the parameters' box)."""
+    from .hybrid import finalize_hybrid, solve_hybrid, start_hybrid
 
     method = Radau() if method is None else method
     solver = Ipopt() if solver is None else solver
@@ -245,9 +246,17 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
     if solver.hessian == "gauss-newton":
         raise OptionsError("solve(HybridProblem, solver=Ipopt(hessian='gauss-newton')): the hybrid fit uses the exact "
                            "Hessian or 'limited-memory'")
-    if starts != 1 or client is not None:
-        raise OptionsError(f"solve(HybridProblem, starts={starts!r}): a hybrid problem is fitted from one start "
-                           "(its guess); pass starts=1")
+    if isinstance(starts, bool) or not isinstance(starts, numbers.Integral) or starts < 1:
+        raise OptionsError(f"solve(starts={starts!r}): expected an integer >= 1")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise OptionsError(f"solve(seed={seed!r}): expected an integer >= 0")
+    check_client(client, "solve")
+    if starts != 1 and problem.timed:
+        raise OptionsError(f"solve(HybridProblem, starts={starts!r}): a hybrid problem with time events or timed "
+                           "modes is fitted from one start (its guess); pass starts=1")
+    if starts != 1 and progress is not None:
+        raise OptionsError("solve(progress=...): progress reports are for one start; with starts > 1 "
+                           "pass progress=None")
     if start not in (None, "guess"):
         raise OptionsError(f"solve(HybridProblem, start={start!r}): a hybrid problem starts from its guess")
     if problem.timed:  # phases laid by time events and timed modes
@@ -257,8 +266,22 @@ def _solve_hybrid(problem: HybridProblem, method, solver, guess, progress, throw
             raise OptionsError(f"solve(HybridProblem, method={method!r}): a hybrid problem is collocated phase by "
                                "phase on Radau points; pass colloc.Radau(degree=...)")
         result = solve_timed(problem, method, solver=solver, guess=guess, progress=progress, verdict=verdict)
-    else:
+    elif starts == 1:
         result = solve_hybrid(problem, method, solver=solver, guess=guess, progress=progress, verdict=verdict)
+    else:
+        t_call = time.perf_counter()
+        if not isinstance(method, Radau):
+            raise OptionsError(f"solve(HybridProblem, method={method!r}): a hybrid problem is collocated phase by "
+                               "phase on Radau points; pass colloc.Radau(degree=...)")
+        first = {**problem.guess, **{k: float(v) for k, v in (guess or {}).items()}}
+        for name in guess or {}:
+            problem.check_parameter(name, "guess")
+        estimate, runs = solve_starts(problem, method, solver, start_hybrid, first, int(starts), seed=int(seed),
+                                      client=client)
+        if estimate is None:
+            errors = "; ".join(f"start {r['start']}: {r['error']}" for r in runs[:3])
+            raise SolveFailed(f"hybrid-{method.name} on '{problem.name}': all {starts} starts raised ({errors})", None)
+        result = finalize_hybrid(estimate, problem, verdict=verdict, t_call=t_call)
     if throw and not result.success:
         raise SolveFailed(f"{result.method} on '{result.problem}' failed: {result.status}. {result.message}", result)
     return result

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..base.engine import pack, process_pool, single_threaded, unpack
+from ..definition.hybrid_problem import HybridProblem
 from ..definition.problem import Problem
 from ..results.result import Estimate
 from ..transcription.methods import AbstractMethod, AbstractTranscription, Midpoint
@@ -33,24 +34,36 @@ __all__ = ["cluster_minima", "solve_starts", "start_box", "start_points"]
 MINIMUM_RTOL = 1e-3
 
 
-def start_box(problem: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _parameters(problem: Problem | HybridProblem) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(names, lower bounds, upper bounds, guesses, scales) of the parameter elements; a hybrid
+    problem's scales are its guesses' sizes (1 for a zero guess), as its fit scales them."""
+    if isinstance(problem, HybridProblem):
+        names = list(problem.parameters)
+        guess = np.array([problem.guess[n] for n in names], dtype=float)
+        return (names, np.array([problem.bounds[n][0] for n in names], dtype=float),
+                np.array([problem.bounds[n][1] for n in names], dtype=float), guess,
+                np.where(guess != 0, np.abs(guess), 1.0))
+    model = problem.model
+    lb, ub = model.bounds("parameter")
+    return model.element_names("parameter"), lb, ub, model.guesses("parameter"), model.scales("parameter")
+
+
+def start_box(problem: Problem | HybridProblem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Finite box ``(lo, hi, log)`` the starts are drawn from, per parameter element.
 
     Finite bounds are used as they are; an infinite side extends ten scales beyond the
     guess.  ``log`` marks positive boxes spanning more than a decade (drawn log-uniformly).
     """
-    model = problem.model
-    lb, ub = model.bounds("parameter")
-    guess, scale = model.guesses("parameter"), model.scales("parameter")
+    _names, lb, ub, guess, scale = _parameters(problem)
     lo = np.where(np.isfinite(lb), lb, np.minimum(guess, np.where(np.isfinite(ub), ub, guess)) - 10 * scale)
     hi = np.where(np.isfinite(ub), ub, np.maximum(guess, lo) + 10 * scale)
     log = (lo > 0) & (hi / np.where(lo > 0, lo, 1.0) > 10.0)
     return lo, hi, log
 
 
-def start_points(problem: Problem, count: int, *, seed: int = 0) -> list[dict[str, float]]:
+def start_points(problem: Problem | HybridProblem, count: int, *, seed: int = 0) -> list[dict[str, float]]:
     """``count`` seeded space-filling parameter points inside :func:`start_box`."""
-    names = problem.model.element_names("parameter")
+    names = _parameters(problem)[0]
     if count <= 0 or not names:
         return [{} for _ in range(max(count, 0))]
     lo, hi, log = start_box(problem)
@@ -183,7 +196,7 @@ def _describe(run: dict, method_name: str, guess: Mapping[str, float] | None = N
     return out
 
 
-def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, float], count: int, *,
+def solve_starts(problem: Problem | HybridProblem, method, solver, runner, first: Mapping[str, float], count: int, *,
                  seed: int = 0, client=None, done: Estimate | None = None) -> tuple[Estimate | None, list[dict]]:
     """Solve from ``first`` and ``count − 1`` space-filling starts; return the best result.
 
@@ -215,10 +228,12 @@ def solve_starts(problem: Problem, method, solver, runner, first: Mapping[str, f
     """
     guesses = [dict(first)] + start_points(problem, count - 1, seed=seed)
     light = dataclasses.replace(solver, standard_errors=False, simulate=False)
-    explore = explore_method(method)
+    # a hybrid problem is collocated on Radau points phase by phase: explored by its own method
+    explore = method if isinstance(problem, HybridProblem) else explore_method(method)
     cheap = explore is not method
     explored = list(range(count)) if cheap else list(range(1, count))
-    scale = dict(zip(problem.model.element_names("parameter"), problem.model.scales("parameter").tolist()))
+    names, *_bounds, scales = _parameters(problem)
+    scale = dict(zip(names, scales.tolist()))
     # pickled before start 0's thread begins: CasADi objects are not touched by two threads
     explore_blob = pack((problem, explore, light, runner))
     polish_blob = pack((problem, method, light, runner)) if cheap else None
@@ -318,7 +333,7 @@ def _tasks(client, count: int) -> Iterator[_Tasks]:
         yield _Tasks(pool=pool)
 
 
-def _run_local(problem: Problem, method, solver, runner, guess: Mapping[str, float]) -> dict[str, Any]:
+def _run_local(problem: Problem | HybridProblem, method, solver, runner, guess: Mapping[str, float]) -> dict[str, Any]:
     """Start 0 (or the polish of the winner) in this process; never raises."""
     try:
         return {"start": 0, "result": runner(problem, method, solver, dict(guess)), "error": None}

@@ -1,10 +1,12 @@
 """The nonlinear program of a :class:`~colloc.HybridProblem`: multi-phase Radau collocation
-(:func:`colloc.transcribe_phases`) of every trial, joined by the guards and reset maps of
-the model, with the switching times as unknowns.
+of every trial, joined by the guards and reset maps of the model, with the switching times as
+unknowns (:class:`HybridNLP`, assembled from one small CasADi Function per mode, guard, reset
+and sample read, mapped over the places each applies to).
 
 Unknowns: the parameters (scaled by their start values), then per trial its initial state,
-its switching times τ_1 < … < τ_{m} (the phase boundaries; the record's ends are the first
-and last), and the collocation states.  Constraints:
+its phase boundaries (the record's ends, held fixed, and the switching times τ_1 < … < τ_{m}),
+its collocation states and the state entering each phase through a reset map; last the
+errors-in-variables inputs' values at the samples.  Constraints:
 
 * the collocation defects of every phase (its mode's dynamics);
 * at each switching time the guard that ends the phase is zero, ``g(τ_i, x(τ_i⁻), p) = 0``,
@@ -23,6 +25,7 @@ the solving layer re-assigns and re-solves until it no longer changes.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,7 +36,7 @@ import numpy as np
 from ..definition.hybrid import Guard
 from ..definition.hybrid_problem import HybridProblem
 from .grid import radau_basis
-from .multiphase import Phase, transcribe_phases
+from .multiphase import assemble_hessian, assemble_jacobian
 
 __all__ = ["HybridNLP", "TrialLayout", "as_column", "assign", "input_values", "read_input"]
 
@@ -68,7 +71,7 @@ def _hermite() -> ca.Function:
 _HERMITE = _hermite()
 
 
-def read_input(time: np.ndarray, values, k: int, t):
+def read_input(time: np.ndarray | list, values, k: int, t):
     """An input at ``t`` in the sample step ``k`` (``time[k] ≤ t ≤ time[k + 1]``, or a little
     outside it): the cubic Hermite piece through ``values[k]``, ``values[k + 1]`` with the
     Catmull–Rom slopes (central differences; one-sided at the record's ends).  ``values`` may be
@@ -80,7 +83,12 @@ def read_input(time: np.ndarray, values, k: int, t):
         return (values[hi] - values[lo]) / (time[hi] - time[lo])
 
     h = time[k + 1] - time[k]
-    out = _HERMITE((t - time[k]) / h, values[k], values[k + 1], h * slope(k), h * slope(k + 1))
+    args = ((t - time[k]) / h, values[k], values[k + 1], h * slope(k), h * slope(k + 1))
+    if all(isinstance(a, float | np.floating) for a in args):  # numbers (the simulator): no CasADi call
+        s, v0, v1, d0, d1 = (float(a) for a in args)
+        return (((2 * s - 3) * s * s + 1) * v0 + ((s - 2) * s + 1) * s * d0 + (3 - 2 * s) * s * s * v1
+                + (s - 1) * s * s * d1)
+    out = _HERMITE(*args)
     return float(out) if isinstance(out, ca.DM) else out
 
 
@@ -90,18 +98,6 @@ def read_input(time: np.ndarray, values, k: int, t):
 INPUT_WINDOW = 2
 
 
-def _read_window(time: np.ndarray, values, k: int, t: ca.SX):
-    """:func:`read_input` at an expression ``t`` near step ``k``: the piece of whichever step of
-    ``k ± INPUT_WINDOW`` holds the value of ``t`` (an ``if_else`` chain)."""
-    lo, hi = max(k - INPUT_WINDOW, 0), min(k + INPUT_WINDOW, len(time) - 2)
-    step = float(time[1] - time[0])
-    expr = read_input(time, values, hi, ca.fmin(t, time[hi + 1] + step))
-    for j in range(hi - 1, lo - 1, -1):
-        tj = ca.fmax(t, time[lo] - step) if j == lo else t
-        expr = ca.if_else(t < time[j + 1], read_input(time, values, j, tj), expr)
-    return expr
-
-
 def _step(time: np.ndarray, t: float) -> int:
     return int(np.clip(np.searchsorted(time, t, side="right") - 1, 0, len(time) - 2))
 
@@ -109,9 +105,17 @@ def _step(time: np.ndarray, t: float) -> int:
 def input_values(time, samples: dict) -> Callable:
     """``t → {input: value}`` of inputs given by their ``samples`` at ``time`` (numbers), by
     :func:`read_input`: what the simulator reads (:func:`colloc.simulate_hybrid`)."""
-    time = np.asarray(time, dtype=float)
-    arrays = {u: np.asarray(v, dtype=float) for u, v in samples.items()}
-    return lambda t: {u: float(read_input(time, v, _step(time, float(t)), float(t))) for u, v in arrays.items()}
+    # Python lists and bisect: the simulator reads the inputs at every evaluation of the rates
+    times = np.asarray(time, dtype=float).tolist()
+    lists = {u: np.asarray(v, dtype=float).tolist() for u, v in samples.items()}
+    last = len(times) - 2
+
+    def at(t) -> dict:
+        t = float(t)
+        k = min(max(bisect.bisect_right(times, t) - 1, 0), last)
+        return {u: read_input(times, v, k, t) for u, v in lists.items()}
+
+    return at
 
 
 @dataclass
@@ -153,150 +157,425 @@ def assign(layout: TrialLayout, time: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return phase, k
 
 
+#: Pieces an input read by :func:`_window` chooses among: the sample step a time is in at the
+#: start values and INPUT_WINDOW steps on either side.
+_SLOTS = 2 * INPUT_WINDOW + 1
+
+
+def _window_function() -> ca.Function:
+    """``(t, num, vals) → input at t``: :func:`read_input` over the window of sample steps a
+    time may be in (one if_else chain; see :func:`_window_stencil` for ``num`` and ``vals``)."""
+    t, num, vals = ca.SX.sym("t"), ca.SX.sym("num", 7, _SLOTS), ca.SX.sym("vals", 6, _SLOTS)
+
+    def piece(s):
+        tk, h, den0, den1, _thr, lo, hi = (num[i, s] for i in range(7))
+        v0, v1, a0, b0, a1, b1 = (vals[i, s] for i in range(6))
+        ts = ca.fmin(ca.fmax(t, lo), hi)
+        return _HERMITE((ts - tk) / h, v0, v1, h * (b0 - a0) / den0, h * (b1 - a1) / den1)
+
+    expr = piece(0)
+    for s in range(1, _SLOTS):
+        expr = ca.if_else(t < num[4, s], piece(s), expr)
+    return ca.Function("input_window", [t, num, vals], [expr])
+
+
+_WINDOW = _window_function()
+
+
+def _window_stencil(time: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The numbers (S × 7: the step's start, length, the two slopes' spans, the time below
+    which the step is taken, the clamps of the time read) and the sample indices (S × 6: the
+    step's two values, the two values of each slope) of the pieces of the steps around ``k``
+    that :func:`_window_function` reads, as :func:`_read_window` does: the highest step first,
+    then down to the lowest; unused slots are never taken (threshold −∞)."""
+    n = len(time)
+    lo, hi = max(k - INPUT_WINDOW, 0), min(k + INPUT_WINDOW, n - 2)
+    step = float(time[1] - time[0])
+    steps = list(range(hi, lo - 1, -1))
+    num, idx = np.zeros((_SLOTS, 7)), np.zeros((_SLOTS, 6), dtype=int)
+    for s in range(_SLOTS):
+        j = steps[min(s, len(steps) - 1)]
+        a0, b0, a1, b1 = max(j - 1, 0), min(j + 1, n - 1), max(j, 0), min(j + 2, n - 1)
+        clamp_lo = time[lo] - step if j == lo and s > 0 else -np.inf
+        clamp_hi = time[hi + 1] + step if s == 0 else np.inf
+        thr = time[j + 1] if s < len(steps) else -np.inf
+        num[s] = (time[j], time[j + 1] - time[j], time[b0] - time[a0], time[b1] - time[a1], thr, clamp_lo, clamp_hi)
+        idx[s] = (j, j + 1, a0, b0, a1, b1)
+    return num, idx
+
+
+class _Places:
+    """One CasADi Function ``(z, data) → m values`` applied at B places of an NLP: ``z`` the
+    NLP variables it reads at a place (one row of ``index``, B × nz), ``data`` that place's
+    numbers (one row of ``data``, B × nd).  Its values, and the Jacobian and Hessian blocks of
+    every place in the form :func:`assemble_jacobian` and :func:`assemble_hessian` sum."""
+
+    def __init__(self, name: str, out: ca.SX, z: ca.SX, data: ca.SX):
+        self.name, self.m, self.nz = name, int(out.shape[0]), int(z.shape[0])
+        self._out, self._z, self._data = out, z, data
+        self.fn = ca.Function(name, [z, data], [out])
+        self._derivatives: dict = {}
+
+    def _derivative(self, kind: str) -> ca.Function:
+        if kind not in self._derivatives:
+            out, z, data = self._out, self._z, self._data
+            if kind == "jac":
+                fn = ca.Function(f"{self.name}_jac", [z, data], [ca.jacobian(out, z)])
+            elif kind == "hess":
+                lam = ca.SX.sym("lam", self.m)
+                fn = ca.Function(f"{self.name}_hess", [z, data, lam], [ca.triu(ca.hessian(ca.dot(lam, out), z)[0])])
+            else:  # the Hessian of s·½|out|² (a block of residuals in a least-squares objective)
+                s = ca.SX.sym("s")
+                fn = ca.Function(f"{self.name}_gn", [z, data, s], [ca.triu(ca.hessian(0.5 * s * ca.sumsqr(out), z)[0])])
+            self._derivatives[kind] = fn
+        return self._derivatives[kind]
+
+    def linear(self) -> bool:
+        """Whether the values are affine in ``z`` (no Hessian block)."""
+        return self._derivative("hess").sparsity_out(0).nnz() == 0
+
+    def _args(self, W, index, data):
+        index = np.asarray(index, dtype=int)
+        return ca.reshape(W[index.ravel().tolist()], self.nz, index.shape[0]), ca.DM(np.asarray(data, float).T)
+
+    def values(self, W, index, data):
+        """The values at every place (m × B)."""
+        return self.fn.map(len(index))(*self._args(W, index, data))
+
+    def jacobian_block(self, W, index, data, row_offset: int) -> tuple:
+        """The Jacobian blocks of ``vec`` of the values (their rows from ``row_offset``)."""
+        index = np.asarray(index, dtype=int)
+        rows = row_offset + np.arange(len(index))[:, None] * self.m + np.arange(self.m)[None, :]
+        return self._derivative("jac").map(len(index))(*self._args(W, index, data)), rows, index
+
+    def hessian_block(self, W, index, data, lam) -> tuple:
+        """The Hessian blocks of ``lam · vec(values)`` (``lam`` m·B)."""
+        index = np.asarray(index, dtype=int)
+        return (self._derivative("hess").map(len(index))(*self._args(W, index, data),
+                                                         ca.reshape(lam, self.m, len(index))), index)
+
+    def square_block(self, W, index, data, s) -> tuple:
+        """The Hessian blocks of ``s · ½ |values|²``."""
+        index = np.asarray(index, dtype=int)
+        return self._derivative("gn").map(len(index))(*self._args(W, index, data), s), index
+
+
+def _symbols_of(parts: list) -> tuple[ca.SX, list]:
+    """One SX column of the named sizes and its pieces."""
+    syms = [ca.SX.sym(name, size) for name, size in parts]
+    return (ca.vertcat(*syms) if syms else ca.SX(0, 1)), syms
+
+
+class _Pieces:
+    """The :class:`_Places` of one model (built once per NLP): each mode's defects of one
+    interval, each guard's value in a mode at one point, each reset map's condition, a sample's
+    read.  The model's inputs at a point are read from their samples by
+    :func:`_window_function`: those measured with noise (errors-in-variables) from NLP
+    variables, the others from the place's numbers."""
+
+    def __init__(self, model, problem: HybridProblem, degree: int):
+        self.model, self.d = model, degree
+        self.nx, self.np = len(problem.states), len(problem.parameters)
+        self.names = problem.parameters
+        self.eiv = [u for u in problem.inputs if u in problem.input_noise]
+        self.exact = [u for u in problem.inputs if u not in problem.input_noise]
+        #: numbers of the input pieces at a point (none without inputs)
+        self.n_num = 7 * _SLOTS if problem.inputs else 0
+        basis = radau_basis(degree)
+        self.tau, self._C, self._basis = basis.tau, basis.derivative.T, basis
+        self._guards = {g.name: g for g in model.all_guards()}
+        self._cache: dict = {}
+
+    def _inputs(self, z_vals: list, num, exact_vals: list, t) -> dict:
+        """{input: value at t} from the pieces' numbers ``num`` (7·S) and each input's six
+        values per piece (6·S: NLP variables or numbers)."""
+        out: dict = {}
+        if not self.n_num:
+            return out
+        nums = ca.reshape(num, 7, _SLOTS)
+        for u, v in zip(self.eiv, z_vals):
+            out[u] = _WINDOW(t, nums, ca.reshape(v, 6, _SLOTS))
+        for u, v in zip(self.exact, exact_vals):
+            out[u] = _WINDOW(t, nums, ca.reshape(v, 6, _SLOTS))
+        return out
+
+    def _p(self, ph, scale) -> dict:
+        return {n: scale[i] * ph[i] for i, n in enumerate(self.names)}
+
+    def defect(self, mode: str) -> _Places:
+        """z = [x0, xc (nx·d), Ea, Eb, p̂, the errors-in-variables inputs' values per point];
+        data = [scale, q (d), 1/n, the pieces' numbers per point, the exact inputs' values per
+        point]: the defects of an interval of ``mode`` whose phase is [Ea, Eb], collocation
+        times Ea + q·(Eb − Ea), length (Eb − Ea)/n."""
+        key = ("defect", mode)
+        if key not in self._cache:
+            nx, d, npar, ns = self.nx, self.d, self.np, 6 * _SLOTS
+            z, (x0, xc, ea, eb, ph, *ue) = _symbols_of(
+                [("x0", nx), ("xc", nx * d), ("ea", 1), ("eb", 1), ("p", npar)]
+                + [(f"{u}_{j}", ns) for u in self.eiv for j in range(d)])
+            data, (scale, q, ninv, *rest) = _symbols_of(
+                [("scale", npar), ("q", d), ("ninv", 1)] + [(f"num_{j}", self.n_num) for j in range(d)]
+                + [(f"{u}_{j}", ns) for u in self.exact for j in range(d)])
+            nums, uv = rest[:d], rest[d:]
+            p = self._p(ph, scale)
+            X = [x0] + [xc[j * nx:(j + 1) * nx] for j in range(d)]
+            h = (eb - ea) * ninv
+            rhs = self.model.mode(mode).rhs
+            cols = []
+            for j in range(1, d + 1):
+                t = ea + q[j - 1] * (eb - ea)
+                u = self._inputs([ue[i * d + j - 1] for i in range(len(self.eiv))], nums[j - 1],
+                                 [uv[i * d + j - 1] for i in range(len(self.exact))], t)
+                f = as_column(rhs(t, _symbols(X[j]), {**p, **u}, ea))
+                cols.append(sum(self._C[m, j] * X[m] for m in range(d + 1)) - h * f)
+            self._cache[key] = _Places(f"defect_{mode}", ca.vertcat(*cols), z, data)
+        return self._cache[key]
+
+    def guard(self, name: str, mode: str) -> _Places:
+        """z = [x, Ea, Eb, p̂, inputs' values]; data = [scale, q, sign, numbers, exact inputs'
+        values]: ``sign · g`` of the guard ``name`` in ``mode`` at t = Ea + q·(Eb − Ea) of a
+        phase [Ea, Eb]."""
+        key = ("guard", name, mode)
+        if key not in self._cache:
+            z, (x, ea, eb, ph, *ue) = _symbols_of([("x", self.nx), ("ea", 1), ("eb", 1), ("p", self.np)]
+                                                  + [(u, 6 * _SLOTS) for u in self.eiv])
+            data, (scale, q, sign, num, *uv) = _symbols_of([("scale", self.np), ("q", 1), ("sign", 1),
+                                                            ("num", self.n_num)]
+                                                           + [(u, 6 * _SLOTS) for u in self.exact])
+            t = ea + q * (eb - ea)
+            p = {**self._p(ph, scale), **self._inputs(ue, num, uv, t)}
+            value = HybridNLP._guard(self._guards[name], t, x, p, mode, ea)
+            self._cache[key] = _Places(f"guard_{name}_{mode}", sign * value, z, data)
+        return self._cache[key]
+
+    def reset(self, name: str) -> _Places:
+        """z = [y, x, s, p̂, inputs' values]; data = [scale, numbers, exact inputs' values]:
+        ``y − reset(s, x)`` of the guard ``name`` (the state entering the next phase)."""
+        key = ("reset", name)
+        if key not in self._cache:
+            z, (y, x, s, ph, *ue) = _symbols_of([("y", self.nx), ("x", self.nx), ("s", 1), ("p", self.np)]
+                                                + [(u, 6 * _SLOTS) for u in self.eiv])
+            data, (scale, num, *uv) = _symbols_of([("scale", self.np), ("num", self.n_num)]
+                                                  + [(u, 6 * _SLOTS) for u in self.exact])
+            p = {**self._p(ph, scale), **self._inputs(ue, num, uv, s)}
+            value = as_column(self._guards[name].reset(s, _symbols(x), p))
+            self._cache[key] = _Places(f"reset_{name}", y - value, z, data)
+        return self._cache[key]
+
+    def sides(self, mode: str) -> list:
+        """The guards watched in ``mode`` with a direction (kept on their side inside its phases)."""
+        return [g for g in self.model.all_guards() if g.watches(mode) and g.direction != 0]
+
+    def read(self, weighted: bool) -> _Places:
+        """z = [x0, xc, Ea, Eb]; data = [t, k, n] (+ [c (nx), y] ``weighted``): the state at t
+        in interval k of n of a phase [Ea, Eb] (``weighted``: the residual c·x(t) − y)."""
+        key = ("read", weighted)
+        if key not in self._cache:
+            nx, d = self.nx, self.d
+            z, (x0, xc, ea, eb) = _symbols_of([("x0", nx), ("xc", nx * d), ("ea", 1), ("eb", 1)])
+            data, (t, k, n, *cy) = _symbols_of([("t", 1), ("k", 1), ("n", 1)]
+                                               + ([("c", nx), ("y", 1)] if weighted else []))
+            r = (t - ea) * n / (eb - ea) - k
+            X = ca.horzcat(x0, ca.reshape(xc, nx, d))
+            state = ca.mtimes(X, ca.vertcat(*self._basis.values(r)))
+            out = ca.dot(cy[0], state) - cy[1] if weighted else state
+            self._cache[key] = _Places("residual" if weighted else "read", out, z, data)
+        return self._cache[key]
+
+
+def _linear(name: str, nz: int, nd: int, body: Callable) -> _Places:
+    z, data = ca.SX.sym("z", nz), ca.SX.sym("data", nd)
+    return _Places(name, body(z, data), z, data)
+
+
+#: (v − measured)/σ of an errors-in-variables input at one sample
+_INPUT_RESIDUAL = _linear("input_residual", 1, 2, lambda z, c: (z[0] - c[0]) * c[1])
+#: Eb − Ea (switching times in order)
+_ORDER = _linear("order", 2, 0, lambda z, c: z[1] - z[0])
+
+
+@dataclass
+class _Use:
+    """A :class:`_Places` at its places: NLP variables ``index`` (B × nz), numbers ``data``
+    (B × nd), and what its rows are (``kinds``; constraints' bounds ``lower``/``upper``)."""
+
+    places: _Places
+    index: np.ndarray
+    data: np.ndarray
+    kinds: list
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
+    #: the first constraint row of a constraint's places
+    row: int = 0
+
+
 class HybridNLP:
     """The NLP of ``problem`` for the ``layouts`` (one per trial) at the start values ``p0``
-    (dict), ``x0s`` (initial states) and ``x_guess`` (per trial, ``t → state``)."""
+    (dict), ``x0s`` (initial states) and ``x_guess`` (per trial, ``t → state``).
+
+    Unknowns: the parameters (scaled by their start values), then per trial its initial
+    state, its phase boundaries (the record's ends, fixed; the switching times), its
+    collocation states, and the state entering each phase through a reset map; last the
+    errors-in-variables inputs' values.  Every constraint and residual is one small CasADi
+    Function of a few of them (:class:`_Places`: an interval's defects, a guard at a point, a
+    reset's condition, a sample's residual) mapped over the places it applies, with the
+    places' numbers (times, sample positions, the inputs' pieces) as arguments; the
+    constraints' Jacobian and the Lagrangian's Hessian are summed from those Functions'
+    derivative blocks (:func:`assemble_jacobian`, :func:`assemble_hessian`), so that neither
+    the build nor an iteration grows faster than the record."""
 
     def __init__(self, problem: HybridProblem, layouts: list, p0: dict, x0s: list, x_guess: list,
                  degree: int = 3, sides: bool = True):
-        model = problem.model
         self.problem, self.layouts, self.degree = problem, layouts, degree
-        Xs, r = ca.SX.sym("X", len(problem.states), degree + 1), ca.SX.sym("r")
-        weights = radau_basis(degree).values(r)  # the Lagrange basis at r
-        #: the state at position r (in interval lengths) of an interval with nodes X
-        self._read = ca.Function("read", [Xs, r], [ca.mtimes(Xs, ca.vertcat(*weights))])
         names = problem.parameters
+        nx, npar, d = len(problem.states), len(names), degree
+        tau = radau_basis(degree).tau
         self.scale = np.array([abs(p0[n]) if p0[n] != 0 else 1.0 for n in names])
-        ph = ca.SX.sym("p", len(names))
-        p = {n: self.scale[i] * ph[i] for i, n in enumerate(names)}
-        nx = len(problem.states)
-        w, w0, lbw, ubw = [ph], [np.array([p0[n] for n in names]) / self.scale], [], []
-        lo = np.array([problem.bounds[n][0] for n in names]) / self.scale
-        hi = np.array([problem.bounds[n][1] for n in names]) / self.scale
-        lbw.append(lo)
-        ubw.append(hi)
-        g, lbg, ubg, kinds = [], [], [], []
-        self._pieces = []
-        self.p_index = np.arange(len(names))
+        free = not problem.fixed_switches
+        self.p_index = np.arange(npar)
         self.x0_index, self.tau_index = [], []
-        offset = len(names)
-
-        def add(expr, lower, upper, kind):
-            expr = ca.vec(ca.SX(expr))
-            g.append(expr)
-            lbg.append(np.broadcast_to(lower, expr.shape[0]).astype(float))
-            ubg.append(np.broadcast_to(upper, expr.shape[0]).astype(float))
-            kinds.extend([kind] * expr.shape[0])
-
-        def dynamics_of(model):
-            def dynamics(mode, t, x, t0):
-                return as_column(model.mode(mode).rhs(t, _symbols(x), p, t0))
-            return dynamics
-
-        #: per trial, the errors-in-variables inputs' unknowns (their true values at the samples)
-        self.inputs: list[dict] = []
-        #: per trial, the switching times the inputs' reads were placed at
-        self.built_switches = [np.array(lay.switches, dtype=float) for lay in layouts]
-        self.input_index: list[dict] = []
-        eiv_w: list = []
+        w0 = [np.array([p0[n] for n in names]) / self.scale]
+        lbw = [np.array([problem.bounds[n][0] for n in names]) / self.scale]
+        ubw = [np.array([problem.bounds[n][1] for n in names]) / self.scale]
+        offset = npar
+        plan = []
         for model, trial, lay, x0, xg in zip(problem.models, problem.trials, layouts, x0s, x_guess):
-            time = trial.time
-            t0, tf = float(time[0]), float(time[-1])
             m = len(lay.switches)
-            X0 = ca.SX.sym(f"x0_{trial.name}", nx)
-            if problem.fixed_switches:
-                tau = ca.SX(ca.DM(lay.switches)) if m else ca.SX(0, 1)
-                tau_sym = ca.SX.sym("tau", 0)
-            else:
-                tau = tau_sym = ca.SX.sym(f"tau_{trial.name}", m)
-            values: dict = {}
+            t0, tf = float(trial.time[0]), float(trial.time[-1])
+            ends = np.concatenate([[t0], lay.switches, [tf]])
+            counts = np.asarray(lay.intervals, dtype=int)
+            entries = [i for i in range(1, m + 1) if self._has_reset(model, lay.guards[i - 1].name)]
+            N = int(counts.sum())
+            at = {"x0": offset, "E": offset + nx, "xc": offset + nx + m + 2}
+            at["y"] = at["xc"] + N * d * nx
+            self.x0_index.append(offset + np.arange(nx))
+            self.tau_index.append(at["E"] + 1 + np.arange(m) if free else np.zeros(0, dtype=int))
+            guess = [np.asarray(xg(a + (k + tj) * (b - a) / n), dtype=float)
+                     for a, b, n in zip(ends[:-1], ends[1:], counts) for k in range(n) for tj in tau]
+            fixed = np.concatenate([[t0], np.asarray(lay.switches, float)[:0 if free else m], [tf]])
+            lo = np.concatenate([[t0], np.full(m, t0)]) if free else fixed
+            hi = np.concatenate([[t0], np.full(m, tf)]) if free else fixed
+            if free:
+                lo, hi = np.append(lo, tf), np.append(hi, tf)
+            w0 += [np.asarray(x0, dtype=float), ends, *guess, np.zeros(len(entries) * nx)]
+            lbw += [np.full(nx, -np.inf), lo, np.full(len(guess) * nx, -np.inf), np.full(len(entries) * nx, -np.inf)]
+            ubw += [np.full(nx, np.inf), hi, np.full(len(guess) * nx, np.inf), np.full(len(entries) * nx, np.inf)]
+            offset = at["y"] + len(entries) * nx
+            plan.append((at, entries, ends, counts))
+        self.input_index: list[dict] = []
+        for trial in problem.trials:
+            self.input_index.append({})
             for u in problem.inputs:
                 if u in problem.input_noise:
-                    values[u] = ca.SX.sym(f"{u}_{trial.name}", len(time))
-                    eiv_w.append((values[u], np.asarray(trial[u], dtype=float)))
-                else:
-                    values[u] = np.asarray(trial[u], dtype=float)
-            self.inputs.append({u: v for u, v in values.items() if u in problem.input_noise})
-            model = model.with_inputs(self._reader(time, values, tau_sym, lay.switches))
-            dynamics = dynamics_of(model)
-            bound = {g.name: g for g in model.all_guards()}
-            ends = [t0] + [tau[i] for i in range(m)] + [tf]
-            phases = []
-            for i, mode in enumerate(lay.sequence):
-                reset: Callable | None
-                if i == 0:
-                    reset = (lambda _x, X0=X0: X0)
-                else:
-                    guard: Guard = bound[lay.guards[i - 1].name]
-                    reset = None if guard.reset is None else (
-                        lambda x, guard=guard, s=ends[i]: as_column(guard.reset(s, _symbols(x), p)))
-                phases.append(Phase(mode, ends[i], ends[i + 1], lay.intervals[i], reset))
-            tr = transcribe_phases(phases, dynamics, np.zeros(nx), tau_sym, lay.switches if m and not
-                                   problem.fixed_switches else np.zeros(0), xg, degree)
-            self.x0_index.append(offset + np.arange(nx))
-            w.append(X0)
-            w0.append(np.asarray(x0, dtype=float))
-            lbw.append(np.full(nx, -np.inf))
-            ubw.append(np.full(nx, np.inf))
-            offset += nx
-            if not problem.fixed_switches and m:
-                self.tau_index.append(offset + np.arange(m))
-                w.append(tau_sym)
-                w0.append(np.asarray(lay.switches, dtype=float))
-                lbw.append(np.full(m, t0))
-                ubw.append(np.full(m, tf))
-                offset += m
-                gap = 0.1 * lay.dt
-                add(ca.vertcat(tau[0] - t0, ca.diff(tau), tf - tau[m - 1]), gap, np.inf,
-                    f"switching times in order ({trial.name})")
-            else:
-                self.tau_index.append(np.zeros(0, dtype=int))
-            w.append(tr.w)
-            w0.append(tr.w_guess)
-            lbw.append(np.full(tr.w.shape[0], -np.inf))
-            ubw.append(np.full(tr.w.shape[0], np.inf))
-            offset += tr.w.shape[0]
-            add(tr.g, 0.0, 0.0, f"collocation defect ({trial.name})")
-            tau_pts = tr.tau
-            for i, mode in enumerate(lay.sequence):
-                h, nodes = tr.blocks[i]
-                if i < m:  # the guard that ends the phase is zero there
-                    guard = bound[lay.guards[i].name]
-                    add(self._guard(guard, ends[i + 1], nodes[-1][-1], p, mode, ends[i]), 0.0, 0.0,
-                        f"guard {guard.name} at switch {i + 1} of {trial.name}")
-                if not sides:
-                    continue
-                for guard in model.all_guards():
-                    if not guard.watches(mode) or guard.direction == 0:
-                        continue
-                    vals = []
-                    for k, X in enumerate(nodes):
-                        for j in range(1, degree + 1):
-                            if k == len(nodes) - 1 and j == degree:
-                                continue  # the phase's end: the guard's own constraint
-                            t = ends[i] + (k + tau_pts[j - 1]) * h
-                            vals.append(-guard.direction * self._guard(guard, t, X[j], p, mode, ends[i]))
-                    if vals:
-                        add(ca.vertcat(*vals), 0.0, np.inf,
-                            f"guard {guard.name} on its side in phase {i + 1} ({mode}) of {trial.name}")
-            self._pieces.append((tr.blocks, ends))
-        for sym, measured in eiv_w:  # the errors-in-variables inputs, last, from their measurement
-            w.append(sym)
-            w0.append(measured)
-            lbw.append(np.full(len(measured), -np.inf))
-            ubw.append(np.full(len(measured), np.inf))
-        for values in self.inputs:
-            self.input_index.append({})
-            for u, sym in values.items():
-                self.input_index[-1][u] = offset + np.arange(sym.shape[0])
-                offset += sym.shape[0]
-        self.w = ca.vertcat(*w)
+                    measured = np.asarray(trial[u], dtype=float)
+                    self.input_index[-1][u] = offset + np.arange(len(measured))
+                    w0.append(measured)
+                    lbw.append(np.full(len(measured), -np.inf))
+                    ubw.append(np.full(len(measured), np.inf))
+                    offset += len(measured)
+        self.w = W = ca.MX.sym("w", offset)
         self.w0 = np.concatenate(w0)
         self.lbw, self.ubw = np.concatenate(lbw), np.concatenate(ubw)
+        #: per trial, the switching times the inputs' reads were placed at
+        self.built_switches = [np.array(lay.switches, dtype=float) for lay in layouts]
+        cache: dict = {}
+        self._constraints: list[_Use] = []
+        self._trials: list = []
+        for n_trial, (model, trial, lay, (at, entries, ends, counts)) in enumerate(
+                zip(problem.models, problem.trials, layouts, plan)):
+            if id(model) not in cache:
+                cache[id(model)] = _Pieces(model, problem, degree)
+            pc = cache[id(model)]
+            m, N = len(lay.switches), int(counts.sum())
+            first = np.concatenate([[0], np.cumsum(counts)])
+            phase = np.repeat(np.arange(len(counts)), counts)
+            k_in = np.arange(N) - first[phase]
+            E = at["E"] + np.arange(m + 2)
+            xc = (at["xc"] + np.arange(N * d * nx)).reshape(N, d * nx)  # per interval
+            ends_of = xc[:, -nx:]  # each interval's last collocation state
+            start = np.vstack([self.x0_index[n_trial][None, :], ends_of[:-1]])  # each interval's start
+            entry_of = {}
+            for j, i in enumerate(entries):
+                entry_of[i] = at["y"] + j * nx + np.arange(nx)
+                start[first[i]] = entry_of[i]
+            scale = np.broadcast_to(self.scale, (1, npar))
+            inputs = _InputReads(trial, pc, self.input_index[n_trial])
+            if free and m:
+                self._constraints.append(_Use(_ORDER, np.column_stack([E[:-1], E[1:]]), np.zeros((m + 1, 0)),
+                                              [f"switching times in order ({trial.name})"] * (m + 1),
+                                              np.full(m + 1, 0.1 * lay.dt), np.full(m + 1, np.inf)))
+            # collocation defects, one Function per mode
+            for mode in dict.fromkeys(lay.sequence):
+                ints = np.flatnonzero(np.isin(phase, [i for i, mm in enumerate(lay.sequence) if mm == mode]))
+                q = (k_in[ints, None] + tau[None, :]) / counts[phase[ints], None]
+                t_num = ends[phase[ints], None] + q * (ends[phase[ints] + 1] - ends[phase[ints]])[:, None]
+                u_idx, u_num, u_val = inputs.at(t_num)
+                index = np.column_stack([start[ints], xc[ints], E[phase[ints]], E[phase[ints] + 1],
+                                         np.broadcast_to(self.p_index, (len(ints), npar)), u_idx])
+                data = np.column_stack([np.repeat(scale, len(ints), 0), q, 1.0 / counts[phase[ints]], u_num, u_val])
+                self._constraints.append(_Use(pc.defect(mode), index, data,
+                                              [f"collocation defect ({trial.name})"] * (len(ints) * nx * d),
+                                              np.zeros(len(ints) * nx * d), np.zeros(len(ints) * nx * d)))
+            # the guard that ends each phase is zero at its switching time; the resets
+            for i in range(m):
+                u_idx, u_num, u_val = inputs.at(np.array([[ends[i + 1]]]))
+                pv = self.p_index[None, :]
+                index = np.column_stack([ends_of[first[i + 1] - 1][None, :], [[E[i]]], [[E[i + 1]]], pv, u_idx])
+                data = np.column_stack([scale, [[1.0]], [[1.0]], u_num, u_val])
+                name = lay.guards[i].name
+                self._constraints.append(_Use(pc.guard(name, lay.sequence[i]), index, data,
+                                              [f"guard {name} at switch {i + 1} of {trial.name}"],
+                                              np.zeros(1), np.zeros(1)))
+                if i + 1 in entry_of:
+                    index = np.column_stack([entry_of[i + 1][None, :], ends_of[first[i + 1] - 1][None, :],
+                                             [[E[i + 1]]], pv, u_idx])
+                    self._constraints.append(_Use(pc.reset(name), index, np.column_stack([scale, u_num, u_val]),
+                                                  [f"reset of guard {name} at switch {i + 1} of {trial.name}"] * nx,
+                                                  np.zeros(nx), np.zeros(nx)))
+            if sides:  # the watched guards on their side at every point inside the phase
+                for mode in dict.fromkeys(lay.sequence):
+                    ints = np.flatnonzero(np.isin(phase, [i for i, mm in enumerate(lay.sequence) if mm == mode]))
+                    pts = (ints[:, None] * d + np.arange(d)[None, :]).ravel()
+                    pts = pts[~np.isin(pts, first[1:] * d - 1)]  # a phase's last point: its guard's own
+                    if not len(pts) or not pc.sides(mode):
+                        continue
+                    g_int, jp = pts // d, pts % d
+                    q = (k_in[g_int] + tau[jp]) / counts[phase[g_int]]
+                    t_num = ends[phase[g_int]] + q * (ends[phase[g_int] + 1] - ends[phase[g_int]])
+                    u_idx, u_num, u_val = inputs.at(t_num[:, None])
+                    x_idx = xc[g_int[:, None], jp[:, None] * nx + np.arange(nx)[None, :]]
+                    index = np.column_stack([x_idx, E[phase[g_int]], E[phase[g_int] + 1],
+                                             np.broadcast_to(self.p_index, (len(pts), npar)), u_idx])
+                    for guard in pc.sides(mode):
+                        data = np.column_stack([np.repeat(scale, len(pts), 0), q, np.full(len(pts), -guard.direction),
+                                                u_num, u_val])
+                        self._constraints.append(_Use(pc.guard(guard.name, mode), index, data,
+                                                      [f"guard {guard.name} on its side in phase {i + 1} ({mode}) "
+                                                       f"of {trial.name}" for i in phase[g_int]],
+                                                      np.zeros(len(pts)), np.full(len(pts), np.inf)))
+            self._trials.append({"pieces": pc, "E": E, "xc": xc, "start": start, "first": first})
+        # the reset maps' states start at their value from the start guess
+        w_start = self.w0.copy()
+        for use in self._constraints:
+            if use.places.name.startswith("reset_"):
+                z = w_start[use.index]
+                z[:, :nx] = 0.0
+                w_start[use.index[:, :nx]] = -np.asarray(use.places.fn.map(len(use.index))(z.T, use.data.T)).T
+        self.w0 = w_start
+        row, g, self.kinds = 0, [], []
+        for use in self._constraints:
+            use.row = row
+            g.append(ca.vec(use.places.values(W, use.index, use.data)))
+            self.kinds.extend(use.kinds)
+            row += use.places.m * len(use.index)
         self.g = ca.vertcat(*g)
-        self.lbg, self.ubg = np.concatenate(lbg), np.concatenate(ubg)
-        self.kinds = kinds
+        self.lbg = np.concatenate([u.lower for u in self._constraints])
+        self.ubg = np.concatenate([u.upper for u in self._constraints])
         self.read_samples()
+
+    @staticmethod
+    def _has_reset(model, name: str) -> bool:
+        return any(g.name == name and g.reset is not None for g in model.all_guards())
 
     def read_samples(self) -> None:
         """The fitted samples (``reads``: per trial, nx × samples; ``res``: the weighted
@@ -304,39 +583,65 @@ class HybridNLP:
         switching times, by that interval's polynomial, whose position moves with the
         switching times.  Called again after the switching times have moved."""
         problem = self.problem
-        res, self.reads = [], []
-        for n, (trial, lay, (blocks, ends)) in enumerate(zip(problem.trials, self.layouts, self._pieces)):
-            time = trial.time
+        nx = len(problem.states)
+        self._residuals: list[_Use] = []
+        self.reads = []
+        for n, (trial, lay, built) in enumerate(zip(problem.trials, self.layouts, self._trials)):
+            time = np.asarray(trial.time, dtype=float)
             phase, interval = assign(lay, time)
-            read = []
-            for tk, i, k in zip(time, phase, interval):
-                h, nodes = blocks[i]
-                read.append(self._read(ca.horzcat(*nodes[k]), (tk - ends[i]) / h - k))
-            states = ca.horzcat(*read)  # nx × samples
-            self.reads.append(states)
+            g = built["first"][phase] + interval
+            E = built["E"]
+            index = np.column_stack([built["start"][g], built["xc"][g], E[phase], E[phase + 1]])
+            data = np.column_stack([time, interval, np.asarray(lay.intervals, dtype=float)[phase]])
+            self.reads.append(built["pieces"].read(False).values(self.w, index, data))
             for s, wgt in problem.fit.items():
                 if s not in trial:
                     continue
                 j = problem.states.index(s)
                 present = np.flatnonzero(np.isfinite(trial[s]) & lay.kept(time))
-                y = np.asarray(trial[s])[present]
-                res.append(math.sqrt(wgt) * (states[j, present.tolist()].T - ca.DM(y)))
-            for u, sym in self.inputs[n].items():
-                res.append((sym - ca.DM(np.asarray(trial[u], dtype=float))) / problem.input_noise[u])
-        self.res = ca.vertcat(*res)
+                c = np.zeros((len(present), nx))
+                c[:, j] = math.sqrt(wgt)
+                y = math.sqrt(wgt) * np.asarray(trial[s], dtype=float)[present]
+                self._residuals.append(_Use(built["pieces"].read(True), index[present],
+                                            np.column_stack([data[present], c, y]), [s] * len(present)))
+            for u, idx in self.input_index[n].items():
+                data = np.column_stack([np.asarray(trial[u], dtype=float),
+                                        np.full(len(idx), 1 / problem.input_noise[u])])
+                self._residuals.append(_Use(_INPUT_RESIDUAL, idx[:, None], data, [u] * len(idx)))
+        self.res = ca.vertcat(*[ca.vec(u.places.values(self.w, u.index, u.data)) for u in self._residuals])
         self.num_observations = int(self.res.shape[0])
 
-    @staticmethod
-    def _reader(time: np.ndarray, values: dict, tau_sym: ca.SX, switches: np.ndarray) -> Callable:
-        """``t → {input: value}`` for the NLP: ``t`` an expression of the switching times, read in
-        the sample step that holds its value at their current values (:func:`read_input`)."""
-        def at(t):
-            if isinstance(t, ca.SX) and not t.is_constant():
-                k = _step(time, float(ca.evalf(ca.substitute(t, tau_sym, ca.DM(switches)))))
-                return {u: _read_window(time, v, k, t) for u, v in values.items()}
-            t_num = float(ca.evalf(t)) if isinstance(t, ca.SX) else float(t)
-            return {u: read_input(time, v, _step(time, t_num), t_num) for u, v in values.items()}
-        return at
+    def jacobian(self) -> ca.Function:
+        """IPOPT's ``jac_g`` (an nlpsol option): the constraints and their Jacobian, summed from
+        the places' derivative blocks."""
+        W, n_var, n_con = self.w, self.w.shape[0], self.g.shape[0]
+        jac = [use.places.jacobian_block(W, use.index, use.data, use.row) for use in self._constraints]
+        return ca.Function("jac_g", [W, ca.MX(0, 1)], [self.g, assemble_jacobian(n_con, n_var, jac)],
+                           ["x", "p"], ["g", "jac_g_x"])
+
+    def derivatives(self, objective_scale: float) -> dict:
+        """IPOPT's ``jac_g`` and ``hess_lag`` (nlpsol options) for the objective
+        ``objective_scale · ½ |res|²``, summed from the places' derivative blocks."""
+        W, n_var, n_con = self.w, self.w.shape[0], self.g.shape[0]
+        lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", n_con)
+        hess = []
+        for use in self._constraints:
+            if not use.places.linear():
+                rows = use.row + np.arange(use.places.m * len(use.index))
+                hess.append(use.places.hessian_block(W, use.index, use.data, lam_g[rows.tolist()]))
+        for use in self._residuals:
+            if not use.places.linear():
+                hess.append(use.places.square_block(W, use.index, use.data, objective_scale * lam_f))
+        diagonal = [(np.full(len(u.index), objective_scale / self.problem.input_noise[u.kinds[0]] ** 2), u.index[:, 0])
+                    for u in self._residuals if u.places is _INPUT_RESIDUAL]
+        H = assemble_hessian(n_var, hess)
+        if diagonal:
+            values = np.concatenate([v for v, _ in diagonal])
+            idx = np.concatenate([i for _, i in diagonal]).tolist()
+            H = H + lam_f * ca.DM.triplet(idx, idx, values.tolist(), n_var, n_var)
+        return {"jac_g": self.jacobian(),
+                "hess_lag": ca.Function("hess_lag", [W, ca.MX(0, 1), lam_f, lam_g], [H],
+                                        ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])}
 
     def input_estimates(self, w: np.ndarray) -> list[dict]:
         """Per trial, each errors-in-variables input's estimate at the samples."""
@@ -344,7 +649,8 @@ class HybridNLP:
 
     @staticmethod
     def _guard(guard: Guard, t, x, p, mode: str, t0):
-        value = guard.function(t, _symbols(x), p, mode, t0) if guard.with_mode else guard.function(t, _symbols(x), p)
+        xs = _symbols(x) if isinstance(x, ca.SX) else x
+        value = guard.function(t, xs, p, mode, t0) if guard.with_mode else guard.function(t, xs, p)
         return as_column(value)[0] - guard.offset
 
     def parameters(self, w: np.ndarray) -> dict:
@@ -354,8 +660,37 @@ class HybridNLP:
     def functions(self) -> dict:
         """CasADi Functions of the unknowns: ``res`` (weighted residuals), ``g`` (the
         constraints, whose rows :attr:`kinds` names), ``states`` (per trial, nx × samples), and
-        the Jacobians ``jac_res`` and ``jac_g``."""
-        return {"res": ca.Function("res", [self.w], [self.res]), "g": ca.Function("g", [self.w], [self.g]),
-                "jac_res": ca.Function("jac_res", [self.w], [ca.jacobian(self.res, self.w)]),
-                "jac_g": ca.Function("jac_g", [self.w], [ca.jacobian(self.g, self.w)]),
-                "states": [ca.Function(f"states_{k}", [self.w], [s]) for k, s in enumerate(self.reads)]}
+        the Jacobians ``jac_res`` and ``jac_g`` (columns of every unknown, fixed ones too)."""
+        W, n_var = self.w, self.w.shape[0]
+        jac = [u.places.jacobian_block(W, u.index, u.data, row) for u, row in
+               zip(self._residuals, np.cumsum([0] + [u.places.m * len(u.index) for u in self._residuals])[:-1])]
+        return {"res": ca.Function("res", [W], [self.res]), "g": ca.Function("g", [W], [self.g]),
+                "jac_res": ca.Function("jac_res", [W], [assemble_jacobian(self.num_observations, n_var, jac)]),
+                "jac_g": ca.Function("jac_g", [W], [self.jacobian()(W, ca.DM(0, 1))[1]]),
+                "states": [ca.Function(f"states_{k}", [W], [s]) for k, s in enumerate(self.reads)]}
+
+
+class _InputReads:
+    """Where a trial's inputs are read at given times: per time the NLP variables of the
+    errors-in-variables inputs' values of the pieces around it, the pieces' numbers and the
+    exact inputs' values (:func:`_window_stencil` at the sample step holding the time now)."""
+
+    def __init__(self, trial, pieces: _Pieces, index: dict):
+        self.time = np.asarray(trial.time, dtype=float)
+        self.eiv = [index[u] for u in pieces.eiv]
+        self.exact = [np.asarray(trial[u], dtype=float) for u in pieces.exact]
+        self.any = bool(pieces.eiv or pieces.exact)
+
+    def at(self, times: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For times (B × d): (B × 6S·d per errors-in-variables input, B × 7S·d, B × 6S·d per
+        exact input), each input's points in order."""
+        B = times.shape[0]
+        if not self.any:
+            return np.zeros((B, 0), dtype=int), np.zeros((B, 0)), np.zeros((B, 0))
+        stencils = [_window_stencil(self.time, _step(self.time, float(t))) for t in times.ravel()]
+        num = np.stack([s[0].ravel() for s in stencils]).reshape(B, -1)
+        idx = np.stack([s[1].ravel() for s in stencils])  # (B·d) × 6S
+        eiv = [v[idx].reshape(B, -1) for v in self.eiv]
+        exact = [v[idx].reshape(B, -1) for v in self.exact]
+        return (np.hstack(eiv) if eiv else np.zeros((B, 0), dtype=int), num,
+                np.hstack(exact) if exact else np.zeros((B, 0)))

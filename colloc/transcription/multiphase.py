@@ -21,7 +21,8 @@ from numpy.typing import ArrayLike
 
 from .grid import radau_basis
 
-__all__ = ["IntervalChain", "Phase", "PhaseTranscription", "PointFunction", "transcribe_phases"]
+__all__ = ["IntervalChain", "Phase", "PhaseTranscription", "PointFunction", "assemble_hessian", "assemble_jacobian",
+           "transcribe_phases"]
 
 #: The NLP's symbols a chain is built on (collocation states, parameters, time unknowns,
 #: multipliers): all SX or all MX (or all numbers, DM); the results are of the same kind.
@@ -419,26 +420,14 @@ class IntervalChain:
         :meth:`fit_block` and :meth:`PointFunction.hessian_block` (``values`` the mapped upper
         triangles, ``indices`` B × nz the NLP indices of each block's local variables),
         summed into the global matrix by one constant sparse matrix."""
-        parts = []
-        for values, idx in blocks:
-            r, c = _block_pattern(values, idx.shape[1])
-            gi, gj = idx[:, r], idx[:, c]
-            # a variable held twice in a block (delayed reads): its off-diagonal local entry
-            # lands on the global diagonal, where it counts twice (∂²/∂v² of f(v, v))
-            twice = (gi == gj) & (r != c)[None, :]
-            parts.append((values, np.minimum(gi, gj), np.maximum(gi, gj), np.where(twice, 2.0, 1.0)))
-        return _assemble(n_var, n_var, parts)
+        return assemble_hessian(n_var, blocks)
 
     def jacobian(self, n_con: int, n_var: int, blocks: Sequence[tuple], constant: ca.DM | None = None) -> ca.MX:
         """The constraints' Jacobian (MX, ``n_con`` × ``n_var``) from :meth:`jacobian_block`,
         :meth:`path_jacobian_block` and :meth:`PointFunction.jacobian_block` blocks
         ``(values, rows, indices)`` and an optional ``constant`` (a sparse DM of the same
         shape, e.g. the rows of linear constraints)."""
-        parts = []
-        for values, rows, idx in blocks:
-            r, c = _block_pattern(values, idx.shape[1])
-            parts.append((values, rows[:, r], idx[:, c]))
-        return _assemble(n_con, n_var, parts, constant)
+        return assemble_jacobian(n_con, n_var, blocks, constant)
 
 
 class PointFunction:
@@ -474,6 +463,33 @@ class PointFunction:
         """The Hessian blocks of ``lam · values`` (``lam`` m × B)."""
         index = np.asarray(index, dtype=int)
         return self.hess.map(len(index))(self._z(V, index), lam), index
+
+
+def assemble_hessian(n_var: int, blocks: Sequence[tuple]) -> ca.MX:
+    """The upper triangle of a Hessian (MX, ``n_var`` × ``n_var``) summed from blocks
+    ``(values, indices)``: ``values`` the mapped upper triangles of B places' local Hessians,
+    ``indices`` (B × nz) the NLP variable of each local variable (−1: a constant).  A variable
+    held more than once in a block counts once per pair of its places (∂²/∂v² of f(v, v))."""
+    parts = []
+    for values, idx in blocks:
+        r, c = _block_pattern(values, idx.shape[1])
+        gi, gj = idx[:, r], idx[:, c]
+        # an off-diagonal local entry of one variable held twice lands on the global diagonal,
+        # where the symmetric entry the upper triangle leaves out counts as well
+        twice = (gi == gj) & (r != c)[None, :]
+        parts.append((values, np.minimum(gi, gj), np.maximum(gi, gj), np.where(twice, 2.0, 1.0)))
+    return _assemble(n_var, n_var, parts)
+
+
+def assemble_jacobian(n_con: int, n_var: int, blocks: Sequence[tuple], constant: ca.DM | None = None) -> ca.MX:
+    """A constraints' Jacobian (MX, ``n_con`` × ``n_var``) summed from blocks ``(values, rows,
+    indices)`` (the mapped local Jacobians of B places, their constraint rows B × m and NLP
+    variables B × nz) and an optional ``constant`` sparse DM of the same shape."""
+    parts = []
+    for values, rows, idx in blocks:
+        r, c = _block_pattern(values, idx.shape[1])
+        parts.append((values, rows[:, r], idx[:, c]))
+    return _assemble(n_con, n_var, parts, constant)
 
 
 def _block_pattern(values, ncol: int):
