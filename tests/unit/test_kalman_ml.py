@@ -19,9 +19,10 @@ TRUTH = {"k": 4.0, "c": 0.8, "q": 0.5, "sigma": 0.02}
 DT = 0.01
 
 
-def oscillator(dt: float) -> kalman.LinearGaussianModel:
+def oscillator(dt: float, size: float = 1.0) -> kalman.LinearGaussianModel:
     """A unit mass on a spring k with damper c, pushed by white force noise of intensity q
-    (held over each sample: q/√dt), position measured with noise sigma."""
+    (held over each sample: q/√dt), position measured with noise sigma; the initial state's
+    prior SDs 0.5 and 1 in units of ``size``."""
 
     import casadi as ca
 
@@ -35,7 +36,7 @@ def oscillator(dt: float) -> kalman.LinearGaussianModel:
         return A, G, ca.DM([[1.0, 0.0]]), th[3] ** 2
 
     return kalman.LinearGaussianModel(["k", "c", "q", "sigma"], mats, dt=dt, name="oscillator",
-                                      initial_covariance=np.diag([0.5**2, 1.0**2]))
+                                      initial_covariance=np.diag([0.5**2, 1.0**2]) * size**2)
 
 
 def discrete(theta: dict, dt: float):
@@ -114,6 +115,29 @@ def test_estimate_on_a_search_bound_is_a_failure():
     assert not result.success
     assert result.parameters["k"] == pytest.approx(2.5)
     assert any(w["code"] == "parameter_at_bound" for w in result.warnings)
+
+
+def test_a_tiny_noise_far_above_its_tiny_bound_is_not_called_on_it():
+    """The oscillator's record in units 1e7 times larger (a sway of ~0.1 µm, noise 2 nm, as a COP
+    rounded to its file's resolution): σ is 20 times its 0.1 nm lower bound, inside a search range
+    up to 1 cm, and must be reported as an estimate with a standard error and an interval, not as
+    "at its lower bound" (a tolerance absolute in the parameter's unit called it so)."""
+    size = 1e-7
+    y = record(TRUTH, 6000, seed=11) * size
+    truth = {**TRUTH, "q": TRUTH["q"] * size, "sigma": TRUTH["sigma"] * size}
+    p = co.StochasticProblem(lambda dt: oscillator(dt, size), trial(y), outputs=["x"],
+                             start={"k": 2.0, "c": 0.3, "q": 1e-7, "sigma": 5e-9},
+                             bounds={"k": (0.1, 100.0), "c": (0.01, 20.0), "q": (1e-12, 1e-2),
+                                     "sigma": (1e-10, 1e-2)}, physical={"sigma": (True, False)})
+    result = co.solve(p, co.KalmanML(free_draws=0), throw=False)
+    assert result.success, result.summary()
+    assert not [w for w in result.warnings if w["code"] in ("parameter_at_bound", "parameter_near_bound")], \
+        result.warnings
+    for k in ("q", "sigma"):
+        se = result.standard_errors[k]
+        assert se is not None and abs(result.parameters[k] - truth[k]) < 3 * se, (k, result.parameters[k], se)
+        lo, hi = result.interval(k)
+        assert 0 < lo < truth[k] < hi, (k, lo, hi)
 
 
 def test_wrong_model_innovations_not_white():

@@ -66,6 +66,10 @@ class MLResult:
         ``½ gᵀ H⁻¹ g`` over the free parameters off the bounds: how much one more Newton step
         would lower the NLL.  Far below 1 (a fraction of one log-likelihood unit) at a
         converged estimate.
+    scales : dict
+        Each parameter's typical size, name → value: the optimiser's scaling (``scale``, else
+        ``|theta0|``, or the bound span or 1 where ``theta0`` is 0).  How near a bound is "on" it
+        is judged relative to this (:func:`colloc.results.diagnostics.diagnose`).
     """
 
     parameters: dict[str, float]
@@ -84,6 +88,7 @@ class MLResult:
     gradient: dict[str, float] = field(default_factory=dict)
     newton_decrement: float = 0.0
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    scales: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> pd.DataFrame:
         """A table of estimates and standard errors.
@@ -618,4 +623,5 @@ def maximum_likelihood(
         gradient={nm: float(v) for nm, v in zip(free_names, gf)},
         newton_decrement=decrement,
         bounds={nm: (float(lo), float(hi)) for nm, lo, hi in zip(names, lb, ub)},
+        scales={nm: float(v) for nm, v in zip(names, sc)},
     )
