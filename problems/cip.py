@@ -96,6 +96,7 @@ __all__ = [
     "ml_estimate",
     "ml_model",
     "model",
+    "noise_floor",
     "plausibility",
     "problem",
     "sdf_objective",
@@ -599,6 +600,37 @@ CONTROLLERS = {"PID": (True, False), "PD-delay": (False, True), "PID-delay": (Tr
 #: exponential needlessly stiff; quiet-standing feedback delays are 0.1-0.2 s (Peterka 2002).
 DELAY_RANGE = (0.02, 0.5)
 SIGMA_RANGE = (1e-7, 1e-2)
+#: In the sway models the COP noise σ starts at the record's own noise floor (:func:`noise_floor`) and
+#: is sought down to this fraction of it (two decades: room for a record whose floor is not white
+#: noise), up to :data:`SIGMA_RANGE`'s upper end.
+SIGMA_BELOW_FLOOR = 1e-2
+#: The top fraction of the frequencies up to Nyquist whose median spectral level bounds σ from above
+#: in a record written at full precision (:func:`noise_floor`).
+FLOOR_BAND = 0.4
+
+
+def noise_floor(cop, dt: float) -> tuple[float, str]:
+    """Where the sway models' COP noise σ (m) starts, from the record ``cop`` (m) sampled every
+    ``dt`` s, and how it was found.
+
+    A record written with a fixed number of decimals carries the rounding error of its quantum δ,
+    white with SD δ/√12 (:func:`colloc.signals.rounding_sd`): no white measurement noise of the
+    record is smaller (the BDS files' COP in cm with six decimals: δ = 1e-8 m, 2.9 nm, where their
+    spectrum is flat above 30 Hz).  A record at full precision: the level of its spectrum over the
+    top :data:`FLOOR_BAND` of the frequencies, √(median one-sided Welch PSD · f_s/2), an upper bound
+    of a white noise's SD (the noise's one-sided density is 2σ²·dt)."""
+    from colloc.signals import rounding_sd
+
+    y = np.asarray(cop, dtype=float)
+    y = y[np.isfinite(y)]
+    floor = rounding_sd(y)
+    if np.isfinite(floor) and floor > 0:
+        return float(floor), f"the rounding noise δ/√12 of the record's resolution δ = {floor * np.sqrt(12):.3g} m"
+    from scipy.signal import welch
+
+    f, p = welch(y - y.mean(), fs=1.0 / dt, nperseg=min(256, y.size))
+    level = float(np.sqrt(np.median(p[f >= (1.0 - FLOOR_BAND) * f[-1]]) / (2.0 * dt)))
+    return level, f"the record's spectral level over the top {FLOOR_BAND:.0%} of its frequencies (unrounded record)"
 
 
 #: Noise models of :func:`ml_model`: ``"paper"`` (the disturbance filter driven by unit white
@@ -965,6 +997,10 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     if "f_c" in search:  # a cut-off above 0.9 of the Nyquist frequency is not seen in the samples
         search["f_c"] = (search["f_c"][0], min(search["f_c"][1], 0.45 / dt))
         start["f_c"] = min(start["f_c"], 0.5 * search["f_c"][1])
+    floor, floor_source = noise_floor(trial["cop"], dt) if noise.startswith("sway") else (np.nan, "")
+    if noise.startswith("sway"):  # σ from the record's own floor, not from a constant that suits one subject
+        search["sigma"] = (SIGMA_BELOW_FLOOR * floor, max(SIGMA_RANGE[1], 10 * floor))
+        start["sigma"] = floor
     mgh = b["m"] * b["g"] * b["h"]
     duration = float(trial.time[-1] - trial.time[0])
     # a real record's likelihood has two families of optima (a stiff loop with an integral gain
@@ -982,7 +1018,12 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
                 f"{theta['KD'] / theta['KP']:.3g} s (plausible {PLAUSIBLE['KD_over_KP'][0]:g}–"
                 f"{PLAUSIBLE['KD_over_KP'][1]:g} s)"
                 + (f" · τ {theta['tau']:.3g} s (plausible {PLAUSIBLE['tau'][0]:g}–{PLAUSIBLE['tau'][1]:g} s)"
-                   if "tau" in theta else "")]
+                   if "tau" in theta else "")] + sigma_note(theta)
+
+    def sigma_note(theta):
+        if not floor_source:
+            return []
+        return [f"COP noise σ {theta['sigma']:.3g} m, started at the record's floor {floor:.3g} m ({floor_source})"]
 
     def checks(theta):
         out = plausibility(theta, mgh)
@@ -996,7 +1037,8 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     def info(theta):
         return {"controller": controller, "noise_model": noise, "KP_over_mgh": theta["KP"] / mgh, "body": dict(b),
                 "fit_disturbance": real, "gain_bounds": {k: list(v) for k, v in rng.items()},
-                "plausible_ranges": {k: list(v) for k, v in PLAUSIBLE.items()}}
+                "plausible_ranges": {k: list(v) for k, v in PLAUSIBLE.items()},
+                **({"cop_noise_floor": floor, "cop_noise_floor_source": floor_source} if floor_source else {})}
 
     unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m", "B": "s",
             "q_d": "N·m·√s", "f_c": "Hz", "tau_m": "s", "sigma": "m", "cop_offset": "m", "cop": "m"}

@@ -295,7 +295,8 @@ class KalmanML(AbstractMethod):
         # "on a bound" relative to each parameter's own size (the optimiser's scale), not to 1: a COP
         # noise of a few nm is far from a bound of 0.1 nm
         return finalize(estimate, bounds={**fit.bounds, **{k: (-np.inf, np.inf) for k in offset_names}},
-                        physical=physical, scales=fit.scales, fit={c: 1.0 for c in problem.outputs}, verdict_residuals=innovations,
+                        physical=physical, scales=fit.scales, fit={c: 1.0 for c in problem.outputs},
+                        verdict_residuals=innovations,
                         warnings=warnings, derived={k: "the record's mean (the sensor's origin)" for k in offset_names},
                         verdict_note="the Kalman filter's one-step-ahead innovations divided by their predicted SD",
                         no_simulation="a stochastic model: the trajectory shown is the Kalman filter's one-step-ahead "
