@@ -49,8 +49,8 @@ Formulations (:data:`FORMULATIONS`, all on the same model conventions):
 Real subjects (Santos & Duarte 2016 BDS records, ``benchmarks/real_cip_study.py``): the body
 from height and mass (:func:`body`), gains bounded by :data:`WIDE_RANGES_PER_MGH`
 (``bounds="wide"``), the disturbance filter's A and B fitted (``fit_disturbance=True``), and
-for the ML the COP noise σ and the controllers of :data:`CONTROLLERS` (PID, PD and PID with
-a feedback delay, :func:`ml_model`).
+for the ML the COP noise σ and the controllers of :data:`CONTROLLERS` (PID, PD, and PD and PID
+with a feedback delay, :func:`ml_model`).
 """
 
 from __future__ import annotations
@@ -593,8 +593,11 @@ def jt_inverse_dynamics(trial: co.Trial, *, cutoff: float = 0.5, body: Mapping[s
     return {"parameters": gains, "objective": objective, "disturbance": td, "sway": u}
 
 
-#: Controller variants of :func:`ml_model`: name -> (integral term, feedback delay).
-CONTROLLERS = {"PID": (True, False), "PD-delay": (False, True), "PID-delay": (True, True)}
+#: Controller variants of :func:`ml_model`: name -> (integral term, feedback delay).  ``"PD"``: the PID
+#: without its integral term (K_I = 0, the PID's estimate on the shipped BDS trials: 0–0.5 N·m/(rad·s)
+#: with standard errors of 0.7–7, ``benchmarks/real_sway_heldout.py``), without the integral state
+#: whose initial value the filter can only learn slowly.
+CONTROLLERS = {"PID": (True, False), "PD": (False, False), "PD-delay": (False, True), "PID-delay": (True, True)}
 #: Bounds of the feedback delay τ (s) and of the COP measurement noise σ (m) in :func:`ml_model`.
 #: The delay's lower bound keeps the Padé states' poles (≈ 12/τ² rad²/s²) from making the matrix
 #: exponential needlessly stiff; quiet-standing feedback delays are 0.1-0.2 s (Peterka 2002).
@@ -689,7 +692,7 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
              filt: Mapping[str, float] | None = None, fit_disturbance: bool = False, noise: str = "paper"):
     """The CIP as a :class:`colloc.kalman.LinearGaussianModel` (COP output, noise ``sigma``).
 
-    ``controller`` (:data:`CONTROLLERS`): ``"PID"`` (the contract's model), ``"PD-delay"`` or
+    ``controller`` (:data:`CONTROLLERS`): ``"PID"`` (the contract's model), ``"PD"``, ``"PD-delay"`` or
     ``"PID-delay"``: the control torque acts after a feedback delay τ (parameter ``tau``, s),
     T_c(t) = K_P u(t−τ) + K_I ∫u(t−τ) + K_D u'(t−τ).  A pure delay has no finite state, so it
     enters as its (2, 2) Padé approximant e^{−sτ} ≈ (1 − sτ/2 + s²τ²/12)/(1 + sτ/2 + s²τ²/12)
@@ -909,7 +912,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
                     bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
                     body: Mapping[str, float] | None = None, controller: str = "PID",
                     noise: str | None = None) -> co.Result:
-    """``colloc identify cip --method kalman-ml [--controller PID|PD-delay|PID-delay]``: the exact
+    """``colloc identify cip --method kalman-ml [--controller PID|PD|PD-delay|PID-delay]``: the exact
     Kalman maximum likelihood of one COP trial, ``co.solve(stochastic_problem(...), co.KalmanML())``.
 
     With a ``body`` (``--height/--mass``: a real subject) the gains are bounded by
@@ -1018,7 +1021,13 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
                 f"{theta['KD'] / theta['KP']:.3g} s (plausible {PLAUSIBLE['KD_over_KP'][0]:g}–"
                 f"{PLAUSIBLE['KD_over_KP'][1]:g} s)"
                 + (f" · τ {theta['tau']:.3g} s (plausible {PLAUSIBLE['tau'][0]:g}–{PLAUSIBLE['tau'][1]:g} s)"
-                   if "tau" in theta else "")] + sigma_note(theta)
+                   if "tau" in theta else "")] + integral_note(theta) + sigma_note(theta)
+
+    def integral_note(theta):
+        if "KI" not in theta or theta["KI"] > 1e-6 * mgh:
+            return []
+        return [(f"K_I {theta['KI']:.3g} N·m/(rad·s): on its lower bound 0, the stability limit: no integral "
+                 "action (the PD controller is this model without the integral state)")]
 
     def sigma_note(theta):
         if not floor_source:
@@ -1055,8 +1064,14 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     # without lag (tau_m on its lower bound); so, in the sway model,
     # is a disturbance time constant beyond any record's length (a random-walk torque); the other
     # bounds are where the fit looks
+    # and, for a real subject, K_I = 0: the closed loop's characteristic polynomial
+    # I s³ + K_D s² + (K_P − m g h) s + K_I has all roots in the left half-plane only if K_I > 0
+    # (Routh–Hurwitz), so a K_I below 0 is an unstable loop and K_I = 0 its limit, "no integral
+    # action": an answer, reported as one (the other parameters' standard errors are then conditional
+    # on it); the PD controller is that model without the integral state
     physical = {"sigma": (True, False), **({"B": (False, True)} if noise.startswith("sway") else {}),
-                **({"tau_m": (True, False)} if "tau_m" in lgm.parameter_names else {})}
+                **({"tau_m": (True, False)} if "tau_m" in lgm.parameter_names else {}),
+                **({"KI": (True, False)} if real and "KI" in lgm.parameter_names else {})}
 
     def model_at(step):
         return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)

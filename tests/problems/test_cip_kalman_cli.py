@@ -82,7 +82,7 @@ def test_a_gain_held_off_the_data_is_a_failure_not_a_success(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--method", "kalman-ml", "--controller", "PIDD"], "--controller PIDD: one of PID, PD-delay, PID-delay or auto"),
+    (["--method", "kalman-ml", "--controller", "PIDD"], "--controller PIDD: one of PID, PD, PD-delay, PID-delay or auto"),
     (["--method", "radau2", "--controller", "PD-delay"], "--controller applies to --method kalman-ml"),
     (["--method", "kalman-ml", "--nodes", "100"], "--nodes does not apply to --method kalman-ml"),
     (["--method", "kalman-ml", "--data", ROOT / "data" / "bds" / "BDS00004.txt.gz"], "fits one trial at a time, got 2"),
