@@ -346,11 +346,14 @@ class _Stalled(Exception):
     """L-BFGS-B made no progress beyond the NLL's noise (:data:`STALL_RTOL`)."""
 
 
-def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps: int = 6,
-                   rtol: float = STALL_RTOL):
+def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps: int = 8,
+                   rtol: float = STALL_RTOL, fine_hessian=None):
     """Projected Newton steps in the optimiser's variables ``z`` (θ a function of z with
     derivative ``chain(z)``, linear or exponential) off their bounds; ``hessian(θ)`` gives
-    ``(nll, gradient, Hessian)`` in θ.
+    ``(nll, gradient, Hessian)`` in θ.  ``fine_hessian`` (optional, the same, more accurate and
+    dearer): where the cheap Hessian's step does not lower the NLL or its decrement says
+    "converged", the decision is taken again with the fine one (in a narrow ridge a forward
+    difference's error turns the Newton step).
 
     A step is taken while it would lower the NLL by more than ``rtol·max(1, |NLL|)`` (and 1e-9).
     Returns ``(z, steps, saddle, converged)``; ``saddle`` is True when the Hessian had negative
@@ -359,8 +362,9 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
     (or by at most 1e-3, the caller's threshold, where no step lowered it).
     """
     steps = 0
+    fine = fine_hessian is None
     for _ in range(max_steps):
-        f, g, H = hessian(at(z))
+        f, g, H = (hessian if fine_hessian is None or not fine else fine_hessian)(at(z))
         J = chain(z)
         curvature = np.where(logs, J, 0.0)  # d²θ/dz²: θ for the log-space ones, 0 for the others
         g = g[free_idx]
@@ -383,6 +387,9 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
             step = -(V @ ((V.T @ g[inner]) / w))
             decrement = -0.5 * float(g[inner] @ step)
             if not (decrement > max(1e-9, rtol * max(1.0, abs(float(f))))):
+                if not fine:  # confirmed by the fine Hessian
+                    fine = True
+                    continue
                 return z, steps, False, True
         for t in (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125):
             trial = z.copy()
@@ -391,7 +398,11 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
                 z, steps = trial, steps + 1
                 break
         else:
+            if not fine:
+                fine = True
+                continue
             return z, steps, False, (not saddle) and decrement <= 1e-3
+        fine = fine_hessian is None
         if saddle:
             return z, steps, True, False
     return z, steps, False, False
@@ -439,9 +450,13 @@ def _run_lbfgsb(fun, z, lo, hi, max_iter, stall: bool):
             bool(res.success) or "ABNORMAL" in str(res.message), False)
 
 
-def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient, transient=None):
+def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient, transient=None,
+                last_hessian=None):
     """L-BFGS-B with the exact gradient, then projected Newton steps with the forward-difference
-    Hessian; returns ``(theta, iterations, status, success)``."""
+    Hessian (Richardson's to confirm convergence); returns ``(theta, iterations, status, success)``.
+    ``last_hessian`` (a dict, if given) receives the last Richardson Hessian: ``theta``,
+    ``squarings`` and ``value`` (``(nll, gradient, Hessian)``), so that the caller need not
+    recompute it at the estimate."""
     gradient = _gradient_function(model, data[0].shape[1], s, compile_gradient, transient)
     theta = theta.copy()
     # parameters bounded away from 0 move in log space (scale-free steps along ridges such as a
@@ -469,8 +484,14 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
             return 1e300, np.zeros_like(z)
         return f, np.array(g).ravel()[free_idx] * chain(z)
 
-    def hessian(th):  # forward differences: the Newton steps' Hessian; the standard errors' is central
+    def hessian(th):  # forward differences: the Newton steps' Hessian
         return _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc), "forward")
+
+    def fine_hessian(th):  # Richardson's: where the forward one is not trusted, and the standard errors'
+        value = _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc))
+        if last_hessian is not None:
+            last_hessian.update(theta=th.copy(), squarings=s, value=value)
+        return value
 
     z = np.where(logs, np.log(np.where(logs, theta[free_idx], 1.0)), theta[free_idx] / zs)
     iterations, status, success = 0, "", False
@@ -478,7 +499,8 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
     for _round in range(4):  # L-BFGS-B, then Newton; a saddle point sends it back to L-BFGS-B
         z, its, status, success, stalled = _run_lbfgsb(fun, z, lo, hi, max_iter, stall)
         iterations += its
-        z, steps, saddle, converged = _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi)
+        z, steps, saddle, converged = _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi,
+                                                     fine_hessian=fine_hessian)
         iterations += steps
         if steps:
             status += f"; {steps} Newton step(s)"
@@ -625,6 +647,7 @@ def maximum_likelihood(
         raise CollocInputError("maximum_likelihood: the NLL is not finite at theta0 (an innovation "
                                "covariance is not positive definite; is a noise variance zero?)")
 
+    last_hessian: dict = {}
     iterations = 0
     status = ""
     success = False
@@ -634,7 +657,7 @@ def maximum_likelihood(
                                                      tol, max_iter, print_level)
         else:
             theta, its, status, success = _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compiled,
-                                                      transient)
+                                                      transient, last_hessian)
         iterations += its
         needed = model.squarings(theta)
         if needed <= s:
@@ -646,10 +669,13 @@ def maximum_likelihood(
 
     if optimizer == "lbfgsb":
         s = max(s, model.squarings(theta))
-        gradient = _gradient_function(model, Y.shape[1], s, compiled, transient)
-        # Richardson: with two estimates correlated at 0.998 (a disturbance's intensity and time constant)
-        # the central difference's O(h²) error moves their standard errors by ~6 %
-        nll, grad, H = _hessian_by_differences(gradient, theta, data, _steps(theta, free_idx, sc))
+        # Richardson's Hessian: with two estimates correlated at 0.998 (a disturbance's intensity and
+        # time constant) a plain central difference's O(h²) error moves their standard errors by ~6 %
+        if last_hessian.get("squarings") == s and np.array_equal(last_hessian["theta"], theta):
+            nll, grad, H = last_hessian["value"]  # the Newton steps' last Richardson Hessian is at the estimate
+        else:
+            gradient = _gradient_function(model, Y.shape[1], s, compiled, transient)
+            nll, grad, H = _hessian_by_differences(gradient, theta, data, _steps(theta, free_idx, sc))
     else:
         nll, grad, H = negative_log_likelihood(model, Y.T, theta, hessian=True, missing=missing)
     free_names = [names[i] for i in free]
