@@ -39,7 +39,7 @@ __all__ = ["KalmanML", "on_one_grid"]
 #: Lags of the Ljung–Box check of the innovations (at 100 Hz: the first 0.2 s).
 LJUNG_BOX_LAGS = 20
 #: Largest Newton decrement of the exact likelihood at the estimate of the steady-state one that is
-#: accepted (nats; :func:`colloc.kalman.estimation.exact_newton_decrement`): the convergence threshold
+#: accepted (nats; ``colloc.inference.kalman.estimation.exact_newton_decrement``): the convergence threshold
 #: of :func:`colloc.kalman.maximum_likelihood`; the estimate is then within √(2·0.001) ≈ 0.045
 #: standard errors of the exact optimum.  Beyond it the fit is repeated with the exact filter.
 STEADY_DECREMENT = 1e-3

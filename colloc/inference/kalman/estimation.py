@@ -594,7 +594,7 @@ def maximum_likelihood(
     transient : int or "auto", optional
         ``optimizer="lbfgsb"`` on a complete record: update the filter's covariance over the
         first ``transient`` samples only and hold it for the rest (O(n²) a sample instead of
-        O(n³); :meth:`LinearGaussianModel._filter_adjoint_function`), the steady-state
+        O(n³); the filter's adjoint with a held covariance, an exact gradient), the steady-state
         likelihood, equal to the exact one once the Riccati recursion has settled.  ``"auto"``:
         :func:`settling_samples` at ``theta0`` (exact where it does not settle in half the
         record).  Default None: the exact filter throughout.  The caller checks the exact NLL
