@@ -2,7 +2,7 @@
 
     python benchmarks/real_sway_heldout.py [--data FILE_OR_DIR ...] [--info BDSinfoCOP.txt]
         [--controllers PID,PD-delay,PID-delay] [--split 30] [--horizons 0.1,0.5] [--ar 20]
-        [--noise paper|sway|sway-held] [--quick] [--out JSON]
+        [--noise paper|sway|sway-held|sway-lp] [--quick] [--out JSON]
 
 For every BDS trial (Santos & Duarte 2016; default the shipped ones in data/bds): the subject's
 body from height and mass (BDSinfoCOP), the antero-posterior COP (``COPx``, cm → m), a fit of
@@ -137,7 +137,7 @@ def main(argv=None) -> int:
     ap.add_argument("--split", type=float, default=30.0)
     ap.add_argument("--horizons", default="0.1,0.5")
     ap.add_argument("--ar", type=int, default=20)
-    ap.add_argument("--noise", default="paper", help="cip.NOISE_MODELS: paper, sway or sway-held")
+    ap.add_argument("--noise", default="paper", help="cip.NOISE_MODELS: paper, sway, sway-held or sway-lp")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_sway_heldout.json"))
     args = ap.parse_args(argv)

@@ -49,8 +49,8 @@ Formulations (:data:`FORMULATIONS`, all on the same model conventions):
 Real subjects (Santos & Duarte 2016 BDS records, ``benchmarks/real_cip_study.py``): the body
 from height and mass (:func:`body`), gains bounded by :data:`WIDE_RANGES_PER_MGH`
 (``bounds="wide"``), the disturbance filter's A and B fitted (``fit_disturbance=True``), and
-for the ML the COP noise σ and the controllers of :data:`CONTROLLERS` (PID, PD and PID with
-a feedback delay, :func:`ml_model`).
+for the ML the COP noise σ and the controllers of :data:`CONTROLLERS` (PID, PD, and PD and PID
+with a feedback delay, :func:`ml_model`).
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ __all__ = [
     "ml_estimate",
     "ml_model",
     "model",
+    "noise_floor",
     "plausibility",
     "problem",
     "sdf_objective",
@@ -592,24 +593,62 @@ def jt_inverse_dynamics(trial: co.Trial, *, cutoff: float = 0.5, body: Mapping[s
     return {"parameters": gains, "objective": objective, "disturbance": td, "sway": u}
 
 
-#: Controller variants of :func:`ml_model`: name -> (integral term, feedback delay).
-CONTROLLERS = {"PID": (True, False), "PD-delay": (False, True), "PID-delay": (True, True)}
+#: Controller variants of :func:`ml_model`: name -> (integral term, feedback delay).  ``"PD"``: the PID
+#: without its integral term (K_I = 0, the PID's estimate on the shipped BDS trials: 0–0.5 N·m/(rad·s)
+#: with standard errors of 0.7–7, ``benchmarks/real_sway_heldout.py``), without the integral state
+#: whose initial value the filter can only learn slowly.
+CONTROLLERS = {"PID": (True, False), "PD": (False, False), "PD-delay": (False, True), "PID-delay": (True, True)}
 #: Bounds of the feedback delay τ (s) and of the COP measurement noise σ (m) in :func:`ml_model`.
 #: The delay's lower bound keeps the Padé states' poles (≈ 12/τ² rad²/s²) from making the matrix
 #: exponential needlessly stiff; quiet-standing feedback delays are 0.1-0.2 s (Peterka 2002).
 DELAY_RANGE = (0.02, 0.5)
 SIGMA_RANGE = (1e-7, 1e-2)
+#: In the sway models the COP noise σ starts at the record's own noise floor (:func:`noise_floor`) and
+#: is sought down to this fraction of it (two decades: room for a record whose floor is not white
+#: noise), up to :data:`SIGMA_RANGE`'s upper end.
+SIGMA_BELOW_FLOOR = 1e-2
+#: The top fraction of the frequencies up to Nyquist whose median spectral level bounds σ from above
+#: in a record written at full precision (:func:`noise_floor`).
+FLOOR_BAND = 0.4
+
+
+def noise_floor(cop, dt: float) -> tuple[float, str]:
+    """Where the sway models' COP noise σ (m) starts, from the record ``cop`` (m) sampled every
+    ``dt`` s, and how it was found.
+
+    A record written with a fixed number of decimals carries the rounding error of its quantum δ,
+    white with SD δ/√12 (:func:`colloc.signals.rounding_sd`): no white measurement noise of the
+    record is smaller (the BDS files' COP in cm with six decimals: δ = 1e-8 m, 2.9 nm, where their
+    spectrum is flat above 30 Hz).  A record at full precision: the level of its spectrum over the
+    top :data:`FLOOR_BAND` of the frequencies, √(median one-sided Welch PSD · f_s/2), an upper bound
+    of a white noise's SD (the noise's one-sided density is 2σ²·dt)."""
+    from colloc.signals import rounding_sd
+
+    y = np.asarray(cop, dtype=float)
+    y = y[np.isfinite(y)]
+    floor = rounding_sd(y)
+    if np.isfinite(floor) and floor > 0:
+        return float(floor), f"the rounding noise δ/√12 of the record's resolution δ = {floor * np.sqrt(12):.3g} m"
+    from scipy.signal import welch
+
+    f, p = welch(y - y.mean(), fs=1.0 / dt, nperseg=min(256, y.size))
+    level = float(np.sqrt(np.median(p[f >= (1.0 - FLOOR_BAND) * f[-1]]) / (2.0 * dt)))
+    return level, f"the record's spectral level over the top {FLOOR_BAND:.0%} of its frequencies (unrounded record)"
 
 
 #: Noise models of :func:`ml_model`: ``"paper"`` (the disturbance filter driven by unit white
 #: noise held over each sample, amplitude ``A``; the state starts at rest, as the generator's);
-#: ``"sway"`` (for real records, the default with a body: the disturbance's white-noise intensity
+#: ``"sway"`` (for real records: the disturbance's white-noise intensity
 #: ``q_d`` in continuous time, discretised exactly, so the same at any sample rate; the recording's
 #: low-pass as two second-order Butterworth sections at a fitted cut-off ``f_c``; a diffuse initial
 #: state, nothing at rest by assumption); ``"sway-held"`` (the same, but the noise held over each
 #: sample with variance q_d²/dt: the zero-order-hold approximation, whose q_d changes with the sample
 #: rate) and ``"sway-lp"`` (the torque noise through a first-order lag ``tau_m`` before the
-#: disturbance filter, and the recording's own low-pass fixed, :data:`RECORDING_LOWPASS`, not fitted).
+#: disturbance filter, and the recording's own low-pass fixed, :data:`RECORDING_LOWPASS`, not fitted;
+#: the default with a body: with σ at the records' rounding floor its innovations have SD ≈ 1 and it
+#: predicts the held-out half of the shipped trials 0.1 s ahead within 0.1–0.3 nat of an AR(20), where
+#: ``"sway"``, whose shallower low-pass leaves σ on its bound, is 0.5–0.9 nat short,
+#: ``benchmarks/README.md``).
 NOISE_MODELS = ("paper", "sway", "sway-held", "sway-lp")
 #: Bounds of the sway noise models' parameters: ``q_d`` (N·m·√s, the square root of the driving
 #: noise's two-sided spectral density in N²·m²/Hz), ``f_c`` (Hz, not in ``"sway-lp"``), ``tau_m`` (s,
@@ -657,7 +696,7 @@ def ml_model(controller: str = "PID", *, dt: float, body: Mapping[str, float] | 
              filt: Mapping[str, float] | None = None, fit_disturbance: bool = False, noise: str = "paper"):
     """The CIP as a :class:`colloc.kalman.LinearGaussianModel` (COP output, noise ``sigma``).
 
-    ``controller`` (:data:`CONTROLLERS`): ``"PID"`` (the contract's model), ``"PD-delay"`` or
+    ``controller`` (:data:`CONTROLLERS`): ``"PID"`` (the contract's model), ``"PD"``, ``"PD-delay"`` or
     ``"PID-delay"``: the control torque acts after a feedback delay τ (parameter ``tau``, s),
     T_c(t) = K_P u(t−τ) + K_I ∫u(t−τ) + K_D u'(t−τ).  A pure delay has no finite state, so it
     enters as its (2, 2) Padé approximant e^{−sτ} ≈ (1 − sτ/2 + s²τ²/12)/(1 + sτ/2 + s²τ²/12)
@@ -877,7 +916,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
                     bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
                     body: Mapping[str, float] | None = None, controller: str = "PID",
                     noise: str | None = None) -> co.Result:
-    """``colloc identify cip --method kalman-ml [--controller PID|PD-delay|PID-delay]``: the exact
+    """``colloc identify cip --method kalman-ml [--controller PID|PD|PD-delay|PID-delay]``: the exact
     Kalman maximum likelihood of one COP trial, ``co.solve(stochastic_problem(...), co.KalmanML())``.
 
     With a ``body`` (``--height/--mass``: a real subject) the gains are bounded by
@@ -900,16 +939,16 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
             raise co.OptionsError(f"{option}: {', '.join(unknown)} not allowed with --method kalman-ml; "
                                   f"it takes the gains {', '.join(GAINS)}")
     method = co.KalmanML(max_iter=max_iter)
-    # a real subject's record: the noise model written for real records (it predicts held-out sway
-    # better than persistence where the paper's does not: benchmarks/real_sway_heldout.py)
-    noise = noise or ("sway" if body is not None else "paper")
+    # a real subject's record: the noise model of the BDS records' own low-pass (it predicts held-out
+    # sway best among the noise models: benchmarks/real_sway_heldout.py, benchmarks/README.md)
+    noise = noise or ("sway-lp" if body is not None else "paper")
     if controller != "auto":
         sp = stochastic_problem(trials[0], controller=controller, body=body, noise=noise, guess=guess, bounds=bounds)
         return co.solve(sp, method, throw=False)
     return select_controller(trials[0], body=body, noise=noise, guess=guess, bounds=bounds, method=method)
 
 
-def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = None, noise: str = "sway",
+def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = None, noise: str = "sway-lp",
                       guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                       method=None, candidates: Sequence[str] = tuple(CONTROLLERS)) -> co.Result:
     """``--controller auto``: each controller of ``candidates`` fitted on the first half of the
@@ -965,6 +1004,10 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     if "f_c" in search:  # a cut-off above 0.9 of the Nyquist frequency is not seen in the samples
         search["f_c"] = (search["f_c"][0], min(search["f_c"][1], 0.45 / dt))
         start["f_c"] = min(start["f_c"], 0.5 * search["f_c"][1])
+    floor, floor_source = noise_floor(trial["cop"], dt) if noise.startswith("sway") else (np.nan, "")
+    if noise.startswith("sway"):  # σ from the record's own floor, not from a constant that suits one subject
+        search["sigma"] = (SIGMA_BELOW_FLOOR * floor, max(SIGMA_RANGE[1], 10 * floor))
+        start["sigma"] = floor
     mgh = b["m"] * b["g"] * b["h"]
     duration = float(trial.time[-1] - trial.time[0])
     # a real record's likelihood has two families of optima (a stiff loop with an integral gain
@@ -982,7 +1025,18 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
                 f"{theta['KD'] / theta['KP']:.3g} s (plausible {PLAUSIBLE['KD_over_KP'][0]:g}–"
                 f"{PLAUSIBLE['KD_over_KP'][1]:g} s)"
                 + (f" · τ {theta['tau']:.3g} s (plausible {PLAUSIBLE['tau'][0]:g}–{PLAUSIBLE['tau'][1]:g} s)"
-                   if "tau" in theta else "")]
+                   if "tau" in theta else "")] + integral_note(theta) + sigma_note(theta)
+
+    def integral_note(theta):
+        if "KI" not in theta or theta["KI"] > 1e-6 * mgh:
+            return []
+        return [(f"K_I {theta['KI']:.3g} N·m/(rad·s): on its lower bound 0, the stability limit: no integral "
+                 "action (the PD controller is this model without the integral state)")]
+
+    def sigma_note(theta):
+        if not floor_source:
+            return []
+        return [f"COP noise σ {theta['sigma']:.3g} m, started at the record's floor {floor:.3g} m ({floor_source})"]
 
     def checks(theta):
         out = plausibility(theta, mgh)
@@ -996,7 +1050,8 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     def info(theta):
         return {"controller": controller, "noise_model": noise, "KP_over_mgh": theta["KP"] / mgh, "body": dict(b),
                 "fit_disturbance": real, "gain_bounds": {k: list(v) for k, v in rng.items()},
-                "plausible_ranges": {k: list(v) for k, v in PLAUSIBLE.items()}}
+                "plausible_ranges": {k: list(v) for k, v in PLAUSIBLE.items()},
+                **({"cop_noise_floor": floor, "cop_noise_floor_source": floor_source} if floor_source else {})}
 
     unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m", "B": "s",
             "q_d": "N·m·√s", "f_c": "Hz", "tau_m": "s", "sigma": "m", "cop_offset": "m", "cop": "m"}
@@ -1013,8 +1068,14 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     # without lag (tau_m on its lower bound); so, in the sway model,
     # is a disturbance time constant beyond any record's length (a random-walk torque); the other
     # bounds are where the fit looks
+    # and, for a real subject, K_I = 0: the closed loop's characteristic polynomial
+    # I s³ + K_D s² + (K_P − m g h) s + K_I has all roots in the left half-plane only if K_I > 0
+    # (Routh–Hurwitz), so a K_I below 0 is an unstable loop and K_I = 0 its limit, "no integral
+    # action": an answer, reported as one (the other parameters' standard errors are then conditional
+    # on it); the PD controller is that model without the integral state
     physical = {"sigma": (True, False), **({"B": (False, True)} if noise.startswith("sway") else {}),
-                **({"tau_m": (True, False)} if "tau_m" in lgm.parameter_names else {})}
+                **({"tau_m": (True, False)} if "tau_m" in lgm.parameter_names else {}),
+                **({"KI": (True, False)} if real and "KI" in lgm.parameter_names else {})}
 
     def model_at(step):
         return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)

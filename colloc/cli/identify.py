@@ -75,11 +75,12 @@ def add_parser(sub) -> None:
                         "held-out prediction is fitted on the whole, with the comparison table); heel-off: PD "
                         "(default) or PD-delay (the delay tau identified too)")
     p.add_argument("--noise", default=None, metavar="MODEL",
-                   help="cip with --method kalman-ml: the noise model, sway (the default with --height/--mass: "
-                        "continuous-time disturbance, the recording's low-pass, diffuse initial state), sway-held "
-                        "(the same with the disturbance noise held over each sample), sway-lp (the torque noise "
-                        "through a lag, the BDS records' documented low-pass fixed, not fitted) or paper (the "
-                        "paper's disturbance, state at rest; the default for the paper's subject)")
+                   help="cip with --method kalman-ml: the noise model, sway-lp (the default with --height/--mass: "
+                        "continuous-time disturbance, the torque noise through a lag, the BDS records' documented "
+                        "low-pass fixed, diffuse initial state), sway (the same without the lag, the low-pass "
+                        "fitted as two 2nd-order sections), sway-held (sway with the disturbance noise held over "
+                        "each sample) or paper (the paper's disturbance, state at rest; the default for the "
+                        "paper's subject)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",

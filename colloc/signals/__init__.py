@@ -7,7 +7,9 @@ time) and its sampling interval ``dt`` in seconds:
 * :func:`derivative` -- first or second derivative, second-order accurate everywhere;
 * :func:`cumulative_integral` -- running trapezoidal integral;
 * :func:`sdf` -- stabilogram diffusion function, computed in O(N log N);
-* :func:`mean_power_frequency` -- mean frequency of the Welch power spectrum.
+* :func:`mean_power_frequency` -- mean frequency of the Welch power spectrum;
+* :func:`resolution`, :func:`rounding_sd` -- the quantum a record was written with, and the SD
+  δ/√12 of the noise that rounding to it adds.
 
 These take both coordinates (``ap``, ``ml``, in metres) of one record (:mod:`.posturography`,
 the definitions of the data set of Santos & Duarte 2016):
@@ -39,10 +41,11 @@ from typing import TYPE_CHECKING
 #: processing (≈ 0.6 s) until a filter or a spectrum is asked for.
 _LAZY = {"sdf": "diffusion", "cumulative_integral": "filters", "derivative": "filters", "lowpass": "filters",
          "ellipse_area": "posturography", "mean_frequency": "posturography", "mean_power_frequency": "posturography",
-         "mean_speed": "posturography", "path_length": "posturography", "sway_metrics": "posturography"}
+         "mean_speed": "posturography", "path_length": "posturography", "sway_metrics": "posturography",
+         "resolution": "resolution", "rounding_sd": "resolution"}
 
 __all__ = ["cumulative_integral", "derivative", "ellipse_area", "lowpass", "mean_frequency",
-           "mean_power_frequency", "mean_speed", "path_length", "sdf", "sway_metrics"]
+           "mean_power_frequency", "mean_speed", "path_length", "resolution", "rounding_sd", "sdf", "sway_metrics"]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .diffusion import sdf as sdf
@@ -55,6 +58,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         path_length as path_length,
         sway_metrics as sway_metrics,
     )
+    from .resolution import resolution as resolution, rounding_sd as rounding_sd
 
 
 def __getattr__(name: str):

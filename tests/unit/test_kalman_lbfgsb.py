@@ -39,6 +39,12 @@ def test_difference_hessian_matches_the_ad_hessian(record, controller, tolerance
     # relative to each entry's natural size sqrt(|H_ii H_jj|)
     size = np.sqrt(np.outer(np.abs(np.diag(H_ad)), np.abs(np.diag(H_ad))))
     assert np.abs((H - H_ad) / size).max() < tolerance
+    # the standard errors' central differences and the Newton steps' forward ones: less accurate,
+    # still far below what a standard error (or a Newton step) needs
+    steps = _steps(theta, range(theta.size), np.ones(theta.size))
+    for kind, limit in (("central", max(tolerance, 1e-4)), ("forward", 3e-2)):
+        H_kind = _hessian_by_differences(grad, theta, lgm.observed(y.T), steps, kind)[2]
+        assert np.abs((H_kind - H_ad) / size).max() < limit, kind
 
 
 @pytest.mark.slow  # 39 s under load 5 (2026-11-29): out of the default suite's 10 minutes

@@ -19,9 +19,10 @@ TRUTH = {"k": 4.0, "c": 0.8, "q": 0.5, "sigma": 0.02}
 DT = 0.01
 
 
-def oscillator(dt: float) -> kalman.LinearGaussianModel:
+def oscillator(dt: float, size: float = 1.0) -> kalman.LinearGaussianModel:
     """A unit mass on a spring k with damper c, pushed by white force noise of intensity q
-    (held over each sample: q/√dt), position measured with noise sigma."""
+    (held over each sample: q/√dt), position measured with noise sigma; the initial state's
+    prior SDs 0.5 and 1 in units of ``size``."""
 
     import casadi as ca
 
@@ -35,7 +36,7 @@ def oscillator(dt: float) -> kalman.LinearGaussianModel:
         return A, G, ca.DM([[1.0, 0.0]]), th[3] ** 2
 
     return kalman.LinearGaussianModel(["k", "c", "q", "sigma"], mats, dt=dt, name="oscillator",
-                                      initial_covariance=np.diag([0.5**2, 1.0**2]))
+                                      initial_covariance=np.diag([0.5**2, 1.0**2]) * size**2)
 
 
 def discrete(theta: dict, dt: float):
@@ -114,6 +115,29 @@ def test_estimate_on_a_search_bound_is_a_failure():
     assert not result.success
     assert result.parameters["k"] == pytest.approx(2.5)
     assert any(w["code"] == "parameter_at_bound" for w in result.warnings)
+
+
+def test_a_tiny_noise_far_above_its_tiny_bound_is_not_called_on_it():
+    """The oscillator's record in units 1e7 times larger (a sway of ~0.1 µm, noise 2 nm, as a COP
+    rounded to its file's resolution): σ is 20 times its 0.1 nm lower bound, inside a search range
+    up to 1 cm, and must be reported as an estimate with a standard error and an interval, not as
+    "at its lower bound" (a tolerance absolute in the parameter's unit called it so)."""
+    size = 1e-7
+    y = record(TRUTH, 6000, seed=11) * size
+    truth = {**TRUTH, "q": TRUTH["q"] * size, "sigma": TRUTH["sigma"] * size}
+    p = co.StochasticProblem(lambda dt: oscillator(dt, size), trial(y), outputs=["x"],
+                             start={"k": 2.0, "c": 0.3, "q": 1e-7, "sigma": 5e-9},
+                             bounds={"k": (0.1, 100.0), "c": (0.01, 20.0), "q": (1e-12, 1e-2),
+                                     "sigma": (1e-10, 1e-2)}, physical={"sigma": (True, False)})
+    result = co.solve(p, co.KalmanML(free_draws=0), throw=False)
+    assert result.success, result.summary()
+    assert not [w for w in result.warnings if w["code"] in ("parameter_at_bound", "parameter_near_bound")], \
+        result.warnings
+    for k in ("q", "sigma"):
+        se = result.standard_errors[k]
+        assert se is not None and abs(result.parameters[k] - truth[k]) < 3 * se, (k, result.parameters[k], se)
+        lo, hi = result.interval(k)
+        assert 0 < lo < truth[k] < hi, (k, lo, hi)
 
 
 def test_wrong_model_innovations_not_white():
@@ -309,3 +333,38 @@ def test_an_unstable_model_or_a_gappy_record_skips_the_check_and_says_why():
     gappy = y.copy()
     gappy[10] = np.nan
     assert "missing" in free_simulation_check(oscillator(DT), TRUTH, gappy[:, None], DT, outputs=["x"])["skipped"]
+
+
+def test_the_steady_state_likelihood_and_its_gradient_are_the_exact_ones_once_settled():
+    """The covariance held after a transient: on the oscillator (settled after ~100 samples) the
+    NLL equals the exact filter's to rounding; its gradient (a new adjoint sweep) equals central
+    differences of its own NLL and the exact gradient; a KalmanML fit with it reaches the exact
+    fit's estimate, and the report says which likelihood was used."""
+    from colloc.inference.kalman.estimation import _gradient_function, settling_samples
+
+    model = oscillator(DT)
+    y = record(TRUTH, 4000, seed=17)
+    Y, W = model.observed(model.data_matrix(y[:, None]))
+    theta = model.parameter_vector({"k": 3.5, "c": 0.7, "q": 0.6, "sigma": 0.025})
+    s = model.squarings(theta) + 1
+    assert settling_samples(model, theta, 4000) == 250
+    exact_f, exact_g = _gradient_function(model, 4000, s, False)(theta, Y, W)
+    held_f, held_g = _gradient_function(model, 4000, s, False, 250)(theta, Y, W)
+    exact_g, held_g = np.array(exact_g).ravel(), np.array(held_g).ravel()
+    assert float(held_f) == pytest.approx(float(exact_f), rel=1e-11)
+    np.testing.assert_allclose(held_g, exact_g, rtol=1e-6)
+    nll = model.nll_function(4000, s)  # the exact NLL as a function: its differences check both gradients
+    for i in range(4):
+        h = 1e-5 * abs(theta[i])
+        e = np.zeros(4)
+        e[i] = h
+        central = (float(nll(theta + e, Y, W)) - float(nll(theta - e, Y, W))) / (2 * h)
+        assert held_g[i] == pytest.approx(central, rel=1e-5, abs=1e-3)
+    steady = co.solve(problem(y), co.KalmanML(free_draws=0), throw=False)
+    exact = co.solve(problem(y), co.KalmanML(free_draws=0, transient=None), throw=False)
+    assert steady.success and exact.success
+    assert steady.info["steady_state"]["transient_samples"] == 250 and not steady.info["steady_state"]["refit_exact"]
+    assert exact.info["steady_state"]["transient_samples"] is None
+    for k in TRUTH:
+        assert abs(steady.parameters[k] - exact.parameters[k]) < 0.01 * exact.standard_errors[k], k
+    assert any("held after (steady state)" in n for n in steady.notes)

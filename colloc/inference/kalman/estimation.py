@@ -66,6 +66,13 @@ class MLResult:
         ``½ gᵀ H⁻¹ g`` over the free parameters off the bounds: how much one more Newton step
         would lower the NLL.  Far below 1 (a fraction of one log-likelihood unit) at a
         converged estimate.
+    scales : dict
+        Each parameter's typical size, name → value: the optimiser's scaling (``scale``, else
+        ``|theta0|``, or the bound span or 1 where ``theta0`` is 0).  How near a bound is "on" it
+        is judged relative to this (:func:`colloc.results.diagnostics.diagnose`).
+    transient : int or None
+        Samples over which the covariance was updated before it was held (the steady-state
+        likelihood, ``maximum_likelihood(transient=...)``); None: the exact filter throughout.
     """
 
     parameters: dict[str, float]
@@ -84,6 +91,8 @@ class MLResult:
     gradient: dict[str, float] = field(default_factory=dict)
     newton_decrement: float = 0.0
     bounds: dict[str, tuple[float, float]] = field(default_factory=dict)
+    scales: dict[str, float] = field(default_factory=dict)
+    transient: int | None = None
 
     def summary(self) -> pd.DataFrame:
         """A table of estimates and standard errors.
@@ -207,13 +216,84 @@ def _fit_ipopt(model, data, theta, free, fixed_mask, sc, lb, ub, s, hessian, tol
             bool(stats.get("success", False)))
 
 
-def _gradient_function(model, N: int, s: int, compile_gradient: bool):
-    """``(theta, Y, W) -> (nll, gradient)``, compiled to C when asked (cached on disk)."""
-    return model._compiled_gradient(N, s) if compile_gradient else model._derivative("gradient", N, s)
+def _gradient_function(model, N: int, s: int, compile_gradient: bool, transient: int | None = None):
+    """``(theta, Y, W) -> (nll, gradient)``, compiled to C when asked (cached on disk); with
+    ``transient``, the covariance held after that many samples."""
+    return (model._compiled_gradient(N, s, transient) if compile_gradient
+            else model._derivative("gradient", N, s, transient))
 
 
-def _hessian_by_differences(gradient, theta, data, steps):
-    """The Hessian of the NLL by differences of its exact AD gradient, Richardson-extrapolated.
+#: Relative change of the innovation covariance from one sample to the next below which the
+#: Riccati recursion counts as settled (:func:`settling_samples`).
+SETTLED_RTOL = 1e-10
+#: The transient of a steady-state likelihood is a multiple of this many samples (fewer compiled
+#: variants), twice the settling time found, and at most a quarter of the record.
+TRANSIENT_QUANTUM = 250
+
+
+def settling_samples(model: LinearGaussianModel, theta: ParameterValues, num_samples: int) -> int | None:
+    """How many samples the filter's covariance is updated at ``theta`` before it is held
+    (``transient`` of the steady-state likelihood); None for a record too short to gain from it
+    (under 8 quanta).
+
+    The numeric Riccati recursion from the initial covariance, ``S = C P Cᵀ + D Dᵀ + R``,
+    ``K = (Φ P Cᵀ + S_x) S⁻¹``, ``P ← Φ P Φᵀ + Q − K S Kᵀ``, until the innovation covariance ``S``
+    changes by less than :data:`SETTLED_RTOL` (relative) for 10 samples; the transient is twice
+    that, rounded up to a multiple of :data:`TRANSIENT_QUANTUM`, and at most a quarter of the record
+    (also where ``S`` has not settled by then: a weakly observed state, such as an integral of the
+    sway whose initial value the filter learns like a constant, keeps ``S`` moving slowly at the
+    start point; the caller checks the exact NLL at the estimate)."""
+    if num_samples < 8 * TRANSIENT_QUANTUM:
+        return None
+    cap = (num_samples // 4) // TRANSIENT_QUANTUM * TRANSIENT_QUANTUM
+    d = model.discretize(theta)
+    Phi, Q, C, R, Sx, P = d["Phi"], d["Q"], d["C"], d["D"] @ d["D"].T + d["R"], d["S"], d["P0"]
+    last, calm = None, 0
+    for k in range(cap // 2):
+        S = C @ P @ C.T + R
+        if last is not None:
+            change = float(np.max(np.abs(S - last) / np.maximum(np.abs(S), np.abs(last)).clip(min=1e-300)))
+            calm = calm + 1 if change < SETTLED_RTOL else 0
+            if calm >= 10:
+                return min(cap, max(1, math.ceil(2 * (k + 1) / TRANSIENT_QUANTUM)) * TRANSIENT_QUANTUM)
+        last = S
+        K = np.linalg.solve(S.T, (Phi @ P @ C.T + Sx).T).T
+        P = Phi @ P @ Phi.T + Q - K @ S @ K.T
+        P = 0.5 * (P + P.T)
+    return cap
+
+
+def exact_newton_decrement(model: LinearGaussianModel, y: ArrayLike, fit: MLResult, *, compiled: bool = False,
+                           missing: bool = False) -> tuple[float, float]:
+    """``(NLL, ½ gᵀ H⁻¹ g)`` at ``fit``'s estimate with ``g`` the gradient of the *exact* filter's NLL
+    and ``H`` the fit's observed information, over the parameters off their bounds: how much one
+    Newton step on the exact likelihood would still lower it.  A fit of the steady-state
+    likelihood (``transient``) whose decrement is far below 1 (the convergence threshold of
+    :func:`maximum_likelihood` is 1e-3) is an estimate of the exact one; a constant offset between
+    the two NLLs (a slowly settling state) does not move it."""
+    Y = model.data_matrix(y, missing)
+    data = model.observed(Y)
+    names = model.parameter_names
+    theta = np.array([fit.parameters[k] for k in names], dtype=float)
+    nll, g = _gradient_function(model, Y.shape[1], model.squarings(theta) + 1, compiled)(theta, *data)
+    g = np.array(g).ravel()
+    inner = [k for k in fit.fisher_information.index if k not in fit.active_bounds]
+    if not inner:
+        return float(nll), 0.0
+    H = fit.fisher_information.loc[inner, inner].to_numpy(dtype=float)
+    gi = g[[names.index(k) for k in inner]]
+    try:
+        return float(nll), float(0.5 * gi @ np.linalg.solve(H, gi))
+    except np.linalg.LinAlgError:
+        return float(nll), math.inf
+
+
+def _hessian_by_differences(gradient, theta, data, steps, kind: str = "richardson"):
+    """The Hessian of the NLL by differences of its exact AD gradient, Richardson-extrapolated
+    (``kind="richardson"``, for the standard errors), central (``"central"``: ``D(hᵢ)`` alone,
+    2·(free parameters) gradients) or forward (``"forward"``: ``(g(θ + hᵢ eᵢ) − g(θ)) / hᵢ``,
+    one gradient a parameter, for the Newton steps, whose convergence is then judged on the
+    central one).
 
     Column ``i`` is ``(4 D(hᵢ/2) − D(hᵢ)) / 3`` with the central difference
     ``D(h) = (g(θ + h eᵢ) − g(θ − h eᵢ)) / 2h``, symmetrised.  With ``hᵢ`` = 4e-3 of the
@@ -233,8 +313,18 @@ def _hessian_by_differences(gradient, theta, data, steps):
         return (np.array(gradient(theta + e, *data)[1]).ravel()
                 - np.array(gradient(theta - e, *data)[1]).ravel()) / (2 * h)
 
+    def forward(i, h):
+        e = np.zeros(n)
+        e[i] = h
+        return (np.array(gradient(theta + e, *data)[1]).ravel() - np.array(g).ravel()) / h
+
     for i, h in steps.items():
-        H[:, i] = (4.0 * central(i, h / 2) - central(i, h)) / 3.0
+        if kind == "forward":
+            H[:, i] = forward(i, h)
+        elif kind == "central":
+            H[:, i] = central(i, h)
+        else:
+            H[:, i] = (4.0 * central(i, h / 2) - central(i, h)) / 3.0
     idx = list(steps)
     block = H[np.ix_(idx, idx)]
     H[np.ix_(idx, idx)] = 0.5 * (block + block.T)
@@ -256,11 +346,14 @@ class _Stalled(Exception):
     """L-BFGS-B made no progress beyond the NLL's noise (:data:`STALL_RTOL`)."""
 
 
-def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps: int = 6,
-                   rtol: float = STALL_RTOL):
+def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps: int = 8,
+                   rtol: float = STALL_RTOL, fine_hessian=None):
     """Projected Newton steps in the optimiser's variables ``z`` (θ a function of z with
     derivative ``chain(z)``, linear or exponential) off their bounds; ``hessian(θ)`` gives
-    ``(nll, gradient, Hessian)`` in θ.
+    ``(nll, gradient, Hessian)`` in θ.  ``fine_hessian`` (optional, the same, more accurate and
+    dearer): where the cheap Hessian's step does not lower the NLL or its decrement says
+    "converged", the decision is taken again with the fine one (in a narrow ridge a forward
+    difference's error turns the Newton step).
 
     A step is taken while it would lower the NLL by more than ``rtol·max(1, |NLL|)`` (and 1e-9).
     Returns ``(z, steps, saddle, converged)``; ``saddle`` is True when the Hessian had negative
@@ -269,8 +362,9 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
     (or by at most 1e-3, the caller's threshold, where no step lowered it).
     """
     steps = 0
+    fine = fine_hessian is None
     for _ in range(max_steps):
-        f, g, H = hessian(at(z))
+        f, g, H = (hessian if fine_hessian is None or not fine else fine_hessian)(at(z))
         J = chain(z)
         curvature = np.where(logs, J, 0.0)  # d²θ/dz²: θ for the log-space ones, 0 for the others
         g = g[free_idx]
@@ -293,6 +387,9 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
             step = -(V @ ((V.T @ g[inner]) / w))
             decrement = -0.5 * float(g[inner] @ step)
             if not (decrement > max(1e-9, rtol * max(1.0, abs(float(f))))):
+                if not fine:  # confirmed by the fine Hessian
+                    fine = True
+                    continue
                 return z, steps, False, True
         for t in (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125):
             trial = z.copy()
@@ -301,7 +398,11 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
                 z, steps = trial, steps + 1
                 break
         else:
+            if not fine:
+                fine = True
+                continue
             return z, steps, False, (not saddle) and decrement <= 1e-3
+        fine = fine_hessian is None
         if saddle:
             return z, steps, True, False
     return z, steps, False, False
@@ -349,12 +450,14 @@ def _run_lbfgsb(fun, z, lo, hi, max_iter, stall: bool):
             bool(res.success) or "ABNORMAL" in str(res.message), False)
 
 
-def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient, last_hessian=None):
-    """L-BFGS-B with the exact gradient, then projected Newton steps with the difference
-    Hessian; returns ``(theta, iterations, status, success)``.  ``last_hessian`` (a dict, if
-    given) receives the last difference Hessian: ``theta``, ``squarings`` and ``value``
-    (``(nll, gradient, Hessian)``), so that the caller need not recompute it at the estimate."""
-    gradient = _gradient_function(model, data[0].shape[1], s, compile_gradient)
+def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient, transient=None,
+                last_hessian=None):
+    """L-BFGS-B with the exact gradient, then projected Newton steps with the forward-difference
+    Hessian (Richardson's to confirm convergence); returns ``(theta, iterations, status, success)``.
+    ``last_hessian`` (a dict, if given) receives the last Richardson Hessian: ``theta``,
+    ``squarings`` and ``value`` (``(nll, gradient, Hessian)``), so that the caller need not
+    recompute it at the estimate."""
+    gradient = _gradient_function(model, data[0].shape[1], s, compile_gradient, transient)
     theta = theta.copy()
     # parameters bounded away from 0 move in log space (scale-free steps along ridges such as a
     # time constant and an amplitude growing together); the others in units of their scale
@@ -381,7 +484,10 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
             return 1e300, np.zeros_like(z)
         return f, np.array(g).ravel()[free_idx] * chain(z)
 
-    def hessian(th):
+    def hessian(th):  # forward differences: the Newton steps' Hessian
+        return _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc), "forward")
+
+    def fine_hessian(th):  # Richardson's: where the forward one is not trusted, and the standard errors'
         value = _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc))
         if last_hessian is not None:
             last_hessian.update(theta=th.copy(), squarings=s, value=value)
@@ -393,7 +499,8 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
     for _round in range(4):  # L-BFGS-B, then Newton; a saddle point sends it back to L-BFGS-B
         z, its, status, success, stalled = _run_lbfgsb(fun, z, lo, hi, max_iter, stall)
         iterations += its
-        z, steps, saddle, converged = _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi)
+        z, steps, saddle, converged = _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi,
+                                                     fine_hessian=fine_hessian)
         iterations += steps
         if steps:
             status += f"; {steps} Newton step(s)"
@@ -422,6 +529,7 @@ def maximum_likelihood(
     optimizer: str = "ipopt",
     compiled: bool = False,
     missing: bool = False,
+    transient: int | str | None = None,
 ) -> MLResult:
     """Exact maximum-likelihood estimate by the Kalman prediction-error method.
 
@@ -468,9 +576,9 @@ def maximum_likelihood(
         in log space, the others scaled), then projected Newton steps; a saddle point (the
         Hessian not positive definite) is left along its negative curvature and L-BFGS-B
         restarted.  L-BFGS-B hands over to Newton once its NLL stops falling beyond the NLL's
-        rounding noise (:data:`STALL_RTOL`), and Newton steps stop there too; the last
-        Newton Hessian, at the estimate, gives the standard errors.  Its Hessians, and those of
-        the standard errors, are central differences of the exact gradient
+        rounding noise (:data:`STALL_RTOL`), and Newton steps stop there too.  The Newton
+        steps' Hessians are forward differences of the exact gradient (one gradient a
+        parameter), the standard errors' Richardson-extrapolated central ones at the estimate
         (:func:`_hessian_by_differences`): the AD Hessian of a long record costs 2-13 s to
         build.  On a 30 s, 100 Hz real COP record it reaches IPOPT's NLL for the PID and
         PID + delay models, and a lower one (by 1.2) for PD + delay, where IPOPT stops at its
@@ -483,6 +591,14 @@ def maximum_likelihood(
     missing : bool, optional
         NaN in ``y`` marks a value not measured (gaps, or an output at a lower rate): the
         exact likelihood of the measured values (:func:`negative_log_likelihood`).
+    transient : int or "auto", optional
+        ``optimizer="lbfgsb"`` on a complete record: update the filter's covariance over the
+        first ``transient`` samples only and hold it for the rest (O(n²) a sample instead of
+        O(n³); the filter's adjoint with a held covariance, an exact gradient), the steady-state
+        likelihood, equal to the exact one once the Riccati recursion has settled.  ``"auto"``:
+        :func:`settling_samples` at ``theta0`` (exact where it does not settle in half the
+        record).  Default None: the exact filter throughout.  The caller checks the exact NLL
+        at the estimate (``MLResult.transient`` says what was used).
 
     Returns
     -------
@@ -516,8 +632,15 @@ def maximum_likelihood(
     fixed_mask[free_idx] = False
 
     s = model.squarings(theta) + 1
+    if transient == "auto":
+        transient = settling_samples(model, theta, Y.shape[1]) if optimizer == "lbfgsb" and not missing else None
+    elif transient is not None:
+        transient = int(transient)
+        if optimizer != "lbfgsb" or missing or not 0 < transient < Y.shape[1] - 1:
+            raise CollocInputError(f"maximum_likelihood: transient={transient} needs optimizer='lbfgsb', a record "
+                                   f"without missing samples and 0 < transient < {Y.shape[1] - 1}")
     if optimizer == "lbfgsb" and compiled:  # the compiled gradient the fit starts with, not the VM's NLL
-        f0 = float(_gradient_function(model, Y.shape[1], s, compiled)(theta, *data)[0])
+        f0 = float(_gradient_function(model, Y.shape[1], s, compiled, transient)(theta, *data)[0])
     else:
         f0 = negative_log_likelihood(model, Y.T, theta, missing=missing)
     if not math.isfinite(f0):
@@ -534,7 +657,7 @@ def maximum_likelihood(
                                                      tol, max_iter, print_level)
         else:
             theta, its, status, success = _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compiled,
-                                                      last_hessian)
+                                                      transient, last_hessian)
         iterations += its
         needed = model.squarings(theta)
         if needed <= s:
@@ -546,10 +669,12 @@ def maximum_likelihood(
 
     if optimizer == "lbfgsb":
         s = max(s, model.squarings(theta))
-        if (last_hessian.get("squarings") == s and np.array_equal(last_hessian["theta"], theta)):
-            nll, grad, H = last_hessian["value"]  # the Newton steps' last Hessian is at the estimate
+        # Richardson's Hessian: with two estimates correlated at 0.998 (a disturbance's intensity and
+        # time constant) a plain central difference's O(h²) error moves their standard errors by ~6 %
+        if last_hessian.get("squarings") == s and np.array_equal(last_hessian["theta"], theta):
+            nll, grad, H = last_hessian["value"]  # the Newton steps' last Richardson Hessian is at the estimate
         else:
-            gradient = _gradient_function(model, Y.shape[1], s, compiled)
+            gradient = _gradient_function(model, Y.shape[1], s, compiled, transient)
             nll, grad, H = _hessian_by_differences(gradient, theta, data, _steps(theta, free_idx, sc))
     else:
         nll, grad, H = negative_log_likelihood(model, Y.T, theta, hessian=True, missing=missing)
@@ -618,4 +743,6 @@ def maximum_likelihood(
         gradient={nm: float(v) for nm, v in zip(free_names, gf)},
         newton_decrement=decrement,
         bounds={nm: (float(lo), float(hi)) for nm, lo, hi in zip(names, lb, ub)},
+        scales={nm: float(v) for nm, v in zip(names, sc)},
+        transient=transient if isinstance(transient, int) else None,
     )

@@ -261,7 +261,7 @@ class LinearGaussianModel:
         self._step = filter_step(n, q, p, C_value=C_value, D_value=D_value, covariance=continuous)
         self._discrete_cache: dict[int, ca.Function] = {}
         self._nll_cache: dict[tuple[int, int], ca.Function] = {}
-        self._deriv_cache: dict[tuple[str, int, int] | str, ca.Function] = {}
+        self._deriv_cache: dict[tuple[str, int, int, int] | str, ca.Function] = {}
         #: Seconds spent compiling the filter's C code so far, and what each load of it was:
         #: "built" (the compiler ran), "cache" (a library from the disk cache) or "failed"
         #: (no compiler, or it failed: the filter runs uncompiled).
@@ -535,7 +535,36 @@ class LinearGaussianModel:
                 [adj[0], adj[1], *[a + b for a, b in zip(sums, adj[4:9])]])
         return self._deriv_cache["backward"]
 
-    def _filter_adjoint_function(self, N: int) -> ca.Function:
+    def _steady_step(self) -> ca.Function:
+        """The filter step with its covariance held: ``(m, P, y, w, Φ, N, C, D, R) -> (m⁺, nll term)``,
+        the mean update and likelihood term of :meth:`_step` without the Riccati update (its
+        O(n³) part), for the samples after the covariance has settled."""
+        if "steady" not in self._deriv_cache:
+            step = self._step
+            inputs = [ca.SX.sym(step.name_in(i), step.sparsity_in(i)) for i in range(step.n_in())]
+            m_next, _, term = step(*inputs)
+            self._deriv_cache["steady"] = ca.Function(
+                "kalman_steady_step", inputs, [m_next, term], [step.name_in(i) for i in range(step.n_in())],
+                ["m_next", "nll"])
+        return self._deriv_cache["steady"]
+
+    def _steady_backward_step(self) -> ca.Function:
+        """The reverse of :meth:`_steady_step`: inputs the adjoint of ``m⁺``, the running sums of the
+        adjoints of ``P, Φ, N, C, D, R``, then the step's inputs; outputs the adjoint of ``m`` and the
+        sums with this step's adjoints added."""
+        if "steady_backward" not in self._deriv_cache:
+            step = self._steady_step()
+            inputs = [ca.SX.sym(step.name_in(i), step.sparsity_in(i)) for i in range(step.n_in())]
+            outputs = step(*inputs)
+            seed = ca.SX.sym("adj_m_next", step.sparsity_out(0))
+            held = (1, 4, 5, 6, 7, 8)
+            sums = [ca.SX.sym("sum_" + step.name_in(i), step.sparsity_in(i)) for i in held]
+            adj = step.reverse(1)(*inputs, *outputs, seed, ca.SX(1.0))
+            self._deriv_cache["steady_backward"] = ca.Function(
+                "kalman_steady_adjoint", [seed, *sums, *inputs], [adj[0], *[a + adj[i] for a, i in zip(sums, held)]])
+        return self._deriv_cache["steady_backward"]
+
+    def _filter_adjoint_function(self, N: int, transient: int | None = None) -> ca.Function:
         """``(Φ, N, C, D, R, m0, P0, Y, W) -> (nll, adjoints of Φ, N, C, D, R, m0, P0)`` over a record
         of ``N`` samples (``N`` the noise input of :meth:`_discrete`): a forward filter pass that
         keeps every step's mean and covariance and one reverse sweep of :meth:`_backward_step`
@@ -546,6 +575,12 @@ class LinearGaussianModel:
         differentiates its nested ``mapaccum`` by recomputing each block's forward steps
         (memory ∝ the nesting base), which here costs more than keeping the ``N`` steps'
         ``(m, P)`` (``N·n·(n+1)`` numbers: 3.5 MB for 6000 samples and 8 states).
+
+        ``transient`` (``0 < transient < N - 1``): the covariance is updated over the first
+        ``transient`` samples only and held at its value there for the rest (:meth:`_steady_step`:
+        O(n²) a sample instead of O(n³)).  Once the Riccati recursion has settled this is the
+        exact likelihood up to the covariance's remaining change; the gradient is exact for it
+        (the held covariance's adjoint flows back into the transient's sweep).
         """
         n = self.num_states
         step = self._step
@@ -555,30 +590,54 @@ class LinearGaussianModel:
         P0 = ca.MX.sym("P0", n, n)
         Y = ca.MX.sym("Y", self.num_outputs, N)
         W = ca.MX.sym("W", self.num_outputs, N)
-        scan = step.mapaccum(f"{self.name}_filter_{N}", N, 2, {})
-        M, P, terms = scan(m0, P0, Y, W, Phi, Gam, C, D, R)
-        Mprev = ca.horzcat(m0, M[:, :N - 1])
-        Pprev = ca.horzcat(P0, P[:, :n * (N - 1)])
-        back = list(range(N - 1, -1, -1))
-        back_blocks = [k * n + j for k in back for j in range(n)]
-        sweep = self._backward_step().mapaccum(f"{self.name}_adjoint_{N}", N, 7, {})
+        Yall, Wall = Y, W
+        T = N if transient is None else int(transient)
+        if not 0 < T <= N or T == N - 1:
+            raise ValueError(f"_filter_adjoint_function: transient {transient} outside 1..{N - 2} (or N)")
         zeros = [ca.MX.zeros(v.sparsity()) for v in (m0, P0, Phi, Gam, C, D, R)]
-        adj = sweep(*zeros, Mprev[:, back], Pprev[:, back_blocks], Y[:, back], W[:, back], Phi, Gam, C, D, R)
+        seeds, terms_steady = list(zeros), ca.MX(0.0)
+        if T < N:  # the steady part: the mean through the held covariance P_T, then its reverse sweep
+            S = N - T
+            Yt, Wt = Y[:, :T], W[:, :T]
+            scan = step.mapaccum(f"{self.name}_filter_{N}_t{T}", T, 2, {})
+            M, P, terms = scan(m0, P0, Yt, Wt, Phi, Gam, C, D, R)
+            mT, PT = M[:, T - 1], P[:, n * (T - 1):]
+            steady = self._steady_step().mapaccum(f"{self.name}_steady_{N}_t{T}", S, 1, {})
+            Ms, terms_s = steady(mT, PT, Y[:, T:], W[:, T:], Phi, Gam, C, D, R)
+            terms_steady = ca.sum2(terms_s)
+            back_s = list(range(S - 1, -1, -1))
+            sweep_s = self._steady_backward_step().mapaccum(f"{self.name}_steady_adjoint_{N}_t{T}", S, 7, {})
+            adj_s = sweep_s(zeros[0], *zeros[1:], ca.horzcat(mT, Ms[:, :S - 1])[:, back_s], PT,
+                            Y[:, T:][:, back_s], W[:, T:][:, back_s], Phi, Gam, C, D, R)
+            seeds = [a[:, a.shape[1] - z.shape[1]:] for a, z in zip(adj_s, zeros)]
+            Y, W = Yt, Wt
+        else:
+            scan = step.mapaccum(f"{self.name}_filter_{N}", N, 2, {})
+            M, P, terms = scan(m0, P0, Y, W, Phi, Gam, C, D, R)
+        Mprev = ca.horzcat(m0, M[:, :T - 1])
+        Pprev = ca.horzcat(P0, P[:, :n * (T - 1)])
+        back = list(range(T - 1, -1, -1))
+        back_blocks = [k * n + j for k in back for j in range(n)]
+        sweep = self._backward_step().mapaccum(f"{self.name}_adjoint_{N}" + (f"_t{T}" if T < N else ""), T, 7, {})
+        adj = sweep(*seeds, Mprev[:, back], Pprev[:, back_blocks], Y[:, back], W[:, back], Phi, Gam, C, D, R)
         # the last column of each accumulated output is the sum over all steps
         last = [a[:, a.shape[1] - z.shape[1]:] for a, z in zip(adj, zeros)]
         am0, aP0, aPhi, aGam, aC, aD, aR = last
-        return ca.Function(f"{self.name}_filter_adjoint_{N}", [Phi, Gam, C, D, R, m0, P0, Y, W],
-                           [ca.sum2(terms), aPhi, aGam, aC, aD, aR, am0, aP0])
+        return ca.Function(f"{self.name}_filter_adjoint_{N}" + (f"_t{T}" if T < N else ""),
+                           [Phi, Gam, C, D, R, m0, P0, Yall, Wall],
+                           [ca.sum2(terms) + terms_steady, aPhi, aGam, aC, aD, aR, am0, aP0])
 
-    def _gradient_function(self, N: int, s: int, filter_adjoint: ca.Function | None = None) -> ca.Function:
+    def _gradient_function(self, N: int, s: int, filter_adjoint: ca.Function | None = None,
+                           transient: int | None = None) -> ca.Function:
         """``(theta, Y, W) -> (nll, gradient)``: the discretisation at ``s`` squarings, the filter and
-        its adjoint (:meth:`_filter_adjoint_function`, or the compiled ``filter_adjoint``), and the
-        adjoints taken back to ``theta`` through the discretisation (reverse-mode AD of its SX)."""
+        its adjoint (:meth:`_filter_adjoint_function` with ``transient``, or the compiled
+        ``filter_adjoint``), and the adjoints taken back to ``theta`` through the discretisation
+        (reverse-mode AD of its SX)."""
         theta = ca.MX.sym("theta", self.num_parameters)
         Y = ca.MX.sym("Y", self.num_outputs, N)
         W = ca.MX.sym("W", self.num_outputs, N)
         disc = self._discrete(s)(theta)  # Φ, Γ or Q, C, D, R, m0, P0
-        fa = self._filter_adjoint_function(N) if filter_adjoint is None else filter_adjoint
+        fa = self._filter_adjoint_function(N, transient) if filter_adjoint is None else filter_adjoint
         nll, *adj = fa(*disc, Y, W)
         outs = ca.vertcat(*[ca.vec(v) for v in disc])
         seeds = ca.vertcat(*[ca.vec(v) for v in adj])
@@ -586,7 +645,7 @@ class LinearGaussianModel:
         return ca.Function(f"{self.name}_gradient_{N}", [theta, Y, W], [nll, gradient],
                            ["theta", "Y", "W"], ["nll", "gradient"])
 
-    def _compiled_gradient(self, N: int, s: int) -> ca.Function:
+    def _compiled_gradient(self, N: int, s: int, transient: int | None = None) -> ca.Function:
         """:meth:`_gradient_function` with its filter and adjoint sweep compiled to C
         (:func:`colloc.base.compiler.shared_library`), or uncompiled, with a
         :class:`~colloc.base.compiler.CompilerWarning`, where that fails.
@@ -597,15 +656,16 @@ class LinearGaussianModel:
         count.  The library is found again by a key of what defines it (the SX filter step, its
         name with ``N``, the CasADi version and :data:`_GRADIENT_CODE`), so that a later process
         loads it without building the function or generating its C code."""
-        key = ("compiled", int(N), int(s))
+        T = None if transient is None or int(transient) >= N else int(transient)
+        key = ("compiled", int(N), int(s), T or 0)
         if key in self._deriv_cache:
             return self._deriv_cache[key]
-        fkey = ("compiled-filter", int(N), 0)
+        fkey = ("compiled-filter", int(N), 0, T or 0)
         if fkey not in self._deriv_cache:
             from ...base.compiler import cache_dir, shared_library
             from ...base.files import write_atomic
 
-            name = f"{self.name}_filter_adjoint_{N}"
+            name = f"{self.name}_filter_adjoint_{N}" + (f"_t{T}" if T else "")
             version: str = ca.__version__  # type: ignore[attr-defined]
             key_text = f"{_GRADIENT_CODE}\n{version}\n{self._step.serialize()}\n{name}"
             digest = hashlib.sha256(key_text.encode()).hexdigest()[:32]
@@ -621,7 +681,7 @@ class LinearGaussianModel:
             if function is None:
                 from ...base.compiler import compiler_runs
 
-                function = self._filter_adjoint_function(N)
+                function = self._filter_adjoint_function(N, T)
                 gen = ca.CodeGenerator(f"kalman_{name}", {"with_header": False})
                 gen.add(function)
                 t_compile, runs = time.perf_counter(), compiler_runs()
@@ -638,14 +698,15 @@ class LinearGaussianModel:
         self._deriv_cache[key] = self._gradient_function(N, s, self._deriv_cache[fkey])
         return self._deriv_cache[key]
 
-    def _derivative(self, kind: str, num_samples: int, squarings: int) -> ca.Function:
-        """``(theta, Y, W) -> (nll, gradient)`` (``kind="gradient"``, :meth:`_gradient_function`)
-        or ``-> (nll, gradient, hessian)`` (``"hessian"``: AD of :meth:`nll_function`)."""
-        key = (kind, int(num_samples), int(squarings))
+    def _derivative(self, kind: str, num_samples: int, squarings: int, transient: int | None = None) -> ca.Function:
+        """``(theta, Y, W) -> (nll, gradient)`` (``kind="gradient"``, :meth:`_gradient_function`, with
+        ``transient``) or ``-> (nll, gradient, hessian)`` (``"hessian"``: AD of :meth:`nll_function`)."""
+        T = None if transient is None or int(transient) >= num_samples or kind != "gradient" else int(transient)
+        key = (kind, int(num_samples), int(squarings), T or 0)
         if key not in self._deriv_cache:
-            N, s = key[1:]
+            N, s = key[1:3]
             if kind == "gradient":
-                self._deriv_cache[key] = self._gradient_function(N, s)
+                self._deriv_cache[key] = self._gradient_function(N, s, transient=T)
             else:
                 theta = ca.MX.sym("theta", self.num_parameters)
                 Y = ca.MX.sym("Y", self.num_outputs, N)
