@@ -373,6 +373,7 @@ def test_two_link_cohort_equals_serial_identify(tmp_path):
     assert {r["unit"] for r in summary if r["parameter"] in ("k_00", "p")} == {"N·m/rad", "1/s^2"}
 
 
+@pytest.mark.slow  # 14 s alone (2026-11-29): out of the default suite's 10 minutes
 def test_a_cohort_of_real_subjects_with_their_bodies_and_lab_columns(tmp_path):
     """Real 100 Hz force-plate trials as the lab wrote them (gzip, tab-separated, COPx in cm),
     each fit with its subject's height and mass from the manifest: the batch's fits equal

@@ -33,6 +33,7 @@ def _common(report: dict, name: str) -> None:
     assert all(t["pass"] in (True, False, None) for t in report.get("targets", []))
 
 
+@pytest.mark.slow  # 9 s alone (2026-11-29): out of the default suite's 10 minutes
 def test_pendulum_basin_quick(tmp_path):
     proc, report = _run("pendulum_basin.py", tmp_path / "basin.json")
     _common(report, "pendulum_basin")

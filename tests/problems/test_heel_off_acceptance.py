@@ -27,6 +27,7 @@ def heel_off_trial(duration: float, noisy: bool, seed: int = 0) -> heel_off.Heel
     return heel_off.HeelOffTrial("noisy.csv" if noisy else "clean.csv", time, states, signals["platform_acc"])
 
 
+@pytest.mark.slow  # 9 s alone (2026-11-29): out of the default suite's 10 minutes
 def test_the_reference_record_has_the_four_heel_offs_of_the_acceptance():
     _time, _signals, events = reference.record(duration=20.0, sigma_theta_deg=0.0, sigma_omega_deg=0.0,
                                                sigma_acc=0.0)

@@ -125,6 +125,7 @@ def first_lift_and_landing(ts, gap, clear=1e-3):
     return ts[up], ts[down]
 
 
+@pytest.mark.slow  # 8 s alone (2026-11-29): out of the default suite's 10 minutes
 def test_heel_off_and_landing_times_match_a_stiff_penalty_reference():
     acc = pulse(0.1, -4.0, 0.4)  # the platform backwards: the body falls forwards onto the toes
     ts, gaps = penalty_reference(acc, 900.0, 250.0, 0.6)
@@ -138,6 +139,7 @@ def test_heel_off_and_landing_times_match_a_stiff_penalty_reference():
     assert land - lift > 0.1
 
 
+@pytest.mark.slow  # 7 s alone (2026-11-29): out of the default suite's 10 minutes
 def test_delayed_feedback_heel_off_and_landing_times_match_a_stiff_penalty_reference():
     # a pulse that the undelayed loop rides out with the foot flat lifts the heel with τ = 0.1 s
     # (at -3 m/s² the reference and the simulator both lose both contacts at 0.569 s)

@@ -84,6 +84,7 @@ def test_profile_over_tau_brackets_the_truth(tmp_path):
     assert (tmp_path / "profile.png").stat().st_size > 1000
 
 
+@pytest.mark.slow  # 17 s alone (2026-11-29): out of the default suite's 10 minutes
 def test_multisine_model_recovers_the_excitation_and_the_delay_from_clean_data():
     """The exact parametric model (24 multisine coefficients in place of the measured input):
     on clean data it finds τ, K and the excitation itself."""

@@ -378,6 +378,7 @@ def test_simulated_moments_match_the_model():
 RECORD = 3000  # 30 s at 100 Hz keeps the default suite fast; the slow test uses 60 s
 
 
+@pytest.mark.slow  # 13 s alone (2026-11-29): out of the default suite's 10 minutes
 def test_recovers_cip_gains_on_simulated_data(cip):
     z = []
     for seed in (0, 1):
