@@ -17,8 +17,9 @@ shipped seed case by default), as a user experiences both: ``colloc identify two
 FILE --out RESULT.json`` in one process, and in another a script that reads FILE, writes
 opty's problem in SymPy, builds it (opty's code generation and C compilation) and solves it
 (``benchmarks/two_link_vs_opty.py``'s opty worker, midpoint, gains ×100, L-BFGS), the two in
-turn ``--repeats`` times; medians of wall and CPU time and the ratio colloc/opty (target of
-issue 15: at most 0.05).  opty may live in another environment (``--opty-python``)::
+turn ``--repeats`` times; medians of wall and CPU time and the ratio colloc/opty (a guard of
+issue 20: at most 0.08; issue 15's 0.05 was withdrawn, since it needs a linear solver IPOPT
+does not offer).  opty may live in another environment (``--opty-python``)::
 
     python benchmarks/whole_command.py --vs-opty --opty-python /path/to/venv/bin/python [--repeats 5]
 
@@ -52,10 +53,14 @@ from pathlib import Path
 
 import numpy as np
 
+
 try:  # run as a script (benchmarks/ on the path) or imported as benchmarks.NAME
     from _report import write_report
 except ImportError:
     from benchmarks._report import write_report
+
+#: colloc/opty, the whole command's guard (issue 20).
+TARGET = 0.08
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = str(ROOT / "benchmarks" / "results" / "whole_command.json")
@@ -198,9 +203,10 @@ def vs_opty(data: Path, repeats: int, opty_python: str, folder: Path) -> dict:
             c = float(np.median([row[key] for row in runs["colloc"]]))
             pairs = [a[key] / b[key] for a, b in zip(runs["colloc"], runs["opty"])]
             out[key] = {"opty_median": o, "colloc_median": c, "ratio_of_medians": c / o,
-                        "pair_ratios": pairs, "target": 0.05, "pass": c / o <= 0.05}
+                        "pair_ratios": pairs, "target": TARGET, "pass": c / o <= TARGET}
+            verdict = "PASS" if c / o <= TARGET else "FAIL"
             print(f"{key[:-2]:>4}: opty median {o:6.2f} s, colloc median {c:5.2f} s, colloc/opty {c / o:.3f} "
-                  f"(pairs {min(pairs):.3f}–{max(pairs):.3f}; target 0.05)  {'PASS' if c / o <= 0.05 else 'FAIL'}")
+                  f"(pairs {min(pairs):.3f}–{max(pairs):.3f}; target {TARGET})  {verdict}")
     return out
 
 
