@@ -33,7 +33,7 @@ def parent_main() -> dict[str, str]:
     path = getattr(main, "__file__", None)
     if path is None:
         return {}
-    origin = getattr(process, "ORIGINAL_DIR", None)  # where this process started (not in the type stubs)
+    origin = getattr(process, "ORIGINAL_DIR", None)  # where this process started (typeshed does not declare it)
     if not os.path.isabs(path) and origin is not None:
         path = os.path.join(origin, path)
     return {MAIN_FILE: os.path.normpath(path)}
