@@ -14,7 +14,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import colloc as co
-from colloc.solving import solve as solve_module, start as start_module, starts as starts_module
+from colloc.solving import smooth as smooth_module, solve as solve_module, start as start_module, starts as starts_module
 
 TRUE = {"F": 0.25, "omega": 2.0, "delta": 1.0}
 G, L, M, IZZ = 9.81, 1.0, 1.0, 1.0
@@ -73,7 +73,7 @@ def test_an_unacceptable_first_solve_is_followed_by_several_starts(problem, monk
     # can give): the solve from it fails, then AUTO_STARTS starts run and the best is kept
     bad = start_module.InitialEstimate({"F": 0.1, "omega": 1.0, "delta": 0.1}, "equation-error", False,
                                        "a planted wrong estimate")
-    monkeypatch.setattr(solve_module, "_initial_estimate", lambda *a, **k: bad)
+    monkeypatch.setattr(smooth_module, "_initial_estimate", lambda *a, **k: bad)
     in_process = []  # full solves the several starts run in this process (start 0, the winner's polish)
     real = starts_module._run_local
     monkeypatch.setattr(starts_module, "_run_local",
@@ -92,7 +92,7 @@ def test_an_unacceptable_first_solve_is_followed_by_several_starts(problem, monk
 
 def test_an_explicit_start_is_never_second_guessed(problem, monkeypatch):
     bad = start_module.InitialEstimate({"F": 0.1, "omega": 1.0, "delta": 0.1}, "equation-error", False, "planted")
-    monkeypatch.setattr(solve_module, "_initial_estimate", lambda *a, **k: bad)
+    monkeypatch.setattr(smooth_module, "_initial_estimate", lambda *a, **k: bad)
     result = co.solve(problem, start="equation-error", throw=False)
     assert "auto_starts" not in result.initial_estimate
     assert not result.success

@@ -18,7 +18,7 @@ from .explicit import explicit_rhs
 from .model import Model
 from .trial import Trial
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "TrialPlan"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,21 @@ class Term:
     trial: int | None = None
     function: Callable | None = None
     signals: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrialPlan:
+    """What a method reads of one trial besides its samples, taken from the problem at once
+    (:meth:`Problem.trial_plans`): the known inputs' jump times, the sample times of held
+    inputs, and the fitted signals with their weights."""
+
+    index: int
+    trial: Trial
+    input_jumps: dict[str, np.ndarray]  # known input -> its jump times (Problem.input_jumps)
+    jump_times: np.ndarray  # every time at which some known input may jump (Problem.jump_times)
+    hold_times: np.ndarray  # the samples of held inputs (Problem.hold_times)
+    fitted: list[str]  # Problem.fitted_signals
+    weights: dict[str, float]  # Problem.fit_weights
 
 
 class Problem:
@@ -250,6 +265,15 @@ class Problem:
         if not held:
             return np.zeros(0)
         return np.unique(np.concatenate([t.time[t.present(u)] for u in held]))
+
+    def trial_plans(self) -> list[TrialPlan]:
+        """A :class:`TrialPlan` of every trial, in order."""
+        plans = []
+        for i, t in enumerate(self.trials):
+            jumps = self.input_jumps(i)
+            times = np.unique(np.concatenate(list(jumps.values()))) if jumps else np.zeros(0)
+            plans.append(TrialPlan(i, t, jumps, times, self.hold_times(i), self.fitted_signals(i), self.fit_weights(i)))
+        return plans
 
     def jump_times(self, trial: int) -> np.ndarray:
         """All times at which some known input of trial ``trial`` may jump (sorted, unique)."""

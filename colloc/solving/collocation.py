@@ -196,8 +196,10 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
         tn = layout.nodes[i]
         Z = trials_z[i]
         # known inputs at the nodes: measured, or estimated (errors-in-variables)
-        reader = InputReader(trial, known, method.input_interpolation, problem.input_jumps(i))
+        plan = layout.plans[i]
+        reader = InputReader(trial, known, method.input_interpolation, plan.input_jumps)
         measured_u = reader(tn)  # through the measured samples, piecewise between jumps
+        held = held_inputs(trial, known)  # the inputs the simulation check holds between samples
         U = np.stack([
             Z[n + q + eiv.index(u)] if u in eiv else measured_u[k] for k, u in enumerate(known)
         ]) if known else np.zeros((0, tn.size))
@@ -206,12 +208,12 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
         Y = np.vstack([Y, Z[n + q : n + q + len(eiv)]])  # delayed-state rows (if any) follow
         traj = pd.DataFrame(Y.T, columns=signal_names, index=pd.Index(tn, name="time"))
         trajectories[trial.name] = traj
-        fitted = problem.fitted_signals(i)
+        fitted = plan.fitted
         b = next(k for k, blk in enumerate(nlp.blocks) if blk.name == "fit" and blk.trial == i)
         blk = nlp.blocks[b]
         r = res_all[nlp.res_offsets[b] : nlp.res_offsets[b] + blk.num_res * blk.count]
         fit_res_parts.append(r)
-        weights = problem.fit_weights(i)
+        weights = plan.weights
         w = np.sqrt([weights[s] for s in fitted])
         R = r.reshape(blk.count, blk.num_res) / w[None, :]
         if fitted:  # a sample not measured has no residual
@@ -225,7 +227,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
             # after it, so the integration restarts there
             mesh = np.arange(0, tn.size, layout.stride)
             t_sim, U_sim, R_sim = tn[mesh], U[:, mesh], R_free[:, mesh]
-            jumps = problem.jump_times(i)
+            jumps = plan.jump_times
             if jumps.size:
                 k = np.flatnonzero(np.isin(t_sim, jumps))
                 left = reader(t_sim[k], side="left")
@@ -236,7 +238,7 @@ def _unpack(problem, method, layout: Layout, nlp: NLP, x, objective: float, solv
             if checks is None:  # one worker beside this thread (the compiled integrator releases the GIL)
                 checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="colloc-simulation")
             simulation[trial.name] = checks.submit(_simulation_check, model, trial, fitted, Z[:n, 0], params,
-                                                   t_sim, U_sim, R_sim, held_inputs(trial, known))
+                                                   t_sim, U_sim, R_sim, held)
 
     se = cov = None
     info: dict[str, Any] = {"hessian": solver.hessian, "num_variables": layout.size,

@@ -10,14 +10,14 @@ banded per trial with dense parameter columns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
 
 from ..base.errors import ProblemError
 from ..base.naming import function_name
-from ..definition.problem import Problem
+from ..definition.problem import Problem, TrialPlan
 from .grid import interpolation_stencil, locate, mesh_nodes, trapezoid_weights
 from .interpolation import InputReader, keys_kernel, keys_weights
 from .methods import AbstractTranscription
@@ -46,6 +46,8 @@ class Layout:
     stride : int
         Nodes per mesh interval: node ``k·stride`` is mesh point ``k`` (1 for two-node
         schemes, whose nodes are the mesh).
+    plans : list of TrialPlan
+        What the transcription read of each trial (:meth:`colloc.Problem.trial_plans`).
     """
 
     z_names: list[str]
@@ -57,6 +59,7 @@ class Layout:
     param_offset: int
     scale: np.ndarray
     stride: int = 1
+    plans: list[TrialPlan] = field(default_factory=list)
 
     @property
     def nz(self) -> int:
@@ -300,10 +303,12 @@ def transcribe(
     sample_nodes: list[np.ndarray | None] = []
     offsets: list[int] = []
     offset = 0
-    for t in problem.trials:
+    plans = problem.trial_plans()
+    for plan in plans:
+        t = plan.trial
         # mesh points at every jump and at every sample of a held input (its value steps there)
         mesh, tn = mesh_nodes(t.time, method.num_nodes, method.refine, method.node_fractions,
-                              np.union1d(problem.jump_times(len(nodes)), problem.hold_times(len(nodes))))
+                              np.union1d(plan.jump_times, plan.hold_times))
         at = _sample_nodes(t.time, tn)
         if eiv and len(tn) > t.num_samples and at is None:
             raise ProblemError(
@@ -328,21 +333,8 @@ def transcribe(
         param_offset=offset,
         scale=np.concatenate([np.tile(sz, offset // nz if nz else 0), sp]),
         stride=len(method.node_fractions) - 1,
+        plans=plans,
     )
-
-    # ---- guesses and bounds -------------------------------------------------------------
-    x0 = np.empty(layout.size)
-    lbx = np.empty(layout.size)
-    ubx = np.empty(layout.size)
-    for i, tn in enumerate(nodes):
-        idx = layout.z_index(i)
-        guess = problem.guess_trajectories(i, tn)
-        x0[idx] = np.stack([guess[name] for name in z_names]) / sz[:, None]
-        lbx[idx] = (zlo / sz)[:, None]
-        ubx[idx] = (zhi / sz)[:, None]
-    x0[layout.p_index] = model.guesses("parameter") / sp
-    lbx[layout.p_index] = plo / sp
-    ubx[layout.p_index] = phi / sp
 
     # ---- blocks -------------------------------------------------------------------------
     dyn = None if model.delays else _interval_function(problem, method, sz, sp, eq_scale)
@@ -368,7 +360,7 @@ def transcribe(
         pidx = np.repeat(layout.p_index[:, None], K, axis=1)
         interval_index = np.vstack([zi[:, first + j] for j in range(stride + 1)] + [pidx])
         # known inputs through their measured samples, piecewise between their jumps
-        reader = InputReader(trial, known, method.input_interpolation, problem.input_jumps(i))
+        reader = InputReader(trial, known, method.input_interpolation, plans[i].input_jumps)
         u_nodes = reader(tn)
         dyn_i = dyn
         steps = np.diff(mesh)
@@ -448,12 +440,12 @@ def transcribe(
                 )
 
         # fit of measured signals at the sample times
-        fitted = problem.fitted_signals(i)
+        fitted = plans[i].fitted
         sel = [signal_names.index(s) for s in fitted]
         node_mode, idx, lead = _locate_index(zi, layout.p_index, tn, trial.time)
         u_samples = reader(trial.time)  # the measured values, unmeasured ones interpolated
         meas = np.stack([trial[s] for s in fitted]) if fitted else np.zeros((0, trial.num_samples))
-        weights = problem.fit_weights(i)
+        weights = plans[i].weights
         sqrt_w = np.sqrt([weights[s] for s in fitted])[:, None] * np.ones_like(meas)
         unmeasured = np.isnan(meas)  # no residual there: weight 0 (not counted as observations)
         meas[unmeasured], sqrt_w[unmeasured] = 0.0, 0.0
@@ -595,6 +587,20 @@ def transcribe(
                     instance_times=np.array([term.time]),
                 )
             )
+
+    # ---- guesses and bounds -------------------------------------------------------------
+    x0 = np.empty(layout.size)
+    lbx = np.empty(layout.size)
+    ubx = np.empty(layout.size)
+    for i, tn in enumerate(nodes):
+        idx = layout.z_index(i)
+        guess = problem.guess_trajectories(i, tn)
+        x0[idx] = np.stack([guess[name] for name in z_names]) / sz[:, None]
+        lbx[idx] = (zlo / sz)[:, None]
+        ubx[idx] = (zhi / sz)[:, None]
+    x0[layout.p_index] = model.guesses("parameter") / sp
+    lbx[layout.p_index] = plo / sp
+    ubx[layout.p_index] = phi / sp
     return layout, blocks, x0, lbx, ubx
 
 
