@@ -213,9 +213,17 @@ _D = np.ctypeslib.ndpointer(dtype=np.float64, flags="C_CONTIGUOUS")
 _N = ctypes.c_int64
 
 
-@functools.lru_cache(maxsize=1)
 def _library() -> ctypes.CDLL | None:
     """The compiled library (compiled on first use, cached on disk), or ``None``."""
+    from ..base.compiler import _compiler
+
+    return _load(_compiler())
+
+
+@functools.lru_cache(maxsize=4)
+def _load(compiler: str | None) -> ctypes.CDLL | None:
+    """:func:`_library` for the compiler in use: keyed by it, so that an answer without one
+    (``$COLLOC_NO_COMPILER``, a ``$CC`` that fails) is not kept once a compiler is there."""
     from ..base.compiler import shared_library
 
     path = shared_library("ldl", _SOURCE, quiet=True)

@@ -135,3 +135,15 @@ def test_values_through_buffers_equal_a_call():
         np.testing.assert_array_equal(g, w)
     with pytest.raises(ValueError, match="input 0 has 4 entries, expected 10"):
         values(F, np.zeros(4), Y)
+
+
+@needs_compiler
+def test_an_answer_without_a_compiler_is_not_kept_once_there_is_one(monkeypatch):
+    # a solve run with COLLOC_NO_COMPILER=1 (a test, a user) found no library; the next factorisation
+    # in the same process, with the compiler back, must get it
+    _, A, _, K = chain_kkt(10, delta=0.1)
+    upper, perm = sps.triu(K, format="csc"), covariance._time_order(A.tocsr())
+    monkeypatch.setenv("COLLOC_NO_COMPILER", "1")
+    assert ldl.ordered_ldl(upper, perm, max_fill=1e9) is None
+    monkeypatch.delenv("COLLOC_NO_COMPILER")
+    assert isinstance(ldl.ordered_ldl(upper, perm, max_fill=1e9), ldl.OrderedLDL)
