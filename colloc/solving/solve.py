@@ -124,7 +124,7 @@ def solve(
 def _path_of(problem, method) -> Callable[..., Result]:
     """The function that fits a problem of this kind (an :class:`OptionsError` for any other object)."""
     if isinstance(problem, HybridProblem):
-        return _fit_hybrid
+        return _fit_timed if problem.timed else _fit_hybrid
     if isinstance(problem, StochasticProblem):
         return _fit_stochastic
     kalman = sys.modules.get(f"{__package__}.kalman_ml")  # a KalmanML exists only once its module is imported
@@ -137,30 +137,42 @@ def _path_of(problem, method) -> Callable[..., Result]:
     return fit_smooth
 
 
-def _fit_hybrid(problem: HybridProblem, method, options: SolveOptions) -> Result:
-    """``solve`` of a hybrid problem: what it does not take refused, then
-    :func:`colloc.solving.hybrid.solve_hybrid` (several starts: :func:`solve_starts` from the
-    guess and seeded space-filling points of the parameters' box)."""
-    from .hybrid import finalize_hybrid, solve_hybrid, start_hybrid
-
+def _hybrid_method(problem: HybridProblem, method, options: SolveOptions) -> Radau:
+    """The method of a hybrid fit (default ``Radau()``), after refusing what a hybrid fit does
+    not take."""
     method = Radau() if method is None else method
-    solver, guess, starts = options.solver, options.guess, options.starts
-    if solver.hessian == "gauss-newton":
+    if options.solver.hessian == "gauss-newton":
         raise OptionsError("solve(HybridProblem, solver=Ipopt(hessian='gauss-newton')): the hybrid fit uses the exact "
                            "Hessian or 'limited-memory'")
-    if starts != 1 and problem.timed:
-        raise OptionsError(f"solve(HybridProblem, starts={starts!r}): a hybrid problem with time events or timed "
-                           "modes is fitted from one start (its guess); pass starts=1")
     if options.start not in (None, "guess"):
         raise OptionsError(f"solve(HybridProblem, start={options.start!r}): a hybrid problem starts from its guess")
-    if not isinstance(method, Radau) and (problem.timed or starts != 1):
+    if not isinstance(method, Radau) and (problem.timed or options.starts != 1):
         raise OptionsError(f"solve(HybridProblem, method={method!r}): a hybrid problem is collocated phase by "
                            "phase on Radau points; pass colloc.Radau(degree=...)")
-    if problem.timed:  # phases laid by time events and timed modes
-        from .hybrid_events import solve_timed
+    return method
 
-        return solve_timed(problem, method, solver=solver, guess=guess, progress=options.progress,
-                           verdict=options.verdict)
+
+def _fit_timed(problem: HybridProblem, method, options: SolveOptions) -> Result:
+    """``solve`` of a hybrid problem whose phases are laid by time events and timed modes:
+    :func:`colloc.solving.hybrid_events.solve_timed`, from one start."""
+    from .hybrid_events import solve_timed
+
+    method = _hybrid_method(problem, method, options)
+    if options.starts != 1:
+        raise OptionsError(f"solve(HybridProblem, starts={options.starts!r}): a hybrid problem with time events or "
+                           "timed modes is fitted from one start (its guess); pass starts=1")
+    return solve_timed(problem, method, solver=options.solver, guess=options.guess, progress=options.progress,
+                       verdict=options.verdict)
+
+
+def _fit_hybrid(problem: HybridProblem, method, options: SolveOptions) -> Result:
+    """``solve`` of a hybrid problem with guards: :func:`colloc.solving.hybrid.solve_hybrid`
+    (several starts: :func:`solve_starts` from the guess and seeded space-filling points of the
+    parameters' box)."""
+    from .hybrid import finalize_hybrid, solve_hybrid, start_hybrid
+
+    method = _hybrid_method(problem, method, options)
+    solver, guess, starts = options.solver, options.guess, options.starts
     if starts == 1:
         return solve_hybrid(problem, method, solver=solver, guess=guess, progress=options.progress,
                             verdict=options.verdict)
