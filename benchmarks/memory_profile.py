@@ -78,7 +78,8 @@ class Meter:
 
 
 #: The second process that samples this one's RSS: every 10 ms until its stdin closes, then
-#: it prints "seconds rss_mb" pairs (at most one every 50 ms, and the maximum's sample).
+#: it prints "seconds rss_mb" pairs (at most one every 50 ms, and the maximum's sample). It says
+#: "ready" once its first sample is taken.
 _SAMPLER = r"""
 import os, sys, threading, time
 path, page, t0 = f"/proc/{sys.argv[1]}/statm", os.sysconf("SC_PAGE_SIZE") / 2**20, time.perf_counter()
@@ -90,6 +91,8 @@ while not done.is_set():
             rows.append((time.perf_counter() - t0, int(f.read().split()[1]) * page))
     except OSError:
         break
+    if len(rows) == 1:
+        print("ready", flush=True)  # the first sample is taken: the parent may go on
     time.sleep(0.01)
 top = max(range(len(rows)), key=lambda i: rows[i][1]) if rows else -1
 last = -1.0
@@ -106,7 +109,7 @@ class RssSampler:
     def __enter__(self) -> "RssSampler":
         self.proc = subprocess.Popen([sys.executable, "-c", _SAMPLER, str(os.getpid())],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        time.sleep(0.2)  # the sampler's interpreter starts
+        self.proc.stdout.readline()  # "ready": the sampler has taken its first sample (however busy the machine)
         self.series: list[tuple[float, float]] = []
         return self
 
