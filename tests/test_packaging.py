@@ -77,7 +77,7 @@ def test_wheel_holds_only_the_library_and_the_problems(tmp_path):
     top = {n.split("/")[0] for n in names}
     top = {t for t in top if not t.endswith((".dist-info", ".data"))}
     assert top == {"colloc", "colloc_problems"}, top
-    assert "colloc_problems/cip.py" in names and "colloc/cli/__init__.py" in names and "colloc/cli/__main__.py" in names
+    assert "colloc_problems/cip/__init__.py" in names and "colloc/cli/__init__.py" in names and "colloc/cli/__main__.py" in names
     assert not any(n.startswith("problems/") for n in names)
     assert "colloc/py.typed" in names  # PEP 561: type checkers read the installed package's annotations
 
