@@ -9,6 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 
 import colloc as co
+from colloc.signals.noise import white_noise_floor
 
 #: In the sway models the COP noise σ starts at the record's own noise floor (:func:`noise_floor`) and
 #: is sought down to this fraction of it (two decades: room for a record whose floor is not white
@@ -28,19 +29,12 @@ def noise_floor(cop, dt: float) -> tuple[float, str]:
     record is smaller (the BDS files' COP in cm with six decimals: δ = 1e-8 m, 2.9 nm, where their
     spectrum is flat above 30 Hz).  A record at full precision: the level of its spectrum over the
     top :data:`FLOOR_BAND` of the frequencies, √(median one-sided Welch PSD · f_s/2), an upper bound
-    of a white noise's SD (the noise's one-sided density is 2σ²·dt)."""
-    from colloc.signals import rounding_sd
-
-    y = np.asarray(cop, dtype=float)
-    y = y[np.isfinite(y)]
-    floor = rounding_sd(y)
-    if np.isfinite(floor) and floor > 0:
-        return float(floor), f"the rounding noise δ/√12 of the record's resolution δ = {floor * np.sqrt(12):.3g} m"
-    from scipy.signal import welch
-
-    f, p = welch(y - y.mean(), fs=1.0 / dt, nperseg=min(256, y.size))
-    level = float(np.sqrt(np.median(p[f >= (1.0 - FLOOR_BAND) * f[-1]]) / (2.0 * dt)))
-    return level, f"the record's spectral level over the top {FLOOR_BAND:.0%} of its frequencies (unrounded record)"
+    of a white noise's SD (the noise's one-sided density is 2σ²·dt).  Both by
+    :func:`colloc.signals.noise.white_noise_floor`."""
+    floor = white_noise_floor(cop, dt, band=FLOOR_BAND)
+    if floor.source == "rounding":
+        return floor.sd, f"the rounding noise δ/√12 of the record's resolution δ = {floor.sd * np.sqrt(12):.3g} m"
+    return floor.sd, f"the record's spectral level over the top {FLOOR_BAND:.0%} of its frequencies (unrounded record)"
 
 
 #: Largest COP excursion (m) accepted from a quiet-standing record: a foot is about 0.25 m long
