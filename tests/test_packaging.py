@@ -43,8 +43,8 @@ def test_every_package_folder_is_declared():
 
 @pytest.mark.parametrize("group", ["colloc.problems", "colloc.commands", "colloc.data"])
 def test_entry_points_name_installed_modules(group):
-    """Each entry point of colloc's groups names a module of an installed package (and, for
-    ``module:function``, a module file that defines the function)."""
+    """Each entry point of colloc's groups names a module (a file, or a package's ``__init__.py``) of an
+    installed package (and, for ``module:function``, a module file that defines the function)."""
     eps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"][group]
     declared, package_dir = _declared()
     assert eps, f"no entry point in {group}"
@@ -55,6 +55,9 @@ def test_entry_points_name_installed_modules(group):
         folder = ROOT.joinpath(*package_dir.get(package.split(".")[0], package.split(".")[0]).split("/"),
                                *package.split(".")[1:])
         source = folder / f"{stem}.py"
+        if not source.is_file() and (folder / stem / "__init__.py").is_file():  # a package (colloc_problems.cip)
+            assert module in declared, f"{group}: {name} -> {target}: the package {module} is not installed"
+            source = folder / stem / "__init__.py"
         assert source.is_file(), f"{group}: {name} -> {target}: no file {source.relative_to(ROOT)}"
         if function:
             assert f"def {function}(" in source.read_text(encoding="utf-8"), f"{group}: {name} -> {target}"
@@ -77,7 +80,7 @@ def test_wheel_holds_only_the_library_and_the_problems(tmp_path):
     top = {n.split("/")[0] for n in names}
     top = {t for t in top if not t.endswith((".dist-info", ".data"))}
     assert top == {"colloc", "colloc_problems"}, top
-    assert "colloc_problems/cip.py" in names and "colloc/cli/__init__.py" in names and "colloc/cli/__main__.py" in names
+    assert "colloc_problems/cip/__init__.py" in names and "colloc/cli/__init__.py" in names and "colloc/cli/__main__.py" in names
     assert not any(n.startswith("problems/") for n in names)
     assert "colloc/py.typed" in names  # PEP 561: type checkers read the installed package's annotations
 

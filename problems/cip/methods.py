@@ -1,0 +1,227 @@
+"""The CIP of one COP record as a :class:`colloc.StochasticProblem`, and what ``colloc identify
+cip --method kalman-ml`` and ``colloc predict`` call: the methods the problem runs itself, the
+choice of the controller, the prediction model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+import colloc as co
+
+from .constants import BODY, CENTRE_NORMAL, GAINS, _body, gain_bounds
+from .formulations import problem
+from .kalman_model import CONTROLLERS, NOISE_MODELS, SIGMA_RANGE, _ml_start, ml_model
+from .real import (
+    PLAUSIBLE,
+    SECOND_START_NOISE,
+    SECOND_START_PER_MGH,
+    SHORT_RECORD_S,
+    SIGMA_BELOW_FLOOR,
+    _on_one_grid,
+    noise_floor,
+    plausibility,
+)
+
+#: ``colloc identify cip --method kalman-ml``: methods this problem runs itself (not a transcription).
+OWN_METHODS = ("kalman-ml",)
+
+
+def default_method(trials: Sequence[co.Trial], options: Mapping) -> str | None:
+    """``colloc identify cip`` without ``--method``: the Kalman ML for one COP-only trial of a
+    subject given by ``--height/--mass`` (a real record: the collocation MAP-OM with a fixed COP
+    noise is not honest there), else the CLI's default transcription."""
+    if options.get("body") is not None and len(trials) == 1 and "disturbance" not in trials[0]:
+        return "kalman-ml"
+    return None
+
+
+def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", guess: Mapping[str, float] | None = None,
+                    bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
+                    body: Mapping[str, float] | None = None, controller: str = "PID",
+                    noise: str | None = None) -> co.Result:
+    """``colloc identify cip --method kalman-ml [--controller PID|PD|PD-delay|PID-delay]``: the exact
+    Kalman maximum likelihood of one COP trial, ``co.solve(stochastic_problem(...), co.KalmanML())``.
+
+    With a ``body`` (``--height/--mass``: a real subject) the gains are bounded by
+    :data:`WIDE_RANGES_PER_MGH` and the disturbance is fitted; without one, the paper's subject,
+    Table 1 ranges and filter.  ``guess``/``bounds`` concern the gains.  ``noise``
+    (``--noise``): :data:`NOISE_MODELS`, default ``"paper"``.  See :func:`stochastic_problem`.
+    """
+    if method not in OWN_METHODS:
+        raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")
+    if controller not in CONTROLLERS and controller != "auto":
+        raise co.OptionsError(f"--controller {controller}: one of {', '.join(CONTROLLERS)} or auto")
+    if noise is not None and noise not in NOISE_MODELS:
+        raise co.OptionsError(f"--noise {noise}: one of {', '.join(NOISE_MODELS)}")
+    if len(trials) != 1:
+        raise co.OptionsError(f"--method kalman-ml fits one trial at a time, got {len(trials)} --data files "
+                              "(colloc batch fits many)")
+    for option, given in (("--guess", guess), ("--bounds", bounds)):
+        unknown = [k for k in (given or {}) if k not in GAINS]
+        if unknown:
+            raise co.OptionsError(f"{option}: {', '.join(unknown)} not allowed with --method kalman-ml; "
+                                  f"it takes the gains {', '.join(GAINS)}")
+    method = co.KalmanML(max_iter=max_iter)
+    # a real subject's record: the noise model of the BDS records' own low-pass (it predicts held-out
+    # sway best among the noise models: benchmarks/real_sway_heldout.py, benchmarks/README.md)
+    noise = noise or ("sway-lp" if body is not None else "paper")
+    if controller != "auto":
+        sp = stochastic_problem(trials[0], controller=controller, body=body, noise=noise, guess=guess, bounds=bounds)
+        return co.solve(sp, method, throw=False)
+    return select_controller(trials[0], body=body, noise=noise, guess=guess, bounds=bounds, method=method)
+
+
+def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = None, noise: str = "sway-lp",
+                      guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
+                      method=None, candidates: Sequence[str] = tuple(CONTROLLERS)) -> co.Result:
+    """``--controller auto``: each controller of ``candidates`` fitted on the first half of the
+    record and scored on the second (:func:`colloc.select_model`: held-out log score at 0.1 and
+    0.5 s against persistence and an AR(20)); the best that succeeded is fitted on the whole
+    record.  The comparison table is printed under the result's table
+    (``info["model_selection"]``)."""
+    trial = _on_one_grid(trial)
+    make = {c: (lambda tr, c=c: stochastic_problem(tr, controller=c, body=body, noise=noise, guess=guess,
+                                                   bounds=bounds)) for c in candidates}
+    import sys
+
+    selection = co.select_model(make, trial, method=method,
+                                progress=lambda line: print(line, file=sys.stderr, flush=True))
+    chosen = selection.best or "PID"
+    result = co.solve(make[chosen](trial), method or co.KalmanML(), throw=False)
+    result.notes = [*selection.text().splitlines(), *result.notes]
+    if selection.best is None:
+        result.warnings.insert(0, {"code": "no_candidate", "parameters": [],
+                                   "message": "no controller's fit on the first half succeeded; PID is shown"})
+    result.info["model_selection"] = selection.to_info()
+    return result
+
+
+def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mapping[str, float] | None = None,
+                       noise: str = "paper", guess: Mapping[str, float] | None = None,
+                       bounds: Mapping[str, tuple] | None = None) -> co.StochasticProblem:
+    """The CIP of one COP record as a :class:`colloc.StochasticProblem` (the model :func:`ml_model`).
+
+    The COP noise ``sigma`` is always fitted; the record's mean is the plate-to-ankle offset
+    ``cop_offset`` (subtracted, as the plate's origin is not the ankle).  ``success`` needs the
+    library's verdict: converged, a positive definite information matrix for the parameters off
+    their bounds, no parameter on a search-range bound, and a stable identified closed loop.
+    Gains outside :data:`PLAUSIBLE` and a record shorter than :data:`SHORT_RECORD_S` are warned of.
+    """
+    trial = _on_one_grid(trial)
+    real = body is not None
+    b, _ = _body(body)
+    rng = gain_bounds("wide" if real else None, body)
+    for k, (lo, hi) in (bounds or {}).items():
+        old = rng[k]
+        rng[k] = (old[0] if lo is None else float(lo), old[1] if hi is None else float(hi))
+    # a real subject's start: the paper's centre-normal gains scaled to this body's m·g·h
+    ratio = b["m"] * b["g"] * b["h"] / (BODY["m"] * BODY["g"] * BODY["h"]) if real else 1.0
+    gains0 = {k: float((guess or {}).get(k, min(max(CENTRE_NORMAL[k] * ratio, rng[k][0]), rng[k][1])))
+              for k in GAINS}
+    bad = [k for k in GAINS if not rng[k][0] <= gains0[k] <= rng[k][1]]
+    if bad:
+        raise co.OptionsError(f"--guess: {', '.join(bad)} outside its bounds {[rng[k] for k in bad]}")
+    dt = float(np.median(np.diff(trial.time)))
+    lgm = ml_model(controller, dt=dt, body=body, fit_disturbance=real, noise=noise)
+    start, search = _ml_start(lgm, rng=rng, gains0=gains0, filt=None, cop_noise=None, tau0=0.1, noise=noise)
+    if "f_c" in search:  # a cut-off above 0.9 of the Nyquist frequency is not seen in the samples
+        search["f_c"] = (search["f_c"][0], min(search["f_c"][1], 0.45 / dt))
+        start["f_c"] = min(start["f_c"], 0.5 * search["f_c"][1])
+    floor, floor_source = noise_floor(trial["cop"], dt) if noise.startswith("sway") else (np.nan, "")
+    if noise.startswith("sway"):  # σ from the record's own floor, not from a constant that suits one subject
+        search["sigma"] = (SIGMA_BELOW_FLOOR * floor, max(SIGMA_RANGE[1], 10 * floor))
+        start["sigma"] = floor
+    mgh = b["m"] * b["g"] * b["h"]
+    duration = float(trial.time[-1] - trial.time[0])
+    # a real record's likelihood has two families of optima (a stiff loop with an integral gain
+    # and a slow disturbance; a softer, better damped loop with a fast one): a second start in the
+    # other (:data:`SECOND_START_PER_MGH`), unless the user gave a guess
+    second = []
+    if real and not guess:
+        point = {k: v * mgh for k, v in SECOND_START_PER_MGH.items() if k in lgm.parameter_names}
+        point.update({k: v for k, v in SECOND_START_NOISE.items() if k in lgm.parameter_names})
+        second = [{k: min(max(v, search[k][0]), search[k][1]) for k, v in point.items()}]
+
+    def notes(theta):
+        return [f"K_P/(m·g·h) {theta['KP'] / mgh:.3g} (m·g·h {mgh:.4g} N·m/rad; plausible "
+                f"{PLAUSIBLE['KP_over_mgh'][0]:g}–{PLAUSIBLE['KP_over_mgh'][1]:g}) · K_D/K_P "
+                f"{theta['KD'] / theta['KP']:.3g} s (plausible {PLAUSIBLE['KD_over_KP'][0]:g}–"
+                f"{PLAUSIBLE['KD_over_KP'][1]:g} s)"
+                + (f" · τ {theta['tau']:.3g} s (plausible {PLAUSIBLE['tau'][0]:g}–{PLAUSIBLE['tau'][1]:g} s)"
+                   if "tau" in theta else "")] + integral_note(theta) + sigma_note(theta)
+
+    def integral_note(theta):
+        if "KI" not in theta or theta["KI"] > 1e-6 * mgh:
+            return []
+        return [(f"K_I {theta['KI']:.3g} N·m/(rad·s): on its lower bound 0, the stability limit: no integral "
+                 "action (the PD controller is this model without the integral state)")]
+
+    def sigma_note(theta):
+        if not floor_source:
+            return []
+        return [f"COP noise σ {theta['sigma']:.3g} m, started at the record's floor {floor:.3g} m ({floor_source})"]
+
+    def checks(theta):
+        out = plausibility(theta, mgh)
+        if duration < SHORT_RECORD_S:
+            out.append({"code": "short_record", "parameters": [],
+                        "message": f"the record is {duration:.3g} s long: under {SHORT_RECORD_S:g} s a quiet-standing "
+                                   f"record holds a few sway cycles, too few for {len(lgm.parameter_names)} "
+                                   "parameters; the standard errors are then unreliable"})
+        return out
+
+    def info(theta):
+        return {"controller": controller, "noise_model": noise, "KP_over_mgh": theta["KP"] / mgh, "body": dict(b),
+                "fit_disturbance": real, "gain_bounds": {k: list(v) for k, v in rng.items()},
+                "plausible_ranges": {k: list(v) for k, v in PLAUSIBLE.items()},
+                **({"cop_noise_floor": floor, "cop_noise_floor_source": floor_source} if floor_source else {})}
+
+    unit = {"KP": "N·m/rad", "KI": "N·m/(rad·s)", "KD": "N·m·s/rad", "tau": "s", "A": "N·m", "B": "s",
+            "q_d": "N·m·√s", "f_c": "Hz", "tau_m": "s", "sigma": "m", "cop_offset": "m", "cop": "m"}
+    describe = {"KP": "proportional gain of the ankle torque", "KI": "integral gain of the ankle torque",
+                "KD": "derivative gain of the ankle torque", "tau": "feedback delay of the ankle torque",
+                "A": "amplitude of the disturbance filter", "B": "time constant of the disturbance filter",
+                "q_d": "intensity of the white noise driving the disturbance torque (continuous time; "
+                       "q_d² is its two-sided spectral density in N²·m²/Hz)",
+                "f_c": "cut-off of the recording's low-pass (2nd-order Butterworth, zero lag)",
+                "tau_m": "time constant of the first-order lag of the torque noise (T_d smooth above 1/(2π τ_m))",
+                "sigma": "COP measurement noise (standard deviation)",
+                "cop_offset": "mean COP position in the plate's frame (the record's mean; no standard error)"}
+    # a white COP noise of (nearly) zero is an answer in a low-passed record, and so is a torque noise
+    # without lag (tau_m on its lower bound); so, in the sway model,
+    # is a disturbance time constant beyond any record's length (a random-walk torque); the other
+    # bounds are where the fit looks
+    # and, for a real subject, K_I = 0: the closed loop's characteristic polynomial
+    # I s³ + K_D s² + (K_P − m g h) s + K_I has all roots in the left half-plane only if K_I > 0
+    # (Routh–Hurwitz), so a K_I below 0 is an unstable loop and K_I = 0 its limit, "no integral
+    # action": an answer, reported as one (the other parameters' standard errors are then conditional
+    # on it); the PD controller is that model without the integral state
+    physical = {"sigma": (True, False), **({"B": (False, True)} if noise.startswith("sway") else {}),
+                **({"tau_m": (True, False)} if "tau_m" in lgm.parameter_names else {}),
+                **({"KI": (True, False)} if real and "KI" in lgm.parameter_names else {})}
+
+    def model_at(step):
+        return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)
+
+    return co.StochasticProblem(model_at, trial, outputs=["cop"], start=start, starts=second, bounds=search,
+                                physical=physical,
+                                center=True, units=unit, descriptions=describe, notes=notes, checks=checks,
+                                info=info, name="cip", label=controller)
+
+
+def prediction_model(result, trial):
+    """What a cip result predicts ``trial`` with (``colloc predict``): for ``kalman-ml`` its
+    linear-Gaussian model (the controller, body and disturbance of the fit, the COP centred on
+    the fit's ``cop_offset``); for a collocation fit, the problem on ``trial``."""
+    if result.method not in OWN_METHODS:
+        return problem([trial])
+    from colloc import StochasticModel
+
+    dt = float(np.median(np.diff(trial.time)))
+    info = result.info
+    lgm = ml_model(info.get("controller", "PID"), dt=dt, body=info.get("body"),
+                   fit_disturbance=bool(info.get("fit_disturbance", False)), noise=info.get("noise_model", "paper"))
+    theta = {k: result.parameters[k] for k in lgm.parameter_names}
+    return StochasticModel(lgm, theta, "cop", float(result.parameters.get("cop_offset", 0.0)))
