@@ -42,14 +42,16 @@ from typing import TYPE_CHECKING
 _LAZY = {"sdf": "diffusion", "cumulative_integral": "filters", "derivative": "filters", "lowpass": "filters",
          "ellipse_area": "posturography", "mean_frequency": "posturography", "mean_power_frequency": "posturography",
          "mean_speed": "posturography", "path_length": "posturography", "sway_metrics": "posturography",
-         "resolution": "resolution", "rounding_sd": "resolution"}
+         "resolution": "rounding", "rounding_sd": "rounding", "white_noise_floor": "noise"}
 
 __all__ = ["cumulative_integral", "derivative", "ellipse_area", "lowpass", "mean_frequency",
-           "mean_power_frequency", "mean_speed", "path_length", "resolution", "rounding_sd", "sdf", "sway_metrics"]
+           "mean_power_frequency", "mean_speed", "path_length", "resolution", "rounding_sd", "sdf", "sway_metrics",
+           "white_noise_floor"]
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from .diffusion import sdf as sdf
     from .filters import cumulative_integral as cumulative_integral, derivative as derivative, lowpass as lowpass
+    from .noise import white_noise_floor as white_noise_floor
     from .posturography import (
         ellipse_area as ellipse_area,
         mean_frequency as mean_frequency,
@@ -58,7 +60,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
         path_length as path_length,
         sway_metrics as sway_metrics,
     )
-    from .resolution import resolution as resolution, rounding_sd as rounding_sd
+    from .rounding import resolution as resolution, rounding_sd as rounding_sd
 
 
 def __getattr__(name: str):

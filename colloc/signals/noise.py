@@ -76,7 +76,7 @@ def white_noise_floor(values: ArrayLike, dt: float, band: float = 0.4) -> NoiseF
     # imported here, not with the module: importing the submodule ``resolution`` binds that name of
     # the package to the module, over the function the package's lazy names give (as asking the
     # package for ``rounding_sd`` first does too)
-    from .resolution import rounding_sd
+    from .rounding import rounding_sd
 
     floor = rounding_sd(y)
     if np.isfinite(floor) and floor > 0:

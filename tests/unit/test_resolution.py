@@ -74,3 +74,15 @@ def test_the_cip_sway_noise_starts_at_the_records_floor():
     problem = cip.stochastic_problem(trial.window(0.0, 20.0), body=cip.body(1.575, 54.2), noise="sway-lp")
     assert problem.start["sigma"] == pytest.approx(1e-8 / math.sqrt(12), rel=1e-6)
     assert problem.bounds["sigma"][0] == pytest.approx(cip.SIGMA_BELOW_FLOOR * problem.start["sigma"])
+
+
+def test_the_functions_are_not_shadowed_by_their_modules():
+    # a submodule named like a function it holds replaces that function on the package once
+    # it is imported (colloc.signals.resolution was the module after `import colloc.signals.resolution`)
+    import importlib
+
+    import colloc.signals as signals
+
+    for name in signals.__all__:
+        importlib.import_module(f"colloc.signals.{signals._LAZY[name]}")
+        assert callable(getattr(signals, name)), name
