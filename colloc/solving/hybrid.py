@@ -59,11 +59,11 @@ ACCEPTABLE = {"acceptable_tol": 1e-4, "acceptable_iter": 5, "nlp_scaling_method"
 MAX_ROUNDS = 10
 
 
-#: Tolerances of the event-driven simulations of a fit (at the start guess, and the check at the
-#: estimate): those of the smooth path's simulation check (:func:`colloc.simulate`).  At 1e-12
-#: (the simulator's default) heel-off's 20 s record with a noisy platform acceleration (a cubic
-#: read of noisy samples, whose third derivative jumps at every sample) took 10,808 steps,
-#: at 1e-9 4,644; its states differed by at most 2e-5 and its events by 2e-6 s.
+#: Tolerances of the simulation check at the estimate: those of the smooth path's check
+#: (:func:`colloc.simulate`).  At 1e-12 (the simulator's default, kept for the simulation at the
+#: start guess, whose events lay out the phases) heel-off's 20 s record with a noisy platform
+#: acceleration (a cubic read of noisy samples, whose third derivative jumps at every sample)
+#: took 10,808 steps, at 1e-9 4,644; its states differed by at most 2e-5 and its events by 2e-6 s.
 SIMULATION_TOLERANCE = 1e-9
 
 #: Records of at least this many samples are simulated with the model's functions compiled to
@@ -72,9 +72,10 @@ SIMULATION_TOLERANCE = 1e-9
 NATIVE_SAMPLES = 1000
 
 
-def _simulate(problem: HybridProblem, trial, x0, p, inputs: Mapping | None = None):
+def _simulate(problem: HybridProblem, trial, x0, p, inputs: Mapping | None = None, tolerance: float = 1e-12):
     """The event-driven simulation of a trial (None with the reason when it fails); the model's
-    inputs are the trial's samples unless ``inputs`` gives others (errors-in-variables estimates)."""
+    inputs are the trial's samples unless ``inputs`` gives others (errors-in-variables estimates);
+    ``tolerance`` the integrator's relative and absolute tolerances."""
     try:
         # one event per sample at most: more cannot be told apart by the data (and a
         # Zeno trajectory, a ball bouncing ever faster, would never end)
@@ -83,7 +84,7 @@ def _simulate(problem: HybridProblem, trial, x0, p, inputs: Mapping | None = Non
             model = native_model(model, list(problem.parameters))
         samples = {u: trial[u] for u in problem.inputs} | dict(inputs or {})
         return simulate_hybrid(model, x0, (trial.time[0], trial.time[-1]), p, max_events=max(10, trial.num_samples),
-                               rtol=SIMULATION_TOLERANCE, atol=SIMULATION_TOLERANCE,
+                               rtol=tolerance, atol=tolerance,
                                inputs=input_values(trial.time, samples) if samples else None), ""
     except (SolveFailed, ValueError, ArithmeticError) as exc:
         return None, str(exc)
@@ -276,13 +277,18 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
         # said otherwise
         for key, value in ACCEPTABLE.items():
             opts.setdefault(f"ipopt.{key}", value)
-        # the objective is the mean of the squared weighted residuals; IPOPT works on their sum,
-        # χ²/2, so that the barrier of the many guard inequalities (μ·Σ log s) does not outweigh
-        # it.  Heel-off's noisy 20 s record (10,005 residuals, 11,460 inequalities): with the mean
-        # 134 iterations from the default guesses and 97 + 7 even from the truth (the barrier
-        # parameter climbing back again and again); with the sum 7 + 6 from the default guesses,
-        # the same estimates to 8 digits
-        opts.setdefault("ipopt.obj_scaling_factor", float(nobs))
+        # the objective is the mean of the squared weighted residuals.  With residuals weighted
+        # by a declared noise (HybridProblem(noise=...), errors-in-variables inputs) IPOPT works
+        # on their sum, χ²/2, about half the observations at the optimum, so that the barrier
+        # of the many guard inequalities (μ·Σ log s) does not outweigh it.  Heel-off's noisy
+        # 20 s record (10,005 residuals, 11,460 inequalities): with the mean 134 iterations from
+        # the default guesses and 97 + 7 even from the truth (the barrier parameter climbing
+        # back again and again); with the sum 7 + 6 from the default guesses, the same estimates
+        # to 8 digits.  Weights of no declared noise are left as they are (the pushed ball's
+        # clean record, weight 1 on heights in metres: 11 iterations; on the sum, from a start
+        # simulated at 1e-9, it ran out of iterations)
+        if problem.noise or problem.input_noise:
+            opts.setdefault("ipopt.obj_scaling_factor", float(nobs))
         # the constraints' Jacobian and the Lagrangian's Hessian summed from the NLP's blocks,
         # compiled for a large problem
         if nlp.compile_note is None:
@@ -490,7 +496,7 @@ def _simulation_check(problem: HybridProblem, trial, x0, params: dict, fitted: l
     """The event-driven simulation from the estimated initial state at the estimate (with the
     errors-in-variables inputs' estimates, ``inputs``): NRMSE of each fitted state against its
     samples, and the modes it went through against the fit's."""
-    sim, why = _simulate(problem, trial, x0, params, inputs)
+    sim, why = _simulate(problem, trial, x0, params, inputs, SIMULATION_TOLERANCE)
     if sim is None:
         return {"status": "failed", "message": why, "nrmse": {}}
     xs = sim.state(trial.time)

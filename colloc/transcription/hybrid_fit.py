@@ -439,7 +439,10 @@ class HybridNLP:
                  degree: int = 3, sides: bool = True):
         self.problem, self.layouts, self.degree = problem, layouts, degree
         #: seconds spent compiling (:meth:`compile`; 0 on a cache hit) and what was done
-        self.compile_s, self.compile_note = 0.0, None
+        self.compile_s: float = 0.0
+        self.compile_note: str | None = None
+        #: the multipliers' symbols, the constraints' Hessian and their Jacobian (:meth:`derivatives`)
+        self._constraint_part: tuple | None = None
         names = problem.parameters
         nx, npar, d = len(problem.states), len(names), degree
         tau = radau_basis(degree).tau
@@ -665,25 +668,31 @@ class HybridNLP:
 
     def derivatives(self, objective_scale: float) -> dict:
         """IPOPT's ``jac_g`` and ``hess_lag`` (nlpsol options) for the objective
-        ``objective_scale · ½ |res|²``, summed from the places' derivative blocks."""
+        ``objective_scale · ½ |res|²``, summed from the places' derivative blocks.  The
+        constraints' part (their Jacobian, their share of the Hessian) is assembled once per
+        NLP: only the residuals change when the samples are re-assigned (:meth:`read_samples`)."""
         W, n_var, n_con = self.w, self.w.shape[0], self.g.shape[0]
-        lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", n_con)
-        hess = []
-        for use in self._constraints:
-            if not use.places.linear():
-                rows = use.row + np.arange(use.places.m * len(use.index))
-                hess.append(use.places.hessian_block(W, use.index, use.data, lam_g[rows.tolist()]))
-        for use in self._residuals:
-            if not use.places.linear():
-                hess.append(use.places.square_block(W, use.index, use.data, objective_scale * lam_f))
+        if self._constraint_part is None:
+            lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", n_con)
+            hess = []
+            for use in self._constraints:
+                if not use.places.linear():
+                    rows = use.row + np.arange(use.places.m * len(use.index))
+                    hess.append(use.places.hessian_block(W, use.index, use.data, lam_g[rows.tolist()]))
+            self._constraint_part = (lam_f, lam_g, assemble_hessian(n_var, hess) if hess else None, self.jacobian())
+        lam_f, lam_g, H_con, jac_g = self._constraint_part
+        hess = [use.places.square_block(W, use.index, use.data, objective_scale * lam_f)
+                for use in self._residuals if not use.places.linear()]
         diagonal = [(np.full(len(u.index), objective_scale / self.problem.input_noise[u.kinds[0]] ** 2), u.index[:, 0])
                     for u in self._residuals if u.places is _INPUT_RESIDUAL]
         H = assemble_hessian(n_var, hess)
+        if H_con is not None:
+            H = H + H_con
         if diagonal:
             values = np.concatenate([v for v, _ in diagonal])
             idx = np.concatenate([i for _, i in diagonal]).tolist()
             H = H + lam_f * ca.DM.triplet(idx, idx, values.tolist(), n_var, n_var)
-        return {"jac_g": self.jacobian(),
+        return {"jac_g": jac_g,
                 "hess_lag": ca.Function("hess_lag", [W, ca.MX(0, 1), lam_f, lam_g], [H],
                                         ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])}
 
