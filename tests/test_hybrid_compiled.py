@@ -59,3 +59,15 @@ def test_a_fit_with_its_derivative_blocks_compiled_gives_the_interpreted_estimat
     for k in pushed.TRUTH:
         assert fast.parameters[k] == pytest.approx(plain.parameters[k], rel=1e-7)
         assert fast.standard_errors[k] == pytest.approx(plain.standard_errors[k], rel=1e-5)
+
+
+def test_a_second_compiled_fit_in_one_process_reuses_what_the_first_compiled(monkeypatch):
+    """The switching times' order constraint is one Function shared by every NLP: compiled by
+    the first fit, it must not be compiled again (CasADi refuses to generate code of a loaded
+    library's function)."""
+    monkeypatch.setattr(hybrid_fit, "COMPILE_WORK_ABOVE", 0)
+    solver = co.Ipopt(simulate=False, standard_errors=False)
+    first = co.solve(pushed.problem(pushed.trial(noisy=False), fit={"h": 1.0}), co.Radau(), solver=solver)
+    again = co.solve(pushed.problem(pushed.trial(noisy=False), fit={"h": 1.0}), co.Radau(), solver=solver)
+    assert first.model_evaluation.startswith("compiled") and again.model_evaluation.startswith("compiled")
+    assert again.parameters == pytest.approx(first.parameters, rel=1e-9)
