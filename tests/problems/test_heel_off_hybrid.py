@@ -32,7 +32,7 @@ def test_clean_record_on_the_library_path_gives_the_gains_within_half_a_percent(
     assert res.info["phases"]["clean"]["modes"] == ["flat", "toe", "flat", "heel", "flat"]
 
 
-@pytest.mark.slow  # 117 s at load 7 (2026-11-29: 13 IPOPT iterations; 359 s with 134 before)
+@pytest.mark.slow  # 89 s at load 5-6 (2026-11-29: 13 IPOPT iterations; 359 s with 134 before)
 def test_noisy_platform_record_on_the_library_path_gives_the_gains_within_three_standard_errors():
     """The acceptance record of issue 18 (20 s, four heel-offs; θ σ 0.2°, ω σ 1°/s, platform
     acceleration σ 0.05 m/s²), the platform acceleration fitted as errors-in-variables at its
