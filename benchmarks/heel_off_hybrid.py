@@ -18,6 +18,12 @@ import sys
 import time
 from pathlib import Path
 
+# one BLAS/OpenMP thread, as the `colloc` command sets for its own process (colloc.cli,
+# colloc.base.engine.THREAD_ENV), unless the caller chose: with the machine shared, OpenBLAS's
+# spinning threads made the covariance take 14–25 s instead of 0.3–0.6 s (benchmarks/README.md)
+if not any(k in os.environ for k in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")):
+    os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "problems"))
@@ -58,6 +64,7 @@ def main() -> None:
         close = all(abs(e["value"] / e["truth"] - 1) < 0.005 for e in est.values())
     iterations = sum(r["iterations"] for r in res.info.get("round_log", []))
     report = {"duration_s": args.duration, "noisy": args.noisy, "seed": args.seed, "status": res.status,
+              "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
               "start": {"how": args.start, **problem.guess}, "round_log": res.info.get("round_log"),
               "estimates": est, "timings": dict(res.timings), "wall_s": wall, "iterations": iterations,
               "rounds": res.info.get("rounds"), "load_before": load, "load_after": os.getloadavg()[0],
