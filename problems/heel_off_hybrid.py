@@ -13,7 +13,7 @@ measured input of the model (exact, or errors-in-variables with its noise σ).
   platform while pivoting.
 * The sequence of modes and the start values of the switching times are read from the record
   (:func:`colloc_problems.heel_off_multiphase.detect_modes`); the switching times are unknowns
-  bounded by the record.
+  bounded by the record.  kp and kd start from the flat-foot equation error (:func:`start_guess`).
 """
 
 from __future__ import annotations
