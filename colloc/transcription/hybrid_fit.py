@@ -27,16 +27,19 @@ from __future__ import annotations
 
 import bisect
 import math
+import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
 
+from ..base.compiler import compiled_all, compiler_runs, has_compiler
 from ..definition.hybrid import Guard
 from ..definition.hybrid_problem import HybridProblem
 from .grid import radau_basis
 from .multiphase import assemble_hessian, assemble_jacobian
+from .nlp import COMPILE_WORK_ABOVE
 
 __all__ = ["HybridNLP", "TrialLayout", "as_column", "assign", "input_values", "read_input"]
 
@@ -234,6 +237,14 @@ class _Places:
         """Whether the values are affine in ``z`` (no Hessian block)."""
         return self._derivative("hess").sparsity_out(0).nnz() == 0
 
+    def derivatives(self, kinds: tuple[str, ...]) -> list[tuple[str, ca.Function]]:
+        """The derivative Functions of ``kinds`` (built now if not yet), with their kinds."""
+        return [(kind, self._derivative(kind)) for kind in kinds]
+
+    def replace(self, kind: str, fn: ca.Function) -> None:
+        """Use ``fn`` (the same function compiled) for the derivative ``kind``."""
+        self._derivatives[kind] = fn
+
     def _args(self, W, index, data):
         index = np.asarray(index, dtype=int)
         return ca.reshape(W[index.ravel().tolist()], self.nz, index.shape[0]), ca.DM(np.asarray(data, float).T)
@@ -427,6 +438,11 @@ class HybridNLP:
     def __init__(self, problem: HybridProblem, layouts: list, p0: dict, x0s: list, x_guess: list,
                  degree: int = 3, sides: bool = True):
         self.problem, self.layouts, self.degree = problem, layouts, degree
+        #: seconds spent compiling (:meth:`compile`; 0 on a cache hit) and what was done
+        self.compile_s: float = 0.0
+        self.compile_note: str | None = None
+        #: the multipliers' symbols, the constraints' Hessian and their Jacobian (:meth:`derivatives`)
+        self._constraint_part: tuple | None = None
         names = problem.parameters
         nx, npar, d = len(problem.states), len(names), degree
         tau = radau_basis(degree).tau
@@ -611,6 +627,37 @@ class HybridNLP:
         self.res = ca.vertcat(*[ca.vec(u.places.values(self.w, u.index, u.data)) for u in self._residuals])
         self.num_observations = int(self.res.shape[0])
 
+    def compile(self) -> None:
+        """Compile the derivative blocks IPOPT evaluates at every iteration (each constraint's
+        Jacobian and Hessian blocks, each nonlinear residual's Gauss–Newton-free Hessian block)
+        to machine code (:func:`colloc.base.compiler.compiled_all`, cached on disk), as the
+        smooth path does, when the NLP's work (places times instructions, summed) reaches
+        :data:`colloc.transcription.nlp.COMPILE_WORK_ABOVE` and a C compiler is there.  Nothing
+        differentiates these blocks further.  Sets :attr:`compile_s` and :attr:`compile_note`."""
+        if self.compile_note is not None:
+            return
+        uses = [*self._constraints, *self._residuals]
+        work = sum(len(u.index) * u.places.fn.n_instructions() for u in uses)
+        if not has_compiler():
+            self.compile_note = "interpreted (no C compiler)"
+            return
+        if work < COMPILE_WORK_ABOVE:
+            self.compile_note = "interpreted (small problem)"
+            return
+        wanted: dict = {}
+        for use in self._constraints:
+            wanted.setdefault(id(use.places), (use.places, ("jac", "hess") if not use.places.linear() else ("jac",)))
+        for use in self._residuals:
+            if not use.places.linear():
+                wanted.setdefault(id(use.places), (use.places, ("gn",)))
+        todo = [(places, kind, fn) for places, kinds in wanted.values() for kind, fn in places.derivatives(kinds)
+                if fn.class_name() == "SXFunction"]  # not those compiled for an earlier NLP (_ORDER's)
+        runs, t0 = compiler_runs(), _time.perf_counter()
+        for (places, kind, _fn), fn in zip(todo, compiled_all([fn for _p, _k, fn in todo])):
+            places.replace(kind, fn)
+        self.compile_s = _time.perf_counter() - t0 if compiler_runs() > runs else 0.0
+        self.compile_note = "compiled (cache hit)" if compiler_runs() == runs else f"compiled ({self.compile_s:.1f} s)"
+
     def jacobian(self) -> ca.Function:
         """IPOPT's ``jac_g`` (an nlpsol option): the constraints and their Jacobian, summed from
         the places' derivative blocks."""
@@ -621,25 +668,31 @@ class HybridNLP:
 
     def derivatives(self, objective_scale: float) -> dict:
         """IPOPT's ``jac_g`` and ``hess_lag`` (nlpsol options) for the objective
-        ``objective_scale · ½ |res|²``, summed from the places' derivative blocks."""
+        ``objective_scale · ½ |res|²``, summed from the places' derivative blocks.  The
+        constraints' part (their Jacobian, their share of the Hessian) is assembled once per
+        NLP: only the residuals change when the samples are re-assigned (:meth:`read_samples`)."""
         W, n_var, n_con = self.w, self.w.shape[0], self.g.shape[0]
-        lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", n_con)
-        hess = []
-        for use in self._constraints:
-            if not use.places.linear():
-                rows = use.row + np.arange(use.places.m * len(use.index))
-                hess.append(use.places.hessian_block(W, use.index, use.data, lam_g[rows.tolist()]))
-        for use in self._residuals:
-            if not use.places.linear():
-                hess.append(use.places.square_block(W, use.index, use.data, objective_scale * lam_f))
+        if self._constraint_part is None:
+            lam_f, lam_g = ca.MX.sym("lam_f"), ca.MX.sym("lam_g", n_con)
+            hess = []
+            for use in self._constraints:
+                if not use.places.linear():
+                    rows = use.row + np.arange(use.places.m * len(use.index))
+                    hess.append(use.places.hessian_block(W, use.index, use.data, lam_g[rows.tolist()]))
+            self._constraint_part = (lam_f, lam_g, assemble_hessian(n_var, hess) if hess else None, self.jacobian())
+        lam_f, lam_g, H_con, jac_g = self._constraint_part
+        hess = [use.places.square_block(W, use.index, use.data, objective_scale * lam_f)
+                for use in self._residuals if not use.places.linear()]
         diagonal = [(np.full(len(u.index), objective_scale / self.problem.input_noise[u.kinds[0]] ** 2), u.index[:, 0])
                     for u in self._residuals if u.places is _INPUT_RESIDUAL]
         H = assemble_hessian(n_var, hess)
+        if H_con is not None:
+            H = H + H_con
         if diagonal:
             values = np.concatenate([v for v, _ in diagonal])
             idx = np.concatenate([i for _, i in diagonal]).tolist()
             H = H + lam_f * ca.DM.triplet(idx, idx, values.tolist(), n_var, n_var)
-        return {"jac_g": self.jacobian(),
+        return {"jac_g": jac_g,
                 "hess_lag": ca.Function("hess_lag", [W, ca.MX(0, 1), lam_f, lam_g], [H],
                                         ["x", "p", "lam_f", "lam_g"], ["triu_hess_gamma_x_x"])}
 
