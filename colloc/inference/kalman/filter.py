@@ -9,7 +9,7 @@ from typing import Any
 import casadi as ca
 import numpy as np
 
-__all__ = ["filter_step"]
+__all__ = ["filter_step", "steady_gain"]
 
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -144,3 +144,33 @@ def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covaria
     return ca.Function("kalman_step", [m, P_in, y, w, Phi, Gam, C_in, D_in, R], [m_next, P_next, term],
                        ["m", "P", "y", "w", "Phi", "Q" if covariance else "Gamma", "C", "D", "R"],
                        ["m_next", "P_next", "nll"])
+
+
+def steady_gain(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covariance: bool = False) -> ca.Function:
+    """The gain of :func:`filter_step` at a held covariance, for the steady part of a record.
+
+    Inputs ``(P, Φ, Γ or Q, C, D, R)`` as :func:`filter_step`'s (only the upper triangle of ``P``
+    is read; every output measured).  Outputs ``K = (Φ P Cᵀ + Γ Dᵀ) S⁻¹``, ``S⁻¹`` and
+    ``log det S`` with ``S = C P Cᵀ + D Dᵀ + R``, and the ``C`` the step uses (``C_value`` when
+    given): once the covariance is held these are constant, and a step is ``m⁺ = Φ m + K ε``,
+    ``ε = y − C m``, with the likelihood term ``½[log det S + εᵀS⁻¹ε + ny log 2π]``.
+    """
+    P_in = ca.SX.sym("P", n, n)
+    P = _symmetric_from_upper(P_in)
+    Phi = ca.SX.sym("Phi", n, n)
+    Gam = ca.SX.sym("Q", n, n) if covariance else ca.SX.sym("Gamma", n, nx)
+    C_in = ca.SX.sym("C", ny, n)
+    D_in = ca.SX.sym("D", ny, nx)
+    R = ca.SX.sym("R", ny, ny)
+    C = C_in if C_value is None else _constant(C_value, ny, n)
+    D = ca.SX(ny, nx) if covariance else (D_in if D_value is None else _constant(D_value, ny, nx))
+    PC = P @ C.T
+    S = _symmetric_from_upper(C @ PC + D @ D.T + R)
+    L = _cholesky_lower(S)
+    S_inv = _symmetric_from_upper(_backward_solve_transposed(L, _forward_solve(L, ca.SX.eye(ny))))
+    logdet = 0
+    for i in range(ny):
+        logdet = logdet + 2.0 * ca.log(L[i][i])
+    B = Phi @ PC if covariance else Phi @ PC + Gam @ D.T
+    return ca.Function("kalman_steady_gain", [P_in, Phi, Gam, C_in, D_in, R], [B @ S_inv, S_inv, logdet, C],
+                       ["P", "Phi", "Q" if covariance else "Gamma", "C", "D", "R"], ["K", "S_inv", "logdet", "C_used"])
