@@ -74,6 +74,20 @@ def _other_optima(best, rest, names) -> list[dict]:
     return out
 
 
+def _same_basin(found, fit, names) -> bool:
+    """``found`` (a search's end) lies within one of ``fit``'s standard errors of its optimum in every
+    parameter (1 % where it has none): the same basin, not worth finishing again."""
+    if not fit.success:
+        return False
+    for k in names:
+        a, b = float(fit.parameters[k]), float(found.parameters[k])
+        se = fit.standard_errors.get(k, np.nan)
+        tol = se if np.isfinite(se) and se > 0 else 0.01 * max(abs(a), 1e-12)
+        if abs(a - b) > tol:
+            return False
+    return True
+
+
 def on_one_grid(trial: Trial, columns: Sequence[str], who: str = "KalmanML") -> Trial:
     """``trial`` on one evenly spaced time grid, for the Kalman likelihood.
 
@@ -143,7 +157,8 @@ class KalmanML(AbstractMethod):
         the filter's covariance is updated until it settles (``"auto"``, the default: the transient
         chosen at the start and again where L-BFGS-B ends) and held after, O(n²) a sample instead of
         O(n³).  With several starts every start's L-BFGS-B search runs first, and one that ends
-        more than :data:`SEARCH_MARGIN` above the best is not finished.  At the
+        more than :data:`SEARCH_MARGIN` above the best, or within a standard error of an optimum
+        already finished, is not finished.  At the
         estimate the exact filter's gradient is taken: if one Newton step on the exact likelihood
         would lower it by more than :data:`STEADY_DECREMENT`, the fit is repeated with the exact
         filter from there.  None: the exact filter throughout.
@@ -202,16 +217,26 @@ class KalmanML(AbstractMethod):
                                              transient=None if missing or self.optimizer != "lbfgsb" else transient)
 
         if len(points) > 1 and self.optimizer == "lbfgsb":
-            # every start's search first; only those that end within SEARCH_MARGIN of the best are finished
+            # every start's search first; then, from the lowest search on, those that end within
+            # SEARCH_MARGIN of the best are finished, unless within a standard error of an optimum
+            # already finished (the same basin)
             searched = [fit_from(point, self.transient, search_only=True) for point in points]
             best_search = min(f.nll for f in searched)
-            for point, found in zip(points, searched):
-                if found.nll <= best_search + SEARCH_MARGIN:
-                    fits.append(fit_from(found.parameters, self.transient))
-                else:
+            fits = list(searched)
+            finished: list[int] = []
+            for i in sorted(range(len(points)), key=lambda j: searched[j].nll):
+                found = searched[i]
+                if found.nll > best_search + SEARCH_MARGIN:
                     found.message += (f"; not finished: its search ended {found.nll - best_search:.4g} above another "
                                       "start's")
-                    fits.append(found)
+                    continue
+                same = next((j for j in finished if _same_basin(found, fits[j], names)), None)
+                if same is not None:
+                    found.message += (f"; not finished: its search ended within a standard error of start {same + 1}'s "
+                                      "optimum")
+                    continue
+                fits[i] = fit_from(found.parameters, self.transient)
+                finished.append(i)
         else:
             for point in points:
                 fits.append(fit_from(point, self.transient))

@@ -73,6 +73,21 @@ def _constant(value, rows: int, cols: int) -> ca.SX:
     return ca.sparsify(ca.SX(ca.DM(np.asarray(value, dtype=float).reshape(rows, cols))))
 
 
+def _step_symbols(n: int, nx: int, ny: int, C_value, D_value, covariance: bool) -> tuple:
+    """The symbols of a filter step's covariance and matrices, ``(P_in, P, Φ, Γ or Q, C_in, D_in, R,
+    C, D)``: ``P`` the symmetric matrix of ``P_in``'s upper triangle, ``C`` / ``D`` the constants
+    ``C_value`` / ``D_value`` where given (``D`` zero for covariance noise), else the inputs."""
+    P_in = ca.SX.sym("P", n, n)
+    Phi = ca.SX.sym("Phi", n, n)
+    Gam = ca.SX.sym("Q", n, n) if covariance else ca.SX.sym("Gamma", n, nx)
+    C_in = ca.SX.sym("C", ny, n)
+    D_in = ca.SX.sym("D", ny, nx)
+    R = ca.SX.sym("R", ny, ny)
+    C = C_in if C_value is None else _constant(C_value, ny, n)
+    D = ca.SX(ny, nx) if covariance else (D_in if D_value is None else _constant(D_value, ny, nx))
+    return P_in, _symmetric_from_upper(P_in), Phi, Gam, C_in, D_in, R, C, D
+
+
 def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covariance: bool = False) -> ca.Function:
     """One predictor-form Kalman step with correlated process/measurement noise and missing samples.
 
@@ -103,20 +118,9 @@ def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covaria
     ignored (taken as zero), and the update is ``(Φ − KC) P (Φ − KC)ᵀ + Q + K R Kᵀ``.
     """
     m = ca.SX.sym("m", n)
-    P_in = ca.SX.sym("P", n, n)
-    P = _symmetric_from_upper(P_in)
     y = ca.SX.sym("y", ny)
     w = ca.SX.sym("w", ny)
-    Phi = ca.SX.sym("Phi", n, n)
-    Gam = ca.SX.sym("Q", n, n) if covariance else ca.SX.sym("Gamma", n, nx)
-    C_in = ca.SX.sym("C", ny, n)
-    D_in = ca.SX.sym("D", ny, nx)
-    R = ca.SX.sym("R", ny, ny)
-    C = C_in if C_value is None else _constant(C_value, ny, n)
-    if covariance:
-        D = ca.SX(ny, nx)
-    else:
-        D = D_in if D_value is None else _constant(D_value, ny, nx)
+    P_in, P, Phi, Gam, C_in, D_in, R, C, D = _step_symbols(n, nx, ny, C_value, D_value, covariance)
 
     W = ca.diag(w)
     eps = w * (y - C @ m)
@@ -155,15 +159,7 @@ def steady_gain(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covaria
     given): once the covariance is held these are constant, and a step is ``m⁺ = Φ m + K ε``,
     ``ε = y − C m``, with the likelihood term ``½[log det S + εᵀS⁻¹ε + ny log 2π]``.
     """
-    P_in = ca.SX.sym("P", n, n)
-    P = _symmetric_from_upper(P_in)
-    Phi = ca.SX.sym("Phi", n, n)
-    Gam = ca.SX.sym("Q", n, n) if covariance else ca.SX.sym("Gamma", n, nx)
-    C_in = ca.SX.sym("C", ny, n)
-    D_in = ca.SX.sym("D", ny, nx)
-    R = ca.SX.sym("R", ny, ny)
-    C = C_in if C_value is None else _constant(C_value, ny, n)
-    D = ca.SX(ny, nx) if covariance else (D_in if D_value is None else _constant(D_value, ny, nx))
+    P_in, P, Phi, Gam, C_in, D_in, R, C, D = _step_symbols(n, nx, ny, C_value, D_value, covariance)
     PC = P @ C.T
     S = _symmetric_from_upper(C @ PC + D @ D.T + R)
     L = _cholesky_lower(S)
