@@ -1,12 +1,14 @@
 """CPU seconds of the Kalman maximum likelihood on a real 60 s record, per controller.
 
-    python benchmarks/kalman_speed.py [--data FILE] [--controllers PID,PID-delay,PD-delay]
-        [--lengths 30,60] [--repeats 2] [--quick] [--out JSON]
+    python benchmarks/kalman_speed.py [--data FILE ...] [--controllers PID,PID-delay,PD-delay]
+        [--noise sway|sway-lp|...] [--lengths 30,60] [--repeats 2] [--quick] [--out JSON]
 
 The fit is the issue's (17 · Real sway): ``co.solve(cip.stochastic_problem(trial,
-controller=C, body=cip.body(1.575, 54.2), noise="sway"), co.KalmanML())`` on the shipped BDS
+controller=C, body=cip.body(1.575, 54.2), noise=NOISE), co.KalmanML())`` on the shipped BDS
 trial's COPx (60 s at 100 Hz; ``--lengths 30`` fits ``trial.window(0, 30)``, the record's own
-seconds; a length of the record or more fits all of it).  Each case runs
+seconds; a length of the record or more fits all of it).  ``--noise`` (default ``sway``;
+``sway-lp`` is the CLI's default for a real subject); ``--data`` may be repeated (every trial,
+every case).  Each case runs
 ``--repeats`` times in this process: the first may compile the gradient (the C compiler runs
 as a child process, its CPU is reported apart as ``compiler_cpu_s``) and later ones load it
 from the disk cache, as every fit after the first on a machine does.
@@ -82,13 +84,13 @@ class _Counter:
         self.module._hessian_by_differences = self.original_hessian
 
 
-def fit_once(cip, trial, controller: str, counter: _Counter) -> dict:
+def fit_once(cip, trial, controller: str, counter: _Counter, noise: str = "sway") -> dict:
     """One fit, timed and counted."""
     counter.reset()
     load_before = os.getloadavg()
     children0 = os.times()
     c0, w0 = time.process_time(), time.perf_counter()
-    problem = cip.stochastic_problem(trial, controller=controller, body=cip.body(HEIGHT_M, MASS_KG), noise="sway")
+    problem = cip.stochastic_problem(trial, controller=controller, body=cip.body(HEIGHT_M, MASS_KG), noise=noise)
     result = co.solve(problem, co.KalmanML(), throw=False)
     cpu = time.process_time() - c0
     wall = time.perf_counter() - w0
@@ -102,6 +104,7 @@ def fit_once(cip, trial, controller: str, counter: _Counter) -> dict:
             "prediction_s": result.timings.get("prediction_s"), "success": bool(result.success),
             "status": result.status, "nll": float(result.objective),
             "newton_decrement": result.info.get("newton_decrement"),
+            "steady_state": result.info.get("steady_state"),
             "parameters": {k: float(v) for k, v in result.parameters.items()},
             "standard_errors": {k: (None if v is None else float(v)) for k, v in result.standard_errors.items()},
             "message": result.message}
@@ -109,8 +112,9 @@ def fit_once(cip, trial, controller: str, counter: _Counter) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(ROOT / "data" / "bds" / "BDS00001.txt.gz"))
+    ap.add_argument("--data", action="append", help="a BDS trial file (repeatable; default the shipped BDS00001)")
     ap.add_argument("--controllers", default="PID,PID-delay,PD-delay")
+    ap.add_argument("--noise", default="sway")
     ap.add_argument("--lengths", default="30,60", help="record lengths in s, comma-separated (≤ the record's)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--quick", action="store_true")
@@ -128,35 +132,46 @@ def main(argv=None) -> int:
     except ValueError:
         print(f"--lengths: not numbers: {args.lengths!r}", file=sys.stderr)
         return 2
+    if args.noise not in cip.NOISE_MODELS:
+        print(f"--noise: unknown {args.noise} (known: {', '.join(cip.NOISE_MODELS)})", file=sys.stderr)
+        return 2
+    files = args.data or [str(ROOT / "data" / "bds" / "BDS00001.txt.gz")]
+    missing = [f for f in files if not Path(f).is_file()]
+    if missing:
+        print(f"--data: no such file {missing[0]}", file=sys.stderr)
+        return 2
     if args.repeats < 1 or not lengths or min(lengths) <= 0:
         print("--repeats must be >= 1 and --lengths positive", file=sys.stderr)
         return 2
     repeats = args.repeats
     if args.quick:
         controllers, lengths, repeats = ["PID"], [10.0], 1
-    trial = cip.load_trial(args.data, columns={"cop": "COPx"})
-    duration = float(trial.time[-1] - trial.time[0]) + float(np.median(np.diff(trial.time)))
     cases = []
     with _Counter() as counter:
-        for controller in controllers:
-            for length in lengths:
+        for data in files:
+            trial = cip.load_trial(data, columns={"cop": "COPx"})
+            duration = float(trial.time[-1] - trial.time[0]) + float(np.median(np.diff(trial.time)))
+            for controller, length in ((c, n) for c in controllers for n in lengths):
                 window = None if length >= duration else (0.0, length)  # the record's own seconds
                 part = trial if window is None else trial.window(*window)
-                runs = [fit_once(cip, part, controller, counter) for _ in range(repeats)]
+                runs = [fit_once(cip, part, controller, counter, args.noise) for _ in range(repeats)]
                 last = runs[-1]
-                case = {"controller": controller, "length_s": length, "window": window, "samples": len(part.time),
+                case = {"data": Path(data).name, "controller": controller, "length_s": length, "window": window,
+                        "samples": len(part.time),
                         "runs": runs,
                         "cpu_s": last["cpu_s"], "cpu_s_min": min(r["cpu_s"] for r in runs),
                         "nll": last["nll"], "success": last["success"],
                         "same_nll_every_run": len({r["nll"] for r in runs}) == 1}
                 cases.append(case)
                 cpus = ", ".join(f"{r['cpu_s']:.2f}" for r in runs)
-                print(f"{controller:10s} {length:5.0f} s: CPU {cpus} s "
+                print(f"{Path(data).name} {controller:10s} {length:5.0f} s: CPU {cpus} s "
                       f"(compiler {runs[0]['compiler_cpu_s']:.1f} s), {last['gradient_evaluations']} gradients, "
-                      f"{last['difference_hessians']} Hessian(s), {last['iterations']} iterations, NLL {last['nll']:.10g}, "
+                      f"{last['difference_hessians']} Hessian(s), {last['iterations']} iterations, "
+                      f"NLL {last['nll']:.10g}, "
                       f"{last['status']}, load {last['loadavg_after'][0]:.1f}", flush=True)
-    write_report(args.out, {"cases": cases, "data": Path(args.data).name, "controllers": controllers,
-                            "lengths_s": lengths, "repeats": repeats, "body": {"height_m": HEIGHT_M, "mass_kg": MASS_KG},
+    write_report(args.out, {"cases": cases, "data": [Path(f).name for f in files], "noise": args.noise,
+                            "controllers": controllers, "lengths_s": lengths, "repeats": repeats,
+                            "body": {"height_m": HEIGHT_M, "mass_kg": MASS_KG},
                             "cpu_clock": "time.process_time() of the benchmark process (the compiler's, a child "
                                          "process, is compiler_cpu_s)"})
     return 0

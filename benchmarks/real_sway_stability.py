@@ -54,6 +54,11 @@ def evaluate(path: Path, info: dict, controller: str, noise: str, length: float,
     slow, slow_cpu = _fit(cip, half, body, controller, noise)
     out = {"trial": name, "vision": row.get("Vision"), "surface": row.get("Surface"),
            "success": [ref.success, moved.success, slow.success], "cpu_s": [ref_cpu, moved_cpu, slow_cpu],
+           "nll": [float(r.objective) for r in (ref, moved, slow)],
+           # the other optima the starts found (each with its NLL), and the verdict's warnings: where a
+           # window's estimate changes family, both families are seen here
+           "other_optima": [r.info.get("other_optima", []) for r in (ref, moved, slow)],
+           "warnings": [[w.get("code") for w in r.warnings] for r in (ref, moved, slow)],
            "parameters": {}}
     for k in ref.parameters:
         se = ref.standard_errors.get(k)

@@ -43,6 +43,11 @@ LJUNG_BOX_LAGS = 20
 #: of :func:`colloc.kalman.maximum_likelihood`; the estimate is then within √(2·0.001) ≈ 0.045
 #: standard errors of the exact optimum.  Beyond it the fit is repeated with the exact filter.
 STEADY_DECREMENT = 1e-3
+#: With several starts each start's L-BFGS-B search runs first; one that ends more than this above
+#: the best search's NLL (nats) is not finished (no Newton steps, no Hessian): the likelihood-ratio
+#: test rejects such a point by far (:data:`AMBIGUOUS_NLL`), and on the shipped BDS records the start
+#: that goes wrong ends some 10⁴ above (K_P and K_D on their bounds).
+SEARCH_MARGIN = 100.0
 #: Another optimum whose NLL is within this of the best is not told apart by the record: half the
 #: 95 % point of χ² with one degree of freedom (3.84/2), the likelihood-ratio test's threshold.
 AMBIGUOUS_NLL = 1.92
@@ -67,6 +72,20 @@ def _other_optima(best, rest, names) -> list[dict]:
             out.append({"nll": float(fit.nll), "parameters": {k: float(v) for k, v in fit.parameters.items()},
                         "apart": apart})
     return out
+
+
+def _same_basin(found, fit, names) -> bool:
+    """``found`` (a search's end) lies within one of ``fit``'s standard errors of its optimum in every
+    parameter (1 % where it has none): the same basin, not worth finishing again."""
+    if not fit.success:
+        return False
+    for k in names:
+        a, b = float(fit.parameters[k]), float(found.parameters[k])
+        se = fit.standard_errors.get(k, np.nan)
+        tol = se if np.isfinite(se) and se > 0 else 0.01 * max(abs(a), 1e-12)
+        if abs(a - b) > tol:
+            return False
+    return True
 
 
 def on_one_grid(trial: Trial, columns: Sequence[str], who: str = "KalmanML") -> Trial:
@@ -135,8 +154,11 @@ class KalmanML(AbstractMethod):
         Compile the gradient to C (cached on disk) where a compiler exists.
     transient : "auto", int or None
         The steady-state likelihood (:func:`colloc.kalman.maximum_likelihood`'s ``transient``):
-        the filter's covariance is updated until it settles (``"auto"``, the default: twice the
-        settling time at the start) and held after, O(n²) a sample instead of O(n³).  At the
+        the filter's covariance is updated until it settles (``"auto"``, the default: the transient
+        chosen at the start and again where L-BFGS-B ends) and held after, O(n²) a sample instead of
+        O(n³).  With several starts every start's L-BFGS-B search runs first, and one that ends
+        more than :data:`SEARCH_MARGIN` above the best, or within a standard error of an optimum
+        already finished, is not finished.  At the
         estimate the exact filter's gradient is taken: if one Newton step on the exact likelihood
         would lower it by more than :data:`STEADY_DECREMENT`, the fit is repeated with the exact
         filter from there.  None: the exact filter throughout.
@@ -186,16 +208,38 @@ class KalmanML(AbstractMethod):
         fits = []
         missing = bool(np.isnan(y).any())
 
-        def fit_from(point, transient):
-            return kalman.maximum_likelihood(lgm, yc, [point[k] for k in names],
+        def fit_from(point, transient, search_only=False):
+            return kalman.maximum_likelihood(lgm, yc, [point[k] for k in names], search_only=search_only,
                                              bounds={k: problem.bounds.get(k, (None, None)) for k in names},
                                              fixed=problem.fixed or None, hessian=self.hessian,
                                              max_iter=self.max_iter, optimizer=self.optimizer,
                                              compiled=self.compiled, missing=missing,
                                              transient=None if missing or self.optimizer != "lbfgsb" else transient)
 
-        for point in points:
-            fits.append(fit_from(point, self.transient))
+        if len(points) > 1 and self.optimizer == "lbfgsb":
+            # every start's search first; then, from the lowest search on, those that end within
+            # SEARCH_MARGIN of the best are finished, unless within a standard error of an optimum
+            # already finished (the same basin)
+            searched = [fit_from(point, self.transient, search_only=True) for point in points]
+            best_search = min(f.nll for f in searched)
+            fits = list(searched)
+            finished: list[int] = []
+            for i in sorted(range(len(points)), key=lambda j: searched[j].nll):
+                found = searched[i]
+                if found.nll > best_search + SEARCH_MARGIN:
+                    found.message += (f"; not finished: its search ended {found.nll - best_search:.4g} above another "
+                                      "start's")
+                    continue
+                same = next((j for j in finished if _same_basin(found, fits[j], names)), None)
+                if same is not None:
+                    found.message += (f"; not finished: its search ended within a standard error of start {same + 1}'s "
+                                      "optimum")
+                    continue
+                fits[i] = fit_from(found.parameters, self.transient)
+                finished.append(i)
+        else:
+            for point in points:
+                fits.append(fit_from(point, self.transient))
         ranked = sorted(range(len(fits)), key=lambda i: (not fits[i].success, fits[i].nll))
         fit, start = fits[ranked[0]], points[ranked[0]]
         theta = {k: float(v) for k, v in fit.parameters.items()}

@@ -19,6 +19,9 @@ from .real import (
     SECOND_START_PER_MGH,
     SHORT_RECORD_S,
     SIGMA_BELOW_FLOOR,
+    SWAY_SECOND_START_KI_PER_MGH,
+    THIRD_START_NOISE,
+    THIRD_START_PER_MGH,
     _on_one_grid,
     noise_floor,
     plausibility,
@@ -137,12 +140,19 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     duration = float(trial.time[-1] - trial.time[0])
     # a real record's likelihood has two families of optima (a stiff loop with an integral gain
     # and a slow disturbance; a softer, better damped loop with a fast one): a second start in the
-    # other (:data:`SECOND_START_PER_MGH`), unless the user gave a guess
+    # other (:data:`SECOND_START_PER_MGH`), and in the sway models a third in the stiff one
+    # (:data:`THIRD_START_PER_MGH`), unless the user gave a guess
     second = []
     if real and not guess:
         point = {k: v * mgh for k, v in SECOND_START_PER_MGH.items() if k in lgm.parameter_names}
+        if noise.startswith("sway") and "KI" in point:
+            point["KI"] = SWAY_SECOND_START_KI_PER_MGH * mgh
         point.update({k: v for k, v in SECOND_START_NOISE.items() if k in lgm.parameter_names})
         second = [{k: min(max(v, search[k][0]), search[k][1]) for k, v in point.items()}]
+        if noise.startswith("sway"):
+            point = {k: v * mgh for k, v in THIRD_START_PER_MGH.items() if k in lgm.parameter_names}
+            point.update({k: v for k, v in THIRD_START_NOISE.items() if k in lgm.parameter_names})
+            second.append({k: min(max(v, search[k][0]), search[k][1]) for k, v in point.items()})
 
     def notes(theta):
         return [f"K_P/(m·g·h) {theta['KP'] / mgh:.3g} (m·g·h {mgh:.4g} N·m/rad; plausible "

@@ -69,6 +69,23 @@ PLAUSIBLE = {"KP_over_mgh": (1.0, 3.0), "tau": (0.05, 0.3), "KD_over_KP": (0.2, 
 #: m·g·h (K_P 1.3, K_D/K_P 0.3 s, little integral action), and a disturbance of a few seconds
 #: whose stationary torque SD q_d/√(2B) is ≈ 2.5 N·m (the size found on the shipped records).
 SECOND_START_PER_MGH = {"KP": 1.3, "KI": 0.02, "KD": 0.39}
+#: In the sway noise models the second start's K_I is 5e-4·m·g·h instead (≈ 0.2 N·m/(rad·s) for the
+#: shipped subject, whose PID fits give K_I of 0–0.5 with standard errors of 0.7–7): from
+#: 0.02·m·g·h the search crossed a flat K_I–q_d–B ridge where the integral loop's slow pole keeps the
+#: filter's gain changing over the whole record, so that the steady-state likelihood needs its
+#: longest transient there (``sway-lp``, BDS00001 and BDS00002, 60 s: 24.9 and 20.4 s of CPU for the
+#: whole fit against 5.7 and 5.8 s, the same estimates within 0.03 standard errors;
+#: benchmarks/README.md, kalman_speed.py).  The ``"paper"`` model keeps 0.02 (from 5e-4 its fit of
+#: BDS00001's first 30 s fails).
+SWAY_SECOND_START_KI_PER_MGH = 5e-4
+#: A third start of a real subject's fit in the sway noise models, in the other family of optima: a
+#: stiff, lightly damped loop (K_P 2.3·m·g·h, K_D/K_P 0.1 s) with a slow disturbance (B 10 s).  The
+#: second start lies in the soft, well damped family with a fast disturbance (K_D/K_P 0.3 s, B 2 s),
+#: and which family a window's search reaches depended on the window: BDS00001 (PD, ``sway-lp``)
+#: reached the soft family from 2.5–32.5 s and the stiff one from 0–30 s, while on both windows the
+#: stiff family's NLL is lower by 10.5 and 11.8 (benchmarks/README.md, real_sway_stability.py).
+THIRD_START_PER_MGH = {"KP": 2.3, "KI": 5e-4, "KD": 0.23}
+THIRD_START_NOISE = {"B": 10.0, "q_d": 10.0}
 SECOND_START_NOISE = {"B": 2.0, "q_d": 5.0}
 #: A record shorter than this many closed-loop time constants (≈ B or 2 s) per free parameter is
 #: too short for the parameters asked: the Fisher information is then that of a few sway cycles.

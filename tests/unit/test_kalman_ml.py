@@ -368,3 +368,63 @@ def test_the_steady_state_likelihood_and_its_gradient_are_the_exact_ones_once_se
     for k in TRUTH:
         assert abs(steady.parameters[k] - exact.parameters[k]) < 0.01 * exact.standard_errors[k], k
     assert any("held after (steady state)" in n for n in steady.notes)
+
+
+def _held_nll_numpy(theta: np.ndarray, y: np.ndarray, transient: int) -> float:
+    """The NLL of the oscillator's filter whose covariance is updated over the first ``transient``
+    samples and held after (the gain then fixed), written in NumPy from SciPy's discretisation."""
+    Phi, Gam = discrete(dict(zip(["k", "c", "q", "sigma"], theta)), DT)
+    Q, R = Gam @ Gam.T, theta[3] ** 2
+    m, P = np.zeros(2), np.diag([0.5**2, 1.0**2])
+    total = 0.0
+    for k, yk in enumerate(y):
+        S = P[0, 0] + R
+        e = yk - m[0]
+        total += 0.5 * (np.log(2 * np.pi * S) + e * e / S)
+        K = (Phi @ P[:, 0]) / S
+        m = Phi @ m + K * e
+        if k < transient:
+            P = Phi @ P @ Phi.T + Q - np.outer(K, K) * S
+    return total
+
+
+def test_the_held_covariance_likelihood_and_its_gradient_before_the_filter_has_settled():
+    """Held after 20 samples, long before the Riccati recursion settles (~100 samples here), the
+    steady-state likelihood is not the exact one; it equals a NumPy filter that holds the covariance
+    from sample 20, and its adjoint gradient (the gain computed once, the mean's adjoint sweep, the
+    outer-product sums) equals central differences of that NumPy NLL."""
+    from colloc.inference.kalman.estimation import _gradient_function
+
+    model = oscillator(DT)
+    y = record(TRUTH, 2000, seed=21)
+    Y, W = model.observed(model.data_matrix(y[:, None]))
+    theta = np.array([3.5, 0.7, 0.6, 0.025])
+    s = model.squarings(theta) + 1
+    held_f, held_g = _gradient_function(model, 2000, s, False, 20)(theta, Y, W)
+    exact_f = float(_gradient_function(model, 2000, s, False)(theta, Y, W)[0])
+    held_f, held_g = float(held_f), np.array(held_g).ravel()
+    assert abs(held_f - exact_f) > 1.0  # not settled: a different likelihood
+    assert held_f == pytest.approx(_held_nll_numpy(theta, y, 20), rel=1e-10)
+    for i in range(4):
+        h = 1e-5 * abs(theta[i])
+        e = np.zeros(4)
+        e[i] = h
+        central = (_held_nll_numpy(theta + e, y, 20) - _held_nll_numpy(theta - e, y, 20)) / (2 * h)
+        assert held_g[i] == pytest.approx(central, rel=1e-5, abs=1e-3), i
+
+
+def test_a_search_alone_ends_where_the_full_fit_starts_and_reaches_the_same_estimate():
+    """``maximum_likelihood(search_only=True)``: L-BFGS-B without the Newton steps or standard
+    errors (NaN, not a success); the full fit from where it ended reaches the full fit's estimate."""
+    model = oscillator(DT)
+    y = record(TRUTH, 3000, seed=5)
+    start = [2.0, 0.3, 1.0, 0.05]
+    bounds = {"k": (0.1, 100.0), "c": (0.01, 20.0), "q": (1e-3, 100.0), "sigma": (1e-5, 1.0)}
+    search = kalman.maximum_likelihood(model, y, start, bounds=bounds, optimizer="lbfgsb", search_only=True)
+    assert not search.success and all(np.isnan(v) for v in search.standard_errors.values())
+    full = kalman.maximum_likelihood(model, y, start, bounds=bounds, optimizer="lbfgsb")
+    again = kalman.maximum_likelihood(model, y, search.parameters, bounds=bounds, optimizer="lbfgsb")
+    assert full.success and again.success
+    assert search.nll >= full.nll - 1e-6
+    for k in TRUTH:
+        assert abs(again.parameters[k] - full.parameters[k]) < 0.01 * full.standard_errors[k], k

@@ -223,43 +223,88 @@ def _gradient_function(model, N: int, s: int, compile_gradient: bool, transient:
             else model._derivative("gradient", N, s, transient))
 
 
-#: Relative change of the innovation covariance from one sample to the next below which the
-#: Riccati recursion counts as settled (:func:`settling_samples`).
-SETTLED_RTOL = 1e-10
+#: Expected excess NLL (nats) of the steady-state likelihood over the exact one that the transient
+#: is chosen for (:func:`settling_samples`): loose where the search starts (it steers L-BFGS-B while
+#: the NLL still falls by thousands), tight once L-BFGS-B has ended (the Newton steps, the Hessian and
+#: the estimate are those of a likelihood within this of the exact one in expectation).
+SEARCH_GAP = 1.0
+STEADY_GAP = 1e-6
 #: The transient of a steady-state likelihood is a multiple of this many samples (fewer compiled
-#: variants), twice the settling time found, and at most a quarter of the record.
+#: variants), and at most a quarter of the record.
 TRANSIENT_QUANTUM = 250
+#: Relative change of a covariance from one sample to the next below which its recursion counts as
+#: converged (for 20 samples), so that its remaining terms are the last one's.
+CONVERGED_RTOL = 1e-10
 
 
-def settling_samples(model: LinearGaussianModel, theta: ParameterValues, num_samples: int) -> int | None:
+def _relative_change(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.abs(a - b) / np.maximum(np.abs(a), np.abs(b)).clip(min=1e-300)))
+
+
+def settling_samples(model: LinearGaussianModel, theta: ParameterValues, num_samples: int,
+                     tolerance: float = STEADY_GAP) -> int | None:
     """How many samples the filter's covariance is updated at ``theta`` before it is held
     (``transient`` of the steady-state likelihood); None for a record too short to gain from it
     (under 8 quanta).
 
-    The numeric Riccati recursion from the initial covariance, ``S = C P Cᵀ + D Dᵀ + R``,
-    ``K = (Φ P Cᵀ + S_x) S⁻¹``, ``P ← Φ P Φᵀ + Q − K S Kᵀ``, until the innovation covariance ``S``
-    changes by less than :data:`SETTLED_RTOL` (relative) for 10 samples; the transient is twice
-    that, rounded up to a multiple of :data:`TRANSIENT_QUANTUM`, and at most a quarter of the record
-    (also where ``S`` has not settled by then: a weakly observed state, such as an integral of the
-    sway whose initial value the filter learns like a constant, keeps ``S`` moving slowly at the
-    start point; the caller checks the exact NLL at the estimate)."""
+    The smallest multiple ``T`` of :data:`TRANSIENT_QUANTUM` (at most a quarter of the record) whose
+    held covariance costs at most ``tolerance`` nats of expected NLL over the exact filter: with
+    the exact recursion's innovation covariances ``S_k`` and, for the filter whose gain is held at
+    ``K_T`` from sample ``T`` on, the innovation covariances ``V_k = C P̃_k Cᵀ + D Dᵀ + R``
+    (``P̃_{k+1} = F P̃_k Fᵀ + Q + K_T R̃ K_Tᵀ − K_T S_xᵀ − S_x K_Tᵀ``, ``F = Φ − K_T C``, ``P̃_T = P_T``),
+    the excess is ``Σ_{k≥T} ½[log det S_T − log det S_k + tr(S_T⁻¹ V_k) − n_y]``, each term ≥ 0
+    (``V_k ≥ S_k``: the exact filter is the optimal one).  Both the innovation variance held and the
+    gain held count: a state whose initial value the filter is still learning (an integral of the
+    sway) hardly moves ``S`` but keeps the gain wrong.  The recursions stop once they have converged
+    (:data:`CONVERGED_RTOL`) and their last term stands for the rest.  Where no multiple passes,
+    the cap; the caller checks the exact NLL at the estimate."""
     if num_samples < 8 * TRANSIENT_QUANTUM:
         return None
     cap = (num_samples // 4) // TRANSIENT_QUANTUM * TRANSIENT_QUANTUM
     d = model.discretize(theta)
     Phi, Q, C, R, Sx, P = d["Phi"], d["Q"], d["C"], d["D"] @ d["D"].T + d["R"], d["S"], d["P0"]
-    last, calm = None, 0
-    for k in range(cap // 2):
-        S = C @ P @ C.T + R
-        if last is not None:
-            change = float(np.max(np.abs(S - last) / np.maximum(np.abs(S), np.abs(last)).clip(min=1e-300)))
-            calm = calm + 1 if change < SETTLED_RTOL else 0
-            if calm >= 10:
-                return min(cap, max(1, math.ceil(2 * (k + 1) / TRANSIENT_QUANTUM)) * TRANSIENT_QUANTUM)
+    ny = C.shape[0]
+    logdets = np.empty(num_samples)
+    held: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    last, calm, settled = None, 0, num_samples
+    for k in range(num_samples):
+        PC = P @ C.T
+        S = C @ PC + R
+        if ny == 1:
+            logdets[k], K = math.log(S[0, 0]), (Phi @ PC + Sx) / S[0, 0]
+        else:
+            logdets[k], K = np.linalg.slogdet(S)[1], np.linalg.solve(S.T, (Phi @ PC + Sx).T).T
+        if k % TRANSIENT_QUANTUM == 0 and 0 < k <= cap:
+            held[k] = (P, K, S)
+        calm = calm + 1 if last is not None and _relative_change(S, last) < CONVERGED_RTOL else 0
         last = S
-        K = np.linalg.solve(S.T, (Phi @ P @ C.T + Sx).T).T
+        if calm >= 20:  # converged: the later samples (and transients) have this covariance
+            logdets[k + 1:], settled = logdets[k], k
+            held.update({T: (P, K, S) for T in range(TRANSIENT_QUANTUM, cap + 1, TRANSIENT_QUANTUM) if T > k})
+            break
         P = Phi @ P @ Phi.T + Q - K @ S @ K.T
         P = 0.5 * (P + P.T)
+    for T in range(TRANSIENT_QUANTUM, cap + 1, TRANSIENT_QUANTUM):
+        Pt, K, S_T = held[T]
+        S_inv, logdet_T = np.linalg.inv(S_T), logdets[T]
+        F = Phi - K @ C
+        noise = Q + K @ R @ K.T - K @ Sx.T - Sx @ K.T
+        gap, last, calm = 0.0, None, 0
+        for k in range(T, num_samples):
+            V = C @ Pt @ C.T + R
+            spread = V[0, 0] * S_inv[0, 0] if ny == 1 else float(np.trace(S_inv @ V))
+            term = 0.5 * (logdet_T - logdets[k] + spread - ny)
+            gap += term
+            if gap > tolerance:
+                break
+            calm = calm + 1 if last is not None and _relative_change(V, last) < CONVERGED_RTOL and k >= settled else 0
+            last = V
+            if calm >= 20:
+                gap += term * (num_samples - 1 - k)
+                break
+            Pt = F @ Pt @ F.T + noise
+        if gap <= tolerance:
+            return T
     return cap
 
 
@@ -451,13 +496,20 @@ def _run_lbfgsb(fun, z, lo, hi, max_iter, stall: bool):
 
 
 def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient, transient=None,
-                last_hessian=None):
+                last_hessian=None, settle=None, search_only=False):
     """L-BFGS-B with the exact gradient, then projected Newton steps with the forward-difference
     Hessian (Richardson's to confirm convergence); returns ``(theta, iterations, status, success)``.
     ``last_hessian`` (a dict, if given) receives the last Richardson Hessian: ``theta``,
     ``squarings`` and ``value`` (``(nll, gradient, Hessian)``), so that the caller need not
-    recompute it at the estimate."""
-    gradient = _gradient_function(model, data[0].shape[1], s, compile_gradient, transient)
+    recompute it at the estimate.  ``settle`` (optional, ``θ -> transient``): once L-BFGS-B has
+    ended, the transient is chosen again at its point and the rest (Newton steps, Hessians) uses
+    that one.  ``search_only``: L-BFGS-B alone, from ``theta`` once.  Returns also the transient
+    used last."""
+    used = {"transient": transient,
+            "gradient": _gradient_function(model, data[0].shape[1], s, compile_gradient, transient)}
+
+    def gradient(*args):
+        return used["gradient"](*args)
     theta = theta.copy()
     # parameters bounded away from 0 move in log space (scale-free steps along ridges such as a
     # time constant and an amplitude growing together); the others in units of their scale
@@ -490,7 +542,7 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
     def fine_hessian(th):  # Richardson's: where the forward one is not trusted, and the standard errors'
         value = _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc))
         if last_hessian is not None:
-            last_hessian.update(theta=th.copy(), squarings=s, value=value)
+            last_hessian.update(theta=th.copy(), squarings=s, transient=used["transient"], value=value)
         return value
 
     z = np.where(logs, np.log(np.where(logs, theta[free_idx], 1.0)), theta[free_idx] / zs)
@@ -499,6 +551,14 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
     for _round in range(4):  # L-BFGS-B, then Newton; a saddle point sends it back to L-BFGS-B
         z, its, status, success, stalled = _run_lbfgsb(fun, z, lo, hi, max_iter, stall)
         iterations += its
+        if search_only:
+            return at(z), iterations, status, False, used["transient"]
+        if settle is not None and _round == 0:  # the transient for the likelihood near its optimum
+            again = settle(at(z))
+            if again != used["transient"]:
+                used.update(transient=again,
+                            gradient=_gradient_function(model, data[0].shape[1], s, compile_gradient, again))
+                status += f"; transient {transient} -> {again} samples at its end"
         z, steps, saddle, converged = _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi,
                                                      fine_hessian=fine_hessian)
         iterations += steps
@@ -511,7 +571,7 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
             stall = False
             continue
         break
-    return at(z), iterations, status, success
+    return at(z), iterations, status, success, used["transient"]
 
 
 def maximum_likelihood(
@@ -530,6 +590,7 @@ def maximum_likelihood(
     compiled: bool = False,
     missing: bool = False,
     transient: int | str | None = None,
+    search_only: bool = False,
 ) -> MLResult:
     """Exact maximum-likelihood estimate by the Kalman prediction-error method.
 
@@ -594,11 +655,18 @@ def maximum_likelihood(
     transient : int or "auto", optional
         ``optimizer="lbfgsb"`` on a complete record: update the filter's covariance over the
         first ``transient`` samples only and hold it for the rest (O(n²) a sample instead of
-        O(n³); the filter's adjoint with a held covariance, an exact gradient), the steady-state
-        likelihood, equal to the exact one once the Riccati recursion has settled.  ``"auto"``:
-        :func:`settling_samples` at ``theta0`` (exact where it does not settle in half the
-        record).  Default None: the exact filter throughout.  The caller checks the exact NLL
-        at the estimate (``MLResult.transient`` says what was used).
+        O(n³): the gain computed once for the held part; the filter's adjoint with a held
+        covariance, an exact gradient), the steady-state likelihood, equal to the exact one once
+        the Riccati recursion has settled.  ``"auto"``: :func:`settling_samples` at ``theta0``
+        with the search's tolerance :data:`SEARCH_GAP`, and again, with :data:`STEADY_GAP`, where
+        L-BFGS-B ends (the Newton steps, Hessians and standard errors use that one); the full
+        filter for a record under 8 quanta.  Default None: the exact filter throughout.  The
+        caller checks the exact NLL at the estimate (``MLResult.transient`` says what was used
+        last).
+    search_only : bool, optional
+        ``optimizer="lbfgsb"``: the L-BFGS-B search alone, without the Newton steps, the Hessian
+        and the standard errors (NaN; ``success`` False): where it ends and its NLL, to choose
+        among several starts which to finish.
 
     Returns
     -------
@@ -632,15 +700,21 @@ def maximum_likelihood(
     fixed_mask[free_idx] = False
 
     s = model.squarings(theta) + 1
+    settle = None
+    held: int | None = None  # the transient in use
     if transient == "auto":
-        transient = settling_samples(model, theta, Y.shape[1]) if optimizer == "lbfgsb" and not missing else None
+        if optimizer == "lbfgsb" and not missing:
+            held = settling_samples(model, theta, Y.shape[1], SEARCH_GAP)
+            if held is not None:
+                def settle(th):
+                    return settling_samples(model, th, Y.shape[1], STEADY_GAP)
     elif transient is not None:
-        transient = int(transient)
-        if optimizer != "lbfgsb" or missing or not 0 < transient < Y.shape[1] - 1:
-            raise CollocInputError(f"maximum_likelihood: transient={transient} needs optimizer='lbfgsb', a record "
+        held = int(transient)
+        if optimizer != "lbfgsb" or missing or not 0 < held < Y.shape[1] - 1:
+            raise CollocInputError(f"maximum_likelihood: transient={held} needs optimizer='lbfgsb', a record "
                                    f"without missing samples and 0 < transient < {Y.shape[1] - 1}")
     if optimizer == "lbfgsb" and compiled:  # the compiled gradient the fit starts with, not the VM's NLL
-        f0 = float(_gradient_function(model, Y.shape[1], s, compiled, transient)(theta, *data)[0])
+        f0 = float(_gradient_function(model, Y.shape[1], s, compiled, held)(theta, *data)[0])
     else:
         f0 = negative_log_likelihood(model, Y.T, theta, missing=missing)
     if not math.isfinite(f0):
@@ -656,8 +730,9 @@ def maximum_likelihood(
             theta, its, status, success = _fit_ipopt(model, data, theta, free, fixed_mask, sc, lb, ub, s, hessian,
                                                      tol, max_iter, print_level)
         else:
-            theta, its, status, success = _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compiled,
-                                                      transient, last_hessian)
+            theta, its, status, success, held = _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter,
+                                                            compiled, held, last_hessian, settle,
+                                                            search_only and optimizer == "lbfgsb")
         iterations += its
         needed = model.squarings(theta)
         if needed <= s:
@@ -667,14 +742,28 @@ def maximum_likelihood(
         success = False
         status += "; the matrix exponential kept needing more squarings"
 
+    if search_only and optimizer == "lbfgsb":
+        free_names = [names[i] for i in free]
+        nan_frame = pd.DataFrame(np.nan, index=free_names, columns=free_names)
+        nll = float(_gradient_function(model, Y.shape[1], s, compiled, held)(theta, *data)[0])
+        return MLResult(parameters={nm: float(v) for nm, v in zip(names, theta)},
+                        standard_errors={nm: math.nan for nm in free_names}, covariance=nan_frame,
+                        correlation=nan_frame.copy(), fisher_information=nan_frame.copy(), fisher_condition=math.inf,
+                        nll=nll if math.isfinite(nll) else math.inf, success=False, iterations=iterations,
+                        time_s=time.perf_counter() - start, message=status + "; the search alone (search_only)",
+                        fixed=tuple(nm for nm in names if nm in fixed_values), newton_decrement=math.nan,
+                        bounds={nm: (float(lo), float(hi)) for nm, lo, hi in zip(names, lb, ub)},
+                        scales={nm: float(v) for nm, v in zip(names, sc)},
+                        transient=held)
     if optimizer == "lbfgsb":
         s = max(s, model.squarings(theta))
         # Richardson's Hessian: with two estimates correlated at 0.998 (a disturbance's intensity and
         # time constant) a plain central difference's O(h²) error moves their standard errors by ~6 %
-        if last_hessian.get("squarings") == s and np.array_equal(last_hessian["theta"], theta):
+        if (last_hessian.get("squarings") == s and last_hessian.get("transient") == held
+                and np.array_equal(last_hessian["theta"], theta)):
             nll, grad, H = last_hessian["value"]  # the Newton steps' last Richardson Hessian is at the estimate
         else:
-            gradient = _gradient_function(model, Y.shape[1], s, compiled, transient)
+            gradient = _gradient_function(model, Y.shape[1], s, compiled, held)
             nll, grad, H = _hessian_by_differences(gradient, theta, data, _steps(theta, free_idx, sc))
     else:
         nll, grad, H = negative_log_likelihood(model, Y.T, theta, hessian=True, missing=missing)
@@ -744,5 +833,5 @@ def maximum_likelihood(
         newton_decrement=decrement,
         bounds={nm: (float(lo), float(hi)) for nm, lo, hi in zip(names, lb, ub)},
         scales={nm: float(v) for nm, v in zip(names, sc)},
-        transient=transient if isinstance(transient, int) else None,
+        transient=held,
     )

@@ -9,7 +9,7 @@ from typing import Any
 import casadi as ca
 import numpy as np
 
-__all__ = ["filter_step"]
+__all__ = ["filter_step", "steady_gain"]
 
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -73,6 +73,21 @@ def _constant(value, rows: int, cols: int) -> ca.SX:
     return ca.sparsify(ca.SX(ca.DM(np.asarray(value, dtype=float).reshape(rows, cols))))
 
 
+def _step_symbols(n: int, nx: int, ny: int, C_value, D_value, covariance: bool) -> tuple:
+    """The symbols of a filter step's covariance and matrices, ``(P_in, P, Φ, Γ or Q, C_in, D_in, R,
+    C, D)``: ``P`` the symmetric matrix of ``P_in``'s upper triangle, ``C`` / ``D`` the constants
+    ``C_value`` / ``D_value`` where given (``D`` zero for covariance noise), else the inputs."""
+    P_in = ca.SX.sym("P", n, n)
+    Phi = ca.SX.sym("Phi", n, n)
+    Gam = ca.SX.sym("Q", n, n) if covariance else ca.SX.sym("Gamma", n, nx)
+    C_in = ca.SX.sym("C", ny, n)
+    D_in = ca.SX.sym("D", ny, nx)
+    R = ca.SX.sym("R", ny, ny)
+    C = C_in if C_value is None else _constant(C_value, ny, n)
+    D = ca.SX(ny, nx) if covariance else (D_in if D_value is None else _constant(D_value, ny, nx))
+    return P_in, _symmetric_from_upper(P_in), Phi, Gam, C_in, D_in, R, C, D
+
+
 def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covariance: bool = False) -> ca.Function:
     """One predictor-form Kalman step with correlated process/measurement noise and missing samples.
 
@@ -103,20 +118,9 @@ def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covaria
     ignored (taken as zero), and the update is ``(Φ − KC) P (Φ − KC)ᵀ + Q + K R Kᵀ``.
     """
     m = ca.SX.sym("m", n)
-    P_in = ca.SX.sym("P", n, n)
-    P = _symmetric_from_upper(P_in)
     y = ca.SX.sym("y", ny)
     w = ca.SX.sym("w", ny)
-    Phi = ca.SX.sym("Phi", n, n)
-    Gam = ca.SX.sym("Q", n, n) if covariance else ca.SX.sym("Gamma", n, nx)
-    C_in = ca.SX.sym("C", ny, n)
-    D_in = ca.SX.sym("D", ny, nx)
-    R = ca.SX.sym("R", ny, ny)
-    C = C_in if C_value is None else _constant(C_value, ny, n)
-    if covariance:
-        D = ca.SX(ny, nx)
-    else:
-        D = D_in if D_value is None else _constant(D_value, ny, nx)
+    P_in, P, Phi, Gam, C_in, D_in, R, C, D = _step_symbols(n, nx, ny, C_value, D_value, covariance)
 
     W = ca.diag(w)
     eps = w * (y - C @ m)
@@ -144,3 +148,25 @@ def filter_step(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covaria
     return ca.Function("kalman_step", [m, P_in, y, w, Phi, Gam, C_in, D_in, R], [m_next, P_next, term],
                        ["m", "P", "y", "w", "Phi", "Q" if covariance else "Gamma", "C", "D", "R"],
                        ["m_next", "P_next", "nll"])
+
+
+def steady_gain(n: int, nx: int, ny: int, *, C_value=None, D_value=None, covariance: bool = False) -> ca.Function:
+    """The gain of :func:`filter_step` at a held covariance, for the steady part of a record.
+
+    Inputs ``(P, Φ, Γ or Q, C, D, R)`` as :func:`filter_step`'s (only the upper triangle of ``P``
+    is read; every output measured).  Outputs ``K = (Φ P Cᵀ + Γ Dᵀ) S⁻¹``, ``S⁻¹`` and
+    ``log det S`` with ``S = C P Cᵀ + D Dᵀ + R``, and the ``C`` the step uses (``C_value`` when
+    given): once the covariance is held these are constant, and a step is ``m⁺ = Φ m + K ε``,
+    ``ε = y − C m``, with the likelihood term ``½[log det S + εᵀS⁻¹ε + ny log 2π]``.
+    """
+    P_in, P, Phi, Gam, C_in, D_in, R, C, D = _step_symbols(n, nx, ny, C_value, D_value, covariance)
+    PC = P @ C.T
+    S = _symmetric_from_upper(C @ PC + D @ D.T + R)
+    L = _cholesky_lower(S)
+    S_inv = _symmetric_from_upper(_backward_solve_transposed(L, _forward_solve(L, ca.SX.eye(ny))))
+    logdet = 0
+    for i in range(ny):
+        logdet = logdet + 2.0 * ca.log(L[i][i])
+    B = Phi @ PC if covariance else Phi @ PC + Gam @ D.T
+    return ca.Function("kalman_steady_gain", [P_in, Phi, Gam, C_in, D_in, R], [B @ S_inv, S_inv, logdet, C],
+                       ["P", "Phi", "Q" if covariance else "Gamma", "C", "D", "R"], ["K", "S_inv", "logdet", "C_used"])

@@ -16,11 +16,11 @@ from numpy.typing import ArrayLike
 
 from ...base.errors import CollocInputError, DataError, ModelError
 from .expm import expm, expm_squarings, van_loan
-from .filter import filter_step
+from .filter import filter_step, steady_gain
 
 #: Changes whenever :meth:`LinearGaussianModel._gradient_function` builds a different function:
 #: part of the key of its compiled library in the disk cache.
-_GRADIENT_CODE = "kalman-gradient-3"
+_GRADIENT_CODE = "kalman-gradient-4"
 
 __all__ = ["NOISE_FORMS", "LinearGaussianModel"]
 
@@ -259,6 +259,7 @@ class LinearGaussianModel:
         C_value, D_value = (None if ca.depends_on(M, theta) else np.array(v)
                             for M, v in zip((C, D), constant(np.zeros(np_))))
         self._step = filter_step(n, q, p, C_value=C_value, D_value=D_value, covariance=continuous)
+        self._gain = steady_gain(n, q, p, C_value=C_value, D_value=D_value, covariance=continuous)
         self._discrete_cache: dict[int, ca.Function] = {}
         self._nll_cache: dict[tuple[int, int], ca.Function] = {}
         self._deriv_cache: dict[tuple[str, int, int, int] | str, ca.Function] = {}
@@ -535,34 +536,18 @@ class LinearGaussianModel:
                 [adj[0], adj[1], *[a + b for a, b in zip(sums, adj[4:9])]])
         return self._deriv_cache["backward"]
 
-    def _steady_step(self) -> ca.Function:
-        """The filter step with its covariance held: ``(m, P, y, w, Φ, N, C, D, R) -> (m⁺, nll term)``,
-        the mean update and likelihood term of :meth:`_step` without the Riccati update (its
-        O(n³) part), for the samples after the covariance has settled."""
+    def _steady_sweeps(self) -> tuple[ca.Function, ca.Function]:
+        """The held-covariance filter's two recursions as SX steps: forward ``(m, y, F, K) -> F m + K y``
+        (``F = Φ − K C``: the mean, ``m⁺ = Φ m + K (y − C m)``) and reverse ``(λ, g, Fᵀ) -> Fᵀ λ + g``
+        (the adjoint of the mean), O(n²) a sample each."""
         if "steady" not in self._deriv_cache:
-            step = self._step
-            inputs = [ca.SX.sym(step.name_in(i), step.sparsity_in(i)) for i in range(step.n_in())]
-            m_next, _, term = step(*inputs)
-            self._deriv_cache["steady"] = ca.Function(
-                "kalman_steady_step", inputs, [m_next, term], [step.name_in(i) for i in range(step.n_in())],
-                ["m_next", "nll"])
-        return self._deriv_cache["steady"]
-
-    def _steady_backward_step(self) -> ca.Function:
-        """The reverse of :meth:`_steady_step`: inputs the adjoint of ``m⁺``, the running sums of the
-        adjoints of ``P, Φ, N, C, D, R``, then the step's inputs; outputs the adjoint of ``m`` and the
-        sums with this step's adjoints added."""
-        if "steady_backward" not in self._deriv_cache:
-            step = self._steady_step()
-            inputs = [ca.SX.sym(step.name_in(i), step.sparsity_in(i)) for i in range(step.n_in())]
-            outputs = step(*inputs)
-            seed = ca.SX.sym("adj_m_next", step.sparsity_out(0))
-            held = (1, 4, 5, 6, 7, 8)
-            sums = [ca.SX.sym("sum_" + step.name_in(i), step.sparsity_in(i)) for i in held]
-            adj = step.reverse(1)(*inputs, *outputs, seed, ca.SX(1.0))
-            self._deriv_cache["steady_backward"] = ca.Function(
-                "kalman_steady_adjoint", [seed, *sums, *inputs], [adj[0], *[a + adj[i] for a, i in zip(sums, held)]])
-        return self._deriv_cache["steady_backward"]
+            n, ny = self.num_states, self.num_outputs
+            m, lam, g = ca.SX.sym("m", n), ca.SX.sym("lam", n), ca.SX.sym("g", n)
+            y, F, K, Ft = ca.SX.sym("y", ny), ca.SX.sym("F", n, n), ca.SX.sym("K", n, ny), ca.SX.sym("Ft", n, n)
+            self._deriv_cache["steady"] = ca.Function("kalman_steady_mean", [m, y, F, K], [F @ m + K @ y])
+            self._deriv_cache["steady_adjoint"] = ca.Function("kalman_steady_mean_adjoint", [lam, g, Ft],
+                                                              [Ft @ lam + g])
+        return self._deriv_cache["steady"], self._deriv_cache["steady_adjoint"]
 
     def _filter_adjoint_function(self, N: int, transient: int | None = None) -> ca.Function:
         """``(Φ, N, C, D, R, m0, P0, Y, W) -> (nll, adjoints of Φ, N, C, D, R, m0, P0)`` over a record
@@ -577,8 +562,9 @@ class LinearGaussianModel:
         ``(m, P)`` (``N·n·(n+1)`` numbers: 3.5 MB for 6000 samples and 8 states).
 
         ``transient`` (``0 < transient < N - 1``): the covariance is updated over the first
-        ``transient`` samples only and held at its value there for the rest (:meth:`_steady_step`:
-        O(n²) a sample instead of O(n³)).  Once the Riccati recursion has settled this is the
+        ``transient`` samples only and held at its value there for the rest (its gain computed once,
+        :func:`~colloc.inference.kalman.filter.steady_gain`, and the mean's recursion and adjoint
+        :meth:`_steady_sweeps`: O(n²) a sample instead of O(n³)).  Once the Riccati recursion has settled this is the
         exact likelihood up to the covariance's remaining change; the gradient is exact for it
         (the held covariance's adjoint flows back into the transient's sweep).
         """
@@ -602,14 +588,26 @@ class LinearGaussianModel:
             scan = step.mapaccum(f"{self.name}_filter_{N}_t{T}", T, 2, {})
             M, P, terms = scan(m0, P0, Yt, Wt, Phi, Gam, C, D, R)
             mT, PT = M[:, T - 1], P[:, n * (T - 1):]
-            steady = self._steady_step().mapaccum(f"{self.name}_steady_{N}_t{T}", S, 1, {})
-            Ms, terms_s = steady(mT, PT, Y[:, T:], W[:, T:], Phi, Gam, C, D, R)
-            terms_steady = ca.sum2(terms_s)
+            # the gain, S⁻¹ and log det S at the held P_T, once; then the mean's LTI recursion and its
+            # adjoint λ_k = dNLL/dm_k = Fᵀ λ_{k+1} − Cᵀ S⁻¹ ε_k (F = Φ − K C, λ_N = 0); the adjoints of
+            # Φ, K, C, S⁻¹ are sums of outer products over the samples, and go back through the gain to
+            # P_T and the matrices by the gain function's reverse
+            K, S_inv, logdet, Cu = self._gain(PT, Phi, Gam, C, D, R)
+            F = Phi - K @ Cu
+            forward, backward = self._steady_sweeps()
+            Mn = forward.mapaccum(f"{self.name}_steady_{N}_t{T}", S, 1, {})(mT, Y[:, T:], F, K)
+            Mx = ca.horzcat(mT, Mn[:, :S - 1])  # m_T … m_{N-1}
+            E = Y[:, T:] - Cu @ Mx
+            SE = S_inv @ E
+            terms_steady = 0.5 * (S * (logdet + self.num_outputs * math.log(2 * math.pi)) + ca.dot(E, SE))
             back_s = list(range(S - 1, -1, -1))
-            sweep_s = self._steady_backward_step().mapaccum(f"{self.name}_steady_adjoint_{N}_t{T}", S, 7, {})
-            adj_s = sweep_s(zeros[0], *zeros[1:], ca.horzcat(mT, Ms[:, :S - 1])[:, back_s], PT,
-                            Y[:, T:][:, back_s], W[:, T:][:, back_s], Phi, Gam, C, D, R)
-            seeds = [a[:, a.shape[1] - z.shape[1]:] for a, z in zip(adj_s, zeros)]
+            lam = backward.mapaccum(f"{self.name}_steady_adjoint_{N}_t{T}", S, 1, {})(
+                ca.MX.zeros(n, 1), (-Cu.T @ SE)[:, back_s], F.T)[:, back_s]  # λ_T … λ_{N-1}
+            Ln = ca.horzcat(lam[:, 1:], ca.MX.zeros(n, 1))  # λ_{k+1} for k = T … N-1
+            D_eps = SE + K.T @ Ln  # dNLL/dε_k
+            a_gain = self._gain.reverse(1)(PT, Phi, Gam, C, D, R, K, S_inv, logdet, Cu,
+                                           Ln @ E.T, 0.5 * (E @ E.T), 0.5 * S, -D_eps @ Mx.T)
+            seeds = [lam[:, 0], a_gain[0], Ln @ Mx.T + a_gain[1], *a_gain[2:]]
             Y, W = Yt, Wt
         else:
             scan = step.mapaccum(f"{self.name}_filter_{N}", N, 2, {})
