@@ -30,12 +30,16 @@ def test_a_positive_parameter_gets_a_log_scale_interval_that_stays_above_zero():
     iv, scale = parameter_intervals({"k": 2.0}, {"k": 0.2}, {"k": (0.0, math.inf)})
     assert scale["k"] == "log"
     assert iv["k"] == pytest.approx((2.0 * math.exp(-0.1 * INTERVAL_Z), 2.0 * math.exp(0.1 * INTERVAL_Z)))
-    # a standard error far above the estimate: the Wald interval would reach −196, this one not below 0
-    iv, _ = parameter_intervals({"k": 1.0}, {"k": 100.0}, {"k": (0.0, 10.0)})
-    assert 0.0 < iv["k"][0] < 1.0 < iv["k"][1]
+    # a standard error far above the estimate: the Wald interval would reach −196; it is cut at 0
+    # (the log scale's would span 85 decades: see the next test)
+    iv, scale = parameter_intervals({"k": 1.0}, {"k": 100.0}, {"k": (0.0, 10.0)})
+    assert scale["k"] == "truncated" and iv["k"] == pytest.approx((0.0, 1.0 + 100.0 * INTERVAL_Z))
     # a huge ratio does not overflow
     iv, _ = parameter_intervals({"k": 1e-300}, {"k": 1.0}, {"k": (0.0, math.inf)})
-    assert iv["k"][0] == 0.0 and iv["k"][1] == math.inf
+    assert iv["k"] == pytest.approx((0.0, INTERVAL_Z))
+    # just inside one standard error of zero the log scale still holds
+    iv, scale = parameter_intervals({"k": 1.0}, {"k": 0.99}, {"k": (0.0, math.inf)})
+    assert scale["k"] == "log" and iv["k"][0] > 0
 
 
 def test_unbounded_negative_and_physical_box_parameters():
@@ -55,6 +59,17 @@ def test_unbounded_negative_and_physical_box_parameters():
 def test_no_standard_error_means_no_interval():
     iv, scale = parameter_intervals({"a": 1.0, "b": 2.0}, {"a": float("nan")}, {})
     assert all(math.isnan(v) for v in iv["a"] + iv["b"]) and scale == {"a": "none", "b": "none"}
+
+
+def test_a_one_signed_estimate_within_one_se_of_zero_gets_a_wald_interval_cut_at_zero():
+    # K_I = 0.2 ± 7 of a real subject: the log scale's delta method gave 0.2·exp(±1.96·35), 30
+    # decades wide; the Wald interval cut at zero is [0, 0.2 + 1.96·7]
+    iv, scale = parameter_intervals({"KI": 0.2, "n": -0.2, "g": 5.0}, {"KI": 7.0, "n": 7.0, "g": 2.5},
+                                    {"KI": (0.0, 100.0), "n": (-100.0, 0.0), "g": (0.0, 100.0)})
+    assert scale == {"KI": "truncated", "n": "truncated", "g": "log"}
+    assert iv["KI"] == pytest.approx((0.0, 0.2 + INTERVAL_Z * 7.0))
+    assert iv["n"] == pytest.approx((-0.2 - INTERVAL_Z * 7.0, 0.0))
+    assert iv["g"][0] == pytest.approx(5.0 * math.exp(-INTERVAL_Z * 0.5))  # se < v: the log scale
 
 
 # ---- finalize -------------------------------------------------------------------------------------

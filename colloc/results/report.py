@@ -80,6 +80,10 @@ def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mappin
       ``lo + (hi − lo)·expit(logit(z) ± 1.96·se/((v − lo)(hi − v)/(hi − lo)))``;
     * ``"log"``: a positive parameter (lower bound ≥ 0, estimate > 0):
       ``v·exp(±1.96·se/v)``; likewise ``"-log"`` for a negative one (upper bound ≤ 0);
+    * ``"truncated"``: such a parameter whose standard error exceeds its distance from zero
+      (``se > |v|``), where the log scale's delta method fails (K_I = 0.2 ± 7 gave
+      [5e-10, 9e7]): the Wald interval cut at zero, ``[max(0, v − 1.96·se), v + 1.96·se]`` (or
+      its mirror for a negative one), which says what the data say: not distinguished from zero;
     * ``"linear"``: otherwise, ``v ± 1.96·se`` (Wald).
 
     A parameter without a finite standard error, or outside the open interval of physical bounds,
@@ -110,6 +114,10 @@ def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mappin
             centre = math.log(z / (1 - z))
             ends = [lo + (hi - lo) / (1 + _exp(-(centre + s * half))) for s in (-1.0, 1.0)]
             intervals[name], scales[name] = (ends[0], ends[1]), "logit"
+        elif (lo >= 0 and value > 0 or hi <= 0 and value < 0) and e > abs(value):
+            ends = (value - INTERVAL_Z * e, value + INTERVAL_Z * e)
+            intervals[name] = (max(ends[0], 0.0), ends[1]) if value > 0 else (ends[0], min(ends[1], 0.0))
+            scales[name] = "truncated"
         elif lo >= 0 and value > 0:
             half = INTERVAL_Z * e / value
             intervals[name], scales[name] = (value * _exp(-half), value * _exp(half)), "log"

@@ -156,7 +156,9 @@ class Result:
         (log for a positive parameter; see :func:`colloc.results.report.parameter_intervals`);
         ``(nan, nan)`` where no standard error exists.
     interval_scales : dict of str to str
-        The scale of each interval: ``"log"``, ``"-log"``, ``"logit"``, ``"linear"`` or ``"none"``.
+        The scale of each interval: ``"log"``, ``"-log"``, ``"logit"``, ``"truncated"`` (a Wald
+        interval cut at zero, for a one-signed parameter within one standard error of it),
+        ``"linear"`` or ``"none"`` (:func:`colloc.results.report.parameter_intervals`).
     simulation_note : str
         Why there is no forward-simulation check, when :attr:`simulation` is empty.
     trajectory_label : str
@@ -319,6 +321,9 @@ class Result:
                          + ("log scale (parameters of one sign)"
                             if all(self.interval_scales[n] != "logit" for n in logs)
                             else "log or logit scale (inside their physical bounds)"))
+        cut = [n for n, k in self.interval_scales.items() if k == "truncated"]
+        if cut:
+            lines.append(f"95 % intervals of {', '.join(cut)} cut at zero: within one standard error of it")
         return "\n".join(lines)
 
     def timing_line(self) -> str:
