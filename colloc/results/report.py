@@ -115,8 +115,8 @@ def parameter_intervals(parameters: Mapping[str, float], standard_errors: Mappin
             ends = [lo + (hi - lo) / (1 + _exp(-(centre + s * half))) for s in (-1.0, 1.0)]
             intervals[name], scales[name] = (ends[0], ends[1]), "logit"
         elif (lo >= 0 and value > 0 or hi <= 0 and value < 0) and e > abs(value):
-            ends = (value - INTERVAL_Z * e, value + INTERVAL_Z * e)
-            intervals[name] = (max(ends[0], 0.0), ends[1]) if value > 0 else (ends[0], min(ends[1], 0.0))
+            low, high = value - INTERVAL_Z * e, value + INTERVAL_Z * e
+            intervals[name] = (max(low, 0.0), high) if value > 0 else (low, min(high, 0.0))
             scales[name] = "truncated"
         elif lo >= 0 and value > 0:
             half = INTERVAL_Z * e / value
