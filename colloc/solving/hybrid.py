@@ -383,6 +383,8 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
     if success and not settled:
         # the last solve read some samples in phases they are no longer in
         success, status = False, "switching_times_not_settled"
+    if status in ("Maximum_WallTime_Exceeded", "Maximum_CpuTime_Exceeded"):
+        status = "time_limit"  # the solver's max_wall_time (colloc identify --time-limit) ran out
     assert x is not None  # the loop above solves at least once
     fn = nlp.functions()
     res = np.array(fn["res"](x)).ravel()
@@ -435,7 +437,13 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
     for k, (trial, lay) in enumerate(zip(problem.trials, layouts)):
         states = np.array(fn["states"][k](x))
         time = trial.time
-        trajectories[trial.name] = pd.DataFrame(states.T, index=pd.Index(time, name="time"), columns=problem.states)
+        if problem.node_trajectories:  # at the collocation nodes, a jump's time twice (before, after)
+            node_time, node_states = nlp.nodes(x, k)
+            trajectories[trial.name] = pd.DataFrame(node_states, index=pd.Index(node_time, name="time"),
+                                                    columns=problem.states)
+        else:
+            trajectories[trial.name] = pd.DataFrame(states.T, index=pd.Index(time, name="time"),
+                                                    columns=problem.states)
         fitted = [s for s in problem.fit if s in trial]
         eiv = estimates[k]  # an errors-in-variables input: its estimate against its measurement
         measurements[trial.name] = pd.DataFrame({s: trial[s] for s in [*fitted, *eiv]},
@@ -457,6 +465,9 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
                                  for v in stats.get("iterations", {}).get("obj", [])]
     if success:
         message = "IPOPT converged to a local optimum within tolerance."
+    elif status == "time_limit":
+        message = ("the fit ran out of its time limit (IPOPT's max_wall_time, colloc identify --time-limit): "
+                   "allow more time or start from better guesses.")
     elif status == "switching_times_not_settled":
         message = (f"the switching times still moved across samples after {rounds} solves: give switch_times "
                    "closer to the data's events or better guesses.")
