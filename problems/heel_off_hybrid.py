@@ -26,6 +26,7 @@ import numpy as np
 import colloc as co
 
 from .heel_off_multiphase import (
+    CHI2_POOR,
     DESCRIPTIONS,
     GUESS,
     MODES,
@@ -142,7 +143,8 @@ def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | 
     errors-in-variables input of noise ``acc_noise`` (default :func:`input_noise`) unless
     ``exact_input``.  kp, kd start from :func:`start_guess` (``start``), overridden by ``guess``.
     Their bounds (kp ≥ 1, kd ≥ 0.1, as :data:`GAIN_FLOOR` of the multi-phase path) are search
-    ranges, not limits of the model: a gain on one is a failure (``parameter_at_bound``).
+    ranges, not limits of the model: a gain on one is a failure (``parameter_at_bound``).  The
+    verdict is heel-off's (:data:`CHI2_POOR`, stricter than the library's: σ read from the record).
     ``node_trajectories``: the result's states at the collocation nodes (each landing and
     lift-off twice, before and after its jump) instead of at the samples."""
     return _problem_and_start(trials, guess, acc_noise=acc_noise, exact_input=exact_input,
@@ -171,7 +173,7 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
                             samples_per_interval=samples_per_interval, noise=sigma,
                             units={**{k: UNITS[k] for k in NAMES}, **SIGNAL_UNITS}, descriptions={k: DESCRIPTIONS[k] for k in NAMES},
                             limits={k: (False, False) for k in NAMES},
-                            node_trajectories=node_trajectories), began
+                            node_trajectories=node_trajectories, chi2_poor=CHI2_POOR), began
 
 
 def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float] | None = None,

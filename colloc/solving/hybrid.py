@@ -512,8 +512,9 @@ def verdict_arguments(problem: HybridProblem, residuals: Mapping, info: dict) ->
     noise (``HybridProblem(noise=...)``, kept in ``info["noise"]``) when there is one, else the
     fit weights."""
     weights = {**problem.fit, **{u: 1.0 / v ** 2 for u, v in problem.input_noise.items()}}
+    strict = {} if problem.chi2_poor is None else {"chi2_poor": problem.chi2_poor}
     if not problem.noise:
-        return {"fit": weights}
+        return {"fit": weights, **strict}
     noise, scaled = {}, {}
     for trial in problem.trials:
         noise[trial.name] = {**problem.noise_of(trial), **problem.input_noise}
@@ -522,7 +523,7 @@ def verdict_arguments(problem: HybridProblem, residuals: Mapping, info: dict) ->
         for s in frame.columns:
             scaled[trial.name][s] = frame[s] / noise[trial.name].get(s, 1.0 / math.sqrt(weights[s]))
     info["noise"] = noise
-    return {"fit": {s: 1.0 for s in weights}, "verdict_residuals": scaled,
+    return {"fit": {s: 1.0 for s in weights}, "verdict_residuals": scaled, **strict,
             "verdict_note": "model − measurement divided by the noise σ of each record (HybridProblem(noise=...), "
                             "info['noise']); the fit is weighted by fit="}
 

@@ -115,6 +115,29 @@ def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(tm
     assert (tmp_path / "wavy.png").stat().st_size > 0
 
 
+def test_the_command_judges_a_record_the_model_cannot_follow_at_heel_offs_own_threshold():
+    # the wavy record above through what ``colloc identify heel-off`` runs (the library's hybrid
+    # path): IPOPT converges, the verdict (heel-off's χ² threshold, 1.5² of the record's noise
+    # read from its second differences) calls θ_body poor, and the result is a failure
+    flat, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv")
+    wave = 0.005 * np.sin(2 * np.pi * 5 * flat.time)
+    trial = heel_off.HeelOffTrial("wavy.csv", flat.time, {**flat.signals,
+                                                          "theta_body": flat.signals["theta_body"] + wave},
+                                  flat.platform_acc)
+    res = heel_off.identify_result([trial])
+    assert res.solver_status == "Solve_Succeeded" and not res.success and res.status == "poor_fit"
+    assert res.fit_verdict["signals"]["theta_body"]["verdict"] == "poor_fit" and "poor" in res.message
+    assert res.fit_verdict["threshold"] == heel_off.CHI2_POOR
+
+
+def test_the_command_reports_a_fit_out_of_time_as_time_limit():
+    from colloc_problems._data import data_path
+
+    trial = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))  # 8 s: well over a second of IPOPT
+    res = heel_off.identify_result([trial], time_limit=0.5)
+    assert res.status == "time_limit" and not res.success and "time limit" in res.message
+
+
 def test_a_record_that_never_leaves_the_ground_is_one_phase():
     trial, sim = heel_off.make_trial(2.0, pulses=((0.3, -2.0, 0.6), (1.2, 1.0, 0.5)), noise=False, name="flat.csv")
     assert not sim.events
