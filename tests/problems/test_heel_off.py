@@ -89,16 +89,20 @@ def test_the_result_reports_the_fit_its_simulation_and_its_verdict(one_heel_off,
     assert len([ax for ax in fig.axes if ax.get_ylabel()]) == 4 and (tmp_path / "fit.png").stat().st_size > 0
 
 
+def _wavy_record() -> heel_off.HeelOffTrial:
+    """θ_body of a flat record with a 5 Hz wave of 5 mrad added (the platform's pulse cannot make it)."""
+    flat, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv")
+    wave = 0.005 * np.sin(2 * np.pi * 5 * flat.time)
+    return heel_off.HeelOffTrial("wavy.csv", flat.time,
+                                 {**flat.signals, "theta_body": flat.signals["theta_body"] + wave}, flat.platform_acc)
+
+
 def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(tmp_path):
     # θ_body of a flat record with a 5 Hz wave of 5 mrad added (the platform's pulse cannot make
     # it): the solves converge, the residuals are far above the record's noise
     from colloc.results.plotting import plot_fit
 
-    flat, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv")
-    wave = 0.005 * np.sin(2 * np.pi * 5 * flat.time)
-    trial = heel_off.HeelOffTrial("wavy.csv", flat.time, {**flat.signals,
-                                                          "theta_body": flat.signals["theta_body"] + wave},
-                                  flat.platform_acc)
+    trial = _wavy_record()
     out = heel_off.identify([trial])
     assert out["converged"] and not out["success"] and out["status"] == "poor_fit"
     assert out["fit_verdict"]["signals"]["theta_body"]["verdict"] == "poor_fit"
@@ -119,11 +123,7 @@ def test_the_command_judges_a_record_the_model_cannot_follow_at_heel_offs_own_th
     # the wavy record above through what ``colloc identify heel-off`` runs (the library's hybrid
     # path): IPOPT converges, the verdict (heel-off's χ² threshold, 1.5² of the record's noise
     # read from its second differences) calls θ_body poor, and the result is a failure
-    flat, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv")
-    wave = 0.005 * np.sin(2 * np.pi * 5 * flat.time)
-    trial = heel_off.HeelOffTrial("wavy.csv", flat.time, {**flat.signals,
-                                                          "theta_body": flat.signals["theta_body"] + wave},
-                                  flat.platform_acc)
+    trial = _wavy_record()
     res = heel_off.identify_result([trial])
     assert res.solver_status == "Solve_Succeeded" and not res.success and res.status == "poor_fit"
     assert res.fit_verdict["signals"]["theta_body"]["verdict"] == "poor_fit" and "poor" in res.message
