@@ -1,20 +1,23 @@
 """The problem ``heel-off`` (contract §2): standing with unilateral foot–ground contact, kp and
 kd through heel-off (Wieber & Billet 2006, §3).
 
-Its body, simulator and default method, multi-phase Radau collocation with the mode sequence
-read from the record, are :mod:`colloc_problems.heel_off_multiphase` (re-exported here); the
-other method, ``--method complementarity`` (the mode sequence out of a fit on a fixed grid), is
-:mod:`colloc_problems.heel_off_complementarity`, which builds on the first.  This module, the
-one the command line finds, sits above both, so that neither imports it.
+Its body and simulator are :mod:`colloc_problems.heel_off_multiphase` (re-exported here).
+``colloc identify heel-off`` (:func:`identify_result`) fits the undelayed PD feedback on the
+library's hybrid path (:mod:`colloc_problems.heel_off_hybrid`: a ``co.HybridProblem`` with the
+platform acceleration errors-in-variables, ``co.solve``); the delayed feedback
+(``--controller PD-delay``) on the multi-phase Radau collocation of
+:mod:`colloc_problems.heel_off_multiphase`; ``--method complementarity`` (the mode sequence out
+of a fit on a fixed grid) is :mod:`colloc_problems.heel_off_complementarity`.  This module, the
+one the command line finds, sits above them, so that none imports it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import colloc as co
 
-from . import heel_off_complementarity
+from . import heel_off_complementarity, heel_off_hybrid, heel_off_multiphase
 from .heel_off_multiphase import (
     BODY,
     BREAK_MIN_STEPS,
@@ -63,7 +66,6 @@ from .heel_off_multiphase import (
     flat_configuration,
     full_state,
     identify,
-    identify_result,
     load_trial,
     make_trial,
     mechanics,
@@ -150,3 +152,25 @@ def identify_method(trials: Sequence[HeelOffTrial], *, method: str = heel_off_co
         raise co.OptionsError(f"--controller {controller} does not apply to --method {method} of problem 'heel-off' "
                               "(it fits the undelayed PD feedback only)")
     return heel_off_complementarity.identify_result(trials, method=method, **options)
+
+
+def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None,
+                    guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
+                    max_iter: int = 500, print_level: int = 0, controller: str = "PD",
+                    start: str | None = None, time_limit: float | None = None) -> co.Result:
+    """``colloc identify heel-off``: ``controller`` ``PD`` (the default) on the library's hybrid
+    path (:func:`colloc_problems.heel_off_hybrid.identify_result`), ``PD-delay`` on the
+    multi-phase collocation (:func:`colloc_problems.heel_off_multiphase.identify_result`).
+    ``method`` (the command line's default passes through) and ``bounds`` are not options of
+    either; ``time_limit`` (s, ``--time-limit``) bounds the fit."""
+    if controller not in CONTROLLERS or CONTROLLERS[controller]:
+        return heel_off_multiphase.identify_result(trials, method=method, guess=guess, bounds=bounds,
+                                                   max_iter=max_iter, print_level=print_level,
+                                                   controller=controller, start=start, time_limit=time_limit)
+    if method not in (None, "radau2"):  # "radau2": the command line's default, passed through
+        raise co.OptionsError(f"--method does not apply to problem 'heel-off' (got {method}; it is identified by "
+                              "the library's hybrid collocation, or by --method complementarity)")
+    if bounds:
+        raise co.OptionsError("--bounds does not apply to problem 'heel-off' (its search ranges are fixed)")
+    return heel_off_hybrid.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
+                                           start=start, time_limit=time_limit)

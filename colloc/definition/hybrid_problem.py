@@ -59,6 +59,14 @@ class HybridProblem:
         on one is reported, not failed).
     fit : mapping of str to float, optional
         Fit weight ``1/σ²`` of each fitted state (default 1 on every state a trial holds).
+    node_trajectories : bool
+        Report the fitted states (``result.trajectories``) at the collocation nodes, each
+        switching time whose guard has a reset twice (the state before and after the jump),
+        instead of at the samples.
+    chi2_poor : float, optional
+        The reduced χ² of a signal's residuals over its noise above which the fit is
+        ``poor_fit`` (default the library's :data:`colloc.results.verdict.CHI2_POOR`); stricter
+        for noise σ read from the records themselves.
     input_noise : mapping of str to float, optional
         The noise σ of inputs of the model (``HybridModel(inputs=...)``, columns of every trial)
         that are measured with noise: each becomes *errors-in-variables*, its true value at every
@@ -118,7 +126,8 @@ class HybridProblem:
                  units: Mapping[str, str] | None = None, descriptions: Mapping[str, str] | None = None,
                  limits: Mapping[str, tuple[bool, bool]] | None = None,
                  start_states: Callable[[Trial, np.ndarray], np.ndarray] | None = None,
-                 input_noise: Mapping[str, float] | None = None) -> None:
+                 input_noise: Mapping[str, float] | None = None, node_trajectories: bool = False,
+                 chi2_poor: float | None = None) -> None:
         self.trials = [trials] if isinstance(trials, Trial) else list(trials)
         if not self.trials or not all(isinstance(t, Trial) for t in self.trials):
             raise ProblemError("HybridProblem(trials=...): expected a colloc.Trial or a non-empty sequence of them")
@@ -259,6 +268,12 @@ class HybridProblem:
                                    f"(inputs: {', '.join(self.inputs) or 'none'})")
             if not (np.isfinite(sigma) and sigma > 0):
                 raise ProblemError(f"HybridProblem(input_noise=...): σ of {u!r} must be finite and > 0, got {sigma}")
+        if chi2_poor is not None and not (np.isfinite(chi2_poor) and chi2_poor > 1):
+            raise ProblemError(f"HybridProblem(chi2_poor={chi2_poor!r}): must be a finite reduced chi-square > 1")
+        #: the verdict's threshold of a signal's reduced χ² (None: the library's)
+        self.chi2_poor = None if chi2_poor is None else float(chi2_poor)
+        #: the result's trajectories at the collocation nodes (a jump's time twice) instead of the samples
+        self.node_trajectories = bool(node_trajectories)
         #: inputs estimated as errors-in-variables, with their σ
         self.input_noise = {u: float(v) for u, v in (input_noise or {}).items()}
         self.limits = {p: (True, True) for p in self.parameters}

@@ -135,7 +135,7 @@ def finalize(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | 
              verdict: bool = True, verdict_residuals: Mapping[str, pd.DataFrame] | None = None,
              verdict_note: str | None = None,
              no_simulation: str | None = None, warnings: list[dict] | None = None,
-             derived: Mapping[str, str] | None = None) -> Result:
+             derived: Mapping[str, str] | None = None, chi2_poor: float | None = None) -> Result:
     """Judge ``estimate`` (an :class:`~colloc.results.result.Estimate`) and build its
     :class:`~colloc.Result`, once: the verdict, the warnings, the intervals and the final
     ``success``/``status``/``message`` are decided first, then the result is made with them.
@@ -171,6 +171,10 @@ def finalize(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | 
     derived : mapping of str to str, optional
         Parameters reported without a standard error by design (a record's mean taken as an
         offset), each with what it is: they are not called "not identifiable".
+    chi2_poor : float, optional
+        The reduced χ² above which a signal makes the fit poor (default
+        :data:`colloc.results.verdict.CHI2_POOR`); a problem whose noise σ is read from the
+        records themselves may judge more strictly.
     """
     if not isinstance(estimate, Estimate):
         raise TypeError(f"finalize: expected a colloc.results.result.Estimate, got {type(estimate).__name__} "
@@ -179,7 +183,8 @@ def finalize(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | 
     solver_status = estimate.solver_status or estimate.status
     success, status, message, judged, found = judge(
         estimate, bounds=bounds, physical=physical, scales=scales, fit=fit, verdict=verdict,
-        verdict_residuals=verdict_residuals, verdict_note=verdict_note, warnings=warnings, derived=derived)
+        verdict_residuals=verdict_residuals, verdict_note=verdict_note, warnings=warnings, derived=derived,
+        chi2_poor=chi2_poor)
     intervals, interval_scales = parameter_intervals(estimate.parameters, estimate.standard_errors, bounds, physical)
     for w in found:  # on a bound the standard error does not describe the estimate
         if w.get("code") == "parameter_at_bound":
@@ -195,7 +200,8 @@ def judge(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | Non
           physical: Mapping[str, tuple[bool, bool]] | None = None, scales: Mapping[str, float] | None = None,
           fit: Mapping[str, float] | None = None, verdict: bool = True, verdict_residuals=None,
           verdict_note: str | None = None, warnings: list[dict] | None = None,
-          derived: Mapping[str, str] | None = None) -> tuple[bool, str, str, dict, list[dict]]:
+          derived: Mapping[str, str] | None = None,
+          chi2_poor: float | None = None) -> tuple[bool, str, str, dict, list[dict]]:
     """What :func:`finalize` decides, without making a result: ``(success, status, message,
     fit_verdict, warnings)``.  The arguments are :func:`finalize`'s; :func:`colloc.solve`
     also asks it whether a solve from its default start is acceptable before it tries more
@@ -205,7 +211,8 @@ def judge(estimate: Estimate, *, bounds: Mapping[str, tuple[float, float]] | Non
     residuals = estimate.residuals if verdict_residuals is None else verdict_residuals
     judged = dict(estimate.fit_verdict)
     if verdict and residuals and fit:
-        judged = fit_verdict(residuals, fit, num_parameters=len(estimate.parameters), simulation=estimate.simulation)
+        judged = fit_verdict(residuals, fit, num_parameters=len(estimate.parameters), simulation=estimate.simulation,
+                             **({} if chi2_poor is None else {"chi2_poor": float(chi2_poor)}))
         judged["residuals"] = verdict_note or "model − measurement, weighted by the declared noise 1/σ²"
         judged["weights"] = {k: float(w) for k, w in fit.items()}
         if success and judged["verdict"] == "poor_fit":

@@ -383,6 +383,8 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
     if success and not settled:
         # the last solve read some samples in phases they are no longer in
         success, status = False, "switching_times_not_settled"
+    if status in ("Maximum_WallTime_Exceeded", "Maximum_CpuTime_Exceeded"):
+        status = "time_limit"  # the solver's max_wall_time (colloc identify --time-limit) ran out
     assert x is not None  # the loop above solves at least once
     fn = nlp.functions()
     res = np.array(fn["res"](x)).ravel()
@@ -435,7 +437,13 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
     for k, (trial, lay) in enumerate(zip(problem.trials, layouts)):
         states = np.array(fn["states"][k](x))
         time = trial.time
-        trajectories[trial.name] = pd.DataFrame(states.T, index=pd.Index(time, name="time"), columns=problem.states)
+        if problem.node_trajectories:  # at the collocation nodes, a jump's time twice (before, after)
+            node_time, node_states = nlp.nodes(x, k)
+            trajectories[trial.name] = pd.DataFrame(node_states, index=pd.Index(node_time, name="time"),
+                                                    columns=problem.states)
+        else:
+            trajectories[trial.name] = pd.DataFrame(states.T, index=pd.Index(time, name="time"),
+                                                    columns=problem.states)
         fitted = [s for s in problem.fit if s in trial]
         eiv = estimates[k]  # an errors-in-variables input: its estimate against its measurement
         measurements[trial.name] = pd.DataFrame({s: trial[s] for s in [*fitted, *eiv]},
@@ -457,6 +465,9 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
                                  for v in stats.get("iterations", {}).get("obj", [])]
     if success:
         message = "IPOPT converged to a local optimum within tolerance."
+    elif status == "time_limit":
+        message = ("the fit ran out of its time limit (IPOPT's max_wall_time, colloc identify --time-limit): "
+                   "allow more time or start from better guesses.")
     elif status == "switching_times_not_settled":
         message = (f"the switching times still moved across samples after {rounds} solves: give switch_times "
                    "closer to the data's events or better guesses.")
@@ -501,8 +512,9 @@ def verdict_arguments(problem: HybridProblem, residuals: Mapping, info: dict) ->
     noise (``HybridProblem(noise=...)``, kept in ``info["noise"]``) when there is one, else the
     fit weights."""
     weights = {**problem.fit, **{u: 1.0 / v ** 2 for u, v in problem.input_noise.items()}}
+    strict = {} if problem.chi2_poor is None else {"chi2_poor": problem.chi2_poor}
     if not problem.noise:
-        return {"fit": weights}
+        return {"fit": weights, **strict}
     noise, scaled = {}, {}
     for trial in problem.trials:
         noise[trial.name] = {**problem.noise_of(trial), **problem.input_noise}
@@ -511,7 +523,7 @@ def verdict_arguments(problem: HybridProblem, residuals: Mapping, info: dict) ->
         for s in frame.columns:
             scaled[trial.name][s] = frame[s] / noise[trial.name].get(s, 1.0 / math.sqrt(weights[s]))
     info["noise"] = noise
-    return {"fit": {s: 1.0 for s in weights}, "verdict_residuals": scaled,
+    return {"fit": {s: 1.0 for s in weights}, "verdict_residuals": scaled, **strict,
             "verdict_note": "model − measurement divided by the noise σ of each record (HybridProblem(noise=...), "
                             "info['noise']); the fit is weighted by fit="}
 

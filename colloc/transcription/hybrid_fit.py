@@ -569,7 +569,8 @@ class HybridNLP:
                                                       [f"guard {guard.name} on its side in phase {i + 1} ({mode}) "
                                                        f"of {trial.name}" for i in phase[g_int]],
                                                       np.zeros(len(pts)), np.full(len(pts), np.inf)))
-            self._trials.append({"pieces": pc, "E": E, "xc": xc, "start": start, "first": first})
+            self._trials.append({"pieces": pc, "E": E, "xc": xc, "start": start, "first": first, "counts": counts,
+                                 "entries": entry_of})
         # the reset maps' states start at their value from the start guess
         w_start = self.w0.copy()
         for use in self._constraints:
@@ -705,6 +706,26 @@ class HybridNLP:
         xs = _symbols(x) if isinstance(x, ca.SX) else x
         value = guard.function(t, xs, p, mode, t0) if guard.with_mode else guard.function(t, xs, p)
         return as_column(value)[0] - guard.offset
+
+    def nodes(self, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Trial ``k``'s times and states (nodes × nx) at the collocation nodes of a value of the
+        unknowns: the initial state, then every interval's Radau points; where a reset map acts,
+        its switching time twice, the state before the jump (the last point of the phase that
+        ends) and after it (the state the next phase starts from)."""
+        built, nx = self._trials[k], len(self.problem.states)
+        tau = radau_basis(self.degree).tau
+        ends = np.asarray(w[built["E"]], dtype=float)
+        times, states = [ends[:1]], [np.asarray(w[self.x0_index[k]], dtype=float)[None, :]]
+        first, counts = built["first"], built["counts"]
+        for ph, n in enumerate(counts):
+            if ph in built["entries"]:
+                times.append(ends[ph:ph + 1])
+                states.append(np.asarray(w[built["entries"][ph]], dtype=float)[None, :])
+            for i in range(first[ph], first[ph] + n):
+                q = (i - first[ph] + tau) / n
+                times.append(ends[ph] + q * (ends[ph + 1] - ends[ph]))
+                states.append(np.asarray(w[built["xc"][i]], dtype=float).reshape(self.degree, nx))
+        return np.concatenate(times), np.vstack(states)
 
     def parameters(self, w: np.ndarray) -> dict:
         """The parameters (physical units) from a value of the unknowns."""

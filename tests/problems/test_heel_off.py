@@ -1,4 +1,6 @@
-"""`heel-off` identification through contact changes (multi-phase collocation).
+"""`heel-off` identification through contact changes: ``identify_result`` (what ``colloc identify
+heel-off`` runs; the undelayed PD feedback on the library's hybrid path) and ``identify`` (the
+multi-phase collocation that ``--controller PD-delay`` runs).
 
 The records are made by the event-driven contact simulator (colloc.simulate_contact, checked
 against a stiff-penalty reference in test_heel_off_simulation.py), a different computation
@@ -45,7 +47,8 @@ def one_heel_off_fit(one_heel_off):
 def test_clean_record_with_a_heel_off_gives_the_gains_and_the_switching_times(one_heel_off, one_heel_off_fit):
     _trial, sim = one_heel_off
     res = one_heel_off_fit
-    assert res.success and res.status == "Solve_Succeeded"
+    # the IPOPT status: on a clean record the fit may end at IPOPT's acceptable level
+    assert res.success and res.status in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
     assert res.info["modes"] == [["flat", "toe", "flat"]]
     for k in ("kp", "kd"):
         assert abs(res.parameters[k] / heel_off.TRUE[k] - 1) < 0.005
@@ -66,10 +69,12 @@ def test_the_result_reports_the_fit_its_simulation_and_its_verdict(one_heel_off,
     assert traj.index[0] == trial.time[0] and abs(traj.index[-1] - trial.time[-1]) < 1e-9
     landing = res.info["switches"][0][1]["time"]
     before, after = traj[np.abs(traj.index - landing) < 1e-12].to_numpy()
-    assert before[3] < -0.5 and abs(before[1]) < 1e-9 and after[1] == after[3] == 0.0
-    # every measured signal fitted, at every sample; units on every signal
+    assert before[3] < -0.5 and abs(before[1]) < 1e-9 and abs(after[1]) < 1e-12 and abs(after[3]) < 1e-12
+    # every measured signal fitted, at every sample, and the platform acceleration (an
+    # errors-in-variables input: its estimate against its measurement); units on every signal
     for frame in (res.measurements["one.csv"], res.residuals["one.csv"]):
-        assert list(frame.columns) == list(heel_off.STATE_NAMES) and np.array_equal(frame.index, trial.time)
+        assert list(frame.columns) == [*heel_off.STATE_NAMES, "platform_acc"]
+        assert np.array_equal(frame.index, trial.time)
     np.testing.assert_array_equal(res.measurements["one.csv"]["theta_foot"], trial.signals["theta_foot"])
     assert res.units["theta_body"] == "rad" and res.units["omega_foot"] == "rad/s"
     # the event-driven simulator (not the collocation) from the fit's initial state reproduces
@@ -78,10 +83,18 @@ def test_the_result_reports_the_fit_its_simulation_and_its_verdict(one_heel_off,
     assert check["status"] == "ok" and set(check["nrmse"]) == set(heel_off.STATE_NAMES)
     assert max(check["nrmse"].values()) < 1e-4
     verdict = res.fit_verdict
-    assert verdict["verdict"] == "good" and set(verdict["signals"]) == set(heel_off.STATE_NAMES)
+    assert verdict["verdict"] == "good" and set(verdict["signals"]) == {*heel_off.STATE_NAMES, "platform_acc"}
     assert res.warnings == [] and all(lo < res.parameters[k] < hi for k, (lo, hi) in res.intervals.items())
     fig = plot_fit(res, signals=list(heel_off.STATE_NAMES), path=tmp_path / "fit.png")
     assert len([ax for ax in fig.axes if ax.get_ylabel()]) == 4 and (tmp_path / "fit.png").stat().st_size > 0
+
+
+def _wavy_record() -> heel_off.HeelOffTrial:
+    """θ_body of a flat record with a 5 Hz wave of 5 mrad added (the platform's pulse cannot make it)."""
+    flat, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv")
+    wave = 0.005 * np.sin(2 * np.pi * 5 * flat.time)
+    return heel_off.HeelOffTrial("wavy.csv", flat.time,
+                                 {**flat.signals, "theta_body": flat.signals["theta_body"] + wave}, flat.platform_acc)
 
 
 def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(tmp_path):
@@ -89,11 +102,7 @@ def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(tm
     # it): the solves converge, the residuals are far above the record's noise
     from colloc.results.plotting import plot_fit
 
-    flat, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv")
-    wave = 0.005 * np.sin(2 * np.pi * 5 * flat.time)
-    trial = heel_off.HeelOffTrial("wavy.csv", flat.time, {**flat.signals,
-                                                          "theta_body": flat.signals["theta_body"] + wave},
-                                  flat.platform_acc)
+    trial = _wavy_record()
     out = heel_off.identify([trial])
     assert out["converged"] and not out["success"] and out["status"] == "poor_fit"
     assert out["fit_verdict"]["signals"]["theta_body"]["verdict"] == "poor_fit"
@@ -108,6 +117,25 @@ def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(tm
     np.testing.assert_allclose(r["theta_body"] + trial.signals["theta_body"], model, atol=1e-4)
     plot_fit(res, path=tmp_path / "wavy.png")
     assert (tmp_path / "wavy.png").stat().st_size > 0
+
+
+def test_the_command_judges_a_record_the_model_cannot_follow_at_heel_offs_own_threshold():
+    # the wavy record above through what ``colloc identify heel-off`` runs (the library's hybrid
+    # path): IPOPT converges, the verdict (heel-off's χ² threshold, 1.5² of the record's noise
+    # read from its second differences) calls θ_body poor, and the result is a failure
+    trial = _wavy_record()
+    res = heel_off.identify_result([trial])
+    assert res.solver_status == "Solve_Succeeded" and not res.success and res.status == "poor_fit"
+    assert res.fit_verdict["signals"]["theta_body"]["verdict"] == "poor_fit" and "poor" in res.message
+    assert res.fit_verdict["threshold"] == heel_off.CHI2_POOR
+
+
+def test_the_command_reports_a_fit_out_of_time_as_time_limit():
+    from colloc_problems._data import data_path
+
+    trial = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))  # 8 s: well over a second of IPOPT
+    res = heel_off.identify_result([trial], time_limit=0.5)
+    assert res.status == "time_limit" and not res.success and "time limit" in res.message
 
 
 def test_a_record_that_never_leaves_the_ground_is_one_phase():
@@ -153,7 +181,7 @@ def test_cli_result_document_has_the_contract_keys(tmp_path):
     (name,) = doc["trajectories"]
     assert doc["fit_verdict"]["verdict"] == "good" and doc["simulation"][name]["status"] == "ok"
     assert set(doc["trajectories"][name]) >= {"time", *heel_off.STATE_NAMES}
-    fitted = {"time", "theta_body", "theta_foot"}
+    fitted = {"time", "theta_body", "theta_foot", "platform_acc"}  # the platform's: errors-in-variables
     assert set(doc["measurements"][name]) == set(doc["residuals"][name]) == fitted
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

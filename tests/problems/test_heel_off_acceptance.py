@@ -4,11 +4,11 @@ default method (``colloc identify heel-off``) from the default poor guesses (kp 
 
 * clean records: both gains within 0.5 %;
 * 20 s with four heel-offs, noise θ σ 0.2°, ω σ 1°/s and on the measured platform acceleration
-  σ 0.05 m/s²: both gains within 3 standard errors.  The default method takes the platform
-  acceleration as exact; on these records it ends ``poor_fit`` with kp 10–19 SE low (measured
-  2026-11-29: seed 0 kp 837.2 ± 3.4, kd 252.3 ± 1.2, 749 s; seed 1 kp 882.4 ± 1.7,
-  kd 253.0 ± 0.52, 820 s; load 4–6), so that test is an expected failure until the method
-  estimates the input (errors-in-variables).
+  σ 0.05 m/s²: both gains within 3 standard errors.  The default path (the library's hybrid
+  collocation, the platform acceleration errors-in-variables at the σ read from the record, 0.049
+  and 0.050 m/s² on seeds 0 and 1) measured 2026-11-29 at load 2.2–2.7: seed 0 kp 901.39 ± 4.24,
+  kd 249.48 ± 0.90, 27 s; seed 1 kp 901.54 ± 4.31, kd 250.41 ± 0.91, 43 s.  (The multi-phase
+  path it replaced took the input as exact: ``poor_fit``, kp 10–19 SE low, 749–820 s.)
 """
 
 from __future__ import annotations
@@ -42,11 +42,12 @@ def test_clean_record_gives_the_gains_within_half_a_percent(duration):
         assert abs(res.parameters[k] / v - 1) < 0.005, (k, res.parameters[k])
 
 
-@pytest.mark.slow  # 12-14 min; FAILS today (issue 18, open): the default method takes the noisy platform
-# acceleration as exact (poor_fit, kp 10-19 SE low on these records); a visible failure, not an expected one
-def test_noisy_platform_record_gives_the_gains_within_three_standard_errors():
-    res = heel_off.identify_result([heel_off_trial(20.0, noisy=True, seed=0)])
+@pytest.mark.slow  # 21 s and 29 s at load 1.2-1.3, 30-45 s at load 2.2-2.7 (2026-11-29)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_noisy_platform_record_gives_the_gains_within_three_standard_errors(seed):
+    res = heel_off.identify_result([heel_off_trial(20.0, noisy=True, seed=seed)])
     assert res.success, res.message
     for k, v in TRUE.items():
         assert abs(res.parameters[k] - v) < 3 * res.standard_errors[k], (k, res.parameters[k],
                                                                          res.standard_errors[k])
+    assert res.info["modes"][0].count("toe") == 4 and res.fit_verdict["verdict"] == "good"
