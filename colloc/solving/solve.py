@@ -53,13 +53,15 @@ def solve(
 
     Parameters
     ----------
-    problem : Problem or HybridProblem
+    problem : Problem, HybridProblem or StochasticProblem
         A :class:`~colloc.HybridProblem` is fitted phase by phase with free switching
-        times (:func:`colloc.solving.hybrid.solve_hybrid`; method ``Radau``, one start).
+        times (:func:`colloc.solving.hybrid.solve_hybrid`; method ``Radau``; several starts
+        unless its phases are laid by time events); a :class:`~colloc.StochasticProblem` by
+        its estimator (:class:`~colloc.KalmanML`, one start).
     method : AbstractMethod, optional
         A transcription (default ``Radau(degree=2)``; ``Radau()``, ``HermiteSimpson()``, ``Midpoint()``,
-        ``BackwardEuler()``, ``Trapezoidal()``)
-        or a baseline.
+        ``BackwardEuler()``, ``Trapezoidal()``), a baseline, or for a stochastic problem
+        ``KalmanML()``.
     solver : Ipopt, optional
         Solver settings.
     guess : mapping of str to float, optional
