@@ -201,7 +201,7 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
 
 def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float] | None = None,
                     max_iter: int = 500, print_level: int = 0, start: str | None = None,
-                    time_limit: float | None = None) -> co.Result:
+                    time_limit: float | None = None, starts: int = 1, client=None) -> co.Result:
     """``colloc identify heel-off`` with the undelayed PD feedback: :func:`hybrid_problem` (the
     platform acceleration errors-in-variables at the noise σ read from the records, the
     trajectories at the nodes) fitted by ``co.solve(problem, co.Radau(degree=3))``, each IPOPT
@@ -213,7 +213,9 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
     with the lift-offs started :data:`LIFT_LEAD` steps earlier, a failed solve of a record
     whose platform acceleration shows no noise once more with that input exact (in what is left
     of the time limit), and the better fit kept (a success, else the lower objective;
-    ``tries``: each try's change, status and objective)."""
+    ``tries``: each try's change, status and objective).  ``starts`` > 1: the first fit from
+    that many starts (``co.solve(starts=, client=)``: the start above and seeded points of the
+    gains' search box), ``result.local_minima`` listing what they found."""
     trials = list(trials)
     if not trials:
         raise co.OptionsError("heel-off: no trial")
@@ -231,7 +233,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
     limit = TIME_LIMIT if time_limit is None else float(time_limit)
     began_at = _time.perf_counter()
     solver = co.Ipopt(print_level=print_level, max_iter=max_iter, extra={"max_wall_time": limit})
-    res = co.solve(problem, co.Radau(degree=3), solver=solver, throw=False)
+    res = co.solve(problem, co.Radau(degree=3), solver=solver, throw=False, starts=starts, client=client)
     left = limit - (_time.perf_counter() - began_at)
     tries = [{"status": res.status, "objective": res.objective}]
     if not res.success and res.status != "time_limit" and left > 0:

@@ -376,18 +376,22 @@ def _own_identification(spec: ProblemSpec, trials: list, *, method: str, nodes, 
                         start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool, print_level: int,
                         problem_options, client):
     """A problem that transcribes itself (``identify_result(trials, method=, guess=, bounds=,
-    max_iter=, print_level=)`` → :class:`~colloc.Result`; ``start=`` passed when it takes it):
+    max_iter=, print_level=)`` → :class:`~colloc.Result`; ``start=``, ``starts=`` and ``client=``
+    passed when it takes them):
     the options it cannot honour are refused, each by name."""
     takes = spec.keywords["identify_result"]
     refused = [("--nodes", nodes is not None), ("--refine", refine != 1),
                ("--start", start is not None and "start" not in takes),
-               ("--starts", starts != 1), ("--fit-weight", bool(fit_weights)), ("--absolute-sigma", absolute_sigma),
-               ("a cluster (client)", client is not None)]
+               ("--starts", starts != 1 and "starts" not in takes), ("--fit-weight", bool(fit_weights)),
+               ("--absolute-sigma", absolute_sigma),
+               ("a cluster (client)", client is not None and "client" not in takes)]
     refused += [(f"problem option {k}=", True) for k in (problem_options or {}) if k not in takes]
     for option, given in refused:
         if given:
             raise OptionsError(f"{option} does not apply to problem '{spec.name}' (it has its own transcription)")
     assert spec.identify_result is not None  # called only for a problem that has it
+    more = {k: v for k, v in (("start", start), ("client", client)) if v is not None}
+    if starts != 1:
+        more["starts"] = starts
     return spec.identify_result(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
-                                print_level=print_level, **({"start": start} if start is not None else {}),
-                                **dict(problem_options or {}))
+                                print_level=print_level, **more, **dict(problem_options or {}))

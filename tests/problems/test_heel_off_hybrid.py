@@ -58,3 +58,19 @@ def test_the_start_is_the_equation_error_estimate_unless_the_guesses_are_asked_f
     assert heel_off_hybrid.hybrid_problem([trial], {"kd": 99.0}).guess["kd"] == 99.0
     with pytest.raises(co.OptionsError, match="start must be one of"):
         heel_off_hybrid.hybrid_problem([trial], start="truth")
+
+
+@pytest.mark.slow  # two starts of a 4 s record in worker processes (14 s)
+def test_the_command_path_takes_several_starts():
+    """``colloc identify heel-off --starts 2`` (PD): the library's several starts, each distinct
+    minimum in ``local_minima``; the delayed controller's private path refuses them by name."""
+    trial = record(4.0, noisy=True, seed=2)
+    res = heel_off.identify_result([trial], starts=2)
+    assert res.success, res.message
+    assert res.starts["count"] == 2 and res.starts["converged"] == 2
+    # both reach the one minimum (start 1 from kp 1.9, the search box's log-spaced low end)
+    assert [m["start_indices"] for m in res.local_minima] == [[0, 1]]
+    for k, v in TRUE.items():
+        assert abs(res.parameters[k] - v) < 3 * res.standard_errors[k], (k, res.parameters[k])
+    with pytest.raises(co.OptionsError, match="--starts does not apply to --controller PD-delay"):
+        heel_off.identify_result([trial], controller="PD-delay", starts=2)
