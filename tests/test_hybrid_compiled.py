@@ -12,14 +12,26 @@ import pytest
 import test_hybrid_inputs as pushed  # tests/ is on the path
 
 import colloc as co
-from colloc.base.compiler import has_compiler
 from colloc.solving import hybrid as solving
 from colloc.transcription import hybrid_fit
 from colloc.transcription.hybrid_fit import input_values
 
-pytestmark = pytest.mark.skipif(not has_compiler(), reason="no C compiler")
+
+def test_without_a_compiler_the_model_and_the_fit_stay_interpreted(monkeypatch):
+    """The fallback, run everywhere: no C compiler, so the model's functions and the NLP's
+    derivative blocks are evaluated by CasADi as they are, with the same fit."""
+    monkeypatch.setenv("COLLOC_NO_COMPILER", "1")
+    model = pushed.model()
+    assert solving.native_model(model, ["e", "c"]) is model
+    monkeypatch.setattr(hybrid_fit, "COMPILE_WORK_ABOVE", 0)
+    solver = co.Ipopt(simulate=False, standard_errors=False)
+    res = co.solve(pushed.problem(pushed.trial(noisy=False), fit={"h": 1.0}), co.Radau(), solver=solver)
+    assert res.success and "compiled" not in res.model_evaluation, res.model_evaluation
+    for k, v in pushed.TRUTH.items():
+        assert res.parameters[k] == pytest.approx(v, rel=5e-3)
 
 
+@pytest.mark.needs_compiler
 def test_the_compiled_model_simulates_as_the_interpreted_one_and_the_reference():
     t, h, bounces = pushed.record(**pushed.TRUTH)
     model = pushed.model()
@@ -37,6 +49,7 @@ def test_the_compiled_model_simulates_as_the_interpreted_one_and_the_reference()
     assert solving.native_model(model, ["e", "c"]) is fast  # built once
 
 
+@pytest.mark.needs_compiler
 def test_a_guard_of_the_mode_clock_is_left_to_python():
     clock = co.Guard("late", lambda t, x, p, mode, t0: t - t0 - 1.0, +1, with_mode=True)
     m = co.HybridModel("clocked", ["h", "v"], [co.Mode("flight", lambda t, x, p, t0: [x[1], -pushed.G])], "flight",
@@ -47,6 +60,7 @@ def test_a_guard_of_the_mode_clock_is_left_to_python():
     assert fast.guards[0] is clock and fast.guards[1] is not m.guards[1]
 
 
+@pytest.mark.needs_compiler
 def test_a_fit_with_its_derivative_blocks_compiled_gives_the_interpreted_estimates(monkeypatch):
     tr = pushed.trial(noisy=True)
     solver = co.Ipopt(simulate=False)
@@ -61,6 +75,7 @@ def test_a_fit_with_its_derivative_blocks_compiled_gives_the_interpreted_estimat
         assert fast.standard_errors[k] == pytest.approx(plain.standard_errors[k], rel=1e-5)
 
 
+@pytest.mark.needs_compiler
 def test_a_second_compiled_fit_in_one_process_reuses_what_the_first_compiled(monkeypatch):
     """The switching times' order constraint is one Function shared by every NLP: compiled by
     the first fit, it must not be compiled again (CasADi refuses to generate code of a loaded
