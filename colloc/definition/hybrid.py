@@ -29,6 +29,14 @@ simulator and the fit give them through :meth:`HybridModel.with_inputs` (the mea
 interpolated, or, for an input measured with noise, its estimate: errors-in-variables,
 ``HybridProblem(input_noise=...)``).
 
+A model may read some of its states **delayed** by a parameter (a feedback with a transport or
+neural delay): ``HybridModel(delay="tau", delayed=("theta",))`` gives every function of the
+model, beside ``the state ``x``, the value of ``theta`` at ``t − tau``
+as ``p["theta_delayed"]`` (:func:`delayed_name`); before the record's first time the history is
+the initial state.  The simulator integrates such a model by the method of steps, the fit reads
+the delayed state by the collocation polynomial of the interval that holds ``t − tau``, in
+whichever earlier phase that is.
+
 Mode targets are a mode name or a function of the current mode name (so that a product of
 discrete states, e.g. clock × contractile element, can change one component only).
 """
@@ -47,7 +55,7 @@ from ..base.errors import ModelError
 if TYPE_CHECKING:
     import casadi as ca
 
-__all__ = ["EPS", "EVENT_ORDER", "SQRT_EPS", "Guard", "HybridModel", "Mode", "Switch", "TimeEvent"]
+__all__ = ["EPS", "EVENT_ORDER", "SQRT_EPS", "Guard", "HybridModel", "Mode", "Switch", "TimeEvent", "delayed_name"]
 
 #: Machine epsilon ε_n of doubles (Wieber & Billet 2006, §5.2: 2⁻⁵² ≈ 2.22e-16).
 EPS = float(np.finfo(float).eps)
@@ -67,6 +75,12 @@ HybridValue: TypeAlias = "float | np.ndarray | ca.SX | ca.MX"
 #: The parameters as those functions take them: whatever the caller passes (usually a dict
 #: name → value when simulating, CasADi symbols when transcribing), unchecked here.
 HybridParameters: TypeAlias = Any
+
+
+def delayed_name(state: str) -> str:
+    """The key under which a model's functions find ``state`` at ``t − delay`` in ``p``
+    (``HybridModel(delayed=...)``): ``"<state>_delayed"``."""
+    return f"{state}_delayed"
 
 
 def _target(target, mode: str) -> str:
@@ -195,7 +209,9 @@ class TimeEvent:
 @dataclass
 class HybridModel:
     """A hybrid model: ``modes`` (by name), ``guards``, ``switches``, ``time_events``, the
-    state names, and the initial mode."""
+    state names, and the initial mode; ``delay`` (a parameter, the delay in the model's time
+    unit) and the ``delayed`` states that every function reads at ``t − delay`` as
+    ``p[delayed_name(state)]`` (the initial state before the record)."""
 
     name: str
     states: Sequence[str]
@@ -206,6 +222,8 @@ class HybridModel:
     time_events: Sequence[TimeEvent] = ()
     parameters: Sequence[str] = ()
     inputs: Sequence[str] = ()
+    delay: str | None = None
+    delayed: Sequence[str] = ()
     _by_name: dict = field(init=False, repr=False)
 
     def __post_init__(self):
@@ -220,6 +238,34 @@ class HybridModel:
         clash = sorted(set(self.inputs) & set(self.parameters))
         if clash:
             raise ModelError(f"hybrid model {self.name}: {', '.join(clash)} both an input and a parameter")
+        if (self.delay is None) != (not self.delayed):
+            raise ModelError(f"hybrid model {self.name}: a delay needs both delay= (its parameter) and delayed= "
+                             "(the states read delayed)")
+        if self.delay is not None:
+            if self.delay not in self.parameters:
+                raise ModelError(f"hybrid model {self.name}: delay={self.delay!r} is not one of its parameters "
+                                 f"({', '.join(self.parameters)})")
+            if self.time_events or any(m.duration is not None for m in self.modes):
+                raise ModelError(f"hybrid model {self.name}: a delay applies to models without time events or timed "
+                                 "modes")
+            for s in self.delayed:
+                if s not in self.states:
+                    raise ModelError(f"hybrid model {self.name}: delayed={s!r} is not one of its states "
+                                     f"({', '.join(self.states)})")
+            clash = sorted({delayed_name(s) for s in self.delayed} & {*self.inputs, *self.parameters})
+            if clash:
+                raise ModelError(f"hybrid model {self.name}: {', '.join(clash)} is the name of a delayed state")
+
+    def delayed_names(self) -> list[str]:
+        """The keys of the delayed states in ``p`` (:func:`delayed_name`)."""
+        return [delayed_name(s) for s in self.delayed]
+
+    def delays_as_inputs(self) -> HybridModel:
+        """The model with its delayed states declared as inputs (what the simulator binds, piece
+        by piece of the method of steps) and no delay."""
+        if self.delay is None:
+            return self
+        return replace(self, inputs=(*self.inputs, *self.delayed_names()), delay=None, delayed=())
 
     def with_inputs(self, values: Callable[[Any], Mapping[str, Any]]) -> HybridModel:
         """The model with its inputs bound: ``values(t)`` → {input: value at t} (numbers, or CasADi

@@ -17,6 +17,12 @@ numerical-precision rules of §5.2 are built in:
 
 Time events and the expiry of timed modes are integration end points (never located by root
 finding), so they are met exactly.
+
+A model with a delay (``HybridModel(delay=..., delayed=...)``) is integrated by the method of
+steps: pieces no longer than the delay, in each of which the delayed states are an input read
+from the pieces already done (the initial state before the first time); a piece also ends a
+delay after every event, where a jump or kink of the state is fed back, so that the integrator
+never steps over a discontinuity of the rates.
 """
 
 from __future__ import annotations
@@ -104,6 +110,9 @@ def simulate_hybrid(model: HybridModel, x0: ArrayLike, t_span: tuple[float, floa
     t0, tf = map(float, t_span)
     if not tf > t0:
         raise ModelError(f"simulate_hybrid: t_span must increase, got {t_span}")
+    if model.delay is not None:
+        return _method_of_steps(model, x0, (t0, tf), p, t_eval=t_eval, mode=mode, method=method, rtol=rtol,
+                                atol=atol, max_events=max_events, inputs=inputs)
     x = np.array(x0, dtype=float)
     if model.inputs:
         if inputs is None:
@@ -235,3 +244,48 @@ def simulate_hybrid(model: HybridModel, x0: ArrayLike, t_span: tuple[float, floa
         te = np.asarray(t_eval, dtype=float)
         sim.t, sim.x = te, sim.state(te)
     return sim
+
+
+def _method_of_steps(model: HybridModel, x0: ArrayLike, t_span: tuple[float, float], p: HybridParameters, *,
+                     t_eval: ArrayLike | None, mode: str | None, inputs: Callable[[float], Mapping[str, float]] | None,
+                     max_events: int, **integrator) -> HybridSimulation:
+    """:func:`simulate_hybrid` of a model with a delay (see the module docstring)."""
+    t0, tf = t_span
+    tau = float(p[model.delay])
+    if not (np.isfinite(tau) and tau > 0):
+        raise ModelError(f"simulate_hybrid: the delay {model.delay} of model {model.name!r} must be finite and > 0, "
+                         f"got {tau!r}")
+    if model.inputs and inputs is None:
+        raise ModelError(f"simulate_hybrid: model {model.name!r} has the inputs {', '.join(model.inputs)}; "
+                         "give inputs=(t → {input: value})")
+    plain = model.delays_as_inputs()
+    cols = [list(model.states).index(s) for s in model.delayed]
+    keys = model.delayed_names()
+    x = np.array(x0, dtype=float)
+    first = x[cols].copy()
+    done = HybridSimulation(np.zeros(0), np.zeros((0, len(x))), [], [], [])
+
+    def bound(t: float) -> dict:
+        s = t - tau
+        past = first if s <= t0 or not done.segments else done.state([s])[0][cols]
+        return {**(inputs(t) if inputs is not None else {}), **dict(zip(keys, past.tolist()))}
+
+    steps_t, steps_x = [np.array([t0])], [x[None, :]]
+    breaks: list[float] = []
+    t, current = t0, mode
+    while tf - t > 1e-12 * max(1.0, abs(tf)):
+        end = min([t + tau, tf, *[b for b in breaks if b > t + 1e-12 * max(1.0, abs(t))]])
+        piece = simulate_hybrid(plain, x, (t, end), p, mode=current, inputs=bound,
+                                max_events=max_events - len(done.events), **integrator)
+        done.events += piece.events
+        done.segments += piece.segments
+        done.modes += piece.modes
+        breaks += [e.time + tau for e in piece.events]
+        steps_t.append(piece.t[1:])
+        steps_x.append(piece.x[1:])
+        x, current, t = piece.segments[-1][4].copy(), piece.segments[-1][2], end  # after the events at the end
+    done.t, done.x = np.concatenate(steps_t), np.vstack(steps_x)
+    if t_eval is not None:
+        te = np.asarray(t_eval, dtype=float)
+        done.t, done.x = te, done.state(te)
+    return done

@@ -105,7 +105,7 @@ def native_model(model: HybridModel, parameters: list) -> HybridModel:
     key = (id(model), tuple(parameters))
     if key in _NATIVE and _NATIVE[key][0] is model:
         return _NATIVE[key][1]
-    names = [*parameters, *model.inputs]
+    names = [*parameters, *model.inputs, *model.delayed_names()]
     nx = len(model.states)
     t, t0, x, pv = ca.SX.sym("t"), ca.SX.sym("t0"), ca.SX.sym("x", nx), ca.SX.sym("p", len(names))
     xs = np.array([x[i] for i in range(nx)], dtype=object)
@@ -139,7 +139,7 @@ def native_model(model: HybridModel, parameters: list) -> HybridModel:
                                   reset=None if r is None else lambda tt, xx, p, r=r: r(tt, xx, values(p))[0]))
         fast = HybridModel(model.name, model.states, modes, model.initial_mode, guards=guards,
                            switches=model.switches, time_events=model.time_events, parameters=model.parameters,
-                           inputs=model.inputs)
+                           inputs=model.inputs, delay=model.delay, delayed=model.delayed)
     except Exception:  # noqa: BLE001 — a function that cannot be traced or compiled: the model as it is
         fast = model
     _NATIVE[key] = (model, fast)
@@ -347,6 +347,10 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
             lay.switches = new
             lay.bands = np.where(moved > 0.5 * lay.dt, moved, 0.0)
             changed |= not np.array_equal(old[0], assign(lay, trial.time)[0]) or bool(np.any(lay.bands > 0))
+        # a delay: its reads laid again where the solution's delay and switching times put them
+        # (the next solve then starts from the solution), as long as it still moves
+        delay_moved = not nlp.delay_settled(x)
+        changed |= delay_moved
         if not stats.get("success", False) or rounds == MAX_ROUNDS:
             break
         if not changed:
@@ -368,12 +372,14 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
             w_start = None
             continue
         w_start = x  # the same unknowns (the phases keep their intervals): start from the solution
-        if problem.inputs and any(np.any(np.abs(lay.switches - old) > 0.5 * INPUT_WINDOW * lay.dt)
-                                  for lay, old in zip(layouts, nlp.built_switches)):
+        if delay_moved or problem.inputs and any(np.any(np.abs(lay.switches - old) > 0.5 * INPUT_WINDOW * lay.dt)
+                                                 for lay, old in zip(layouts, nlp.built_switches)):
             # the inputs are read in the sample steps around the collocation times of the build:
             # once a switching time has moved far from them, build the NLP again where it is now
+            # (the parameters keep the scale of the build: the solution is the next start)
             t0 = _time.perf_counter()
-            nlp = HybridNLP(problem, layouts, p0, x0s, guesses, method.degree)
+            delay = None if nlp.delay_at is None else float(x[nlp.delay_at] * nlp.scale[nlp.delay_at])
+            nlp = HybridNLP(problem, layouts, p0, x0s, guesses, method.degree, delay=delay)
     for lay in layouts:  # what the result reports: every sample
         lay.bands = None
     nlp.read_samples()

@@ -296,6 +296,34 @@ class _Pieces:
         self.tau, self._C, self._basis = basis.tau, basis.derivative.T, basis
         self._guards = {g.name: g for g in model.all_guards()}
         self._cache: dict = {}
+        #: a delayed read at a point: its NLP variables (the start and collocation states of the
+        #: interval holding t − delay, that interval's phase ends) and numbers (the interval's
+        #: place in its phase, the phase's intervals, 1 for the history before the record)
+        self.delay_keys = model.delayed_names()
+        self.delay_rows = [list(problem.states).index(s) for s in model.delayed]
+        self.n_dz = 2 + self.nx * (degree + 1) if self.delay_keys else 0
+        self.n_dd = 3 if self.delay_keys else 0
+        self.delay = model.delay
+
+    def _delay_parts(self, points: int) -> tuple[list, list]:
+        """The symbols' parts of the delayed reads at ``points`` points (none without a delay)."""
+        if not self.delay_keys:
+            return [], []
+        return ([(f"delay_z{j}", self.n_dz) for j in range(points)],
+                [(f"delay_data{j}", self.n_dd) for j in range(points)])
+
+    def _delayed(self, zd: ca.SX, dd: ca.SX, t, p: dict) -> dict:
+        """{delayed state key: its value at ``t − delay``}: the polynomial of the interval the
+        variables ``zd`` (x0, xc, Ea, Eb) and numbers ``dd`` (k, n, history) say holds it, or the
+        initial state (``zd``'s x0) before the record."""
+        if not self.delay_keys:
+            return {}
+        nx, d = self.nx, self.d
+        x0, xc, ea, eb = zd[:nx], zd[nx:nx * (d + 1)], zd[-2], zd[-1]
+        k, n, hist = dd[0], dd[1], dd[2]
+        r = (t - p[self.delay] - ea) * n / (eb - ea) - k
+        state = ca.mtimes(ca.horzcat(x0, ca.reshape(xc, nx, d)), ca.vertcat(*self._basis.values(r)))
+        return {key: hist * x0[i] + (1 - hist) * state[i] for key, i in zip(self.delay_keys, self.delay_rows)}
 
     def _inputs(self, z_vals: list, num, exact_vals: list, t) -> dict:
         """{input: value at t} from the pieces' numbers ``num`` (7·S) and each input's six
@@ -321,12 +349,15 @@ class _Pieces:
         key = ("defect", mode)
         if key not in self._cache:
             nx, d, npar, ns = self.nx, self.d, self.np, 6 * _SLOTS
+            dz_parts, dd_parts = self._delay_parts(d)
             z, (x0, xc, ea, eb, ph, *ue) = _symbols_of(
                 [("x0", nx), ("xc", nx * d), ("ea", 1), ("eb", 1), ("p", npar)]
-                + [(f"{u}_{j}", ns) for u in self.eiv for j in range(d)])
+                + [(f"{u}_{j}", ns) for u in self.eiv for j in range(d)] + dz_parts)
+            ue, dz = ue[:len(ue) - len(dz_parts)], ue[len(ue) - len(dz_parts):]
             data, (scale, q, ninv, *rest) = _symbols_of(
                 [("scale", npar), ("q", d), ("ninv", 1)] + [(f"num_{j}", self.n_num) for j in range(d)]
-                + [(f"{u}_{j}", ns) for u in self.exact for j in range(d)])
+                + [(f"{u}_{j}", ns) for u in self.exact for j in range(d)] + dd_parts)
+            rest, dd = rest[:len(rest) - len(dd_parts)], rest[len(rest) - len(dd_parts):]
             nums, uv = rest[:d], rest[d:]
             p = self._p(ph, scale)
             X = [x0] + [xc[j * nx:(j + 1) * nx] for j in range(d)]
@@ -337,7 +368,8 @@ class _Pieces:
                 t = ea + q[j - 1] * (eb - ea)
                 u = self._inputs([ue[i * d + j - 1] for i in range(len(self.eiv))], nums[j - 1],
                                  [uv[i * d + j - 1] for i in range(len(self.exact))], t)
-                f = as_column(rhs(t, _symbols(X[j]), {**p, **u}, ea))
+                late = self._delayed(dz[j - 1], dd[j - 1], t, p) if dz else {}
+                f = as_column(rhs(t, _symbols(X[j]), {**p, **u, **late}, ea))
                 cols.append(sum(self._C[m, j] * X[m] for m in range(d + 1)) - h * f)
             self._cache[key] = _Places(f"defect_{mode}", ca.vertcat(*cols), z, data)
         return self._cache[key]
@@ -348,13 +380,17 @@ class _Pieces:
         phase [Ea, Eb]."""
         key = ("guard", name, mode)
         if key not in self._cache:
+            dz_parts, dd_parts = self._delay_parts(1)
             z, (x, ea, eb, ph, *ue) = _symbols_of([("x", self.nx), ("ea", 1), ("eb", 1), ("p", self.np)]
-                                                  + [(u, 6 * _SLOTS) for u in self.eiv])
+                                                  + [(u, 6 * _SLOTS) for u in self.eiv] + dz_parts)
             data, (scale, q, sign, num, *uv) = _symbols_of([("scale", self.np), ("q", 1), ("sign", 1),
                                                             ("num", self.n_num)]
-                                                           + [(u, 6 * _SLOTS) for u in self.exact])
+                                                           + [(u, 6 * _SLOTS) for u in self.exact] + dd_parts)
             t = ea + q * (eb - ea)
-            p = {**self._p(ph, scale), **self._inputs(ue, num, uv, t)}
+            p = self._p(ph, scale)
+            if dz_parts:
+                p.update(self._delayed(ue.pop(), uv.pop(), t, p))
+            p.update(self._inputs(ue, num, uv, t))
             value = HybridNLP._guard(self._guards[name], t, x, p, mode, ea)
             self._cache[key] = _Places(f"guard_{name}_{mode}", sign * value, z, data)
         return self._cache[key]
@@ -364,11 +400,15 @@ class _Pieces:
         ``y − reset(s, x)`` of the guard ``name`` (the state entering the next phase)."""
         key = ("reset", name)
         if key not in self._cache:
+            dz_parts, dd_parts = self._delay_parts(1)
             z, (y, x, s, ph, *ue) = _symbols_of([("y", self.nx), ("x", self.nx), ("s", 1), ("p", self.np)]
-                                                + [(u, 6 * _SLOTS) for u in self.eiv])
+                                                + [(u, 6 * _SLOTS) for u in self.eiv] + dz_parts)
             data, (scale, num, *uv) = _symbols_of([("scale", self.np), ("num", self.n_num)]
-                                                  + [(u, 6 * _SLOTS) for u in self.exact])
-            p = {**self._p(ph, scale), **self._inputs(ue, num, uv, s)}
+                                                  + [(u, 6 * _SLOTS) for u in self.exact] + dd_parts)
+            p = self._p(ph, scale)
+            if dz_parts:
+                p.update(self._delayed(ue.pop(), uv.pop(), s, p))
+            p.update(self._inputs(ue, num, uv, s))
             value = as_column(self._guards[name].reset(s, _symbols(x), p))
             self._cache[key] = _Places(f"reset_{name}", y - value, z, data)
         return self._cache[key]
@@ -405,6 +445,76 @@ _INPUT_RESIDUAL = _linear("input_residual", 1, 2, lambda z, c: (z[0] - c[0]) * c
 _ORDER = _linear("order", 2, 0, lambda z, c: z[1] - z[0])
 
 
+#: Sample steps the delay of a model (``HybridModel(delay=...)``) may move in one solve: its
+#: reads are given to intervals where the solve starts, and a read far outside its interval
+#: would extrapolate that interval's polynomial (the solving layer lays them again and solves on).
+DELAY_STEP = 3.0
+#: How far (in interval lengths) a delayed read may lie outside the interval it was given, in the
+#: same phase, at the solution and still count as settled: inside a phase the state is smooth and
+#: its polynomial is read a little past the interval's ends at the order of the method.
+DELAY_SETTLE = 0.25
+
+
+def _holding(starts: np.ndarray, times: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the interval holding each time of ``times`` (N × d, one row per interval, its points at
+    ``points``), whether it is before the record).  A time on a boundary belongs to the later
+    interval, except one read by an interval's end point, which takes the earlier: the left
+    limit, as the interval's other points do (before a jump, the state before it)."""
+    later = np.searchsorted(starts - 1e-9, times, side="right") - 1
+    earlier = np.searchsorted(starts + 1e-9, times, side="left") - 1
+    held = np.clip(np.where(np.asarray(points)[None, :] >= 1.0, earlier, later), 0, len(starts) - 1)
+    return held, times < starts[0]
+
+
+class _DelayReads:
+    """Where the delayed states of a trial's collocation points are read: the interval that holds
+    ``t − delay`` at the switching times and delay of the build (:func:`_holding`), and the NLP
+    variables and numbers of that read (:meth:`_Pieces._delayed`) at given points."""
+
+    def __init__(self, ends, counts, points, delay: float, start, xc, E, x0_index):
+        self.counts, self.points, self.start, self.xc, self.E, self.x0 = counts, points, start, xc, E, x0_index
+        self.first = np.concatenate([[0], np.cumsum(counts)])
+        self.phase = np.repeat(np.arange(len(counts)), counts)
+        self.k_in = np.arange(int(counts.sum())) - self.first[self.phase]
+        self.held, self.history = _holding(*self._times(ends, delay), points)
+
+    def _times(self, ends, delay: float) -> tuple[np.ndarray, np.ndarray]:
+        h = (np.diff(ends) / self.counts)[self.phase]
+        starts = ends[self.phase] + self.k_in * h
+        return starts, starts[:, None] + self.points[None, :] * h[:, None] - delay
+
+    def at(self, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The variables (B × (nx·(d + 1) + 2)) and numbers (B × 3) of the reads at the points
+        ``pts`` (interval · d + point)."""
+        J, hist = self.held.ravel()[pts], self.history.ravel()[pts]
+        x0 = np.where(hist[:, None], self.x0[None, :], self.start[J])
+        return (np.column_stack([x0, self.xc[J], self.E[self.phase[J]], self.E[self.phase[J] + 1]]),
+                np.column_stack([self.k_in[J], self.counts[self.phase[J]], hist.astype(float)]))
+
+    def settled(self, ends, delay: float) -> bool:
+        """Whether every read is still in the phase of its interval and within
+        :data:`DELAY_SETTLE` of it at the switching times ``ends`` and ``delay``."""
+        starts, times = self._times(ends, delay)
+        held, history = _holding(starts, times, self.points)
+        if not np.array_equal(history, self.history):
+            return False
+        inside = ~history
+        if not np.array_equal(self.phase[held][inside], self.phase[self.held][inside]):
+            return False
+        h = (np.diff(ends) / self.counts)[self.phase]
+        r = (times - starts[self.held]) / h[self.held]
+        return bool(np.all((r[inside] >= -DELAY_SETTLE) & (r[inside] <= 1 + DELAY_SETTLE)))
+
+
+def _delayed_at(reads: _DelayReads | None, pts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The delayed reads' variables and numbers at the points ``pts`` (B × c: c points per place,
+    their columns side by side); none without a delay."""
+    if reads is None:
+        return np.zeros((len(pts), 0), dtype=int), np.zeros((len(pts), 0))
+    parts = [reads.at(pts[:, j]) for j in range(pts.shape[1])]
+    return np.hstack([a for a, _ in parts]), np.hstack([b for _, b in parts])
+
+
 @dataclass
 class _Use:
     """A :class:`_Places` at its places: NLP variables ``index`` (B × nz), numbers ``data``
@@ -436,7 +546,7 @@ class HybridNLP:
     the build nor an iteration grows faster than the record."""
 
     def __init__(self, problem: HybridProblem, layouts: list, p0: dict, x0s: list, x_guess: list,
-                 degree: int = 3, sides: bool = True):
+                 degree: int = 3, sides: bool = True, delay: float | None = None):
         self.problem, self.layouts, self.degree = problem, layouts, degree
         #: seconds spent compiling (:meth:`compile`; 0 on a cache hit) and what was done
         self.compile_s: float = 0.0
@@ -492,6 +602,17 @@ class HybridNLP:
         self.w = W = ca.MX.sym("w", offset)
         self.w0 = np.concatenate(w0)
         self.lbw, self.ubw = np.concatenate(lbw), np.concatenate(ubw)
+        #: a model with a delay: its parameter's position, its value the reads are laid at (``delay``,
+        #: else its start value), and the delayed reads of each trial (:class:`_DelayReads`)
+        self.delay_at: int | None = None
+        self.delay_value = math.nan
+        self.delay_reads: list[_DelayReads] = []
+        if problem.model.delay is not None:
+            i = self.delay_at = names.index(problem.model.delay)
+            self.delay_value = float(p0[names[i]] if delay is None else delay)
+            step = DELAY_STEP * min(lay.dt for lay in layouts)
+            self.lbw[i] = max(self.lbw[i], (self.delay_value - step) / self.scale[i])
+            self.ubw[i] = min(self.ubw[i], (self.delay_value + step) / self.scale[i])
         #: per trial, the switching times the inputs' reads were placed at
         self.built_switches = [np.array(lay.switches, dtype=float) for lay in layouts]
         cache: dict = {}
@@ -516,6 +637,11 @@ class HybridNLP:
                 start[first[i]] = entry_of[i]
             scale = np.broadcast_to(self.scale, (1, npar))
             inputs = _InputReads(trial, pc, self.input_index[n_trial])
+            if self.delay_at is not None:
+                self.delay_reads.append(_DelayReads(ends, counts, tau, self.delay_value, start, xc, E,
+                                                    self.x0_index[n_trial]))
+            late = self.delay_reads[-1] if self.delay_at is not None else None
+
             if free and m:
                 self._constraints.append(_Use(_ORDER, np.column_stack([E[:-1], E[1:]]), np.zeros((m + 1, 0)),
                                               [f"switching times in order ({trial.name})"] * (m + 1),
@@ -526,26 +652,30 @@ class HybridNLP:
                 q = (k_in[ints, None] + tau[None, :]) / counts[phase[ints], None]
                 t_num = ends[phase[ints], None] + q * (ends[phase[ints] + 1] - ends[phase[ints]])[:, None]
                 u_idx, u_num, u_val = inputs.at(t_num)
+                d_idx, d_num = _delayed_at(late, ints[:, None] * d + np.arange(d)[None, :])
                 index = np.column_stack([start[ints], xc[ints], E[phase[ints]], E[phase[ints] + 1],
-                                         np.broadcast_to(self.p_index, (len(ints), npar)), u_idx])
-                data = np.column_stack([np.repeat(scale, len(ints), 0), q, 1.0 / counts[phase[ints]], u_num, u_val])
+                                         np.broadcast_to(self.p_index, (len(ints), npar)), u_idx, d_idx])
+                data = np.column_stack([np.repeat(scale, len(ints), 0), q, 1.0 / counts[phase[ints]], u_num, u_val,
+                                        d_num])
                 self._constraints.append(_Use(pc.defect(mode), index, data,
                                               [f"collocation defect ({trial.name})"] * (len(ints) * nx * d),
                                               np.zeros(len(ints) * nx * d), np.zeros(len(ints) * nx * d)))
             # the guard that ends each phase is zero at its switching time; the resets
             for i in range(m):
                 u_idx, u_num, u_val = inputs.at(np.array([[ends[i + 1]]]))
+                d_idx, d_num = _delayed_at(late, np.array([[first[i + 1] * d - 1]]))  # the phase's last point
                 pv = self.p_index[None, :]
-                index = np.column_stack([ends_of[first[i + 1] - 1][None, :], [[E[i]]], [[E[i + 1]]], pv, u_idx])
-                data = np.column_stack([scale, [[1.0]], [[1.0]], u_num, u_val])
+                index = np.column_stack([ends_of[first[i + 1] - 1][None, :], [[E[i]]], [[E[i + 1]]], pv, u_idx,
+                                         d_idx])
+                data = np.column_stack([scale, [[1.0]], [[1.0]], u_num, u_val, d_num])
                 name = lay.guards[i].name
                 self._constraints.append(_Use(pc.guard(name, lay.sequence[i]), index, data,
                                               [f"guard {name} at switch {i + 1} of {trial.name}"],
                                               np.zeros(1), np.zeros(1)))
                 if i + 1 in entry_of:
                     index = np.column_stack([entry_of[i + 1][None, :], ends_of[first[i + 1] - 1][None, :],
-                                             [[E[i + 1]]], pv, u_idx])
-                    self._constraints.append(_Use(pc.reset(name), index, np.column_stack([scale, u_num, u_val]),
+                                             [[E[i + 1]]], pv, u_idx, d_idx])
+                    self._constraints.append(_Use(pc.reset(name), index, np.column_stack([scale, u_num, u_val, d_num]),
                                                   [f"reset of guard {name} at switch {i + 1} of {trial.name}"] * nx,
                                                   np.zeros(nx), np.zeros(nx)))
             if sides:  # the watched guards on their side at every point inside the phase
@@ -559,12 +689,13 @@ class HybridNLP:
                     q = (k_in[g_int] + tau[jp]) / counts[phase[g_int]]
                     t_num = ends[phase[g_int]] + q * (ends[phase[g_int] + 1] - ends[phase[g_int]])
                     u_idx, u_num, u_val = inputs.at(t_num[:, None])
+                    d_idx, d_num = _delayed_at(late, pts[:, None])
                     x_idx = xc[g_int[:, None], jp[:, None] * nx + np.arange(nx)[None, :]]
                     index = np.column_stack([x_idx, E[phase[g_int]], E[phase[g_int] + 1],
-                                             np.broadcast_to(self.p_index, (len(pts), npar)), u_idx])
+                                             np.broadcast_to(self.p_index, (len(pts), npar)), u_idx, d_idx])
                     for guard in pc.sides(mode):
                         data = np.column_stack([np.repeat(scale, len(pts), 0), q, np.full(len(pts), -guard.direction),
-                                                u_num, u_val])
+                                                u_num, u_val, d_num])
                         self._constraints.append(_Use(pc.guard(guard.name, mode), index, data,
                                                       [f"guard {guard.name} on its side in phase {i + 1} ({mode}) "
                                                        f"of {trial.name}" for i in phase[g_int]],
@@ -589,6 +720,20 @@ class HybridNLP:
         self.lbg = np.concatenate([u.lower for u in self._constraints])
         self.ubg = np.concatenate([u.upper for u in self._constraints])
         self.read_samples()
+
+    def delay_settled(self, w: np.ndarray) -> bool:
+        """Whether the delayed reads can stay where they were laid for the solution ``w``: each in
+        its interval (:meth:`_DelayReads.settled`) and the delay inside this solve's bounds, not
+        stopped on one of them (True for a model without a delay)."""
+        if self.delay_at is None:
+            return True
+        i, lo, hi = self.delay_at, self.lbw[self.delay_at], self.ubw[self.delay_at]
+        bounds = self.problem.bounds[self.problem.parameters[i]]
+        at_bound = (w[i] <= lo + 1e-9 * abs(lo) and lo * self.scale[i] > bounds[0]
+                    or w[i] >= hi - 1e-9 * abs(hi) and hi * self.scale[i] < bounds[1])
+        value = float(w[i] * self.scale[i])
+        return not at_bound and all(reads.settled(np.asarray(w[built["E"]], dtype=float), value)
+                                    for reads, built in zip(self.delay_reads, self._trials))
 
     @staticmethod
     def _has_reset(model, name: str) -> bool:
