@@ -2,11 +2,10 @@
 kd through heel-off (Wieber & Billet 2006, §3).
 
 Its body and simulator are :mod:`colloc_problems.heel_off_multiphase` (re-exported here).
-``colloc identify heel-off`` (:func:`identify_result`) fits the undelayed PD feedback on the
-library's hybrid path (:mod:`colloc_problems.heel_off_hybrid`: a ``co.HybridProblem`` with the
-platform acceleration errors-in-variables, ``co.solve``); the delayed feedback
-(``--controller PD-delay``) on the multi-phase Radau collocation of
-:mod:`colloc_problems.heel_off_multiphase`; ``--method complementarity`` (the mode sequence out
+``colloc identify heel-off`` (:func:`identify_result`) fits the PD feedback on the library's
+hybrid path (:mod:`colloc_problems.heel_off_hybrid`: a ``co.HybridProblem`` with the platform
+acceleration errors-in-variables, ``co.solve``), the delayed one (``--controller PD-delay``)
+on the same path with τ a delay of the model (:mod:`colloc_problems.heel_off_delay`); ``--method complementarity`` (the mode sequence out
 of a fit on a fixed grid) is :mod:`colloc_problems.heel_off_complementarity`.  This module, the
 one the command line finds, sits above them, so that none imports it.
 """
@@ -17,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import colloc as co
 
-from . import heel_off_complementarity, heel_off_hybrid, heel_off_multiphase
+from . import heel_off_complementarity, heel_off_delay, heel_off_hybrid
 from .heel_off_multiphase import (
     BODY,
     BREAK_MIN_STEPS,
@@ -160,22 +159,24 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                     start: str | None = None, time_limit: float | None = None, starts: int = 1,
                     client=None) -> co.Result:
     """``colloc identify heel-off``: ``controller`` ``PD`` (the default) on the library's hybrid
-    path (:func:`colloc_problems.heel_off_hybrid.identify_result`), ``PD-delay`` on the
-    multi-phase collocation (:func:`colloc_problems.heel_off_multiphase.identify_result`).
+    path (:func:`colloc_problems.heel_off_hybrid.identify_result`), ``PD-delay`` on the same path
+    with the delayed feedback (:func:`colloc_problems.heel_off_delay.identify_result`).
     ``method`` (the command line's default passes through) and ``bounds`` are not options of
     either; ``time_limit`` (s, ``--time-limit``) bounds the fit; ``starts`` and ``client``
     (``--starts``, a cluster) are the library path's (PD)."""
-    if controller not in CONTROLLERS or CONTROLLERS[controller]:
-        if starts != 1 or client is not None:
-            raise co.OptionsError(f"--starts does not apply to --controller {controller} of problem 'heel-off' "
-                                  "(its multi-phase fit runs from one start; the PD feedback takes several)")
-        return heel_off_multiphase.identify_result(trials, method=method, guess=guess, bounds=bounds,
-                                                   max_iter=max_iter, print_level=print_level,
-                                                   controller=controller, start=start, time_limit=time_limit)
+    if controller not in CONTROLLERS:
+        raise co.OptionsError(f"--controller {controller}: problem 'heel-off' has the controllers "
+                              f"{', '.join(CONTROLLERS)}")
     if method not in (None, "radau2"):  # "radau2": the command line's default, passed through
         raise co.OptionsError(f"--method does not apply to problem 'heel-off' (got {method}; it is identified by "
                               "the library's hybrid collocation, or by --method complementarity)")
     if bounds:
         raise co.OptionsError("--bounds does not apply to problem 'heel-off' (its search ranges are fixed)")
+    if CONTROLLERS[controller]:
+        if starts != 1 or client is not None:
+            raise co.OptionsError(f"--starts does not apply to --controller {controller} of problem 'heel-off' "
+                                  "(its fit runs from one start; the PD feedback takes several)")
+        return heel_off_delay.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
+                                              start=start, time_limit=time_limit)
     return heel_off_hybrid.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
                                            start=start, time_limit=time_limit, starts=starts, client=client)

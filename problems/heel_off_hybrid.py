@@ -35,6 +35,8 @@ from .heel_off_multiphase import (
     NOISE_FLOOR,
     SIGNAL_UNITS,
     STATE_NAMES,
+    TAU_BOUNDS,
+    TAU_GUESS,
     TIME_LIMIT,
     UNITS,
     HeelOffTrial,
@@ -43,6 +45,7 @@ from .heel_off_multiphase import (
     _noise,
     detect_modes,
     equation_error_start,
+    start_of,
 )
 
 __all__ = ["INPUT", "STARTS", "hybrid_model", "hybrid_problem", "identify_result", "input_noise", "start_guess",
@@ -56,15 +59,17 @@ ACC_NOISE_FLOOR = 1e-3
 _FUNCTIONS: dict = {}
 
 
-def _functions() -> dict:
-    """Per mode ``(x, a, kp, kd) → (ẋ, [force or gap rows])`` and per pivot mode the landing's
-    impact ``x⁻ → x⁺`` (CasADi Functions, built once)."""
-    if not _FUNCTIONS:
-        x, a, kp, kd = ca.SX.sym("x", 4), ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd")
-        for mode, (xdot, rows) in _mode_pieces(x, a, kp, kd).items():
-            _FUNCTIONS[mode] = ca.Function(f"heel_off_{mode}", [x, a, kp, kd], [xdot, rows])
-        _FUNCTIONS.update({f"impact_{m}": f for m, f in _impacts().items()})
-    return _FUNCTIONS
+def _functions(delay: bool = False) -> dict:
+    """Per mode ``(x, a, kp, kd[, fed]) → (ẋ, [force or gap rows])`` (``fed``: θ_body, ω_body at
+    t − τ with ``delay``) and per pivot mode the landing's impact ``x⁻ → x⁺`` (CasADi Functions,
+    built once)."""
+    if delay not in _FUNCTIONS:
+        x, a, kp, kd, fed = ca.SX.sym("x", 4), ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd"), ca.SX.sym("fed", 2)
+        xd = ca.vertcat(fed[0], 0.0, fed[1], 0.0) if delay else None
+        fns = {mode: ca.Function(f"heel_off_{mode}{'_delayed' * delay}", [x, a, kp, kd, *([fed] if delay else [])],
+                                 [xdot, rows]) for mode, (xdot, rows) in _mode_pieces(x, a, kp, kd, xd).items()}
+        _FUNCTIONS[delay] = {**fns, **{f"impact_{m}": f for m, f in _impacts().items()}}
+    return _FUNCTIONS[delay]
 
 
 def _call(fn: ca.Function, x, *args, out: int = 0):
@@ -75,15 +80,21 @@ def _call(fn: ca.Function, x, *args, out: int = 0):
     return np.asarray(value, dtype=float).ravel() if isinstance(value, ca.DM) else value
 
 
-def hybrid_model() -> co.HybridModel:
-    """The foot and body as a :class:`colloc.HybridModel` with the input :data:`INPUT`."""
-    fns = _functions()
+def hybrid_model(delay: bool = False) -> co.HybridModel:
+    """The foot and body as a :class:`colloc.HybridModel` with the input :data:`INPUT`; ``delay``:
+    the feedback T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), τ the parameter ``tau`` (the
+    library's delayed states, the initial state before the record)."""
+    fns = _functions(delay)
+
+    def gains(p):
+        fed = [ca.vertcat(p["theta_body_delayed"], p["omega_body_delayed"])] if delay else []
+        return (p[INPUT], p["kp"], p["kd"], *fed)
 
     def rhs(mode):
-        return lambda t, x, p, t0: _call(fns[mode], x, p[INPUT], p["kp"], p["kd"])
+        return lambda t, x, p, t0: _call(fns[mode], x, *gains(p))
 
     def force(row):
-        return lambda t, x, p: _call(fns["flat"], x, p[INPUT], p["kp"], p["kd"], out=1)[row]
+        return lambda t, x, p: _call(fns["flat"], x, *gains(p), out=1)[row]
 
     def impact(mode):
         return lambda t, x, p: _call(fns[f"impact_{mode}"], x)
@@ -99,7 +110,8 @@ def hybrid_model() -> co.HybridModel:
               co.Guard("toe_landing", foot, -1, ("toe",), "flat", reset=impact("toe")),
               co.Guard("heel_landing", foot, +1, ("heel",), "flat", reset=impact("heel"))]
     return co.HybridModel("heel-off", list(STATE_NAMES), [co.Mode(m, rhs(m)) for m in MODES], "flat",
-                          guards=guards, parameters=NAMES, inputs=(INPUT,))
+                          guards=guards, parameters=NAMES + ("tau",) * delay, inputs=(INPUT,),
+                          delay="tau" if delay else None, delayed=("theta_body", "omega_body") if delay else ())
 
 
 def trial_of(trial: HeelOffTrial) -> co.Trial:
@@ -176,26 +188,34 @@ def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | 
 def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
                        acc_noise: float | None = None, exact_input: bool = False,
                        samples_per_interval: float = 1.0, start: str = "equation-error",
-                       node_trajectories: bool = False, lift_lead: int = 0) -> tuple[co.HybridProblem, dict]:
-    """:func:`hybrid_problem` and where kp, kd start (``parameters``, ``source``, ``message``)."""
+                       node_trajectories: bool = False, lift_lead: int = 0,
+                       delay: bool = False) -> tuple[co.HybridProblem, dict]:
+    """:func:`hybrid_problem` and where kp, kd start (``parameters``, ``source``, ``message``);
+    ``delay``: the delayed feedback, kp, kd, τ started as the multi-phase path started them
+    (:func:`colloc_problems.heel_off_multiphase.start_of`, ``start`` None: its automatic choice)."""
     trials = list(trials)
     sigma = {n: max(max(_noise(t.signals[n]) for t in trials if n in t.signals), NOISE_FLOOR[n])
              for n in STATE_NAMES if any(n in t.signals for t in trials)}
     seqs = [detect_modes(t) for t in trials]
-    first, how = start_guess(trials, seqs, start)
+    if delay:
+        first, began = start_of(trials, seqs, guess, {**GUESS, "tau": TAU_GUESS, **(guess or {})}, True, start)
+    else:
+        first, how = start_guess(trials, seqs, start)
+        first = {**first, **(guess or {})}
+        began = {"parameters": first, "source": start, "message": how}
+    names = NAMES + ("tau",) * delay
     noise = None if exact_input else {INPUT: float(acc_noise) if acc_noise is not None else input_noise(trials)}
-    began = {"parameters": {**first, **(guess or {})}, "source": start, "message": how}
-    return co.HybridProblem(hybrid_model(), [trial_of(t) for t in trials], input_noise=noise,
-                            guess={**first, **(guess or {})}, bounds={"kp": (1.0, 1e5), "kd": (0.1, 1e4)},
+    return co.HybridProblem(hybrid_model(delay), [trial_of(t) for t in trials], input_noise=noise, guess=first,
+                            bounds={"kp": (1.0, 1e5), "kd": (0.1, 1e4), **({"tau": TAU_BOUNDS} if delay else {})},
                             fit={n: 1.0 / s ** 2 for n, s in sigma.items()},
                             initial_state={"theta_foot": 0.0, "omega_foot": 0.0},
                             sequence=[[m for m, _a, _b in s] for s in seqs],
                             switch_times=[_switch_starts(s, float(t.time[1] - t.time[0]), lift_lead)
                                           for s, t in zip(seqs, trials)],
                             samples_per_interval=samples_per_interval, noise=sigma,
-                            units={**{k: UNITS[k] for k in NAMES}, **SIGNAL_UNITS},
-                            descriptions={k: DESCRIPTIONS[k] for k in NAMES},
-                            limits={k: (False, False) for k in NAMES},
+                            units={**{k: UNITS[k] for k in names}, **SIGNAL_UNITS},
+                            descriptions={k: DESCRIPTIONS[k] for k in names},
+                            limits={k: (k == "tau", False) for k in names},
                             node_trajectories=node_trajectories, chi2_poor=CHI2_POOR), began
 
 

@@ -60,7 +60,7 @@ __all__ = ["BODY", "BREAK_MIN_STEPS", "BREAK_ROOM", "CHI2_POOR", "COLUMNS", "CON
            "TAU_GUESS", "TAU_STEP", "TAU_TRUE", "TIME_LIMIT", "TRUE", "UNITS", "HeelOffTrial", "chain_functions",
            "contact_system", "contract_state", "detect_modes", "equation_error_start", "excitation",
            "finish", "flat_configuration", "full_state", "identify", "identify_result", "load_trial", "make_trial",
-           "mechanics", "mode_of", "problem", "simulate", "simulation_check", "spline", "write_trial"]
+           "mechanics", "mode_of", "problem", "simulate", "simulation_check", "spline", "start_of", "write_trial"]
 
 #: Geometry and inertia (contract `heel-off`; SI units).  Foot points relative to the ankle
 #: in the foot's frame (x forward, y up, foot flat).
@@ -1043,7 +1043,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     ``converged`` and ``solver_status`` (before the verdict), and per record the fit itself
     (``records``, :func:`_records`).
 
-    ``start`` (:data:`STARTS`; where kp, kd, τ start, :func:`_start`): ``"guess"`` the guesses
+    ``start`` (:data:`STARTS`; where kp, kd, τ start, :func:`start_of`): ``"guess"`` the guesses
     (:data:`GUESS`, :data:`TAU_GUESS` for those not given), ``"equation-error"`` the estimate of
     :func:`equation_error_start`; by default the guesses for the undelayed feedback, and with
     ``delay`` the equation-error estimate for what is not given and a given τ unless the record
@@ -1067,7 +1067,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     pieces = chain_functions(degree, delay)
     chain = pieces["chain"]
     seqs = _sequences(trials, sequences, glued)
-    cur, start_info = _start(trials, None if glued else seqs, guess, cur, delay, start_from)
+    cur, start_info = start_of(trials, None if glued else seqs, guess, cur, delay, start_from)
     ties = [[] for _ in trials]
     if delay and not glued:
         for k, tr in enumerate(trials):
@@ -1469,7 +1469,7 @@ def equation_error_start(trials: Sequence[HeelOffTrial], sequences=None, *, dela
             + (f"; tau scanned on the {dt:g} s grid over {list(TAU_BOUNDS)} s" if delay else "")}
 
 
-def _start(trials, seqs, guess, cur: dict, delay: bool, start: str | None):
+def start_of(trials, seqs, guess, cur: dict, delay: bool, start: str | None):
     """Where kp, kd (and τ) start, and how that was decided (see :func:`identify`'s ``start``):
     returns (parameters, {"source", "parameters", "message"}).  An equation-error estimate that
     cannot be used leaves the guesses, and says why."""
