@@ -26,6 +26,7 @@ the solving layer re-assigns and re-solves until it no longer changes.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import time as _time
 from collections.abc import Callable
@@ -135,6 +136,19 @@ class TrialLayout:
     #: half-widths of bands around the switching times whose samples are left out of the fit
     #: (while a switching time is still moving between re-assignments; 0: every sample fitted)
     bands: np.ndarray | None = None
+    #: a model with a delay: the pairs (break, jump) of switching-time positions where a phase
+    #: is cut, without an event, a delay after a jump of a delayed state (``guards[break]`` None;
+    #: the NLP ties the break's time to the jump's plus the delay), so that no interval's
+    #: polynomial has to follow the jump fed back
+    ties: list = dataclasses.field(default_factory=list)
+
+    def events(self) -> list[int]:
+        """The positions of the switching times that are events (not delay breaks)."""
+        return [i for i, g in enumerate(self.guards) if g is not None]
+
+    def merged(self) -> list[str]:
+        """The modes of the phases, those cut by a delay break once."""
+        return [self.sequence[0]] + [self.sequence[i + 1] for i in self.events()]
 
     def kept(self, times: np.ndarray) -> np.ndarray:
         """Whether each time is fitted (outside every band)."""
@@ -443,6 +457,8 @@ def _linear(name: str, nz: int, nd: int, body: Callable) -> _Places:
 _INPUT_RESIDUAL = _linear("input_residual", 1, 2, lambda z, c: (z[0] - c[0]) * c[1])
 #: Eb − Ea (switching times in order)
 _ORDER = _linear("order", 2, 0, lambda z, c: z[1] - z[0])
+#: t_break − t_jump − delay (a delay break, :attr:`TrialLayout.ties`; the delay scaled)
+_TIE = _linear("delay_tie", 3, 1, lambda z, c: z[0] - z[1] - c[0] * z[2])
 
 
 #: Sample steps the delay of a model (``HybridModel(delay=...)``) may move in one solve: its
@@ -570,7 +586,8 @@ class HybridNLP:
             t0, tf = float(trial.time[0]), float(trial.time[-1])
             ends = np.concatenate([[t0], lay.switches, [tf]])
             counts = np.asarray(lay.intervals, dtype=int)
-            entries = [i for i in range(1, m + 1) if self._has_reset(model, lay.guards[i - 1].name)]
+            entries = [i for i in range(1, m + 1)
+                       if lay.guards[i - 1] is not None and self._has_reset(model, lay.guards[i - 1].name)]
             N = int(counts.sum())
             at = {"x0": offset, "E": offset + nx, "xc": offset + nx + m + 2}
             at["y"] = at["xc"] + N * d * nx
@@ -660,8 +677,17 @@ class HybridNLP:
                 self._constraints.append(_Use(pc.defect(mode), index, data,
                                               [f"collocation defect ({trial.name})"] * (len(ints) * nx * d),
                                               np.zeros(len(ints) * nx * d), np.zeros(len(ints) * nx * d)))
+            if lay.ties:  # a delay break: the jump's time plus the delay
+                pairs = np.array(lay.ties, dtype=int)
+                index = np.column_stack([E[pairs[:, 0] + 1], E[pairs[:, 1] + 1],
+                                         np.full(len(pairs), self.p_index[self.delay_at])])
+                self._constraints.append(_Use(_TIE, index, np.full((len(pairs), 1), self.scale[self.delay_at]),
+                                              [f"delay break of {trial.name}"] * len(pairs), np.zeros(len(pairs)),
+                                              np.zeros(len(pairs))))
             # the guard that ends each phase is zero at its switching time; the resets
             for i in range(m):
+                if lay.guards[i] is None:  # a delay break: the state runs on
+                    continue
                 u_idx, u_num, u_val = inputs.at(np.array([[ends[i + 1]]]))
                 d_idx, d_num = _delayed_at(late, np.array([[first[i + 1] * d - 1]]))  # the phase's last point
                 pv = self.p_index[None, :]

@@ -1,5 +1,6 @@
 """`heel-off` with a delayed feedback T = −kp·θ_body(t − τ) − kd·ω_body(t − τ): τ identified with
-kp, kd (``identify(delay=True)``, ``colloc identify heel-off --controller PD-delay``).
+kp, kd on the library's hybrid path (``heel_off.identify_result(controller="PD-delay")``,
+``colloc identify heel-off --controller PD-delay``: colloc_problems.heel_off_delay).
 
 The records are made by the delayed contact simulator (heel_off.simulate with ``tau``: the method
 of steps over colloc.simulate_contact, checked against a delayed stiff-penalty reference and a
@@ -15,9 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from colloc_problems import heel_off, heel_off_multiphase
+from colloc_problems import heel_off
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "heel_off"
+
+
+def _fit(trials, guess=None, **options):
+    """The delayed fit as the command runs it (a colloc.Result)."""
+    return heel_off.identify_result(trials, guess=guess, controller="PD-delay", **options)
 
 
 def _cli(*args):
@@ -30,18 +36,16 @@ def test_delay_recovered_on_a_clean_record_from_a_poor_guess():
     trial, sim = heel_off.make_trial(1.5, pulses=heel_off.DELAY_PULSES, noise=False, tau=heel_off.TAU_TRUE,
                                      name="delay.csv")
     assert [e.kind for e in sim.events] == ["lift-off", "landing"]
-    out = heel_off.identify([trial], {"kp": 540.0, "kd": 150.0, "tau": 0.05}, delay=True, start="guess")
-    assert out["success"], out["status"]
-    p = out["parameters"]
-    # the mesh break τ after the landing: kp was +0.28 % and τ 0.09991 s without it
+    out = _fit([trial], {"kp": 540.0, "kd": 150.0, "tau": 0.05}, start="guess")
+    assert out.success, out.status
+    p = out.parameters
     assert abs(p["kp"] / heel_off.TRUE["kp"] - 1) < 5e-4
     assert abs(p["kd"] / heel_off.TRUE["kd"] - 1) < 5e-4
     assert abs(p["tau"] - heel_off.TAU_TRUE) < 1e-4
-    assert len(out["rounds"]) > 1  # τ walked from its guess over several rounds
-    # the break is no contact event: the modes and switches are the record's
-    assert out["modes"] == [["flat", "toe", "flat"]]
-    assert [s["kind"] for s in out["switches"][0]] == ["lift-off", "landing"]
-    for s, e in zip(out["switches"][0], sim.events):
+    assert out.info["rounds"] > 1  # τ walked from its guess over several solves
+    assert out.info["modes"] == [["flat", "toe", "flat"]]
+    assert [s["kind"] for s in out.info["switches"][0]] == ["lift-off", "landing"]
+    for s, e in zip(out.info["switches"][0], sim.events):
         assert abs(s["time"] - e.time) < 0.01
 
 
@@ -85,35 +89,36 @@ def short_noisy():
 
 
 def _within_three_se(out):
-    assert out["success"], out["status"]
+    assert out.success, out.status
     for k, v in TRUTH.items():
-        assert abs(out["parameters"][k] - v) < 3 * out["standard_errors"][k], (k, out["parameters"][k])
-    assert out["modes"] == [["flat", "toe", "flat"]]
+        assert abs(out.parameters[k] - v) < 3 * out.standard_errors[k], (k, out.parameters[k])
+    assert out.info["modes"] == [["flat", "toe", "flat"]]
 
 
 @pytest.mark.parametrize("tau_guess", [0.2, 0.01])
 def test_a_far_tau_guess_starts_from_the_equation_error_and_reaches_the_truth(short_noisy, tau_guess):
     # from τ 0.2 s (IPOPT walked kd to its bound: time_limit or Restoration_Failed) and 0.01 s
-    out = heel_off.identify([short_noisy], {"tau": tau_guess}, delay=True)
-    assert out["start"]["source"] == "equation-error" and "rejects" in out["start"]["message"]
-    assert abs(out["start"]["parameters"]["tau"] - heel_off.TAU_TRUE) < 0.03
+    out = _fit([short_noisy], {"tau": tau_guess})
+    assert out.info["start"]["source"] == "equation-error" and "rejects" in out.info["start"]["message"]
+    assert abs(out.info["start"]["parameters"]["tau"] - heel_off.TAU_TRUE) < 0.03
     _within_three_se(out)
 
 
 def test_a_tau_guess_the_record_does_not_reject_is_kept(short_noisy):
-    out = heel_off.identify([short_noisy], {"tau": 0.1}, delay=True)
-    assert out["start"]["source"] == "guess" and out["start"]["parameters"]["tau"] == 0.1
+    out = _fit([short_noisy], {"tau": 0.1})
+    assert out.info["start"]["source"] == "guess" and out.info["start"]["parameters"]["tau"] == 0.1
     _within_three_se(out)
 
 
 def test_start_guess_is_honoured_and_a_fit_that_fails_is_named(short_noisy):
     # --start guess keeps τ 0.3 s (beyond the flat-foot delay margin 0.236 s); two rounds of
     # ten iterations cannot reach the truth from there, and the result says so
-    out = heel_off.identify([short_noisy], {"tau": 0.3}, delay=True, start="guess", max_iter=10, max_rounds=2)
-    assert out["start"] == {"source": "guess", "parameters": {**heel_off.GUESS, "tau": 0.3}, "message": "the guesses"}
-    assert not out["success"] and out["status"] not in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
-    with pytest.raises(Exception, match="start must be one of"):
-        heel_off.identify([short_noisy], delay=True, start="nearest")
+    out = _fit([short_noisy], {"tau": 0.3}, start="guess", max_iter=10)
+    assert out.info["start"] == {"source": "guess", "parameters": {**heel_off.GUESS, "tau": 0.3},
+                                 "message": "the guesses"}
+    assert not out.success and out.status not in ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+    with pytest.raises(Exception, match="starts from equation-error or guess"):
+        _fit([short_noisy], start="nearest")
 
 
 def test_equation_error_start_finds_tau_on_the_sample_grid_and_rejects_far_guesses(short_noisy):
@@ -149,8 +154,8 @@ def test_delay_breaks_split_the_flat_phase_after_each_landing():
 @pytest.mark.parametrize("tau_guess", [0.2, 0.0, 0.01, 0.3])
 def test_far_tau_guesses_on_a_two_second_noisy_record(tau_guess):
     trial, _sim = heel_off.make_trial(2.0, pulses=heel_off.DELAY_PULSES, noise=True, seed=3, tau=heel_off.TAU_TRUE)
-    out = heel_off.identify([trial], {"tau": tau_guess}, delay=True)
-    assert out["start"]["source"] == "equation-error"
+    out = _fit([trial], {"tau": tau_guess})
+    assert out.info["start"]["source"] == "equation-error"
     _within_three_se(out)
 
 
@@ -160,19 +165,19 @@ def test_far_tau_guess_without_measured_rates_and_another_delay():
     tau = 0.07
     trial, _sim = heel_off.make_trial(2.0, pulses=heel_off.DELAY_PULSES, noise=True, seed=6, tau=tau, omegas=False)
     assert "omega_body" not in trial.signals
-    out = heel_off.identify([trial], {"tau": 0.2}, delay=True)
-    assert out["success"], out["status"]
-    assert out["start"]["source"] == "equation-error"
+    out = _fit([trial], {"tau": 0.2})
+    assert out.success, out.status
+    assert out.info["start"]["source"] == "equation-error"
     for k, v in {**heel_off.TRUE, "tau": tau}.items():
-        assert abs(out["parameters"][k] - v) < 3 * out["standard_errors"][k], (k, out["parameters"][k])
+        assert abs(out.parameters[k] - v) < 3 * out.standard_errors[k], (k, out.parameters[k])
 
 
 def test_two_records_share_kp_kd_tau_from_a_far_guess(short_noisy):
     # several records in one fit (a ValueError before: the fit blocks took the last record's indices)
     other, _sim = heel_off.make_trial(1.3, pulses=heel_off.DELAY_PULSES, noise=True, seed=5, tau=heel_off.TAU_TRUE,
                                       name="other.csv")
-    out = heel_off.identify([short_noisy, other], {"tau": 0.2}, delay=True)
-    assert out["success"], out["status"]
-    assert out["modes"] == [["flat", "toe", "flat"]] * 2
+    out = _fit([short_noisy, other], {"tau": 0.2})
+    assert out.success, out.status
+    assert out.info["modes"] == [["flat", "toe", "flat"]] * 2
     for k, v in TRUTH.items():
-        assert abs(out["parameters"][k] - v) < 3 * out["standard_errors"][k], (k, out["parameters"][k])
+        assert abs(out.parameters[k] - v) < 3 * out.standard_errors[k], (k, out.parameters[k])
