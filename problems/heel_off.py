@@ -5,9 +5,10 @@ Its body and simulator are :mod:`colloc_problems.heel_off_multiphase` (re-export
 ``colloc identify heel-off`` (:func:`identify_result`) fits the PD feedback on the library's
 hybrid path (:mod:`colloc_problems.heel_off_hybrid`: a ``co.HybridProblem`` with the platform
 acceleration errors-in-variables, ``co.solve``), the delayed one (``--controller PD-delay``)
-on the same path with τ a delay of the model (:mod:`colloc_problems.heel_off_delay`); ``--method complementarity`` (the mode sequence out
-of a fit on a fixed grid) is :mod:`colloc_problems.heel_off_complementarity`.  This module, the
-one the command line finds, sits above them, so that none imports it.
+on the same path with τ a delay of the model (:mod:`colloc_problems.heel_off_delay`);
+``--method complementarity`` (the mode sequence out of a fit on a fixed grid) is
+:mod:`colloc_problems.heel_off_complementarity`.  This module, the one the command line finds,
+sits above them, so that none imports it.
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import colloc as co
 from . import heel_off_complementarity, heel_off_delay, heel_off_hybrid
 from .heel_off_multiphase import (
     BODY,
-    BREAK_MIN_STEPS,
-    BREAK_ROOM,
     CHI2_POOR,
     COLUMNS,
     CONTROLLERS,
@@ -49,7 +48,6 @@ from .heel_off_multiphase import (
     STATE_NAMES,
     TAU_BOUNDS,
     TAU_GUESS,
-    TAU_STEP,
     TAU_TRUE,
     TIME_LIMIT,
     TRUE,
@@ -78,8 +76,6 @@ from .heel_off_multiphase import (
 
 __all__ = [
     "BODY",
-    "BREAK_MIN_STEPS",
-    "BREAK_ROOM",
     "CHI2_POOR",
     "COLUMNS",
     "CONTROLLERS",
@@ -109,7 +105,6 @@ __all__ = [
     "STATE_NAMES",
     "TAU_BOUNDS",
     "TAU_GUESS",
-    "TAU_STEP",
     "TAU_TRUE",
     "TIME_LIMIT",
     "TRUE",

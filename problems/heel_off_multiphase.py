@@ -27,18 +27,13 @@ variables with λ_n ≥ 0, the lifted point's gap φ ≥ 0 in the pivot phases, 
 each pivot phase (θ_foot = 0, then the inelastic impact: the foot stops, the body's angular
 momentum about the ankle is conserved).
 
-Delayed feedback (optional; ``identify(delay=True)``, ``--controller PD-delay``): T =
-−kp·θ_body(t − τ) − kd·ω_body(t − τ), the history before the record the initial state, τ
-identified as ``tau`` (s).  The simulator integrates it by the method of steps
-(:func:`_simulate_delayed`); the collocation reads the state at t − τ of each collocation point
-by the polynomial of the interval that holds it (:class:`colloc.IntervalChain` ``delay``), in
-whichever earlier phase that is, so that ω_body's jump at a landing is fed back τ later as a
-jump, at a mesh break tied to the landing and τ (:func:`_delay_breaks`).  The fit starts from an
-equation-error estimate of (kp, kd, τ) from the flat-foot stretches of the record
-(:func:`equation_error_start`) unless the guess of τ is one the record does not reject
-(``start``).  With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's
-delay margin is 0.24 s, ``colloc.delay_margin`` of the linearised loop): the shipped delayed
-record uses milder pulses (:data:`DELAY_PULSES`).
+Delayed feedback (``--controller PD-delay``, fitted by :mod:`colloc_problems.heel_off_delay` on the
+library's hybrid path): T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), the history before the record
+the initial state.  This module holds its simulator (:func:`simulate` with ``tau``, the method of
+steps, :func:`_simulate_delayed`) and its start (:func:`equation_error_start`, :func:`start_of`).
+With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's delay
+margin is 0.24 s, ``colloc.delay_margin`` of the linearised loop): the shipped delayed record uses
+milder pulses (:data:`DELAY_PULSES`).
 """
 
 from __future__ import annotations
@@ -53,13 +48,13 @@ import numpy as np
 
 import colloc as co
 
-__all__ = ["BODY", "BREAK_MIN_STEPS", "BREAK_ROOM", "CHI2_POOR", "COLUMNS", "CONTROLLERS", "DEFAULT_DATA",
+__all__ = ["BODY", "CHI2_POOR", "COLUMNS", "CONTROLLERS", "DEFAULT_DATA",
            "DELAY_PULSES", "DESCRIPTIONS", "FLAGS", "FORCE_ROWS", "FORCE_SCALE", "GAIN_FLOOR", "GUESS", "LIFT_ROW",
            "MODES", "NAMES", "NOISE_FLOOR", "OPTIONAL_COLUMNS", "PATH_ROWS", "PULSES", "SCALE", "SETTLE_TOLERANCE",
            "SIGMA_OMEGA", "SIGMA_THETA", "SIGNAL_UNITS", "STARTS", "START_LEVEL", "STATE_NAMES", "TAU_BOUNDS",
-           "TAU_GUESS", "TAU_STEP", "TAU_TRUE", "TIME_LIMIT", "TRUE", "UNITS", "HeelOffTrial", "chain_functions",
+           "TAU_GUESS", "TAU_TRUE", "TIME_LIMIT", "TRUE", "UNITS", "HeelOffTrial", "chain_functions",
            "contact_system", "contract_state", "detect_modes", "equation_error_start", "excitation",
-           "finish", "flat_configuration", "full_state", "identify", "identify_result", "load_trial", "make_trial",
+           "finish", "flat_configuration", "full_state", "identify", "load_trial", "make_trial",
            "mechanics", "mode_of", "problem", "simulate", "simulation_check", "spline", "start_of", "write_trial"]
 
 #: Geometry and inertia (contract `heel-off`; SI units).  Foot points relative to the ankle
@@ -77,14 +72,11 @@ DESCRIPTIONS = {"kp": "ankle stiffness (T = -kp·θ_body - kd·ω_body)", "kd": 
 SIGNAL_UNITS = {"theta_body": "rad", "theta_foot": "rad", "omega_body": "rad/s", "omega_foot": "rad/s"}
 #: A poor default start.
 GUESS = {"kp": 600.0, "kd": 120.0}
-#: The delayed feedback (``identify(delay=True)``, ``--controller PD-delay``): the delay of the
-#: shipped delayed record (s), the default start of τ, its bounds, and how far (in sample steps)
-#: τ may move in one round of the fit (its delayed reads are placed in intervals at the start of
-#: the round; the rounds go on until τ stops inside its step and every read stays in its interval).
+#: The delayed feedback (``--controller PD-delay``): the delay of the shipped delayed record (s),
+#: the default start of τ and its bounds.
 TAU_TRUE = 0.1
 TAU_GUESS = 0.05
 TAU_BOUNDS = (0.0, 0.3)
-TAU_STEP = 3.0
 #: Controllers of ``colloc identify heel-off --controller``: whether the feedback is delayed.
 CONTROLLERS = {"PD": False, "PD-delay": True}
 STATE_NAMES = ("theta_body", "theta_foot", "omega_body", "omega_foot")
@@ -587,30 +579,26 @@ def _impacts() -> dict:
 _CHAIN: dict = {}
 
 
-def chain_functions(degree: int = 3, delay: bool = False) -> dict:
+def chain_functions(degree: int = 3) -> dict:
     """The collocation pieces (built once per process): ``chain`` a :class:`colloc.IntervalChain`
     of the rates ``(x, t, data, p) → ẋ`` and path constraints in every mode (``data`` = the
     mode's one-hot :data:`FLAGS`, then the knot t_k and the coefficients c0..c3 of the piece
     a(t) = ((c0·d + c1)·d + c2)·d + c3, d = t − t_k, of the cubic spline through
     ``platform_acc``; ``p`` = (kp/1000, kd/100)), each interval's times affine in the two
     switching times that bound its phase; ``landing`` per pivot mode a
-    :class:`colloc.PointFunction` of [x⁻, x⁺]: θ_f(x⁻) = 0 and x⁺ = impact(x⁻).  ``delay``:
-    the feedback reads the state at t − τ, ``p`` = (kp/1000, kd/100, τ) and the rates take it
-    as a fifth input (the chain's delayed reads)."""
-    key = (degree, bool(delay))
+    :class:`colloc.PointFunction` of [x⁻, x⁺]: θ_f(x⁻) = 0 and x⁺ = impact(x⁻)."""
+    key = degree
     if key not in _CHAIN:
         x, t, data = ca.SX.sym("x", 4), ca.SX.sym("t"), ca.SX.sym("data", 8)
-        p = ca.SX.sym("p", 3 if delay else 2)
-        xd = ca.SX.sym("xd", 4) if delay else None
+        p = ca.SX.sym("p", 2)
         dt = t - data[3]
         a = ((data[4] * dt + data[5]) * dt + data[6]) * dt + data[7]
-        pieces = _mode_pieces(x, a, p[0] * SCALE[0], p[1] * SCALE[1], xd)
+        pieces = _mode_pieces(x, a, p[0] * SCALE[0], p[1] * SCALE[1])
         xdot = sum(data[i] * pieces[m][0] for i, m in enumerate(MODES))
         path = sum(data[i] * pieces[m][1] for i, m in enumerate(MODES))
-        ins = [x, t, data, p, *([xd] if delay else [])]
+        ins = [x, t, data, p]
         chain = co.IntervalChain(ca.Function("heel_off_rates", ins, [xdot]), degree,
-                                 path=ca.Function("heel_off_path", ins, [path]), n_times=2,
-                                 delay=2 if delay else None, compiled=True)
+                                 path=ca.Function("heel_off_path", ins, [path]), n_times=2, compiled=True)
         z = ca.SX.sym("z", 8)
         landing = {m: co.PointFunction(ca.Function(f"landing_{m}", [z], [ca.vertcat(z[1], z[4:] - f(z[:4]))]))
                    for m, f in _impacts().items()}
@@ -629,11 +617,10 @@ def _noise(y: np.ndarray) -> float:
 
 
 def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, intervals=None,
-            glued: bool = False, delay: float | None = None) -> co.ChainLayout:
+            glued: bool = False) -> co.ChainLayout:
     """The layout of a record with the phase ``sequence`` (mode names), switching times
     ``taus`` (numbers; unknowns ``tpos``, ``tpos + 1``, ...) and ``intervals`` per phase
-    (default: phases cut into intervals no longer than the sampling step).  ``delay`` (s): the
-    feedback delay τ; each collocation point's t − τ is given to the interval holding it."""
+    (default: phases cut into intervals no longer than the sampling step)."""
     from scipy.interpolate import CubicSpline
 
     tt = trial.time
@@ -687,26 +674,11 @@ def _layout(trial: HeelOffTrial, sequence, taus: np.ndarray, tpos: int, chain, i
     x_guess = np.vstack(cols)
     flat = np.repeat(np.array([m == "flat" for m in modes_i]), d)
     x_guess[1:4:2, flat] = 0.0
-    delayed = None if delay is None else _delayed_reads(t_num, h_num, chain.tau, float(delay))
     # times affine in the two switching times that bound each interval's phase (tindex: their
     # positions among the unknowns, −1 for a record's fixed ends)
     return co.ChainLayout(list(sequence), list(intervals), (a, b), (ha, hb), data, interval, x_guess, tindex=tidx,
                           entries=entries, landings=landings, lb_path=lb, ub_path=ub, t_num=t_num, h_num=h_num,
-                          time=tt, delayed=delayed, tau=0.0 if delay is None else float(delay))
-
-
-def _delayed_reads(t_num, h_num, points, tau: float):
-    """(D, hist): the interval holding t − τ for each collocation point t (N × d), and whether
-    t − τ is before the record (the history: the initial state).  A time on a boundary belongs
-    to the later interval, except for an interval's end point, which reads the earlier one: the
-    left limit, as every other point of its interval does (at a landing, the state before the
-    impact)."""
-    td = t_num[:, None] + points[None, :] * h_num[:, None] - tau
-    later = np.searchsorted(t_num - 1e-7, td, side="right") - 1
-    earlier = np.searchsorted(t_num + 1e-7, td, side="left") - 1
-    D = np.clip(np.where(np.asarray(points)[None, :] >= 1.0, earlier, later), 0, len(t_num) - 1)
-    hist = td < t_num[0]
-    return np.where(hist, 0, D), hist.astype(float)
+                          time=tt)
 
 
 #: How far (in interval lengths, and in sample steps for the spline pieces) a sample may lie
@@ -753,26 +725,7 @@ def _same_layout(old: co.ChainLayout, new: co.ChainLayout, tol: float = SETTLE_T
     dt = float(old.time[1] - old.time[0])
     mid = new.t_num + 0.5 * new.h_num
     knot = old.data[3]
-    if not (np.all(mid >= knot - tol * dt) and np.all(mid <= knot + (1 + tol) * dt)):
-        return False
-    if old.delayed is None:
-        return True
-    # every delayed read in the phase where the new estimate puts it, and near its interval
-    (D, hist), (D_new, hist_new) = old.delayed, new.delayed
-    td = new.t_num[:, None] + _points_of(old)[None, :] * new.h_num[:, None] - new.tau
-    near_start = np.abs(td - new.t_num[0]) <= tol * new.h_num[0]
-    if np.any((hist != hist_new) & ~near_start):
-        return False
-    live = hist == 0
-    if not np.array_equal(phase[D[live]], phase[D_new[live]]):
-        return False
-    pos = (td - new.t_num[D]) / new.h_num[D]
-    return bool(np.all((pos[live] >= -tol) & (pos[live] <= 1 + tol)))
-
-
-def _points_of(layout: co.ChainLayout) -> np.ndarray:
-    """The collocation points (fractions of an interval) of a layout's delayed reads."""
-    return co.radau_basis(layout.delayed[0].shape[1]).tau
+    return bool(np.all(mid >= knot - tol * dt) and np.all(mid <= knot + (1 + tol) * dt))
 
 
 class _NLP:
@@ -781,7 +734,7 @@ class _NLP:
     constraints g = [defects, landings, path constraints, ordering of the switching times],
     the residuals r, and the block-assembled exact Hessian and Jacobian."""
 
-    def __init__(self, trials, layouts, sigs, fitted, pieces, nq: int, tpos: list, ties=None):
+    def __init__(self, trials, layouts, sigs, fitted, pieces, nq: int, tpos: list):
         chain, land = pieces["chain"], pieces["landing"]
         nx, d = chain.nx, chain.degree
         self.layouts = layouts
@@ -811,8 +764,6 @@ class _NLP:
             S = ca.reshape(Vz[np.where(tix >= 0, tix, n_var).ravel().tolist()], 2, N)
             kw = dict(s=S, entry=(lay.entries, X))
             ix = dict(time_index=tix, entry_index=(lay.entries, eidx))
-            if chain.delay is not None:
-                kw["delayed"] = lay.delayed
             parts.append((xc, kw, ix, xoff))
             self.entry_index.append(eidx)
             self.xc_offset.append(xoff)
@@ -851,12 +802,6 @@ class _NLP:
                 if np.any(row):
                     order_rows.append(row), order_lb.append(lo)
         order_ub = [np.inf] * len(order_rows)
-        # a delay break (:func:`_delay_breaks`) moves with its landing: t_break − t_landing − τ = 0
-        for k, pairs in enumerate(ties or []):
-            for brk, landing in pairs:
-                row = np.zeros(n_var)
-                row[[tpos[k] + brk, tpos[k] + landing, 2]] = (1.0, -1.0, -1.0)
-                order_rows.append(row), order_lb.append(0.0), order_ub.append(0.0)
         n_def = sum(int(x.shape[0]) for x in g_def)
         n_land = sum(int(x.shape[0]) for x in g_land)
         n_path = sum(int(x.shape[0]) for x in g_path)
@@ -926,62 +871,6 @@ class _NLP:
         return np.concatenate(w)
 
 
-#: A landing's delay break (:func:`_delay_breaks`) is placed only for a delay of at least this many
-#: sample steps (the switching times stay a quarter of a step apart, so a break would hold τ there).
-BREAK_MIN_STEPS = 2.0
-#: ... and only where it leaves this many sample steps of its flat phase after it (τ moves over the
-#: rounds of a fit, and the break with it).
-BREAK_ROOM = 10.0
-
-
-def _delay_breaks(seq, tau: float, dt: float):
-    """The phase sequence with a mesh break τ after each landing, and the pairs (break, landing)
-    of switching-time positions (tied by t_break = t_landing + τ in the NLP, so the break moves with
-    both): the fed-back ω_body jumps there (the impact's, τ later), which no polynomial of one
-    interval follows (measured: on a clean record with τ held at its truth, kp +0.05 % without the
-    break, +0.0001 % with it).  A break splits the flat phase it falls in into two flat phases (the
-    state continuous between them); none is placed when τ < :data:`BREAK_MIN_STEPS` sample steps or
-    when landing + τ falls in a pivot phase, within a sample of its flat phase's start or within
-    :data:`BREAK_ROOM` samples of its end (measured: a break one sample before the end of a 6 s
-    record sent a fit from the default guesses wandering, time_limit; without it, success)."""
-    seq = list(seq)
-    if tau < BREAK_MIN_STEPS * dt:
-        return seq, []
-    for k in range(len(seq) - 1, 0, -1):  # from the end: the positions before k are not shifted
-        if seq[k - 1][0] == "flat":
-            continue
-        t_break = seq[k - 1][2] + tau
-        j = next((j for j in range(k, len(seq)) if seq[j][1] + dt <= t_break <= seq[j][2] - BREAK_ROOM * dt), None)
-        if j is None or seq[j][0] != "flat":
-            continue
-        seq[j:j + 1] = [("flat", seq[j][1], t_break), ("flat", t_break, seq[j][2])]
-    ties, landings = [], [i for i in range(len(seq) - 1) if seq[i][0] != "flat"]
-    for i in landings:  # switching time i ends phase i
-        t_break = seq[i][2] + tau
-        brk = next((j for j in range(i + 1, len(seq) - 1) if seq[j][0] == seq[j + 1][0] == "flat"
-                    and abs(seq[j][2] - t_break) < 1e-12), None)
-        if brk is not None:
-            ties.append((brk, i))
-    return seq, ties
-
-
-def _rebalance(intervals, taus, ties, trial) -> list:
-    """The intervals per phase with those of the two flat phases around each delay break shared
-    anew in proportion to their lengths at the switching times ``taus``, their sum kept (so
-    the variables keep their places): τ and a break move over the rounds of a fit by many
-    samples, and the intervals of the phase between must not stretch with them."""
-    intervals = list(intervals)
-    t = trial.time
-    ends = [float(t[0]), *map(float, taus), float(t[-1])]
-    for brk, _landing in ties:
-        n = intervals[brk] + intervals[brk + 1]
-        before = ends[brk + 1] - ends[brk]
-        share = before / max(ends[brk + 2] - ends[brk], 1e-12)
-        intervals[brk] = int(np.clip(round(share * n), 1, n - 1))
-        intervals[brk + 1] = n - intervals[brk]
-    return intervals
-
-
 def _sequences(trials, sequences, glued):
     seqs = []
     for k, tr in enumerate(trials):
@@ -1019,7 +908,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
              sequences: Sequence | None = None, degree: int = 3, max_rounds: int | None = None,
              print_level: int = 0,
              max_iter: int = 500, glued: bool = False, time_limit: float = None,
-             ipopt_options: Mapping | None = None, delay: bool = False, start: str | None = None) -> dict:
+             ipopt_options: Mapping | None = None, start: str | None = None) -> dict:
     """Identify kp, kd from records sharing them, by multi-phase Radau collocation assembled
     from one CasADi Function per interval (:class:`colloc.IntervalChain`, mapped over every
     interval; the mode a one-hot data flag; exact Hessian from per-interval blocks), with the
@@ -1043,11 +932,9 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     ``converged`` and ``solver_status`` (before the verdict), and per record the fit itself
     (``records``, :func:`_records`).
 
-    ``start`` (:data:`STARTS`; where kp, kd, τ start, :func:`start_of`): ``"guess"`` the guesses
-    (:data:`GUESS`, :data:`TAU_GUESS` for those not given), ``"equation-error"`` the estimate of
-    :func:`equation_error_start`; by default the guesses for the undelayed feedback, and with
-    ``delay`` the equation-error estimate for what is not given and a given τ unless the record
-    rejects it.  The returned ``start`` says which (parameters, source, message).
+    ``start`` (:data:`STARTS`; where kp, kd start, :func:`start_of`): ``"guess"`` the guesses
+    (:data:`GUESS` for those not given; the default), ``"equation-error"`` the estimate of
+    :func:`equation_error_start`.  The returned ``start`` says which (parameters, source, message).
 
     ``glued=True`` is the model that keeps the foot flat (one flat phase, the contact forces
     free in sign, θ_body and ω_body fitted): the comparison that shows what ignoring heel-off
@@ -1056,22 +943,17 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     trials = list(trials)
     if not trials:
         raise co.OptionsError("heel-off: no trial")
-    if not delay and "tau" in (guess or {}):
-        raise co.OptionsError("heel-off: a guess of tau needs the delayed feedback (delay=True, --controller PD-delay)")
-    cur = {**GUESS, **({"tau": TAU_GUESS} if delay else {}), **(guess or {})}
-    names = NAMES + (("tau",) if delay else ())
+    if "tau" in (guess or {}):
+        raise co.OptionsError("heel-off: a guess of tau needs the delayed feedback (--controller PD-delay, "
+                              "colloc_problems.heel_off_delay)")
+    cur = {**GUESS, **(guess or {})}
+    names = NAMES
     npar = len(names)
-    scale = np.append(SCALE, 1.0) if delay else SCALE
-    if delay and not TAU_BOUNDS[0] <= cur["tau"] <= TAU_BOUNDS[1]:
-        raise co.OptionsError(f"heel-off: the guess of tau must lie in {list(TAU_BOUNDS)} s, got {cur['tau']!r}")
-    pieces = chain_functions(degree, delay)
+    scale = SCALE
+    pieces = chain_functions(degree)
     chain = pieces["chain"]
     seqs = _sequences(trials, sequences, glued)
-    cur, start_info = start_of(trials, None if glued else seqs, guess, cur, delay, start_from)
-    ties = [[] for _ in trials]
-    if delay and not glued:
-        for k, tr in enumerate(trials):
-            seqs[k], ties[k] = _delay_breaks(seqs[k], cur["tau"], float(tr.time[1] - tr.time[0]))
+    cur, start_info = start_of(trials, None if glued else seqs, guess, cur, False, start_from)
     modes = [[m for m, _a, _b in s] for s in seqs]
     sigs = [{n: max(_noise(tr.signals[n]), NOISE_FLOOR[n]) for n in STATE_NAMES if n in tr.signals} for tr in trials]
     fitted = [[n for n in STATE_NAMES if n in tr.signals and not (glued and n.endswith("_foot"))] for tr in trials]
@@ -1082,8 +964,8 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     limit = TIME_LIMIT if time_limit is None else float(time_limit)
     noisy = any(sg[n] > 10 * NOISE_FLOOR[n] for sg in sigs for n in sg)
 
-    if max_rounds is None:  # with a delay, rounds also walk τ towards its estimate (TAU_STEP per round)
-        max_rounds = 12 if delay else 4
+    if max_rounds is None:
+        max_rounds = 4
 
     def attempt(taus, cur, data=trials, rounds=max_rounds):
         history, warm, intervals = [], None, [None] * len(trials)
@@ -1093,12 +975,10 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             t_build = _time.perf_counter()
             if rnd and t_build - start >= limit:
                 break
-            if rnd:  # the intervals around a delay break follow it (their number stays)
-                intervals = [_rebalance(iv, taus[k], ties[k], tr) for k, (iv, tr) in enumerate(zip(intervals, data))]
-            layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
+            layouts = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued)
                        for k, tr in enumerate(data)]
             intervals = [lay.intervals for lay in layouts]
-            nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos, ties)
+            nlp = _NLP(data, layouts, sigs, fitted, pieces, nq, tpos)
             problem = {"x": nlp.V, "f": 0.5 * ca.sumsqr(nlp.r) / nlp.samples, "g": nlp.g}
             # acceptable_iter 2: a clean fit's primal infeasibility stalls at ~2e-9 (round-off), just
             # above tol, and the last iterates only creep along (the 20 s clean record: 5 wasted
@@ -1118,10 +998,6 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
                     **{f"ipopt.{k}": v for k, v in (ipopt_options or {}).items()}}
             p_num = np.concatenate([[cur[n] / scale[i] for i, n in enumerate(names)],
                                     *[np.asarray(t, float) for t in taus]])
-            if delay:  # τ moves at most TAU_STEP per round: its reads stay near the intervals given them
-                dt = float(data[0].time[1] - data[0].time[0])
-                nlp.lbx[2] = max(TAU_BOUNDS[0], cur["tau"] - TAU_STEP * dt)
-                nlp.ubx[2] = min(TAU_BOUNDS[1], cur["tau"] + TAU_STEP * dt)
             x0 = nlp.guess(p_num) if warm is None else warm
             t_solve = _time.perf_counter()
             clock["build_s"] += t_solve - t_build
@@ -1138,12 +1014,9 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
             taus = [list(Vv[tpos[k]:tpos[k] + len(taus[k])]) for k in range(len(trials))]
             history.append({"round": rnd + 1, "record": "smoothed" if data is not trials else "measured", "iterations": int(stats["iter_count"]), "success": ok,
                             "status": stats["return_status"], "time_s": _time.perf_counter() - start, **cur})
-            new = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued, cur.get("tau"))
+            new = [_layout(tr, modes[k], taus[k], tpos[k], chain, intervals[k], glued)
                    for k, tr in enumerate(data)]
             settled = all(map(_same_layout, layouts, new))
-            if delay and (nlp.lbx[2] > TAU_BOUNDS[0] and Vv[2] <= nlp.lbx[2] + 1e-9
-                          or nlp.ubx[2] < TAU_BOUNDS[1] and Vv[2] >= nlp.ubx[2] - 1e-9):
-                settled = False  # τ stopped at the bound of this round, not at its estimate
             warm = Vv
             if (settled and ok) or stats["return_status"] == "Maximum_WallTime_Exceeded":
                 break
@@ -1193,11 +1066,9 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
     switches = []
     for k in range(len(trials)):
         m = modes[k]
-        breaks = {brk for brk, _landing in ties[k]}  # mesh breaks, not contact events
         switches.append([{"time": float(t), "std_error": float(se_all[tpos[k] + i]), "from": m[i], "to": m[i + 1],
                           "kind": "landing" if m[i] != "flat" else "lift-off"}
-                         for i, t in enumerate(best["taus"][k]) if i not in breaks])
-    modes = [[m for i, m in enumerate(mk) if not (i and m == "flat" and mk[i - 1] == "flat")] for mk in modes]
+                         for i, t in enumerate(best["taus"][k])])
     standardized = _standardized(best, trials, fitted)
     verdict = _verdict(_named(trials, standardized), npar)
     status = stats["return_status"]
@@ -1503,50 +1374,6 @@ def start_of(trials, seqs, guess, cur: dict, delay: bool, start: str | None):
 def problem(trials):
     """`heel-off` is hybrid: it is identified by :func:`identify` (multi-phase collocation)."""
     raise co.ProblemError("heel-off is a hybrid problem: use colloc_problems.heel_off.identify(trials)")
-
-
-def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None,
-                    guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
-                    max_iter: int = 500, print_level: int = 0, controller: str = "PD",
-                    start: str | None = None, time_limit: float | None = None) -> co.Result:
-    """:func:`identify` as a :class:`colloc.Result` (what ``colloc identify heel-off`` prints
-    and writes); ``info`` holds the modes, the switching times with their standard errors,
-    the rounds and the noise assumed per signal.  ``method`` (the command line's default
-    passes through) and ``bounds`` are not options of this multi-phase transcription.
-    ``controller`` (:data:`CONTROLLERS`): ``PD`` (the contract's T = −kp·θ_body − kd·ω_body) or
-    ``PD-delay`` (T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), τ identified as ``tau``);
-    ``time_limit`` (s; ``--time-limit``) that of :func:`identify`."""
-    if controller not in CONTROLLERS:
-        raise co.OptionsError(f"--controller {controller}: problem 'heel-off' has the controllers "
-                              f"{', '.join(CONTROLLERS)}")
-    delay = CONTROLLERS[controller]
-    if method not in (None, "radau2"):  # "radau2": the command line's default, passed through
-        raise co.OptionsError(f"--method does not apply to problem 'heel-off' (got {method}; it is identified by "
-                              "its own multi-phase Radau collocation, or by --method complementarity)")
-    if bounds:
-        raise co.OptionsError("--bounds does not apply to problem 'heel-off' (its bounds are fixed by the contract)")
-    names = NAMES + (("tau",) if delay else ())
-    unknown = [k for k in (guess or {}) if k not in names]
-    if unknown:
-        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(names)}"
-                              + ("" if delay else " (tau with --controller PD-delay)"))
-    if start is not None and start not in STARTS:
-        raise co.OptionsError(f"--start {start}: problem 'heel-off' starts from {' or '.join(STARTS)}")
-    out = identify(trials, guess, max_iter=max_iter, print_level=print_level, delay=delay, start=start,
-                   time_limit=time_limit)
-    info = {k: out[k] for k in ("modes", "switches", "rounds", "noise", "residual_scale", "residual_rms",
-                                "samples", "variables")}
-    info["method_note"] = ("multi-phase Radau collocation (degree 3, one interval per sample) with the mode "
-                           "sequence read from theta_foot and omega_foot; switching times unknown"
-                           + ("; feedback delayed by tau (the state at t - tau read in the interval holding it)"
-                              if delay else ""))
-    info["controller"] = controller
-    info["start"] = out["start"]
-    ranges = {"kp": (GAIN_FLOOR * SCALE[0], np.inf), "kd": (GAIN_FLOOR * SCALE[1], np.inf), "tau": TAU_BOUNDS}
-    return finish(out, trials, method="multiphase-radau3", message=f"IPOPT: {out['solver_status']}",
-                  info=info, bounds={k: ranges[k] for k in names},
-                  initial_parameters=dict(out["start"]["parameters"]),
-                  descriptions={k: DESCRIPTIONS[k] for k in names})
 
 
 def finish(out: Mapping, trials: Sequence[HeelOffTrial], *, method: str, message: str, info: dict,
