@@ -1,6 +1,6 @@
 """`heel-off` identification through contact changes: ``identify_result`` (what ``colloc identify
 heel-off`` runs; the undelayed PD feedback on the library's hybrid path) and ``identify`` (the
-multi-phase collocation that ``--controller PD-delay`` runs).
+multi-phase collocation that the complementarity method polishes with).
 
 The records are made by the event-driven contact simulator (colloc.simulate_contact, checked
 against a stiff-penalty reference in test_heel_off_simulation.py), a different computation
