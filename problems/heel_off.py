@@ -5,7 +5,7 @@ Its body and simulator are :mod:`colloc_problems.heel_off_multiphase` (re-export
 ``colloc identify heel-off`` (:func:`identify_result`) fits the PD feedback on the library's
 hybrid path (:mod:`colloc_problems.heel_off_hybrid`: a ``co.HybridProblem`` with the platform
 acceleration errors-in-variables, ``co.solve``), the delayed one (``--controller PD-delay``)
-on the same path with τ a delay of the model (:mod:`colloc_problems.heel_off_delay`);
+on the same path with τ a delay of the model (``heel_off_hybrid.identify_result(delay=True)``);
 ``--method complementarity`` (the mode sequence out of a fit on a fixed grid) is
 :mod:`colloc_problems.heel_off_complementarity`.  This module, the one the command line finds,
 sits above them, so that none imports it.
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import colloc as co
 
-from . import heel_off_complementarity, heel_off_delay, heel_off_hybrid
+from . import heel_off_complementarity, heel_off_hybrid
 from .heel_off_multiphase import (
     BODY,
     CHI2_POOR,
@@ -155,7 +155,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                     client=None) -> co.Result:
     """``colloc identify heel-off``: ``controller`` ``PD`` (the default) on the library's hybrid
     path (:func:`colloc_problems.heel_off_hybrid.identify_result`), ``PD-delay`` on the same path
-    with the delayed feedback (:func:`colloc_problems.heel_off_delay.identify_result`).
+    with the delayed feedback (its ``delay=True``).
     ``method`` (the command line's default passes through) and ``bounds`` are not options of
     either; ``time_limit`` (s, ``--time-limit``) bounds the fit; ``starts`` and ``client``
     (``--starts``, a cluster) are the library path's (PD)."""
@@ -171,7 +171,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
         if starts != 1 or client is not None:
             raise co.OptionsError(f"--starts does not apply to --controller {controller} of problem 'heel-off' "
                                   "(its fit runs from one start; the PD feedback takes several)")
-        return heel_off_delay.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
-                                              start=start, time_limit=time_limit)
+        return heel_off_hybrid.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
+                                               start=start, time_limit=time_limit, delay=True)
     return heel_off_hybrid.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
                                            start=start, time_limit=time_limit, starts=starts, client=client)

@@ -14,6 +14,7 @@ measured input of the model (exact, or errors-in-variables with its noise σ).
 * The sequence of modes and the start values of the switching times are read from the record
   (:func:`colloc_problems.heel_off_multiphase.detect_modes`); the switching times are unknowns
   bounded by the record.  kp and kd start from the flat-foot equation error (:func:`start_guess`).
+* ``delay`` (``--controller PD-delay``): T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), delayed states.
 """
 
 from __future__ import annotations
@@ -82,8 +83,7 @@ def _call(fn: ca.Function, x, *args, out: int = 0):
 
 def hybrid_model(delay: bool = False) -> co.HybridModel:
     """The foot and body as a :class:`colloc.HybridModel` with the input :data:`INPUT`; ``delay``:
-    the feedback T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), τ the parameter ``tau`` (the
-    library's delayed states, the initial state before the record)."""
+    θ_body and ω_body fed back at t − τ (``tau``; the initial state before the record)."""
     fns = _functions(delay)
 
     def gains(p):
@@ -221,31 +221,34 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
 
 def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float] | None = None,
                     max_iter: int = 500, print_level: int = 0, start: str | None = None,
-                    time_limit: float | None = None, starts: int = 1, client=None) -> co.Result:
-    """``colloc identify heel-off`` with the undelayed PD feedback: :func:`hybrid_problem` (the
-    platform acceleration errors-in-variables at the noise σ read from the records, the
-    trajectories at the nodes) fitted by ``co.solve(problem, co.Radau(degree=3))``, each IPOPT
-    solve stopped at ``time_limit`` (s; default :data:`TIME_LIMIT`; a fit that ran out of it is
-    ``time_limit``).  ``info`` holds besides the library's (``phases``, ``rounds``, ``noise``)
-    what the multi-phase path reported: ``modes`` and ``switches`` per record (each switch's
-    ``time``, ``std_error``, ``from``, ``to`` and ``kind``, ``lift-off`` or ``landing``),
-    ``start``, ``controller``, ``method_note`` and ``tries``.  A poor fit is tried once more
-    with the lift-offs started :data:`LIFT_LEAD` steps earlier, a failed solve of a record
-    whose platform acceleration shows no noise once more with that input exact (in what is left
-    of the time limit), and the better fit kept (a success, else the lower objective;
-    ``tries``: each try's change, status and objective).  ``starts`` > 1: the first fit from
-    that many starts (``co.solve(starts=, client=)``: the start above and seeded points of the
-    gains' search box), ``result.local_minima`` listing what they found."""
-    trials = list(trials)
+                    time_limit: float | None = None, starts: int = 1, client=None, delay: bool = False) -> co.Result:
+    """``colloc identify heel-off``: :func:`hybrid_problem` (the platform acceleration
+    errors-in-variables at the noise σ read from the records, the trajectories at the nodes) by
+    ``co.solve(problem, co.Radau(degree=3))``, each IPOPT solve stopped at ``time_limit`` (s;
+    default :data:`TIME_LIMIT`; a fit that ran out of it is ``time_limit``).  ``delay``: the
+    delayed feedback, τ identified as ``tau`` and started by
+    :func:`colloc_problems.heel_off_multiphase.start_of` (``start`` None: its automatic choice),
+    the platform acceleration exact on records that show no noise in it.  ``info`` holds besides
+    the library's ``modes`` and ``switches`` per record (each switch's ``time``, ``std_error``,
+    ``from``, ``to``, ``kind``: ``lift-off`` or ``landing``), ``start``, ``controller``,
+    ``method_note`` and ``tries``.  A poor fit is tried once more with the lift-offs started
+    :data:`LIFT_LEAD` steps earlier, a failed solve of a record whose platform acceleration shows
+    no noise once more with that input exact (in what is left of the time limit), the better fit
+    kept (a success, else the lower objective; ``tries``: each try's change, status, objective).
+    ``starts`` > 1: the first fit from that many starts (``co.solve(starts=, client=)``: the start
+    above and seeded points of the gains' search box), ``result.local_minima`` what they found."""
+    trials, names = list(trials), NAMES + ("tau",) * delay
     if not trials:
         raise co.OptionsError("heel-off: no trial")
-    unknown = [k for k in (guess or {}) if k not in NAMES]
+    unknown = [k for k in (guess or {}) if k not in names]
     if unknown:
-        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(NAMES)}"
-                              " (tau with --controller PD-delay)")
+        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(names)}"
+                              + ("" if delay else " (tau with --controller PD-delay)"))
     if start is not None and start not in STARTS:
         raise co.OptionsError(f"--start {start}: problem 'heel-off' starts from {' or '.join(STARTS)}")
-    problem, began = _problem_and_start(trials, guess, start=start or "equation-error", node_trajectories=True)
+    first = {"start": start if delay else start or "equation-error", "node_trajectories": True, "delay": delay,
+             "exact_input": delay and input_noise(trials) <= ACC_NOISE_FLOOR}
+    problem, began = _problem_and_start(trials, guess, **first)
     for name, value in (guess or {}).items():
         lo, hi = problem.bounds[name]
         if not lo <= value <= hi:
@@ -259,16 +262,14 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
     if not res.success and res.status != "time_limit" and left > 0:
         # a poor fit: a small lift read late may have held the fit in a wrong minimum, so once
         # more with the lift-offs started LIFT_LEAD steps earlier; a failed solve of a record
-        # whose platform acceleration shows no noise (σ read at the floor): errors-in-variables
-        # on clean samples is degenerate (the clean 20 s reference record: Error_In_Step_Computation
+        # whose platform acceleration shows no noise (σ at the floor): errors-in-variables on
+        # clean samples is degenerate (the clean 20 s reference record: Error_In_Step_Computation
         # after 81 iterations at kp 899.99, kd 250.004), so once more with the input exact (30 s,
-        # kp 900.01, kd 250.002).  The better fit kept: a success before a failure, then the
-        # lower objective
-        clean = problem.input_noise[INPUT] <= ACC_NOISE_FLOOR
+        # kp 900.01, kd 250.002).  The better fit kept: a success first, then the lower objective
+        clean = bool(problem.input_noise) and problem.input_noise[INPUT] <= ACC_NOISE_FLOOR
         retry = ({"lift_lead": LIFT_LEAD} if res.status == "poor_fit" else {"exact_input": True} if clean else None)
         if retry is not None:
-            again, _began = _problem_and_start(trials, guess, start=start or "equation-error", node_trajectories=True,
-                                               **retry)
+            again, _began = _problem_and_start(trials, guess, **{**first, **retry})
             solver = co.Ipopt(print_level=print_level, max_iter=max_iter, extra={"max_wall_time": left})
             other = co.solve(again, co.Radau(degree=3), solver=solver, throw=False)
             tries.append({**retry, "status": other.status, "objective": other.objective})
@@ -279,13 +280,14 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
     res.info["modes"] = [list(phases[t.name]["modes"]) for t in problem.trials]
     res.info["switches"] = [_switches(phases[t.name]) for t in problem.trials]
     res.info["start"] = began
-    res.info["controller"] = "PD"
+    res.info["controller"] = "PD-delay" if delay else "PD"
     res.info["tries"] = tries
     how = (f"{INPUT} errors-in-variables (sigma {problem.input_noise[INPUT]:.3g} m/s^2 read from the records)"
            if problem.input_noise else f"{INPUT} taken as exact (no noise measurable in it)")
     res.info["method_note"] = ("the library's hybrid collocation (co.HybridProblem, Radau degree 3, one interval "
                                "per sample) with the mode sequence read from theta_foot and omega_foot; switching "
-                               f"times unknown; {how}")
+                               "times unknown; " + ("feedback delayed by tau (theta_body, omega_body at t - tau "
+                                                    "read in the interval holding it); " if delay else "") + how)
     return res
 
 

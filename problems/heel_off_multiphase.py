@@ -27,9 +27,9 @@ variables with λ_n ≥ 0, the lifted point's gap φ ≥ 0 in the pivot phases, 
 each pivot phase (θ_foot = 0, then the inelastic impact: the foot stops, the body's angular
 momentum about the ankle is conserved).
 
-Delayed feedback (``--controller PD-delay``, fitted by :mod:`colloc_problems.heel_off_delay` on the
-library's hybrid path): T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), the history before the record
-the initial state.  This module holds its simulator (:func:`simulate` with ``tau``, the method of
+Delayed feedback (``--controller PD-delay``, fitted on the library's hybrid path by
+:func:`colloc_problems.heel_off_hybrid.identify_result` with ``delay=True``): T =
+−kp·θ_body(t − τ) − kd·ω_body(t − τ), the history before the record the initial state.  This module holds its simulator (:func:`simulate` with ``tau``, the method of
 steps, :func:`_simulate_delayed`) and its start (:func:`equation_error_start`, :func:`start_of`).
 With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's delay
 margin is 0.24 s, ``colloc.delay_margin`` of the linearised loop): the shipped delayed record uses
@@ -945,7 +945,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
         raise co.OptionsError("heel-off: no trial")
     if "tau" in (guess or {}):
         raise co.OptionsError("heel-off: a guess of tau needs the delayed feedback (--controller PD-delay, "
-                              "colloc_problems.heel_off_delay)")
+                              "heel_off_hybrid.identify_result(delay=True))")
     cur = {**GUESS, **(guess or {})}
     names = NAMES
     npar = len(names)
