@@ -228,8 +228,9 @@ def _delay_breaks(problem: HybridProblem, lay: TrialLayout, time: np.ndarray, de
     delay after every switch whose reset changes a delayed state, where the jump is fed back; tied
     to it in the NLP (``lay.ties``).  None where it would fall within one sampling step of its
     phase's start or :data:`BREAK_ROOM` steps of its end, or for a delay under
-    :data:`BREAK_MIN_STEPS` steps."""
-    if problem.model.delay is None or delay < BREAK_MIN_STEPS * lay.dt:
+    :data:`BREAK_MIN_STEPS` steps, or with the switching times fixed (``fixed_switches``: a break
+    tied to them would hold the delay at its start)."""
+    if problem.model.delay is None or problem.fixed_switches or delay < BREAK_MIN_STEPS * lay.dt:
         return lay
     seq, guards, sw = list(lay.sequence), list(lay.guards), list(map(float, lay.switches))
     for i in reversed([i for i, g in enumerate(guards) if _jumps_delayed(problem, g)]):
