@@ -28,7 +28,7 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "colloc.cli", *args], capture_output=True, text=True)
 
 
-@pytest.mark.slow  # 18 s alone, 50 s with two other solves on the machine
+@pytest.mark.slow  # 41 s at load 7
 def test_delay_recovered_on_a_clean_record_from_a_poor_guess():
     # 100 Hz, one heel lift (0.82–1.02 s); τ started at 0.05 s, kp and kd 40 % low
     trial, sim = heel_off.make_trial(1.5, pulses=heel_off.DELAY_PULSES, noise=False, tau=heel_off.TAU_TRUE,
@@ -134,7 +134,7 @@ def test_equation_error_start_finds_tau_on_the_sample_grid_and_rejects_far_guess
     assert not bare["usable"] and "flat stretch" in bare["message"]
 
 
-@pytest.mark.slow  # a 2 s record: 2 s to simulate, 3-5 s to fit
+@pytest.mark.slow  # a 2 s record: 2 s to simulate, 9-18 s to fit at load 7
 @pytest.mark.parametrize("tau_guess", [0.2, 0.0, 0.01, 0.3])
 def test_far_tau_guesses_on_a_two_second_noisy_record(tau_guess):
     trial, _sim = heel_off.make_trial(2.0, pulses=heel_off.DELAY_PULSES, noise=True, seed=3, tau=heel_off.TAU_TRUE)
@@ -143,7 +143,7 @@ def test_far_tau_guesses_on_a_two_second_noisy_record(tau_guess):
     _within_three_se(out)
 
 
-@pytest.mark.slow  # 2 s to simulate, 4 s to fit
+@pytest.mark.slow  # 2 s to simulate; 86 s to fit at load 6 (first solve: 303 iterations from the equation-error start)
 def test_far_tau_guess_without_measured_rates_and_another_delay():
     # θ only (ω_body, ω_foot not measured), τ = 0.07 s, seed noise (seed 6), guess τ 0.2 s
     tau = 0.07
