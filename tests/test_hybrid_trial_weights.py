@@ -80,3 +80,17 @@ def test_the_weight_reaches_an_errors_in_variables_input():
 def test_bad_trial_weights_are_refused_by_name(weights, message):
     with pytest.raises(co.ProblemError, match=message):
         _ball(_drops(False), trial_weights=weights)
+
+
+def test_with_fit_sets_replaces_and_removes_fit_weights_without_touching_the_original():
+    problem = _ball(_drops(False), noise={"h": SIGMA_H})
+    heavier = problem.with_fit({"h": 4.0})
+    assert heavier.fit == {"h": 4.0} and problem.fit == {"h": 1 / SIGMA_H**2}
+    heavier.bounds["e"] = (0.5, 0.9)  # the copy's dictionaries are its own
+    assert problem.bounds["e"] == (0.0, 1.0)
+    with pytest.raises(co.ProblemError, match="'x', which is not a state"):
+        problem.with_fit({"v": 1.0, "x": 1.0})
+    with pytest.raises(co.ProblemError, match="would hold none of the fitted states"):
+        problem.with_fit({"h": 0.0})
+    with pytest.raises(co.ProblemError, match="must be finite and >= 0"):
+        problem.with_fit({"h": -1.0})

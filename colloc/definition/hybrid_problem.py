@@ -25,6 +25,7 @@ such a problem often takes one model per trial (``model=[...]``).
 
 from __future__ import annotations
 
+import copy as _copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -160,11 +161,11 @@ class HybridProblem:
         if unknown:
             raise ProblemError(f"HybridProblem(trial_weights=...): no trial named {', '.join(map(repr, unknown))}; "
                                f"trials: {', '.join(names)}")
-        for k, w in (trial_weights or {}).items():
+        for trial_name, w in (trial_weights or {}).items():
             if isinstance(w, bool) or not isinstance(w, int | float | np.integer | np.floating) \
                     or not (np.isfinite(w) and w > 0):
-                raise ProblemError(f"HybridProblem(trial_weights=...): the weight of trial {k!r} must be a finite "
-                                   f"number > 0, got {w!r}")
+                raise ProblemError(f"HybridProblem(trial_weights=...): the weight of trial {trial_name!r} must be a "
+                                   f"finite number > 0, got {w!r}")
         #: factor on the fit weights of each trial, by trial name (1 unless given)
         self.trial_weights = {n: float((trial_weights or {}).get(n, 1.0)) for n in names}
         self.states = list(model.states)
@@ -297,6 +298,33 @@ class HybridProblem:
             self.check_parameter(p, "limits")
             lo_side, hi_side = sides
             self.limits[p] = (bool(lo_side), bool(hi_side))
+
+    def with_fit(self, weights: Mapping[str, float]) -> HybridProblem:
+        """The same problem with the fit weights of ``weights`` (state → ``1/σ²``) set or
+        replaced; a weight of 0 removes a state from the fit (and its declared noise)."""
+        fit = dict(self.fit)
+        for s, w in weights.items():
+            if s not in self.states:
+                raise ProblemError(f"fit weight of {s!r}, which is not a state of {self.model.name!r} "
+                                   f"(states: {', '.join(self.states)})")
+            w = float(w)
+            if not (np.isfinite(w) and w >= 0):
+                raise ProblemError(f"fit weight of {s!r} must be finite and >= 0 (0 leaves it out), got {w}")
+            if w == 0:
+                fit.pop(s, None)
+            else:
+                fit[s] = w
+        for t in self.trials:
+            if not any(s in t for s in fit):
+                raise ProblemError(f"fit weights: trial {t.name!r} would hold none of the fitted states "
+                                   f"({', '.join(fit) or 'none'})")
+        copy = _copy.copy(self)
+        for name, value in vars(copy).items():  # its own dictionaries (bounds, guesses, ...)
+            if isinstance(value, dict):
+                setattr(copy, name, dict(value))
+        copy.fit = fit
+        copy.noise = {s: v for s, v in self.noise.items() if s in fit}
+        return copy
 
     def fit_weights(self, trial: Trial) -> dict[str, float]:
         """The fit weight ``1/σ²`` of each state fitted in ``trial`` and of each
