@@ -4,8 +4,8 @@ kd through heel-off (Wieber & Billet 2006, §3).
 Its body and simulator are :mod:`colloc_problems.heel_off_multiphase` (re-exported here).
 ``colloc identify heel-off`` (:func:`identify_result`) fits the PD feedback on the library's
 hybrid path (:mod:`colloc_problems.heel_off_hybrid`: a ``co.HybridProblem`` with the platform
-acceleration errors-in-variables, ``co.solve``), the delayed one (``--controller PD-delay``)
-on the same path with τ a delay of the model (``heel_off_hybrid.identify_result(delay=True)``);
+acceleration errors-in-variables; :mod:`colloc_problems.heel_off_fit`: ``co.solve``), the
+delayed one (``--controller PD-delay``) on the same path with τ a delay of the model;
 ``--method complementarity`` (the mode sequence out of a fit on a fixed grid) is
 :mod:`colloc_problems.heel_off_complementarity`.  This module, the one the command line finds,
 sits above them, so that none imports it.
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import colloc as co
 
-from . import heel_off_complementarity, heel_off_hybrid
+from . import heel_off_complementarity, heel_off_fit
 from .heel_off_multiphase import (
     BODY,
     CHI2_POOR,
@@ -152,13 +152,13 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                     max_iter: int = 500, print_level: int = 0, controller: str = "PD",
                     start: str | None = None, time_limit: float | None = None, starts: int = 1,
-                    client=None) -> co.Result:
+                    client=None, fit_weights: Mapping[str, float] | None = None) -> co.Result:
     """``colloc identify heel-off``: ``controller`` ``PD`` (the default) on the library's hybrid
-    path (:func:`colloc_problems.heel_off_hybrid.identify_result`), ``PD-delay`` on the same path
+    path (:func:`colloc_problems.heel_off_fit.identify_result`), ``PD-delay`` on the same path
     with the delayed feedback (its ``delay=True``).
     ``method`` (the command line's default passes through) and ``bounds`` are not options of
     either; ``time_limit`` (s, ``--time-limit``) bounds the fit; ``starts`` and ``client``
-    (``--starts``, a cluster) are the library path's (PD)."""
+    (``--starts``, a cluster) are the PD path's; ``fit_weights`` (``--fit-weight``) both's."""
     if controller not in CONTROLLERS:
         raise co.OptionsError(f"--controller {controller}: problem 'heel-off' has the controllers "
                               f"{', '.join(CONTROLLERS)}")
@@ -171,7 +171,8 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
         if starts != 1 or client is not None:
             raise co.OptionsError(f"--starts does not apply to --controller {controller} of problem 'heel-off' "
                                   "(its fit runs from one start; the PD feedback takes several)")
-        return heel_off_hybrid.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
-                                               start=start, time_limit=time_limit, delay=True)
-    return heel_off_hybrid.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
-                                           start=start, time_limit=time_limit, starts=starts, client=client)
+        return heel_off_fit.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
+                                               start=start, time_limit=time_limit, fit_weights=fit_weights, delay=True)
+    return heel_off_fit.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
+                                           start=start, time_limit=time_limit, starts=starts, client=client,
+                                           fit_weights=fit_weights)

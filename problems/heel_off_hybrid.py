@@ -19,7 +19,6 @@ measured input of the model (exact, or errors-in-variables with its noise σ).
 
 from __future__ import annotations
 
-import time as _time
 from collections.abc import Mapping, Sequence
 
 import casadi as ca
@@ -38,7 +37,6 @@ from .heel_off_multiphase import (
     STATE_NAMES,
     TAU_BOUNDS,
     TAU_GUESS,
-    TIME_LIMIT,
     UNITS,
     HeelOffTrial,
     _impacts,
@@ -49,7 +47,7 @@ from .heel_off_multiphase import (
     start_of,
 )
 
-__all__ = ["INPUT", "STARTS", "hybrid_model", "hybrid_problem", "identify_result", "input_noise", "start_guess",
+__all__ = ["INPUT", "STARTS", "hybrid_model", "hybrid_problem", "input_noise", "start_guess",
            "trial_of"]
 
 #: The model's input: the platform's horizontal acceleration (m/s²).
@@ -169,7 +167,8 @@ def _switch_starts(sequence, dt: float, lead: int) -> list[float]:
 def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
                    acc_noise: float | None = None, exact_input: bool = False,
                    samples_per_interval: float = 1.0, start: str = "equation-error",
-                   node_trajectories: bool = False) -> co.HybridProblem:
+                   node_trajectories: bool = False,
+                   fit_weights: Mapping[str, float] | None = None) -> co.HybridProblem:
     """kp, kd from records sharing them: one :func:`hybrid_model` for all, the modes and the
     start of the switching times from :func:`detect_modes`, each signal weighted by its noise σ
     (second differences, at least :data:`NOISE_FLOOR`), the platform acceleration an
@@ -179,20 +178,25 @@ def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | 
     ranges, not limits of the model: a gain on one is a failure (``parameter_at_bound``).  The
     verdict is heel-off's (:data:`CHI2_POOR`, stricter than the library's: σ read from the record).
     ``node_trajectories``: the result's states at the collocation nodes (each landing and
-    lift-off twice, before and after its jump) instead of at the samples."""
+    lift-off twice, before and after its jump) instead of at the samples.  ``fit_weights``
+    (``--fit-weight``): see :func:`_problem_and_start`."""
     return _problem_and_start(trials, guess, acc_noise=acc_noise, exact_input=exact_input,
                               samples_per_interval=samples_per_interval, start=start,
-                              node_trajectories=node_trajectories)[0]
+                              node_trajectories=node_trajectories, fit_weights=fit_weights)[0]
 
 
 def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
                        acc_noise: float | None = None, exact_input: bool = False,
                        samples_per_interval: float = 1.0, start: str = "equation-error",
                        node_trajectories: bool = False, lift_lead: int = 0,
+                       fit_weights: Mapping[str, float] | None = None,
                        delay: bool = False) -> tuple[co.HybridProblem, dict]:
-    """:func:`hybrid_problem` and where kp, kd start (``parameters``, ``source``, ``message``);
-    ``delay``: the delayed feedback, kp, kd, τ started as the multi-phase path started them
-    (:func:`colloc_problems.heel_off_multiphase.start_of`, ``start`` None: its automatic choice)."""
+    """:func:`hybrid_problem` and where kp, kd start (``parameters``, ``source``, ``message``).
+    ``fit_weights`` (``--fit-weight SIGNAL=W``): the fit weight 1/σ² of a measured state (0
+    leaves it out of the fit) or of the platform acceleration (its errors-in-variables σ is then
+    W^-1/2), in place of the one read from the records; the verdict still judges each signal
+    against the noise read from the records.  ``delay``: the delayed feedback, kp, kd, τ started
+    by :func:`colloc_problems.heel_off_multiphase.start_of` (``start`` None: its automatic choice)."""
     trials = list(trials)
     sigma = {n: max(max(_noise(t.signals[n]) for t in trials if n in t.signals), NOISE_FLOOR[n])
              for n in STATE_NAMES if any(n in t.signals for t in trials)}
@@ -205,6 +209,12 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
         began = {"parameters": first, "source": start, "message": how}
     names = NAMES + ("tau",) * delay
     noise = None if exact_input else {INPUT: float(acc_noise) if acc_noise is not None else input_noise(trials)}
+    weights = dict(fit_weights or {})
+    if INPUT in weights:  # the platform acceleration's weight: its errors-in-variables σ
+        w = weights.pop(INPUT)
+        if not (np.isfinite(w) and w > 0):
+            raise co.OptionsError(f"--fit-weight {INPUT}={w}: the input's weight must be finite and > 0")
+        noise = None if noise is None else {INPUT: float(w) ** -0.5}
     return co.HybridProblem(hybrid_model(delay), [trial_of(t) for t in trials], input_noise=noise, guess=first,
                             bounds={"kp": (1.0, 1e5), "kd": (0.1, 1e4), **({"tau": TAU_BOUNDS} if delay else {})},
                             fit={n: 1.0 / s ** 2 for n, s in sigma.items()},
@@ -216,85 +226,4 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
                             units={**{k: UNITS[k] for k in names}, **SIGNAL_UNITS},
                             descriptions={k: DESCRIPTIONS[k] for k in names},
                             limits={k: (k == "tau", False) for k in names},
-                            node_trajectories=node_trajectories, chi2_poor=CHI2_POOR), began
-
-
-def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float] | None = None,
-                    max_iter: int = 500, print_level: int = 0, start: str | None = None,
-                    time_limit: float | None = None, starts: int = 1, client=None, delay: bool = False) -> co.Result:
-    """``colloc identify heel-off``: :func:`hybrid_problem` (the platform acceleration
-    errors-in-variables at the noise σ read from the records, the trajectories at the nodes) by
-    ``co.solve(problem, co.Radau(degree=3))``, each IPOPT solve stopped at ``time_limit`` (s;
-    default :data:`TIME_LIMIT`; a fit that ran out of it is ``time_limit``).  ``delay``: the
-    delayed feedback, τ identified as ``tau`` and started by
-    :func:`colloc_problems.heel_off_multiphase.start_of` (``start`` None: its automatic choice),
-    the platform acceleration exact on records that show no noise in it.  ``info`` holds besides
-    the library's ``modes`` and ``switches`` per record (each switch's ``time``, ``std_error``,
-    ``from``, ``to``, ``kind``: ``lift-off`` or ``landing``), ``start``, ``controller``,
-    ``method_note`` and ``tries``.  A poor fit is tried once more with the lift-offs started
-    :data:`LIFT_LEAD` steps earlier, a failed solve of a record whose platform acceleration shows
-    no noise once more with that input exact (in what is left of the time limit), the better fit
-    kept (a success, else the lower objective; ``tries``: each try's change, status, objective).
-    ``starts`` > 1: the first fit from that many starts (``co.solve(starts=, client=)``: the start
-    above and seeded points of the gains' search box), ``result.local_minima`` what they found."""
-    trials, names = list(trials), NAMES + ("tau",) * delay
-    if not trials:
-        raise co.OptionsError("heel-off: no trial")
-    unknown = [k for k in (guess or {}) if k not in names]
-    if unknown:
-        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(names)}"
-                              + ("" if delay else " (tau with --controller PD-delay)"))
-    if start is not None and start not in STARTS:
-        raise co.OptionsError(f"--start {start}: problem 'heel-off' starts from {' or '.join(STARTS)}")
-    first = {"start": start if delay else start or "equation-error", "node_trajectories": True, "delay": delay,
-             "exact_input": delay and input_noise(trials) <= ACC_NOISE_FLOOR}
-    problem, began = _problem_and_start(trials, guess, **first)
-    for name, value in (guess or {}).items():
-        lo, hi = problem.bounds[name]
-        if not lo <= value <= hi:
-            raise co.OptionsError(f"--guess {name}={value} is outside its search range ({lo}, {hi})")
-    limit = TIME_LIMIT if time_limit is None else float(time_limit)
-    began_at = _time.perf_counter()
-    solver = co.Ipopt(print_level=print_level, max_iter=max_iter, extra={"max_wall_time": limit})
-    res = co.solve(problem, co.Radau(degree=3), solver=solver, throw=False, starts=starts, client=client)
-    left = limit - (_time.perf_counter() - began_at)
-    tries = [{"status": res.status, "objective": res.objective}]
-    if not res.success and res.status != "time_limit" and left > 0:
-        # a poor fit: a small lift read late may have held the fit in a wrong minimum, so once
-        # more with the lift-offs started LIFT_LEAD steps earlier; a failed solve of a record
-        # whose platform acceleration shows no noise (σ at the floor): errors-in-variables on
-        # clean samples is degenerate (the clean 20 s reference record: Error_In_Step_Computation
-        # after 81 iterations at kp 899.99, kd 250.004), so once more with the input exact (30 s,
-        # kp 900.01, kd 250.002).  The better fit kept: a success first, then the lower objective
-        clean = bool(problem.input_noise) and problem.input_noise[INPUT] <= ACC_NOISE_FLOOR
-        retry = ({"lift_lead": LIFT_LEAD} if res.status == "poor_fit" else {"exact_input": True} if clean else None)
-        if retry is not None:
-            again, _began = _problem_and_start(trials, guess, **{**first, **retry})
-            solver = co.Ipopt(print_level=print_level, max_iter=max_iter, extra={"max_wall_time": left})
-            other = co.solve(again, co.Radau(degree=3), solver=solver, throw=False)
-            tries.append({**retry, "status": other.status, "objective": other.objective})
-            if (other.success, -other.objective) > (res.success, -res.objective):
-                problem, res = again, other
-            res.timings["total_s"] = _time.perf_counter() - began_at
-    phases = res.info["phases"]
-    res.info["modes"] = [list(phases[t.name]["modes"]) for t in problem.trials]
-    res.info["switches"] = [_switches(phases[t.name]) for t in problem.trials]
-    res.info["start"] = began
-    res.info["controller"] = "PD-delay" if delay else "PD"
-    res.info["tries"] = tries
-    how = (f"{INPUT} errors-in-variables (sigma {problem.input_noise[INPUT]:.3g} m/s^2 read from the records)"
-           if problem.input_noise else f"{INPUT} taken as exact (no noise measurable in it)")
-    res.info["method_note"] = ("the library's hybrid collocation (co.HybridProblem, Radau degree 3, one interval "
-                               "per sample) with the mode sequence read from theta_foot and omega_foot; switching "
-                               "times unknown; " + ("feedback delayed by tau (theta_body, omega_body at t - tau "
-                                                    "read in the interval holding it); " if delay else "") + how)
-    return res
-
-
-def _switches(phase: Mapping) -> list[dict]:
-    """The switches of one record's fit (``info["phases"][name]``) as the command reports them."""
-    modes, se = phase["modes"], list(phase["switch_standard_errors"])
-    se += [None] * (len(phase["switch_times"]) - len(se))
-    return [{"time": float(t), "std_error": float(e) if e is not None and np.isfinite(e) else None,
-             "from": modes[i], "to": modes[i + 1], "kind": "landing" if modes[i] != "flat" else "lift-off"}
-            for i, (t, e) in enumerate(zip(phase["switch_times"], se))]
+                            node_trajectories=node_trajectories, chi2_poor=CHI2_POOR).with_fit(weights), began

@@ -28,7 +28,7 @@ each pivot phase (θ_foot = 0, then the inelastic impact: the foot stops, the bo
 momentum about the ankle is conserved).
 
 Delayed feedback (``--controller PD-delay``, fitted on the library's hybrid path by
-:func:`colloc_problems.heel_off_hybrid.identify_result` with ``delay=True``): T =
+:func:`colloc_problems.heel_off_fit.identify_result` with ``delay=True``): T =
 −kp·θ_body(t − τ) − kd·ω_body(t − τ), the history before the record the initial state.  This module holds its simulator (:func:`simulate` with ``tau``, the method of
 steps, :func:`_simulate_delayed`) and its start (:func:`equation_error_start`, :func:`start_of`).
 With τ = 0.1 s the seed gains leave little margin in the pivot phases (the flat foot's delay
@@ -945,7 +945,7 @@ def identify(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None =
         raise co.OptionsError("heel-off: no trial")
     if "tau" in (guess or {}):
         raise co.OptionsError("heel-off: a guess of tau needs the delayed feedback (--controller PD-delay, "
-                              "heel_off_hybrid.identify_result(delay=True))")
+                              "heel_off_fit.identify_result(delay=True))")
     cur = {**GUESS, **(guess or {})}
     names = NAMES
     npar = len(names)

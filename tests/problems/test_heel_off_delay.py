@@ -1,6 +1,6 @@
 """`heel-off` with a delayed feedback T = −kp·θ_body(t − τ) − kd·ω_body(t − τ): τ identified with
 kp, kd on the library's hybrid path (``heel_off.identify_result(controller="PD-delay")``,
-``colloc identify heel-off --controller PD-delay``: heel_off_hybrid.identify_result(delay=True)).
+``colloc identify heel-off --controller PD-delay``: heel_off_fit.identify_result(delay=True)).
 
 The records are made by the delayed contact simulator (heel_off.simulate with ``tau``: the method
 of steps over colloc.simulate_contact, checked against a delayed stiff-penalty reference and a
