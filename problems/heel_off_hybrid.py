@@ -157,9 +157,10 @@ def _switch_starts(sequence, dt: float, lead: int) -> list[float]:
 def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
                    acc_noise: float | None = None, exact_input: bool = False,
                    samples_per_interval: float = 1.0, start: str = "equation-error",
-                   node_trajectories: bool = False) -> co.HybridProblem:
+                   node_trajectories: bool = False, phases=None) -> co.HybridProblem:
     """kp, kd from records sharing them: one :func:`hybrid_model` for all, the modes and the
-    start of the switching times from :func:`detect_modes`, each signal weighted by its noise σ
+    start of the switching times from :func:`detect_modes` (or ``phases``, per record
+    ``[(mode, start, end), ...]``: a sequence found otherwise, e.g. by complementarity), each signal weighted by its noise σ
     (second differences, at least :data:`NOISE_FLOOR`), the platform acceleration an
     errors-in-variables input of noise ``acc_noise`` (default :func:`input_noise`) unless
     ``exact_input``.  kp, kd start from :func:`start_guess` (``start``), overridden by ``guess``.
@@ -170,18 +171,19 @@ def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | 
     lift-off twice, before and after its jump) instead of at the samples."""
     return _problem_and_start(trials, guess, acc_noise=acc_noise, exact_input=exact_input,
                               samples_per_interval=samples_per_interval, start=start,
-                              node_trajectories=node_trajectories)[0]
+                              node_trajectories=node_trajectories, phases=phases)[0]
 
 
 def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
                        acc_noise: float | None = None, exact_input: bool = False,
                        samples_per_interval: float = 1.0, start: str = "equation-error",
-                       node_trajectories: bool = False, lift_lead: int = 0) -> tuple[co.HybridProblem, dict]:
+                       node_trajectories: bool = False, lift_lead: int = 0,
+                       phases=None) -> tuple[co.HybridProblem, dict]:
     """:func:`hybrid_problem` and where kp, kd start (``parameters``, ``source``, ``message``)."""
     trials = list(trials)
     sigma = {n: max(max(_noise(t.signals[n]) for t in trials if n in t.signals), NOISE_FLOOR[n])
              for n in STATE_NAMES if any(n in t.signals for t in trials)}
-    seqs = [detect_modes(t) for t in trials]
+    seqs = [detect_modes(t) for t in trials] if phases is None else [list(p) for p in phases]
     first, how = start_guess(trials, seqs, start)
     noise = None if exact_input else {INPUT: float(acc_noise) if acc_noise is not None else input_noise(trials)}
     began = {"parameters": {**first, **(guess or {})}, "source": start, "message": how}

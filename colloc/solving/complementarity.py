@@ -500,16 +500,34 @@ def solve_complementarity(problem: ContactProblem, method: Complementarity, *, s
         polished = solver if not math.isfinite(left) else dataclasses.replace(
             solver, extra={**(solver.extra or {}), "max_wall_time": left})
         res = solve(hybrid, method.polish_method, solver=polished, throw=False, verdict=verdict)
-        info = {**res.info, "complementarity": stage, "polished": True,
+        found = [res.info["phases"][t.name] for t in hybrid.trials]
+        info = {**res.info, "complementarity": stage, "polished": True, "polish_method": res.method,
+                "modes": [list(f["modes"]) for f in found],
+                "switches": [_switches(problem, f["modes"], f["switch_times"], f.get("switch_standard_errors"))
+                             for f in found],
                 "method_note": (f"complementarity on a fixed Radau grid of degree {method.degree}, modes read from "
                                 f"the fit{' in windows of %g s' % method.window if long else ''}; polished by the "
                                 f"hybrid path ({res.method}) with those modes, switching times free")}
-        timings = {**res.timings, "total_s": _time.perf_counter() - t_call,
-                   "complementarity_s": stage["time_s"]}
-        return dataclasses.replace(res, method=f"{method.name}+{res.method}", info=info, timings=timings,
+        timings = {**res.timings, "total_s": _time.perf_counter() - t_call, "complementarity_s": stage["time_s"]}
+        return dataclasses.replace(res, method=method.name, info=info, timings=timings,
                                    iterations=res.iterations + comp["iterations"])
     fit = comp if not long else comp["last"]
     return _result(problem, method, comp, fit, stage, verdict, t_call)
+
+
+def _switches(problem: ContactProblem, modes: Sequence[str], times: Sequence[float],
+              standard_errors: Sequence[float] | None = None) -> list[dict]:
+    """The switches between successive ``modes`` at ``times``: ``time``, ``std_error``, ``from``,
+    ``to`` and ``kind`` (``lift-off`` where a contact lets go, ``landing`` where one touches)."""
+    touching = {m: set(c) for c, m in problem.modes.items()}
+    se = list(standard_errors or []) + [None] * len(times)
+    out = []
+    for i, t in enumerate(times):
+        a, b = touching.get(modes[i], set()), touching.get(modes[i + 1], set())
+        e = se[i]
+        out.append({"time": float(t), "std_error": float(e) if e is not None and np.isfinite(e) else None,
+                    "from": modes[i], "to": modes[i + 1], "kind": "landing" if b - a else "lift-off"})
+    return out
 
 
 def _stage(problem: ContactProblem, comp: dict) -> dict:
@@ -518,6 +536,8 @@ def _stage(problem: ContactProblem, comp: dict) -> dict:
     return {"parameters": comp["parameters"], "standard_errors": dict(zip(problem.parameters, se.tolist())),
             "status": comp["status"], "success": comp["success"], "iterations": comp["iterations"],
             "phases": [[(m, float(a), float(b)) for m, a, b in seq] for seq in comp["phases"]],
+            "switches": [_switches(problem, [m for m, _a, _b in seq], [b for _m, _a, b in seq[:-1]])
+                         for seq in comp["phases"]],
             "homotopy": comp["homotopy"], "windows": [{k: v for k, v in r.items() if k != "fit"}
                                                       for r in comp.get("windows", [])],
             "window": comp.get("window"), "time_s": float(sum(comp["timings"].values()))}
@@ -566,6 +586,7 @@ def _result(problem: ContactProblem, method: Complementarity, comp: dict, fit: d
                _MESSAGES.get(status, "IPOPT: {ipopt}").format(ipopt=ipopt, window=comp.get("window") or ""))
     info: dict[str, Any] = {"complementarity": stage, "polished": False, "phases": stage["phases"],
                             "modes": [[m for m, _a, _b in seq] for seq in stage["phases"]],
+                            "switches": stage["switches"],
                             "noise": {t.name: s for t, s in zip(problem.trials, comp["sigmas"])},
                             "method_note": f"complementarity on a fixed Radau grid of degree {method.degree}, "
                                            f"{method.per_sample} interval(s) per sample, impulses at mesh points; "
