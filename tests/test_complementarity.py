@@ -159,3 +159,41 @@ def test_bad_input_is_named():
     with pytest.raises(co.ProblemError, match="unknown contact"):
         co.ContactProblem(system(), prob.trials, parameters=("k", "c"), guess=POOR, noise={"y": 1e-3},
                           inputs=("ceiling",), modes={"x": ("heel",)})
+
+
+def test_chatter_shorter_than_a_phase_is_merged_into_its_neighbours():
+    from colloc.solving.complementarity import _without_chatter
+
+    # hand-made: a heel pivot 3.184–3.65 s, then the grid's chatter (touch, lift, both open)
+    # for 40 ms after the landing, then flat; the run of chatter is one switch, at its start
+    seq = [("flat", 0.0, 3.184), ("heel", 3.184, 3.65), ("flat", 3.65, 3.653), ("heel", 3.653, 3.66),
+           (None, 3.66, 3.663), ("flat", 3.663, 3.67), ("heel", 3.67, 3.69), ("flat", 3.69, 4.5)]
+    assert _without_chatter(seq, 0.03) == [("flat", 0.0, 3.184), ("heel", 3.184, 3.65), ("flat", 3.65, 4.5)]
+    # chatter only: left as it is; a blip at the start is taken into its neighbour
+    blips = [("toe", 0.0, 0.01), (None, 0.01, 0.02)]
+    assert _without_chatter(blips, 0.03) == blips
+    assert _without_chatter([("toe", 0.0, 0.01), ("flat", 0.01, 1.0)], 0.03) == [("flat", 0.0, 1.0)]
+    real = [("flat", 5.0, 5.672), ("toe", 5.672, 5.756), ("flat", 5.756, 6.0)]  # an 84 ms pivot is a mode
+    assert _without_chatter(real, 0.03) == real
+
+
+def test_the_windows_switches_are_stitched_into_phases_or_their_disagreement_named():
+    from colloc.solving.complementarity import _stitch
+
+    sw = [(0.7, "flat", "toe"), (0.85, "toe", "flat"), (3.2, "flat", "heel")]
+    assert _stitch("flat", sw[::-1], 0.0, 8.0) == [("flat", 0.0, 0.7), ("toe", 0.7, 0.85), ("flat", 0.85, 3.2),
+                                                   ("heel", 3.2, 8.0)]
+    assert _stitch("flat", [], 0.0, 4.0) == [("flat", 0.0, 4.0)]
+    # a later window saw the landing that the earlier one had not: the sequence breaks there
+    assert _stitch("flat", [sw[0], sw[2]], 0.0, 8.0) == 3.2
+
+
+def test_lift_off_time_is_where_the_force_line_reaches_zero():
+    from colloc.solving.complementarity import _force_zero
+
+    # a force falling linearly (hand-made: 300 N at t = 0, zero at t = 0.0537 s) with the
+    # relaxation's tail of a few N after it: the tail is not extrapolated
+    t = np.arange(0.0, 0.06, 0.005)
+    force = np.where(t < 0.045, 300.0 * (1 - t / 0.0537), 3.0)
+    assert abs(_force_zero(t, force, 0.06, 20.0) - 0.0537) < 1e-9
+    assert _force_zero(t, force, 0.05, 20.0) == 0.05  # never past the first point the contact is open

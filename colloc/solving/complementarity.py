@@ -17,8 +17,12 @@ switching times free, its result the answer (``info["complementarity"]`` the fix
 
 Standard errors of the fixed grid's fit: Gauss–Newton (:func:`colloc.constrained_covariance`)
 with the collocation, continuity and jump equations and the contact rows of the contacts in
-touch (a force clearly positive) eliminating the states and forces; forces of contacts out of
-touch held at zero; a landing's gap and the first point's contact rows constraints.
+touch (a force clearly positive) and the post-impact rows of the impulses acting eliminating
+the states, forces and impulses; forces of contacts out of touch held at zero; the first
+point's contact rows constraints.  A landing's gap is not held at zero: the grid puts it at a
+mesh point, and held there it would remove one direction of the unknowns per landing (on a
+4 s record of a mass landing twice, the two landings and the initial contact fixed all four of
+its unknowns, k, c and the initial state).
 """
 
 from __future__ import annotations
@@ -349,8 +353,6 @@ def _covariance(nlp: ContactNLP, x: np.ndarray, touch, sigmas, penalty: float):
             cand = [4 * c + 2 + j for c in range(nc) if hit[k, c] for j in ((0,) if fn.slip[c] else (0, 1))]
             kept = _independent(J, cand)
             for c in range(nc):
-                if hit[k, c]:
-                    con_rows.append(Fm[4 * c, k])  # the landing: the gap is 0 at the impulse
                 for j in (0, 1):
                     if 4 * c + 2 + j not in kept:
                         fixed.add(int(Pix[k, 2 * c + j]))
