@@ -8,12 +8,12 @@ Records: the shipped ``heel_off.csv`` (8 s, noisy), ``heel_off_clean.csv`` (8 s,
 ``flat.csv`` (4 s, noisy, the foot never leaves the ground), and the 20 s noisy and clean
 records of benchmarks/heel_off.py (``heel_off.make_trial(20, seed=1)``, the contact simulator).
 Methods: ``multiphase`` (heel_off.identify) and ``complementarity``
-(``co.solve`` of heel_off_complementarity.contact_problem, the library's co.Complementarity).  Per fit: status, kp/kd error (% and in standard
-errors), the switching times found against the simulator's events (each true event matched to
-the nearest switch of the same kind; the largest error, and the numbers of events found and
-true), wall time, IPOPT iterations, homotopy steps.  ``--quick``: a 1.5 s clean record (one heel-off), the
-complementarity method only.  Writes benchmarks/results/heel_off_complementarity.json (or
---out) atomically.
+(``co.solve`` of heel_off_complementarity.contact_problem, the library's co.Complementarity).
+Per fit: status, kp/kd error (% and in standard errors), the switching times found against the
+simulator's events (each true event matched to the nearest switch of the same kind; the largest
+error, and the numbers of events found and true), wall time, IPOPT iterations, homotopy steps.
+``--quick``: a 1.5 s clean record (one heel-off), the complementarity method only.  Writes
+benchmarks/results/heel_off_complementarity.json (or --out) atomically.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
-import colloc as co
 from colloc_problems import heel_off, heel_off_complementarity
 from colloc_problems._data import data_path
+
+import colloc as co
 
 RECORDS = ("heel_off.csv", "heel_off_clean.csv", "flat.csv", "noisy_20s", "clean_20s")
 

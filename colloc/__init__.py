@@ -247,12 +247,12 @@ if _typing.TYPE_CHECKING:  # the same names, spelled out for type checkers and e
         Simulation as Simulation,
         simulate as simulate,
     )
+    from .solving.complementarity import (
+        Complementarity as Complementarity,
+    )
     from .solving.ipopt import (
         Ipopt as Ipopt,
         IterationInfo as IterationInfo,
-    )
-    from .solving.complementarity import (
-        Complementarity as Complementarity,
     )
     from .solving.kalman_ml import (
         KalmanML as KalmanML,
@@ -340,11 +340,11 @@ __all__ = [
     "ChainLayout",
     "CollocError",
     "CollocInputError",
+    "Complementarity",
     "ContactPoint",
+    "ContactProblem",
     "ContactSimulation",
     "ContactSystem",
-    "ContactProblem",
-    "Complementarity",
     "Covariance",
     "Crossing",
     "Cvodes",

@@ -28,8 +28,7 @@ import numpy as np
 
 import colloc as co
 
-from . import heel_off_hybrid as hh
-from . import heel_off_multiphase as ho
+from . import heel_off_hybrid as hh, heel_off_multiphase as ho
 
 __all__ = ["METHOD", "SOFT_NOISE", "STARTS", "contact_problem", "contact_system", "equation_error", "identify_result",
            "settings"]

@@ -126,8 +126,8 @@ class ContactProblem:
                                    f"({lo}, {hi})")
         coords = list(system.coordinates)
         if outputs is None:
-            outputs = {c: (lambda q, qd, i=i: q[i]) for i, c in enumerate(coords) if any(c in t for t in self.trials)}
-        self.outputs = dict(outputs)
+            outputs = {c: _coordinate(i) for i, c in enumerate(coords) if any(c in t for t in self.trials)}
+        self.outputs: dict[str, Callable[[Any, Any], Any]] = dict(outputs)
         if not self.outputs:
             raise ProblemError(f"ContactProblem: no measured signal (outputs=..., or trial columns named like a "
                                f"coordinate: {', '.join(coords)})")
@@ -152,7 +152,8 @@ class ContactProblem:
                     raise ProblemError(f"ContactProblem: trial {t.name!r} needs the input {u!r} at every sample")
         contacts = [c.name for c in system.contacts]
         if modes is None:
-            modes = {("+".join(s) or "free"): s for k in range(len(contacts), -1, -1) for s in combinations(contacts, k)}
+            modes = {("+".join(s) or "free"): s
+                     for k in range(len(contacts), -1, -1) for s in combinations(contacts, k)}
         self.modes = {}
         for m, touching in modes.items():
             unknown = [c for c in touching if c not in contacts]
@@ -200,3 +201,8 @@ class ContactProblem:
     def mode_of(self, touching: Sequence[str]) -> str | None:
         """The name of the mode with ``touching`` in touch (None: not a declared mode)."""
         return self.modes.get(frozenset(touching))
+
+
+def _coordinate(i: int) -> Callable[[Any, Any], Any]:
+    """``(q, q̇) → q[i]``: a coordinate measured as it is."""
+    return lambda q, qd: q[i]

@@ -28,6 +28,7 @@ its unknowns, k, c and the initial state).
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time as _time
 from collections.abc import Mapping, Sequence
@@ -191,7 +192,9 @@ def _fit(problem: ContactProblem, trials: list[Trial], method: Complementarity, 
             **{f"ipopt.{k}": v for k, v in (solver.extra or {}).items() if k != "max_wall_time"}}
     sizes = {"x": nlp.n, "f": 1, "g": int(nlp.g.shape[0]), "lam_x": nlp.n, "lam_g": int(nlp.g.shape[0]),
              "lam_p": int(nlp.P.shape[0])}
-    opts["iteration_callback"] = IterationCallback(sizes, lambda _i, _arg: _time.perf_counter() >= deadline)
+    def stop(_i: int, _arg: list) -> Any:  # IPOPT stops when this is true
+        return _time.perf_counter() >= deadline
+    opts["iteration_callback"] = IterationCallback(sizes, stop)
     nlp_def = {"x": nlp.V, "p": nlp.P, "f": nlp.objective(), "g": nlp.g}
     cold = ca.nlpsol("complementarity", "ipopt", nlp_def, opts)
     warm = ca.nlpsol("complementarity_warm", "ipopt", nlp_def, {**opts, "ipopt.mu_init": method.warm_mu})
@@ -313,15 +316,21 @@ def _friction_binds(nlp: ContactNLP, x: np.ndarray, method: Complementarity) -> 
     return False
 
 
-def _independent(J: np.ndarray, candidates: list[int], tol: float = 1e-6) -> list[int]:
-    """The rows of ``J`` among ``candidates`` (in order) that are independent of those kept
-    before them."""
+def _independent(J: np.ndarray, candidates: list[int], velocity: Sequence[bool], n: int,
+                 tol: float = 1e-6) -> list[int]:
+    """The contact rows among ``candidates`` (in order) independent of those kept before them:
+    position rows by their Jacobian in q, velocity rows (``velocity[r]``) in q̇ (a flat foot's
+    two tangential rows are one)."""
     kept: list[int] = []
-    for r in candidates:
-        trial = J[kept + [r]]
-        if np.linalg.matrix_rank(trial, tol=tol * max(1.0, float(np.abs(trial).max()))) == len(kept) + 1:
-            kept.append(r)
-    return kept
+    for kind in (False, True):
+        cols = slice(n, 2 * n) if kind else slice(0, n)
+        group: list[int] = []
+        for r in (c for c in candidates if velocity[c] == kind):
+            block = J[group + [r], cols]
+            if np.linalg.matrix_rank(block, tol=tol * max(1.0, float(np.abs(block).max()))) == len(group) + 1:
+                group.append(r)
+        kept += group
+    return sorted(kept)
 
 
 def _covariance(nlp: ContactNLP, x: np.ndarray, touch, sigmas, penalty: float):
@@ -331,6 +340,8 @@ def _covariance(nlp: ContactNLP, x: np.ndarray, touch, sigmas, penalty: float):
     nc, nx = fn.nc, fn.nx
     fixed = set(np.flatnonzero(nlp.lbx == nlp.ubx).tolist())
     eq_rows, con_rows = [], []
+    anchored = [c.name in nlp.problem.anchors for c in nlp.problem.system.contacts]
+    velocity = [k >= 2 or (k == 1 and not anchored[c]) for c in range(nc) for k in range(4)]
     z = list(range(fn.np))
     for rec, (on, hit) in zip(nlp.recs, touch):
         z += rec.ix_mesh[0].tolist()
@@ -342,7 +353,7 @@ def _covariance(nlp: ContactNLP, x: np.ndarray, touch, sigmas, penalty: float):
         for i in range(len(on)):
             J = Jc[:, i * nx:(i + 1) * nx]
             cand = [4 * c + k for c in range(nc) if on[i, c] for k in ((0,) if fn.slip[c] else (0, 1))]
-            kept = _independent(J, cand)
+            kept = _independent(J, cand, velocity, fn.n)
             for c in range(nc):
                 for k in (0, 1):
                     if 4 * c + k not in kept:
@@ -351,7 +362,7 @@ def _covariance(nlp: ContactNLP, x: np.ndarray, touch, sigmas, penalty: float):
         for k in range(1, rec.N + 1):
             J = Jm[:, k * nx:(k + 1) * nx]
             cand = [4 * c + 2 + j for c in range(nc) if hit[k, c] for j in ((0,) if fn.slip[c] else (0, 1))]
-            kept = _independent(J, cand)
+            kept = _independent(J, cand, velocity, fn.n)
             for c in range(nc):
                 for j in (0, 1):
                     if 4 * c + 2 + j not in kept:
@@ -359,7 +370,7 @@ def _covariance(nlp: ContactNLP, x: np.ndarray, touch, sigmas, penalty: float):
             eq_rows += [Fm[r, k] for r in kept]
         J0 = Jm[:, :nx]
         cand = [4 * c + k for c in range(nc) if on[0, c] for k in ((0, 2) if fn.slip[c] else (0, 1, 2, 3))]
-        con_rows += [Fm[r, 0] for r in _independent(J0, cand)]
+        con_rows += [Fm[r, 0] for r in _independent(J0, cand, velocity, fn.n)]
     E = ca.vertcat(nlp.g[:nlp.n_eq], *eq_rows)
     C = ca.vertcat(*con_rows) if con_rows else ca.MX(0, 1)
     f = ca.Function("comp_cov", [V, nlp.P], [ca.jacobian(E, V), ca.jacobian(C, V), ca.jacobian(nlp.r, V), nlp.r])
@@ -369,7 +380,10 @@ def _covariance(nlp: ContactNLP, x: np.ndarray, touch, sigmas, penalty: float):
     if GE.shape[0] != len(w):
         npar = fn.np
         return np.full((npar, npar), np.nan), math.nan
-    cov = constrained_covariance(R, np.asarray(rv).ravel(), GE, zi, w, jac_con=GC if con_rows else None)
+    try:
+        cov = constrained_covariance(R, np.asarray(rv).ravel(), GE, zi, w, jac_con=GC if con_rows else None)
+    except RuntimeError:  # the equations do not determine the eliminated unknowns there
+        return np.full((fn.np, fn.np), np.nan), math.nan
     return cov.matrix[:fn.np, :fn.np], cov.residual_variance
 
 
@@ -418,7 +432,8 @@ def _windowed(problem: ContactProblem, method: Complementarity, p0: Mapping[str,
     for trial in problem.trials:
         t = np.asarray(trial.time, dtype=float)
         n, dt = len(t), float(np.median(np.diff(t)))
-        width, step = int(round(method.window / dt)), int(round((method.window - method.overlap) / dt))
+        assert method.window is not None  # windows only when one is set
+        width, step = round(method.window / dt), round((method.window - method.overlap) / dt)
         firsts = list(range(0, max(n - 1 - width, 0) + 1, step))
         if firsts[-1] + width < n - 1:
             firsts.append(n - 1 - width)
@@ -437,7 +452,7 @@ def _windowed(problem: ContactProblem, method: Complementarity, p0: Mapping[str,
                 break
             lo = t[a] + method.overlap / 2 if j > 0 else -np.inf
             hi = t[b] - method.overlap / 2 if j < len(firsts) - 1 else np.inf
-            found += [(p1[1], p0_[0], p1[0]) for p0_, p1 in zip(seq[:-1], seq[1:]) if lo <= p1[1] < hi]
+            found += [(p1[1], p0_[0], p1[0]) for p0_, p1 in itertools.pairwise(seq) if lo <= p1[1] < hi]
             if j == 0:
                 first_mode = seq[0][0]
         if fail:
@@ -453,8 +468,9 @@ def _windowed(problem: ContactProblem, method: Complementarity, p0: Mapping[str,
     p = np.array([[r["parameters"][k] for k in problem.parameters] for r in rows])
     se = np.array([[r["standard_errors"][k] for k in problem.parameters] for r in rows])
     w = np.where(np.isfinite(se) & (se > 0), 1.0 / np.where(se > 0, se, 1.0) ** 2, 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        pooled, pooled_se = (w * p).sum(0) / w.sum(0), 1.0 / np.sqrt(w.sum(0))
+    with np.errstate(invalid="ignore", divide="ignore"):  # without standard errors: the plain mean
+        pooled = np.where(w.sum(0) > 0, (w * p).sum(0) / w.sum(0), p.mean(0))
+        pooled_se = 1.0 / np.sqrt(w.sum(0))
     ok = fail is None and all(r["success"] for r in rows)
     last = rows[-1]["fit"]
     status = fail[0] if fail else ("Solve_Succeeded" if ok else rows[-1]["status"])
@@ -482,7 +498,8 @@ def solve_complementarity(problem: ContactProblem, method: Complementarity, *, s
         lo, hi = problem.bounds[k]
         if not lo <= v <= hi:
             raise OptionsError(f"guess {k}={v} is outside its search range ({lo}, {hi})")
-    limit = method.time_limit if method.time_limit is not None else float((solver.extra or {}).get("max_wall_time", math.inf))
+    limit = (method.time_limit if method.time_limit is not None
+             else float((solver.extra or {}).get("max_wall_time", math.inf)))
     deadline = t_call + limit
     long = method.window is not None and any(t.time[-1] - t.time[0] > method.window + method.overlap
                                              for t in problem.trials)
@@ -494,7 +511,7 @@ def solve_complementarity(problem: ContactProblem, method: Complementarity, *, s
     stage = _stage(problem, comp)
     polish = (method.polish and problem.hybrid is not None and comp["status"] in (*CONVERGED, "friction_bound")
               and not any(m is None for seq in comp["phases"] for m, _a, _b in seq))
-    if polish and _time.perf_counter() < deadline:
+    if polish and problem.hybrid is not None and _time.perf_counter() < deadline:
         from .solve import solve
 
         hybrid = problem.hybrid(comp["phases"], dict(comp["parameters"]))
@@ -508,7 +525,7 @@ def solve_complementarity(problem: ContactProblem, method: Complementarity, *, s
                 "switches": [_switches(problem, f["modes"], f["switch_times"], f.get("switch_standard_errors"))
                              for f in found],
                 "method_note": (f"complementarity on a fixed Radau grid of degree {method.degree}, modes read from "
-                                f"the fit{' in windows of %g s' % method.window if long else ''}; polished by the "
+                                f"the fit{f' in windows of {method.window:g} s' if long else ''}; polished by the "
                                 f"hybrid path ({res.method}) with those modes, switching times free")}
         timings = {**res.timings, "total_s": _time.perf_counter() - t_call, "complementarity_s": stage["time_s"]}
         return dataclasses.replace(res, method=method.name, info=info, timings=timings,
@@ -570,7 +587,8 @@ def _result(problem: ContactProblem, method: Complementarity, comp: dict, fit: d
         xm, xc = x[rec.ix_mesh], x[rec.ix_coll]
         states = np.vstack([np.concatenate([xm[:-1, None, :], xc], axis=1).reshape(-1, fn.nx), xm[-1:]])
         y = np.asarray(fn.outputs.map(len(states))(states.T)).T
-        frame = pd.DataFrame(np.hstack([states[:, :fn.n], y]), columns=coords + names, index=pd.Index(times, name="time"))
+        frame = pd.DataFrame(np.hstack([states[:, :fn.n], y]), columns=coords + names,
+                             index=pd.Index(times, name="time"))
         trajectories[tr.name] = frame.loc[:, ~frame.columns.duplicated()]
         ym = np.asarray(fn.outputs.map(len(rec.samples))(xm[rec.samples].T)).T
         held = [s for s in names if s in tr]
@@ -601,11 +619,10 @@ def _result(problem: ContactProblem, method: Complementarity, comp: dict, fit: d
         trials=[t.name for t in problem.trials], versions=versions(), simulation=simulation, info=info,
         initial_parameters={**problem.guess}, solver_status=status, units=dict(problem.units),
         descriptions=dict(problem.descriptions))
-    strict = {} if problem.chi2_poor is None else {"chi2_poor": problem.chi2_poor}
     result = finalize(estimate, bounds=problem.bounds, physical=problem.limits, scales=problem.scale,
                       verdict=verdict, fit={s: 1.0 for s in names}, verdict_residuals=scaled,
-                      verdict_note="model − measurement divided by the noise σ of each record (ContactProblem(noise=...))",
-                      **strict)
+                      verdict_note="model − measurement divided by the noise σ of each record "
+                                   "(ContactProblem(noise=...))", chi2_poor=problem.chi2_poor)
     result.timings["total_s"] = _time.perf_counter() - t_call
     return result
 

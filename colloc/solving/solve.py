@@ -204,7 +204,8 @@ def _fit_contact(problem: ContactProblem, method, options: SolveOptions) -> Resu
         raise OptionsError(f"solve(): a colloc.ContactProblem is fitted by colloc.Complementarity(), not "
                            f"{getattr(method, 'name', type(method).__name__)}")
     if options.starts != 1 or options.start not in (None, "guess"):
-        raise OptionsError("solve(ContactProblem): Complementarity runs from one start (the problem's guess, or guess=)")
+        raise OptionsError("solve(ContactProblem): Complementarity runs from one start (the problem's guess, or "
+                           "guess=)")
     return solve_complementarity(problem, method, solver=options.solver, guess=options.guess, verdict=options.verdict)
 
 

@@ -29,14 +29,14 @@ from .grid import radau_basis
 __all__ = ["ContactFunctions", "ContactNLP", "ContactRecord"]
 
 
-def _column(value) -> ca.SX:
+def _column(value) -> ca.SX | ca.MX | ca.DM:
     """A function's value (a list, a NumPy object array or a CasADi matrix) as a CasADi column."""
     if isinstance(value, ca.SX | ca.MX | ca.DM):
         return ca.vec(value)
     return ca.vertcat(*[v for v in np.asarray(value, dtype=object).ravel()])
 
 
-def _matrix(value, n: int) -> ca.SX:
+def _matrix(value, n: int) -> ca.SX | ca.MX | ca.DM:
     """An n×n matrix from a function's value."""
     if isinstance(value, ca.SX | ca.MX | ca.DM):
         return ca.reshape(value, n, n) if value.shape != (n, n) else value
@@ -57,7 +57,7 @@ class ContactFunctions:
         nx, npar, nu = 2 * n, len(problem.parameters), len(problem.inputs)
         self.np, self.nu = npar, nu
         F, Imp = problem.force_scale, problem.impulse_scale
-        eps, p, u = ca.SX.sym("eps"), ca.SX.sym("p", npar), ca.SX.sym("u", nu)
+        eps, p = ca.SX.sym("eps"), ca.SX.sym("p", npar)
         slip = [c.slip for c in sysm.contacts]
         anchor = [problem.anchors.get(c.name) for c in sysm.contacts]
 
@@ -77,7 +77,9 @@ class ContactFunctions:
         def comp(x, lam, pts, J, velocity: bool):
             """For one point: normal force × gap (penalised), the relaxed no-slip (and after an
             impulse inelastic) rows (≤ 0), the cone rows (≥ 0)."""
-            pen, le, ge = [], [], []
+            pen: list = []
+            le: list = []
+            ge: list = []
             v = x[n:]
             for c in range(nc):
                 ln, lt = lam[2 * c], lam[2 * c + 1]
@@ -92,11 +94,15 @@ class ContactFunctions:
 
         xs, xc, L = ca.SX.sym("xs", nx), ca.SX.sym("xc", nx, degree), ca.SX.sym("L", 2 * nc, degree)
         uc, h, tc = ca.SX.sym("uc", nu, degree), ca.SX.sym("h"), ca.SX.sym("tc", degree)
-        dyn, gap, pen, le, ge = [], [], [], [], []
+        dyn: list = []
+        gap: list = []
+        pen: list = []
+        le: list = []
+        ge: list = []
         allx = ca.horzcat(xs, xc)
         for j in range(degree):
             x = xc[:, j]
-            q, v, M, f, pts, J = pieces(x, uc[:, j], tc[j])
+            _q, v, M, f, pts, J = pieces(x, uc[:, j], tc[j])
             xdot = (allx @ ca.DM(D[j])) / h
             force = sum((J[c].T @ ca.vertcat(L[2 * c + 1, j], L[2 * c, j]) for c in range(nc)), ca.SX.zeros(n))
             dyn += [xdot[:n] - v, (M @ xdot[n:] - f - F * force) / F]
@@ -107,7 +113,7 @@ class ContactFunctions:
                                     [ca.vertcat(*dyn), ca.vertcat(*gap), ca.vertcat(*pen), ca.vertcat(*le),
                                      ca.vertcat(*ge)])
         xe, xk, Pi, hk = ca.SX.sym("xe", nx), ca.SX.sym("xk", nx), ca.SX.sym("Pi", 2 * nc), ca.SX.sym("hk")
-        q, v, M, _f, pts, J = pieces(xk, ca.SX.zeros(nu))
+        _q, v, M, _f, pts, J = pieces(xk, ca.SX.zeros(nu))
         imp = sum((J[c].T @ ca.vertcat(Pi[2 * c + 1], Pi[2 * c]) for c in range(nc)), ca.SX.zeros(n))
         _pj, lj, gj = comp(xk, Pi, pts, J, True)
         psi = [pts[c][1] + hk * (J[c] @ v)[1] for c in range(nc)]
@@ -125,21 +131,20 @@ class ContactFunctions:
         # (normal, tangential velocity) after an impulse, with their Jacobians in the state
         xq = ca.SX.sym("xq", nx)
         _q, vq, _M, _f, pts, J = pieces(xq, ca.SX.zeros(nu))
-        rows, kinds = [], []
+        rows = []
         for c in range(nc):
             vel = J[c] @ vq
             slide = vel[0] if anchor[c] is None else pts[c][0] - anchor[c]
             rows += [pts[c][1], slide, vel[1], vel[0]]
         R = ca.vertcat(*rows)
         self.contact_rows = ca.Function("comp_contact_rows", [xq], [R, ca.jacobian(R, xq)])
-        self.kinds = kinds
         self.slip = slip
         # the equations of motion without contact forces and the contact geometry, for the start
         xm, um = ca.SX.sym("xm", nx), ca.SX.sym("um", nu)
-        q, v, M, f, pts, J = pieces(xm, um)
+        _q, _v, M, f, pts, J = pieces(xm, um)
         self.dynamics = ca.Function("comp_dynamics", [xm, um, p], [M, f, ca.horzcat(*pts), ca.vertcat(*J)])
-        self.outputs = ca.Function("comp_outputs", [xm], [ca.vertcat(*[_column(g(xm[:n], xm[n:]))
-                                                                     for g in problem.outputs.values()])])
+        measured: list = [_column(g(xm[:n], xm[n:])) for g in problem.outputs.values()]
+        self.outputs = ca.Function("comp_outputs", [xm], [ca.vertcat(*measured)])
 
 
 class ContactRecord:
