@@ -21,6 +21,7 @@ import numpy as np
 
 from ..base.errors import ProblemError
 from .contact import ContactSystem
+from .hybrid_problem import declared_noise
 from .trial import Trial
 
 __all__ = ["ContactProblem"]
@@ -191,12 +192,7 @@ class ContactProblem:
 
     def noise_of(self, trial: Trial) -> dict[str, float]:
         """The noise σ of each measured signal ``trial`` holds."""
-        out = {}
-        for s, v in self.noise.items():
-            if s in trial:
-                y = np.asarray(trial[s], dtype=float)
-                out[s] = float(v(y[np.isfinite(y)])) if callable(v) else float(v)
-        return out
+        return declared_noise(self.noise, trial)
 
     def mode_of(self, touching: Sequence[str]) -> str | None:
         """The name of the mode with ``touching`` in touch (None: not a declared mode)."""

@@ -226,6 +226,7 @@ def _fit(problem: ContactProblem, trials: list[Trial], method: Complementarity, 
             break
     params = {k: float(x[j] * scale[j]) for j, k in enumerate(problem.parameters)}
     phases, touch = _read_modes(problem, method, nlp, x)
+    phases = [_without_chatter(s, method.min_phase) for s in phases]
     t_cov = _time.perf_counter()
     cov, s2 = _covariance(nlp, x, touch, sigmas, method.penalty)
     cov = cov * np.outer(scale, scale)
@@ -442,7 +443,7 @@ def _windowed(problem: ContactProblem, method: Complementarity, p0: Mapping[str,
             b = min(a + width, n - 1)
             sub = _cut(trial, a, b)
             fit = _fit(problem, [sub], method, p0, solver, deadline)
-            seq = _without_chatter(fit["phases"][0], method.min_phase)
+            seq = fit["phases"][0]
             se = np.sqrt(np.maximum(np.diag(fit["covariance"]), 0.0))
             rows.append({"window": sub.name, "status": fit["status"], "success": fit["success"],
                          "parameters": fit["parameters"], "standard_errors": dict(zip(problem.parameters, se.tolist())),
@@ -507,7 +508,6 @@ def solve_complementarity(problem: ContactProblem, method: Complementarity, *, s
         comp = _windowed(problem, method, p0, solver, deadline)
     else:
         comp = _fit(problem, problem.trials, method, p0, solver, deadline)
-        comp["phases"] = [_without_chatter(s, method.min_phase) for s in comp["phases"]]
     stage = _stage(problem, comp)
     polish = (method.polish and problem.hybrid is not None and comp["status"] in (*CONVERGED, "friction_bound")
               and not any(m is None for seq in comp["phases"] for m, _a, _b in seq))

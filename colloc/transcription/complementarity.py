@@ -109,18 +109,20 @@ class ContactFunctions:
             gap += [P[1] for P in pts]
             pj, lj, gj = comp(x, L[:, j], pts, J, False)
             pen, le, ge = pen + pj, le + lj, ge + gj
+        # common subexpressions merged: the system's functions are called once per piece (mass,
+        # forces, each contact point), each call repeating the kinematics
         self.interval = ca.Function("comp_interval", [xs, xc, L, uc, h, tc, p, eps],
-                                    [ca.vertcat(*dyn), ca.vertcat(*gap), ca.vertcat(*pen), ca.vertcat(*le),
-                                     ca.vertcat(*ge)])
+                                    ca.cse([ca.vertcat(*dyn), ca.vertcat(*gap), ca.vertcat(*pen), ca.vertcat(*le),
+                                            ca.vertcat(*ge)]))
         xe, xk, Pi, hk = ca.SX.sym("xe", nx), ca.SX.sym("xk", nx), ca.SX.sym("Pi", 2 * nc), ca.SX.sym("hk")
         _q, v, M, _f, pts, J = pieces(xk, ca.SX.zeros(nu))
         imp = sum((J[c].T @ ca.vertcat(Pi[2 * c + 1], Pi[2 * c]) for c in range(nc)), ca.SX.zeros(n))
         _pj, lj, gj = comp(xk, Pi, pts, J, True)
         psi = [pts[c][1] + hk * (J[c] @ v)[1] for c in range(nc)]
         self.mesh = ca.Function("comp_mesh", [xe, xk, Pi, hk, eps],
-                                [ca.vertcat(xk[:n] - xe[:n], M @ (v - xe[n:]) - Imp * imp),
-                                 ca.vertcat(*[Pi[2 * c] * psi[c] for c in range(nc)]), ca.vertcat(*lj),
-                                 ca.vertcat(*gj, *psi)])
+                                ca.cse([ca.vertcat(xk[:n] - xe[:n], M @ (v - xe[n:]) - Imp * imp),
+                                        ca.vertcat(*[Pi[2 * c] * psi[c] for c in range(nc)]), ca.vertcat(*lj),
+                                        ca.vertcat(*gj, *psi)]))
         x0, l0 = ca.SX.sym("x0", nx), ca.SX.sym("l0", 2 * nc)
         _q, _v, _M, _f, pts, J = pieces(x0, ca.SX.zeros(nu))
         pj0, lj0, _ = comp(x0, l0, pts, J, True)
