@@ -31,7 +31,7 @@ import dataclasses
 import itertools
 import math
 import time as _time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -490,8 +490,10 @@ def _cut(trial: Trial, a: int, b: int) -> Trial:
 
 
 def solve_complementarity(problem: ContactProblem, method: Complementarity, *, solver: Ipopt,
-                          guess: Mapping[str, float] | None = None, verdict: bool = True) -> Result:
-    """``co.solve(ContactProblem, Complementarity())`` (module docstring)."""
+                          guess: Mapping[str, float] | None = None, verdict: bool = True,
+                          solve: Callable[..., Result] | None = None) -> Result:
+    """``co.solve(ContactProblem, Complementarity())`` (module docstring); ``solve`` fits the
+    polish's hybrid problem (:func:`colloc.solve`, passed in by it)."""
     t_call = _time.perf_counter()
     problem.check_names(guess or {}, "guess")
     p0 = {**problem.guess, **{k: float(v) for k, v in (guess or {}).items()}}
@@ -511,9 +513,7 @@ def solve_complementarity(problem: ContactProblem, method: Complementarity, *, s
     stage = _stage(problem, comp)
     polish = (method.polish and problem.hybrid is not None and comp["status"] in (*CONVERGED, "friction_bound")
               and not any(m is None for seq in comp["phases"] for m, _a, _b in seq))
-    if polish and problem.hybrid is not None and _time.perf_counter() < deadline:
-        from .solve import solve
-
+    if polish and problem.hybrid is not None and solve is not None and _time.perf_counter() < deadline:
         hybrid = problem.hybrid(comp["phases"], dict(comp["parameters"]))
         left = deadline - _time.perf_counter()
         polished = solver if not math.isfinite(left) else dataclasses.replace(

@@ -206,7 +206,8 @@ def _fit_contact(problem: ContactProblem, method, options: SolveOptions) -> Resu
     if options.starts != 1 or options.start not in (None, "guess"):
         raise OptionsError("solve(ContactProblem): Complementarity runs from one start (the problem's guess, or "
                            "guess=)")
-    return solve_complementarity(problem, method, solver=options.solver, guess=options.guess, verdict=options.verdict)
+    return solve_complementarity(problem, method, solver=options.solver, guess=options.guess, verdict=options.verdict,
+                                 solve=solve)
 
 
 def _kalman_ml() -> type[KalmanML]:
