@@ -474,9 +474,13 @@ def _windowed(problem: ContactProblem, method: Complementarity, p0: Mapping[str,
         pooled_se = 1.0 / np.sqrt(w.sum(0))
     ok = fail is None and all(r["success"] for r in rows)
     last = rows[-1]["fit"]
-    status = fail[0] if fail else ("Solve_Succeeded" if ok else rows[-1]["status"])
+    failed = [r for r in rows if not r["success"]]
+    status = fail[0] if fail else "Solve_Succeeded" if ok else failed[0]["status"]
+    # a window whose fit failed still offers its modes: the polish judges them (a wrong sequence
+    # does not fit the record there); only modes that do not stitch end the fit
     return {"parameters": dict(zip(problem.parameters, pooled.tolist())), "covariance": np.diag(pooled_se ** 2),
-            "success": ok, "status": status, "phases": phases, "windows": rows, "window": fail[1] if fail else None,
+            "success": ok, "status": status, "phases": phases, "windows": rows, "polishable": fail is None,
+            "window": fail[1] if fail else (failed[0]["window"] if failed else None),
             "iterations": int(sum(r["iterations"] for r in rows)), "homotopy": [], "last": last,
             "objective": math.nan, "sigmas": [problem.noise_of(t) for t in problem.trials],
             "timings": {k: float(sum(r["fit"]["timings"][k] for r in rows)) for k in last["timings"]}}
@@ -511,7 +515,8 @@ def solve_complementarity(problem: ContactProblem, method: Complementarity, *, s
     else:
         comp = _fit(problem, problem.trials, method, p0, solver, deadline)
     stage = _stage(problem, comp)
-    polish = (method.polish and problem.hybrid is not None and comp["status"] in (*CONVERGED, "friction_bound")
+    polish = (method.polish and problem.hybrid is not None
+              and comp.get("polishable", comp["status"] in (*CONVERGED, "friction_bound"))
               and not any(m is None for seq in comp["phases"] for m, _a, _b in seq))
     if polish and problem.hybrid is not None and solve is not None and _time.perf_counter() < deadline:
         hybrid = problem.hybrid(comp["phases"], dict(comp["parameters"]))
