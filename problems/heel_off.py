@@ -158,17 +158,20 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                     max_iter: int = 500, print_level: int = 0, controller: str = "PD",
                     start: str | None = None, time_limit: float | None = None, starts: int = 1,
-                    client=None) -> co.Result:
+                    client=None, fit_weights: Mapping[str, float] | None = None) -> co.Result:
     """``colloc identify heel-off``: ``controller`` ``PD`` (the default) on the library's hybrid
     path (:func:`colloc_problems.heel_off_hybrid.identify_result`), ``PD-delay`` on the
     multi-phase collocation (:func:`colloc_problems.heel_off_multiphase.identify_result`).
     ``method`` (the command line's default passes through) and ``bounds`` are not options of
     either; ``time_limit`` (s, ``--time-limit``) bounds the fit; ``starts`` and ``client``
-    (``--starts``, a cluster) are the library path's (PD)."""
+    (``--starts``, a cluster) and ``fit_weights`` (``--fit-weight``) are the library path's (PD)."""
     if controller not in CONTROLLERS or CONTROLLERS[controller]:
         if starts != 1 or client is not None:
             raise co.OptionsError(f"--starts does not apply to --controller {controller} of problem 'heel-off' "
                                   "(its multi-phase fit runs from one start; the PD feedback takes several)")
+        if fit_weights:
+            raise co.OptionsError(f"--fit-weight does not apply to --controller {controller} of problem 'heel-off' "
+                                  "(its multi-phase fit weights each signal by its noise; the PD feedback takes it)")
         return heel_off_multiphase.identify_result(trials, method=method, guess=guess, bounds=bounds,
                                                    max_iter=max_iter, print_level=print_level,
                                                    controller=controller, start=start, time_limit=time_limit)
@@ -178,4 +181,5 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
     if bounds:
         raise co.OptionsError("--bounds does not apply to problem 'heel-off' (its search ranges are fixed)")
     return heel_off_hybrid.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
-                                           start=start, time_limit=time_limit, starts=starts, client=client)
+                                           start=start, time_limit=time_limit, starts=starts, client=client,
+                                           fit_weights=fit_weights)

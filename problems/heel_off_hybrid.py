@@ -157,35 +157,48 @@ def _switch_starts(sequence, dt: float, lead: int) -> list[float]:
 def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
                    acc_noise: float | None = None, exact_input: bool = False,
                    samples_per_interval: float = 1.0, start: str = "equation-error",
-                   node_trajectories: bool = False, phases=None) -> co.HybridProblem:
+                   node_trajectories: bool = False,
+                   fit_weights: Mapping[str, float] | None = None, phases=None) -> co.HybridProblem:
     """kp, kd from records sharing them: one :func:`hybrid_model` for all, the modes and the
     start of the switching times from :func:`detect_modes` (or ``phases``, per record
-    ``[(mode, start, end), ...]``: a sequence found otherwise, e.g. by complementarity), each signal weighted by its noise σ
-    (second differences, at least :data:`NOISE_FLOOR`), the platform acceleration an
-    errors-in-variables input of noise ``acc_noise`` (default :func:`input_noise`) unless
-    ``exact_input``.  kp, kd start from :func:`start_guess` (``start``), overridden by ``guess``.
+    ``[(mode, start, end), ...]``: a sequence found otherwise, e.g. by complementarity), each
+    signal weighted by its noise σ (second differences, at least :data:`NOISE_FLOOR`), the
+    platform acceleration an errors-in-variables input of noise ``acc_noise`` (default
+    :func:`input_noise`) unless ``exact_input``.  kp, kd start from :func:`start_guess` (``start``), overridden by ``guess``.
     Their bounds (kp ≥ 1, kd ≥ 0.1, as :data:`GAIN_FLOOR` of the multi-phase path) are search
     ranges, not limits of the model: a gain on one is a failure (``parameter_at_bound``).  The
     verdict is heel-off's (:data:`CHI2_POOR`, stricter than the library's: σ read from the record).
     ``node_trajectories``: the result's states at the collocation nodes (each landing and
-    lift-off twice, before and after its jump) instead of at the samples."""
+    lift-off twice, before and after its jump) instead of at the samples.  ``fit_weights``
+    (``--fit-weight``): see :func:`_problem_and_start`."""
     return _problem_and_start(trials, guess, acc_noise=acc_noise, exact_input=exact_input,
                               samples_per_interval=samples_per_interval, start=start,
-                              node_trajectories=node_trajectories, phases=phases)[0]
+                              node_trajectories=node_trajectories, fit_weights=fit_weights, phases=phases)[0]
 
 
 def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
                        acc_noise: float | None = None, exact_input: bool = False,
                        samples_per_interval: float = 1.0, start: str = "equation-error",
                        node_trajectories: bool = False, lift_lead: int = 0,
+                       fit_weights: Mapping[str, float] | None = None,
                        phases=None) -> tuple[co.HybridProblem, dict]:
-    """:func:`hybrid_problem` and where kp, kd start (``parameters``, ``source``, ``message``)."""
+    """:func:`hybrid_problem` and where kp, kd start (``parameters``, ``source``, ``message``).
+    ``fit_weights`` (``--fit-weight SIGNAL=W``): the fit weight 1/σ² of a measured state (0
+    leaves it out of the fit) or of the platform acceleration (its errors-in-variables σ is then
+    W^-1/2), in place of the one read from the records; the verdict still judges each signal
+    against the noise read from the records."""
     trials = list(trials)
     sigma = {n: max(max(_noise(t.signals[n]) for t in trials if n in t.signals), NOISE_FLOOR[n])
              for n in STATE_NAMES if any(n in t.signals for t in trials)}
     seqs = [detect_modes(t) for t in trials] if phases is None else [list(p) for p in phases]
     first, how = start_guess(trials, seqs, start)
     noise = None if exact_input else {INPUT: float(acc_noise) if acc_noise is not None else input_noise(trials)}
+    weights = dict(fit_weights or {})
+    if INPUT in weights:  # the platform acceleration's weight: its errors-in-variables σ
+        w = weights.pop(INPUT)
+        if not (np.isfinite(w) and w > 0):
+            raise co.OptionsError(f"--fit-weight {INPUT}={w}: the input's weight must be finite and > 0")
+        noise = None if noise is None else {INPUT: float(w) ** -0.5}
     began = {"parameters": {**first, **(guess or {})}, "source": start, "message": how}
     return co.HybridProblem(hybrid_model(), [trial_of(t) for t in trials], input_noise=noise,
                             guess={**first, **(guess or {})}, bounds={"kp": (1.0, 1e5), "kd": (0.1, 1e4)},
@@ -198,12 +211,13 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
                             units={**{k: UNITS[k] for k in NAMES}, **SIGNAL_UNITS},
                             descriptions={k: DESCRIPTIONS[k] for k in NAMES},
                             limits={k: (False, False) for k in NAMES},
-                            node_trajectories=node_trajectories, chi2_poor=CHI2_POOR), began
+                            node_trajectories=node_trajectories, chi2_poor=CHI2_POOR).with_fit(weights), began
 
 
 def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float] | None = None,
                     max_iter: int = 500, print_level: int = 0, start: str | None = None,
-                    time_limit: float | None = None, starts: int = 1, client=None) -> co.Result:
+                    time_limit: float | None = None, starts: int = 1, client=None,
+                    fit_weights: Mapping[str, float] | None = None) -> co.Result:
     """``colloc identify heel-off`` with the undelayed PD feedback: :func:`hybrid_problem` (the
     platform acceleration errors-in-variables at the noise σ read from the records, the
     trajectories at the nodes) fitted by ``co.solve(problem, co.Radau(degree=3))``, each IPOPT
@@ -217,7 +231,8 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
     of the time limit), and the better fit kept (a success, else the lower objective;
     ``tries``: each try's change, status and objective).  ``starts`` > 1: the first fit from
     that many starts (``co.solve(starts=, client=)``: the start above and seeded points of the
-    gains' search box), ``result.local_minima`` listing what they found."""
+    gains' search box), ``result.local_minima`` listing what they found.  ``fit_weights``
+    (``--fit-weight``): see :func:`_problem_and_start`."""
     trials = list(trials)
     if not trials:
         raise co.OptionsError("heel-off: no trial")
@@ -227,7 +242,8 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
                               " (tau with --controller PD-delay)")
     if start is not None and start not in STARTS:
         raise co.OptionsError(f"--start {start}: problem 'heel-off' starts from {' or '.join(STARTS)}")
-    problem, began = _problem_and_start(trials, guess, start=start or "equation-error", node_trajectories=True)
+    problem, began = _problem_and_start(trials, guess, start=start or "equation-error", node_trajectories=True,
+                                        fit_weights=fit_weights)
     for name, value in (guess or {}).items():
         lo, hi = problem.bounds[name]
         if not lo <= value <= hi:
@@ -250,7 +266,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
         retry = ({"lift_lead": LIFT_LEAD} if res.status == "poor_fit" else {"exact_input": True} if clean else None)
         if retry is not None:
             again, _began = _problem_and_start(trials, guess, start=start or "equation-error", node_trajectories=True,
-                                               **retry)
+                                               fit_weights=fit_weights, **retry)
             solver = co.Ipopt(print_level=print_level, max_iter=max_iter, extra={"max_wall_time": left})
             other = co.solve(again, co.Radau(degree=3), solver=solver, throw=False)
             tries.append({**retry, "status": other.status, "objective": other.objective})

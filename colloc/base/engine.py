@@ -19,7 +19,8 @@ from typing import Any
 
 from .errors import OptionsError
 
-__all__ = ["THREAD_ENV", "check_client", "local_client", "pack", "process_pool", "single_threaded", "unpack"]
+__all__ = ["THREAD_ENV", "check_client", "local_client", "one_blas_thread", "pack", "process_pool", "single_threaded",
+           "unpack"]
 
 #: Environment of every worker process: one BLAS/OpenMP thread.
 THREAD_ENV = {
@@ -51,6 +52,23 @@ def unpack(blob: bytes) -> Any:
 def single_threaded() -> None:
     """Set this process's thread environment to one BLAS/OpenMP thread (in a worker)."""
     os.environ.update(THREAD_ENV)
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """One BLAS/OpenMP thread in this process for the duration (``threadpoolctl``), as the
+    ``colloc`` command sets for its whole process, unless the environment chose a thread count
+    (any variable of :data:`THREAD_ENV`): then it is left as it is.  On a shared machine
+    OpenBLAS's idle threads spin on the other core: the covariance of the 20 s noisy heel-off
+    fit took 46.1 s with two threads and 1.4 s with one at load 5.8
+    (``benchmarks/heel_off_hybrid.py``, benchmarks/README.md)."""
+    if any(k in os.environ for k in THREAD_ENV):
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        yield
 
 
 def check_client(client: Any, where: str) -> None:

@@ -25,6 +25,7 @@ such a problem often takes one model per trial (``model=[...]``).
 
 from __future__ import annotations
 
+import copy as _copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -111,6 +112,11 @@ class HybridProblem:
     limits : mapping of str to (bool, bool), optional
         Whether each side of a parameter's bounds is a limit of the model (an estimate on it
         is reported, not failed) or only narrows the search; default both.
+    trial_weights : mapping of str to float, optional
+        Factor on every fit weight of the named trials (by trial name; others keep 1), the
+        errors-in-variables inputs' included: weight 2 counts a trial as if it had been
+        recorded twice.  The declared noise (``fit``, ``noise``) is unchanged, so the fit
+        verdict still compares each trial's residuals with its σ.
     """
 
     def __init__(self, model: HybridModel | Sequence[HybridModel], trials: Trial | Sequence[Trial], *,
@@ -127,7 +133,7 @@ class HybridProblem:
                  limits: Mapping[str, tuple[bool, bool]] | None = None,
                  start_states: Callable[[Trial, np.ndarray], np.ndarray] | None = None,
                  input_noise: Mapping[str, float] | None = None, node_trajectories: bool = False,
-                 chi2_poor: float | None = None) -> None:
+                 chi2_poor: float | None = None, trial_weights: Mapping[str, float] | None = None) -> None:
         self.trials = [trials] if isinstance(trials, Trial) else list(trials)
         if not self.trials or not all(isinstance(t, Trial) for t in self.trials):
             raise ProblemError("HybridProblem(trials=...): expected a colloc.Trial or a non-empty sequence of them")
@@ -151,6 +157,17 @@ class HybridProblem:
         names = [t.name for t in self.trials]
         if len(set(names)) != len(names):
             raise ProblemError(f"HybridProblem: trial names must differ, got {names} (use Trial.renamed)")
+        unknown = [k for k in (trial_weights or {}) if k not in names]
+        if unknown:
+            raise ProblemError(f"HybridProblem(trial_weights=...): no trial named {', '.join(map(repr, unknown))}; "
+                               f"trials: {', '.join(names)}")
+        for trial_name, w in (trial_weights or {}).items():
+            if isinstance(w, bool) or not isinstance(w, int | float | np.integer | np.floating) \
+                    or not (np.isfinite(w) and w > 0):
+                raise ProblemError(f"HybridProblem(trial_weights=...): the weight of trial {trial_name!r} must be a "
+                                   f"finite number > 0, got {w!r}")
+        #: factor on the fit weights of each trial, by trial name (1 unless given)
+        self.trial_weights = {n: float((trial_weights or {}).get(n, 1.0)) for n in names}
         self.states = list(model.states)
         self.parameters = list(model.parameters)
         if not self.parameters:
@@ -281,6 +298,41 @@ class HybridProblem:
             self.check_parameter(p, "limits")
             lo_side, hi_side = sides
             self.limits[p] = (bool(lo_side), bool(hi_side))
+
+    def with_fit(self, weights: Mapping[str, float]) -> HybridProblem:
+        """The same problem with the fit weights of ``weights`` (state → ``1/σ²``) set or
+        replaced; a weight of 0 removes a state from the fit (and its declared noise)."""
+        fit = dict(self.fit)
+        for s, w in weights.items():
+            if s not in self.states:
+                raise ProblemError(f"fit weight of {s!r}, which is not a state of {self.model.name!r} "
+                                   f"(states: {', '.join(self.states)})")
+            w = float(w)
+            if not (np.isfinite(w) and w >= 0):
+                raise ProblemError(f"fit weight of {s!r} must be finite and >= 0 (0 leaves it out), got {w}")
+            if w == 0:
+                fit.pop(s, None)
+            else:
+                fit[s] = w
+        for t in self.trials:
+            if not any(s in t for s in fit):
+                raise ProblemError(f"fit weights: trial {t.name!r} would hold none of the fitted states "
+                                   f"({', '.join(fit) or 'none'})")
+        copy = _copy.copy(self)
+        for name, value in vars(copy).items():  # its own dictionaries (bounds, guesses, ...)
+            if isinstance(value, dict):
+                setattr(copy, name, dict(value))
+        copy.fit = fit
+        copy.noise = {s: v for s, v in self.noise.items() if s in fit}
+        return copy
+
+    def fit_weights(self, trial: Trial) -> dict[str, float]:
+        """The fit weight ``1/σ²`` of each state fitted in ``trial`` and of each
+        errors-in-variables input, times the trial's weight (:attr:`trial_weights`)."""
+        factor = self.trial_weights.get(trial.name, 1.0)
+        weights = {s: w * factor for s, w in self.fit.items() if s in trial}
+        weights.update({u: factor / sigma ** 2 for u, sigma in self.input_noise.items()})
+        return weights
 
     def noise_of(self, trial: Trial) -> dict[str, float]:
         """The noise σ of each fitted state of ``trial`` that :attr:`noise` declares (a function

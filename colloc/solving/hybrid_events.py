@@ -131,8 +131,10 @@ def solve_timed(problem: HybridProblem, method, *, solver: Ipopt, guess: Mapping
     fits = []
     for trial in problem.trials:
         rows = []
-        for s, w in problem.fit.items():
+        weights = problem.fit_weights(trial)
+        for s in problem.fit:
             if s in trial:
+                w = weights[s]
                 y = np.asarray(trial[s], dtype=float)
                 ok = np.flatnonzero(np.isfinite(y))
                 rows.append((problem.states.index(s), float(w), ok, y[ok]))

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from ..base.engine import one_blas_thread
 from ..base.errors import OptionsError, SolveFailed
 from ..definition.contact_problem import ContactProblem
 from ..definition.hybrid_problem import HybridProblem
@@ -112,12 +113,19 @@ def solve(
     Returns
     -------
     Result
+
+    Notes
+    -----
+    During the call the BLAS and OpenMP libraries run one thread
+    (:func:`colloc.base.engine.one_blas_thread`), as in the ``colloc`` command, unless the
+    environment sets their thread count (``OPENBLAS_NUM_THREADS`` and the like).
     """
     t_call = time.perf_counter()
     fit = _path_of(problem, method)
     options = SolveOptions.checked(solver=solver, guess=guess, progress=progress, start=start, starts=starts,
                                    client=client, seed=seed, verdict=verdict)
-    result = fit(problem, method, options)
+    with one_blas_thread():
+        result = fit(problem, method, options)
     # ``total_s`` is the whole call: start, build, solve(s), covariance, simulation, verdict
     result.timings["total_s"] = time.perf_counter() - t_call
     if throw and not result.success:

@@ -312,7 +312,7 @@ def _identify_hybrid(spec: ProblemSpec, problem: HybridProblem, method, *, nodes
         if unknown:
             raise OptionsError(f"--fit-weight: unknown signal(s) {', '.join(unknown)}; "
                                f"signals: {', '.join(problem.fit)}")
-        problem.fit.update({k: float(v) for k, v in fit_weights.items()})
+        problem = problem.with_fit(fit_weights)
     ipopt = {**spec.ipopt_options, "print_level": print_level, "max_iter": max_iter, "absolute_sigma": absolute_sigma}
     if time_limit is not None:
         ipopt["extra"] = {**(ipopt.get("extra") or {}), "max_wall_time": float(time_limit)}
@@ -376,13 +376,14 @@ def _own_identification(spec: ProblemSpec, trials: list, *, method: str, nodes, 
                         start, starts: int, fit_weights, guess, bounds, absolute_sigma: bool, print_level: int,
                         problem_options, client):
     """A problem that transcribes itself (``identify_result(trials, method=, guess=, bounds=,
-    max_iter=, print_level=)`` → :class:`~colloc.Result`; ``start=``, ``starts=`` and ``client=``
-    passed when it takes them):
+    max_iter=, print_level=)`` → :class:`~colloc.Result`; ``start=``, ``starts=``, ``client=`` and
+    ``fit_weights=`` passed when it takes them):
     the options it cannot honour are refused, each by name."""
     takes = spec.keywords["identify_result"]
     refused = [("--nodes", nodes is not None), ("--refine", refine != 1),
                ("--start", start is not None and "start" not in takes),
-               ("--starts", starts != 1 and "starts" not in takes), ("--fit-weight", bool(fit_weights)),
+               ("--starts", starts != 1 and "starts" not in takes),
+               ("--fit-weight", bool(fit_weights) and "fit_weights" not in takes),
                ("--absolute-sigma", absolute_sigma),
                ("a cluster (client)", client is not None and "client" not in takes)]
     refused += [(f"problem option {k}=", True) for k in (problem_options or {}) if k not in takes]
@@ -393,5 +394,7 @@ def _own_identification(spec: ProblemSpec, trials: list, *, method: str, nodes, 
     more = {k: v for k, v in (("start", start), ("client", client)) if v is not None}
     if starts != 1:
         more["starts"] = starts
+    if fit_weights:
+        more["fit_weights"] = dict(fit_weights)
     return spec.identify_result(trials, method=method, guess=guess, bounds=bounds, max_iter=max_iter,
                                 print_level=print_level, **more, **dict(problem_options or {}))

@@ -611,9 +611,11 @@ class HybridNLP:
             index = np.column_stack([built["start"][g], built["xc"][g], E[phase], E[phase + 1]])
             data = np.column_stack([time, interval, np.asarray(lay.intervals, dtype=float)[phase]])
             self.reads.append(built["pieces"].read(False).values(self.w, index, data))
-            for s, wgt in problem.fit.items():
+            weights = problem.fit_weights(trial)
+            for s in problem.fit:
                 if s not in trial:
                     continue
+                wgt = weights[s]
                 j = problem.states.index(s)
                 present = np.flatnonzero(np.isfinite(trial[s]) & lay.kept(time))
                 c = np.zeros((len(present), nx))
@@ -623,7 +625,7 @@ class HybridNLP:
                                             np.column_stack([data[present], c, y]), [s] * len(present)))
             for u, idx in self.input_index[n].items():
                 data = np.column_stack([np.asarray(trial[u], dtype=float),
-                                        np.full(len(idx), 1 / problem.input_noise[u])])
+                                        np.full(len(idx), math.sqrt(weights[u]))])
                 self._residuals.append(_Use(_INPUT_RESIDUAL, idx[:, None], data, [u] * len(idx)))
         self.res = ca.vertcat(*[ca.vec(u.places.values(self.w, u.index, u.data)) for u in self._residuals])
         self.num_observations = int(self.res.shape[0])
@@ -684,7 +686,7 @@ class HybridNLP:
         lam_f, lam_g, H_con, jac_g = self._constraint_part
         hess = [use.places.square_block(W, use.index, use.data, objective_scale * lam_f)
                 for use in self._residuals if not use.places.linear()]
-        diagonal = [(np.full(len(u.index), objective_scale / self.problem.input_noise[u.kinds[0]] ** 2), u.index[:, 0])
+        diagonal = [(objective_scale * np.asarray(u.data[:, 1], dtype=float) ** 2, u.index[:, 0])
                     for u in self._residuals if u.places is _INPUT_RESIDUAL]
         H = assemble_hessian(n_var, hess)
         if H_con is not None:

@@ -262,3 +262,26 @@ def test_a_fit_out_of_time_is_reported_as_time_limit():
     trial = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))  # 8 s: well over a second of IPOPT
     out = heel_off.identify([trial], time_limit=0.5)
     assert out["status"] == "time_limit" and not out["success"]
+
+
+def test_cli_fit_weight_reaches_the_library_path(tmp_path):
+    """``--fit-weight`` (issue 18): on the library's hybrid path a weight of 0 leaves a signal
+    out of the fit (and out of the residuals and the verdict); a name that is not a measured
+    state, a weight below 0, or the delayed controller's private path are refused in one line."""
+    trial, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv", omegas=False)
+    path = tmp_path / "flat.csv"
+    heel_off.write_trial(trial, path)
+    r = _cli("identify", "heel-off", "--data", str(path), "--json", "--fit-weight", "theta_foot=0")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["success"] is True
+    assert set(doc["residuals"]["flat.csv"]) == {"time", "theta_body", "platform_acc"}
+    for k in ("kp", "kd"):
+        assert abs(doc["parameters"][k] / heel_off.TRUE[k] - 1) < 0.005
+    for args, message in ((("--fit-weight", "heel=1"), "'heel', which is not a state"),
+                          (("--fit-weight", "theta_body=-1"), "must be finite and >= 0"),
+                          (("--fit-weight", "platform_acc=0"), "input's weight must be finite and > 0"),
+                          (("--controller", "PD-delay", "--fit-weight", "theta_body=1"),
+                           "--fit-weight does not apply to --controller PD-delay")):
+        r = _cli("identify", "heel-off", "--data", str(path), *args)
+        assert r.returncode == 2 and message in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
