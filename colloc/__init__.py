@@ -43,6 +43,8 @@ _LAZY = {
     "Problem": "definition.problem",
     "StochasticProblem": "definition.stochastic",
     "KalmanML": "solving.kalman_ml",
+    "ContactProblem": "definition.contact_problem",
+    "Complementarity": "solving.complementarity",
     "on_one_grid": "solving.kalman_ml",
     "select_model": "studies.select",
     "ModelSelection": "studies.select",
@@ -145,6 +147,9 @@ if _typing.TYPE_CHECKING:  # the same names, spelled out for type checkers and e
         ContactPoint as ContactPoint,
         ContactSystem as ContactSystem,
     )
+    from .definition.contact_problem import (
+        ContactProblem as ContactProblem,
+    )
     from .definition.hybrid import (
         Guard as Guard,
         HybridModel as HybridModel,
@@ -242,6 +247,9 @@ if _typing.TYPE_CHECKING:  # the same names, spelled out for type checkers and e
         Simulation as Simulation,
         simulate as simulate,
     )
+    from .solving.complementarity import (
+        Complementarity as Complementarity,
+    )
     from .solving.ipopt import (
         Ipopt as Ipopt,
         IterationInfo as IterationInfo,
@@ -332,7 +340,9 @@ __all__ = [
     "ChainLayout",
     "CollocError",
     "CollocInputError",
+    "Complementarity",
     "ContactPoint",
+    "ContactProblem",
     "ContactSimulation",
     "ContactSystem",
     "Covariance",

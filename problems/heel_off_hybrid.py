@@ -168,12 +168,13 @@ def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | 
                    acc_noise: float | None = None, exact_input: bool = False,
                    samples_per_interval: float = 1.0, start: str = "equation-error",
                    node_trajectories: bool = False,
-                   fit_weights: Mapping[str, float] | None = None) -> co.HybridProblem:
+                   fit_weights: Mapping[str, float] | None = None, phases=None) -> co.HybridProblem:
     """kp, kd from records sharing them: one :func:`hybrid_model` for all, the modes and the
-    start of the switching times from :func:`detect_modes`, each signal weighted by its noise σ
-    (second differences, at least :data:`NOISE_FLOOR`), the platform acceleration an
-    errors-in-variables input of noise ``acc_noise`` (default :func:`input_noise`) unless
-    ``exact_input``.  kp, kd start from :func:`start_guess` (``start``), overridden by ``guess``.
+    start of the switching times from :func:`detect_modes` (or ``phases``, per record
+    ``[(mode, start, end), ...]``: a sequence found otherwise, e.g. by complementarity), each
+    signal weighted by its noise σ (second differences, at least :data:`NOISE_FLOOR`), the
+    platform acceleration an errors-in-variables input of noise ``acc_noise`` (default
+    :func:`input_noise`) unless ``exact_input``.  kp, kd start from :func:`start_guess` (``start``), overridden by ``guess``.
     Their bounds (kp ≥ 1, kd ≥ 0.1, as :data:`GAIN_FLOOR` of the multi-phase path) are search
     ranges, not limits of the model: a gain on one is a failure (``parameter_at_bound``).  The
     verdict is heel-off's (:data:`CHI2_POOR`, stricter than the library's: σ read from the record).
@@ -182,7 +183,7 @@ def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | 
     (``--fit-weight``): see :func:`_problem_and_start`."""
     return _problem_and_start(trials, guess, acc_noise=acc_noise, exact_input=exact_input,
                               samples_per_interval=samples_per_interval, start=start,
-                              node_trajectories=node_trajectories, fit_weights=fit_weights)[0]
+                              node_trajectories=node_trajectories, fit_weights=fit_weights, phases=phases)[0]
 
 
 def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | None = None, *,
@@ -190,7 +191,7 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
                        samples_per_interval: float = 1.0, start: str = "equation-error",
                        node_trajectories: bool = False, lift_lead: int = 0,
                        fit_weights: Mapping[str, float] | None = None,
-                       delay: bool = False) -> tuple[co.HybridProblem, dict]:
+                       delay: bool = False, phases=None) -> tuple[co.HybridProblem, dict]:
     """:func:`hybrid_problem` and where kp, kd start (``parameters``, ``source``, ``message``).
     ``fit_weights`` (``--fit-weight SIGNAL=W``): the fit weight 1/σ² of a measured state (0
     leaves it out of the fit) or of the platform acceleration (its errors-in-variables σ is then
@@ -200,7 +201,7 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
     trials = list(trials)
     sigma = {n: max(max(_noise(t.signals[n]) for t in trials if n in t.signals), NOISE_FLOOR[n])
              for n in STATE_NAMES if any(n in t.signals for t in trials)}
-    seqs = [detect_modes(t) for t in trials]
+    seqs = [detect_modes(t) for t in trials] if phases is None else [list(p) for p in phases]
     if delay:
         first, began = start_of(trials, seqs, guess, {**GUESS, "tau": TAU_GUESS, **(guess or {})}, True, start)
     else:

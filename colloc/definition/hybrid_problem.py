@@ -337,12 +337,7 @@ class HybridProblem:
     def noise_of(self, trial: Trial) -> dict[str, float]:
         """The noise σ of each fitted state of ``trial`` that :attr:`noise` declares (a function
         called on its finite samples)."""
-        out = {}
-        for s, v in self.noise.items():
-            if s in trial:
-                y = np.asarray(trial[s], dtype=float)
-                out[s] = float(v(y[np.isfinite(y)])) if callable(v) else float(v)
-        return out
+        return declared_noise(self.noise, trial)
 
     def initial_state_of(self, trial: Trial) -> np.ndarray:
         """A known initial state (:attr:`known_initial_state`): ``initial_state``, else 0."""
@@ -402,3 +397,14 @@ class HybridProblem:
             else:
                 out.append(0.0)
         return np.array(out)
+
+
+def declared_noise(noise: Mapping[str, float | Callable[[np.ndarray], float]], trial: Trial) -> dict[str, float]:
+    """The noise σ of each signal of ``trial`` that ``noise`` declares: a number, or a function
+    called on the signal's finite samples."""
+    out = {}
+    for s, v in noise.items():
+        if s in trial:
+            y = np.asarray(trial[s], dtype=float)
+            out[s] = float(v(y[np.isfinite(y)])) if callable(v) else float(v)
+    return out

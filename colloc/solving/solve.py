@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..base.engine import one_blas_thread
 from ..base.errors import OptionsError, SolveFailed
+from ..definition.contact_problem import ContactProblem
 from ..definition.hybrid_problem import HybridProblem
 from ..definition.problem import Problem
 from ..definition.stochastic import StochasticProblem
@@ -37,7 +38,7 @@ __all__ = ["AUTO_STARTS", "POOR_FIT_HINT", "START_CHOICES", "OwnSolve", "solve"]
 
 
 def solve(
-    problem: Problem | HybridProblem | StochasticProblem,
+    problem: Problem | HybridProblem | StochasticProblem | ContactProblem,
     method: AbstractMethod | None = None,
     *,
     solver: Ipopt | None = None,
@@ -58,7 +59,8 @@ def solve(
         A :class:`~colloc.HybridProblem` is fitted phase by phase with free switching
         times (:func:`colloc.solving.hybrid.solve_hybrid`; method ``Radau``; several starts
         unless its phases are laid by time events); a :class:`~colloc.StochasticProblem` by
-        its estimator (:class:`~colloc.KalmanML`, one start).
+        its estimator (:class:`~colloc.KalmanML`, one start); a :class:`~colloc.ContactProblem`
+        by :class:`~colloc.Complementarity` (the contact modes out of the fit, one start).
     method : AbstractMethod, optional
         A transcription (default ``Radau(degree=2)``; ``Radau()``, ``HermiteSimpson()``, ``Midpoint()``,
         ``BackwardEuler()``, ``Trapezoidal()``), a baseline, or for a stochastic problem
@@ -137,6 +139,8 @@ def _path_of(problem, method) -> Callable[..., Result]:
         return _fit_timed if problem.timed else _fit_hybrid
     if isinstance(problem, StochasticProblem):
         return _fit_stochastic
+    if isinstance(problem, ContactProblem):
+        return _fit_contact
     kalman = sys.modules.get(f"{__package__}.kalman_ml")  # a KalmanML exists only once its module is imported
     if kalman is not None and isinstance(method, kalman.KalmanML):
         raise OptionsError("solve(): KalmanML estimates a colloc.StochasticProblem (a linear-Gaussian model); "
@@ -196,6 +200,22 @@ def _fit_hybrid(problem: HybridProblem, method, options: SolveOptions) -> Result
         errors = "; ".join(f"start {r['start']}: {r['error']}" for r in runs[:3])
         raise SolveFailed(f"hybrid-{method.name} on '{problem.name}': all {starts} starts raised ({errors})", None)
     return finalize_hybrid(estimate, problem, verdict=options.verdict, t_call=t_call)
+
+
+def _fit_contact(problem: ContactProblem, method, options: SolveOptions) -> Result:
+    """``solve`` of a :class:`ContactProblem`: :class:`colloc.Complementarity` (the default), the
+    contact modes out of the fit, polished on the problem's hybrid path."""
+    from .complementarity import Complementarity, solve_complementarity
+
+    method = Complementarity() if method is None else method
+    if not isinstance(method, Complementarity):
+        raise OptionsError(f"solve(): a colloc.ContactProblem is fitted by colloc.Complementarity(), not "
+                           f"{getattr(method, 'name', type(method).__name__)}")
+    if options.starts != 1 or options.start not in (None, "guess"):
+        raise OptionsError("solve(ContactProblem): Complementarity runs from one start (the problem's guess, or "
+                           "guess=)")
+    return solve_complementarity(problem, method, solver=options.solver, guess=options.guess, verdict=options.verdict,
+                                 solve=solve)
 
 
 def _kalman_ml() -> type[KalmanML]:
