@@ -5,8 +5,8 @@ The model is :func:`colloc_problems.heel_off_hybrid.hybrid_model` with ``delay=T
 ω_body are the library's delayed states (``HybridModel(delay="tau", delayed=...)``; the initial
 state before the record), so that the collocation reads them at t − τ by the polynomial of the
 interval that holds it, in whichever earlier phase that is, and the simulation check integrates
-the delayed loop by the method of steps.  kp, kd and τ start as the multi-phase path started them
-(:func:`colloc_problems.heel_off_multiphase.start_of`: the equation-error estimate of the
+the delayed loop by the method of steps.  kp, kd and τ start from
+:func:`colloc_problems.heel_off_start.start_of` (the equation-error estimate of the
 flat-foot stretches, τ scanned on the sample grid, unless the record does not reject a given τ).
 """
 
@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 
 import colloc as co
 
+from .heel_off_body import NAMES, TIME_LIMIT
 from .heel_off_hybrid import ACC_NOISE_FLOOR, INPUT, _problem_and_start, _switches, input_noise
-from .heel_off_multiphase import NAMES, STARTS, TIME_LIMIT, HeelOffTrial
+from .heel_off_records import HeelOffTrial
+from .heel_off_start import STARTS
 
 __all__ = ["PARAMETERS", "identify_result"]
 
@@ -33,7 +35,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
     errors-in-variables at the noise σ read from the records, or exact when they show none; the
     trajectories at the nodes) by ``co.solve(problem, co.Radau(degree=3))``, each IPOPT solve
     stopped at ``time_limit`` (s; default :data:`TIME_LIMIT`).  ``start`` (:data:`STARTS`, None:
-    the automatic choice of :func:`colloc_problems.heel_off_multiphase.start_of`).  ``info``
+    the automatic choice of :func:`colloc_problems.heel_off_start.start_of`).  ``info``
     holds besides the library's the ``modes`` and ``switches`` per record, ``start``,
     ``controller`` and ``method_note``."""
     trials = list(trials)
