@@ -11,9 +11,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 300
 
-#: Modules over MAX_LINES (2026-11-29): heel-off's private multi-phase and complementarity
-#: methods, which their port to the library's hybrid path replaces (issue 18).
-KNOWN_LONG = {"heel_off_multiphase.py", "heel_off_complementarity.py"}
+#: Modules over MAX_LINES (2026-11-29): heel-off's private complementarity method, which its
+#: port to the library replaces (issue 18).
+KNOWN_LONG = {"heel_off_complementarity.py"}
 
 
 def long_modules(root: Path, limit: int = MAX_LINES) -> dict[str, int]:

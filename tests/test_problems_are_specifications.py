@@ -16,12 +16,11 @@ PRIVATE_CALLS = {"nlpsol": "an NLP of its own", "Estimate": "a result assembled 
                  "constrained_covariance": "a covariance of its own", "parameter_covariance": "a covariance of its own",
                  "pinv": "a covariance of its own"}
 
-#: Private paths still in problems/ (2026-11-29): heel-off's multi-phase and complementarity
-#: methods (their port to co.HybridProblem is open: the hybrid transcription builds in SX
-#: per collocation point, 330 s on a 20 s record).  The spine's static optimisations of the
+#: Private paths still in problems/ (2026-11-29): heel-off's complementarity method (its port
+#: to co.Complementarity is open; the multi-phase fit is gone, heel-off's PD and delayed PD
+#: feedback are fitted on co.HybridProblem).  The spine's static optimisations of the
 #: activations are co.StaticOptimization's.
 KNOWN_PRIVATE = {
-    "heel_off_multiphase.py": {"nlpsol", "constrained_covariance", "Estimate", "finalize"},
     "heel_off_complementarity.py": {"nlpsol", "constrained_covariance"},
 }
 
