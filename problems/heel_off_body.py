@@ -68,9 +68,9 @@ TIME_LIMIT = 600.0
 #: than the library's 4 on purpose: σ is not a declaration that may be off by a factor of two but
 #: is read from the record itself (:func:`colloc_problems.heel_off_records.noise_sigma`), so the
 #: χ² of a right model is 1 ± √(2/n) (0.05 for 800 samples).  Measured on the shipped
-#: heel_off.csv by the multi-phase method the library's hybrid path replaced: the model that
-#: keeps the foot flat (kp −2.2 %, −4.3 SE) left χ² 3.4 in θ_body and ω_body, within the
-#: library's 4; the unilateral fits of the shipped records 0.7–1.4.
+#: heel_off.csv: the model that keeps the foot flat (:mod:`colloc_problems.heel_off_glued`; kp
+#: −2.2 %, −4.3 SE) leaves χ² 3.3 in θ_body and 3.4 in ω_body, within the library's 4; the
+#: unilateral fits of the shipped records leave 0.7–1.4.
 CHI2_POOR = 1.5 ** 2
 
 

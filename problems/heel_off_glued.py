@@ -35,9 +35,11 @@ _RATES: dict = {}
 def _rates() -> ca.Function:
     """(θ_b, ω_b), a, kp, kd → (ω_b, θ̈_b) with the foot flat (built once)."""
     if not _RATES:
-        x, a, kp, kd = ca.SX.sym("x", 2), ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd")
-        xdot = mode_equations(ca.vertcat(x[0], 0.0, x[1], 0.0), a, kp, kd)["flat"][0]
-        _RATES["flat"] = ca.Function("heel_off_glued", [x, a, kp, kd], [ca.vertcat(xdot[0], xdot[2])])
+        x, a, kp, kd = ca.SX.sym("x", 4), ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd")
+        flat = ca.Function("heel_off_flat", [x, a, kp, kd], [mode_equations(x, a, kp, kd)["flat"][0]])
+        y = ca.SX.sym("y", 2)
+        xdot = flat(ca.vertcat(y[0], 0.0, y[1], 0.0), a, kp, kd)
+        _RATES["flat"] = ca.Function("heel_off_glued", [y, a, kp, kd], [ca.vertcat(xdot[0], xdot[2])])
     return _RATES["flat"]
 
 
@@ -70,7 +72,7 @@ def glued_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | N
                             bounds={"kp": (1.0, 1e5), "kd": (0.1, 1e4)},
                             fit={n: 1.0 / s ** 2 for n, s in sigma.items()},
                             sequence=["flat"], samples_per_interval=1.0, noise=sigma,
-                            units={**{k: UNITS[k] for k in NAMES}, **SIGNAL_UNITS},
+                            units={**{k: UNITS[k] for k in NAMES}, **{n: SIGNAL_UNITS[n] for n in STATES}},
                             descriptions={k: DESCRIPTIONS[k] for k in NAMES}, limits={k: (False, False) for k in NAMES},
                             chi2_poor=CHI2_POOR)
 
