@@ -141,6 +141,23 @@ def test_a_record_that_never_leaves_the_ground_is_one_phase():
         assert abs(res.parameters[k] / heel_off.TRUE[k] - 1) < 0.005
 
 
+
+def test_the_glued_foot_model_fits_a_flat_record_and_not_a_heel_off(one_heel_off):
+    # the foot glued flat (one mode, no contact guards): the truth where the foot never lifts, a
+    # poor fit where it does (the contact simulator's records, clean)
+    from colloc_problems import heel_off_glued
+
+    flat, sim = heel_off.make_trial(2.0, pulses=((0.3, -2.0, 0.6), (1.2, 1.0, 0.5)), noise=False, name="flat.csv")
+    assert not sim.events
+    res = heel_off_glued.identify_glued([flat])
+    assert res.success and res.info["phases"]["flat.csv"]["modes"] == ["flat"]
+    for k in ("kp", "kd"):
+        assert abs(res.parameters[k] / heel_off.TRUE[k] - 1) < 0.005
+    lifted = heel_off_glued.identify_glued([one_heel_off[0]])
+    assert lifted.status == "poor_fit" and not lifted.success
+    assert lifted.fit_verdict["threshold"] == heel_off.CHI2_POOR
+
+
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "colloc.cli", *args], capture_output=True, text=True)
 
