@@ -120,7 +120,8 @@ __all__ = [
     "write_trial",
 ]
 
-#: Methods run by this problem besides its default (the library's hybrid path) (``colloc identify heel-off --method``).
+#: Methods run by this problem besides its default, the library's hybrid path
+#: (``colloc identify heel-off --method``).
 OWN_METHODS = (heel_off_complementarity.METHOD,)
 
 

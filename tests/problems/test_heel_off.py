@@ -141,7 +141,6 @@ def test_a_record_that_never_leaves_the_ground_is_one_phase():
         assert abs(res.parameters[k] / heel_off.TRUE[k] - 1) < 0.005
 
 
-
 def test_the_glued_foot_model_fits_a_flat_record_and_not_a_heel_off(one_heel_off):
     # the foot glued flat (one mode, no contact guards): the truth where the foot never lifts, a
     # poor fit where it does (the contact simulator's records, clean)
