@@ -6,10 +6,11 @@ that keeps the foot flat gets wrong.
 * a record of ``--duration`` s at 100 Hz (default 20 s: the eight seed pulses, several heel
   and toe lifts) made by the contact simulator (colloc.simulate_contact), clean and with the
   seed noise (σ_θ = 0.1°, σ_ω = 1°/s);
-* identification of kp, kd by multi-phase collocation (heel_off.identify) from the default
-  guess: wall time, errors, switching times against the true events;
-* the same records identified with the foot glued flat (heel_off.identify(glued=True)):
-  how wrong kp, kd become.
+* identification of kp, kd on the library's hybrid path (heel_off.identify_result, what
+  ``colloc identify heel-off`` runs) from the default guess: wall time, errors, switching
+  times against the true events;
+* the same records identified with the foot glued flat (heel_off_glued.identify_glued: one mode,
+  no contact guards, on the same path): how wrong kp, kd become.
 
 ``--quick``: a 3 s record.  ``--time-limit S`` (default 120): the budget of each identification; one
 that runs out is reported with status ``time_limit`` (the benchmark never hangs).  Writes benchmarks/results/heel_off.json (or --out) atomically.
@@ -25,22 +26,25 @@ from pathlib import Path
 import numpy as np
 
 import colloc as co
-from colloc_problems import heel_off
+from colloc_problems import heel_off, heel_off_glued
 
 
 def run(trial, sim, glued: bool, time_limit: float) -> dict:
     start, cpu = time.perf_counter(), time.process_time()
-    out = heel_off.identify([trial], glued=glued, time_limit=time_limit)
+    fit = heel_off_glued.identify_glued if glued else heel_off.identify_result
+    res = fit([trial], time_limit=time_limit)
     wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    row = {"model": "glued flat foot" if glued else "unilateral contacts", "success": out["success"],
-           "status": out["status"],
-           "wall_s": wall, "cpu_s": cpu, "parameters": out["parameters"], "standard_errors": out["standard_errors"],
-           "error_pct": {k: 100 * (out["parameters"][k] / heel_off.TRUE[k] - 1) for k in heel_off.NAMES},
-           "error_in_se": {k: (out["parameters"][k] - heel_off.TRUE[k]) / out["standard_errors"][k]
+    row = {"model": "glued flat foot" if glued else "unilateral contacts", "success": res.success,
+           "status": res.status, "wall_s": wall, "cpu_s": cpu, "parameters": res.parameters,
+           "standard_errors": res.standard_errors,
+           "error_pct": {k: 100 * (res.parameters[k] / heel_off.TRUE[k] - 1) for k in heel_off.NAMES},
+           "error_in_se": {k: (res.parameters[k] - heel_off.TRUE[k]) / res.standard_errors[k]
                            for k in heel_off.NAMES},
-           "modes": out["modes"][0], "rounds": len(out["rounds"]), "variables": out["variables"]}
+           "modes": res.info["phases"][trial.name]["modes"], "rounds": res.info.get("rounds"),
+           "iterations": res.iterations,
+           "chi2_red": {n: v["chi2_red"] for n, v in (res.fit_verdict or {}).get("signals", {}).items()}}
     if not glued:
-        found = np.array([s["time"] for s in out["switches"][0]])
+        found = np.array([s["time"] for s in res.info["switches"][0]])
         true = sim.event_times()
         row["switch_error_s"] = float(np.max(np.abs(found - true))) if len(found) == len(true) else None
     return row

@@ -1,14 +1,17 @@
 """The problem ``heel-off`` (contract §2): standing with unilateral foot–ground contact, kp and
 kd through heel-off (Wieber & Billet 2006, §3).
 
-Its body and simulator are :mod:`colloc_problems.heel_off_multiphase` (re-exported here).
-``colloc identify heel-off`` (:func:`identify_result`) fits the PD feedback on the library's
-hybrid path (:mod:`colloc_problems.heel_off_hybrid`: a ``co.HybridProblem`` with the platform
-acceleration errors-in-variables; :mod:`colloc_problems.heel_off_fit`: ``co.solve``), the
-delayed one (``--controller PD-delay``) on the same path with τ a delay of the model;
-``--method complementarity`` (the mode sequence out of a fit on a fixed grid) is
-:mod:`colloc_problems.heel_off_complementarity`.  This module, the one the command line finds,
-sits above them, so that none imports it.
+The problem is written as specifications, re-exported here: its body, mechanics and mode
+equations (:mod:`colloc_problems.heel_off_body`), its simulator
+(:mod:`colloc_problems.heel_off_simulator`), its records, their generator and the mode
+detection (:mod:`colloc_problems.heel_off_records`) and the start of a fit
+(:mod:`colloc_problems.heel_off_start`).  ``colloc identify heel-off`` (:func:`identify_result`)
+fits the PD feedback on the library's hybrid path (:mod:`colloc_problems.heel_off_hybrid`: a
+``co.HybridProblem`` with the platform acceleration errors-in-variables, ``co.solve``), the
+delayed one (``--controller PD-delay``) on the same path with τ a delay of the model (both
+by :mod:`colloc_problems.heel_off_fit`); ``--method complementarity`` (the mode sequence out of
+a fit on a fixed grid) is :mod:`colloc_problems.heel_off_complementarity`.  This module, the
+one the command line finds, sits above them, so that none imports it.
 """
 
 from __future__ import annotations
@@ -18,33 +21,17 @@ from collections.abc import Mapping, Sequence
 import colloc as co
 
 from . import heel_off_complementarity, heel_off_fit
-from .heel_off_multiphase import (
+from .heel_off_body import (
     BODY,
     CHI2_POOR,
-    COLUMNS,
     CONTROLLERS,
-    DEFAULT_DATA,
-    DELAY_PULSES,
     DESCRIPTIONS,
-    FLAGS,
     FORCE_ROWS,
     FORCE_SCALE,
-    GAIN_FLOOR,
     GUESS,
-    LIFT_ROW,
     MODES,
     NAMES,
-    NOISE_FLOOR,
-    OPTIONAL_COLUMNS,
-    PATH_ROWS,
-    PULSES,
-    SCALE,
-    SETTLE_TOLERANCE,
-    SIGMA_OMEGA,
-    SIGMA_THETA,
     SIGNAL_UNITS,
-    START_LEVEL,
-    STARTS,
     STATE_NAMES,
     TAU_BOUNDS,
     TAU_GUESS,
@@ -52,27 +39,31 @@ from .heel_off_multiphase import (
     TIME_LIMIT,
     TRUE,
     UNITS,
-    HeelOffTrial,
-    chain_functions,
-    contact_system,
-    contract_state,
-    detect_modes,
-    equation_error_start,
-    excitation,
-    finish,
     flat_configuration,
-    full_state,
-    identify,
+    impacts,
+    mechanics,
+    mode_equations,
+)
+from .heel_off_records import (
+    COLUMNS,
+    DEFAULT_DATA,
+    DELAY_PULSES,
+    NOISE_FLOOR,
+    OPTIONAL_COLUMNS,
+    PULSES,
+    SIGMA_OMEGA,
+    SIGMA_THETA,
+    HeelOffTrial,
+    detect_modes,
+    excitation,
     load_trial,
     make_trial,
-    mechanics,
-    mode_of,
-    problem,
-    simulate,
-    simulation_check,
-    spline,
+    noise_sigma,
+    smoothed_trial,
     write_trial,
 )
+from .heel_off_simulator import contact_system, contract_state, full_state, mode_of, simulate, spline
+from .heel_off_start import SCALE, START_LEVEL, STARTS, equation_error_start, start_of
 
 __all__ = [
     "BODY",
@@ -82,21 +73,16 @@ __all__ = [
     "DEFAULT_DATA",
     "DELAY_PULSES",
     "DESCRIPTIONS",
-    "FLAGS",
     "FORCE_ROWS",
     "FORCE_SCALE",
-    "GAIN_FLOOR",
     "GUESS",
-    "LIFT_ROW",
     "MODES",
     "NAMES",
     "NOISE_FLOOR",
     "OPTIONAL_COLUMNS",
     "OWN_METHODS",
-    "PATH_ROWS",
     "PULSES",
     "SCALE",
-    "SETTLE_TOLERANCE",
     "SIGMA_OMEGA",
     "SIGMA_THETA",
     "SIGNAL_UNITS",
@@ -110,30 +96,32 @@ __all__ = [
     "TRUE",
     "UNITS",
     "HeelOffTrial",
-    "chain_functions",
     "contact_system",
     "contract_state",
     "detect_modes",
     "equation_error_start",
     "excitation",
-    "finish",
     "flat_configuration",
     "full_state",
-    "identify",
     "identify_method",
     "identify_result",
+    "impacts",
     "load_trial",
     "make_trial",
     "mechanics",
+    "mode_equations",
     "mode_of",
+    "noise_sigma",
     "problem",
     "simulate",
-    "simulation_check",
+    "smoothed_trial",
     "spline",
+    "start_of",
     "write_trial",
 ]
 
-#: Methods run by this problem besides its multi-phase default (``colloc identify heel-off --method``).
+#: Methods run by this problem besides its default, the library's hybrid path
+#: (``colloc identify heel-off --method``).
 OWN_METHODS = (heel_off_complementarity.METHOD,)
 
 
@@ -176,3 +164,10 @@ def identify_result(trials: Sequence[HeelOffTrial], *, method: str | None = None
     return heel_off_fit.identify_result(trials, guess=guess, max_iter=max_iter, print_level=print_level,
                                            start=start, time_limit=time_limit, starts=starts, client=client,
                                            fit_weights=fit_weights)
+
+
+def problem(trials):
+    """`heel-off` is identified by :func:`identify_result`; its library problem is
+    :func:`colloc_problems.heel_off_hybrid.hybrid_problem` (a :class:`colloc.HybridProblem`)."""
+    raise co.ProblemError("heel-off is a hybrid problem: use colloc_problems.heel_off.identify_result(trials) or "
+                          "colloc_problems.heel_off_hybrid.hybrid_problem(trials)")

@@ -28,7 +28,13 @@ import numpy as np
 
 import colloc as co
 
-from . import heel_off_hybrid as hh, heel_off_multiphase as ho
+from . import (
+    heel_off_body as hb,
+    heel_off_hybrid as hh,
+    heel_off_records as hr,
+    heel_off_simulator as hsim,
+    heel_off_start as hst,
+)
 
 __all__ = ["METHOD", "SOFT_NOISE", "STARTS", "contact_problem", "contact_system", "equation_error", "identify_result",
            "settings"]
@@ -45,14 +51,14 @@ MODES = {"flat": ("heel", "toe"), "toe": ("toe",), "heel": ("heel",)}
 OUTPUTS = {"theta_body": lambda q, qd: q[3], "theta_foot": lambda q, qd: q[2],
            "omega_body": lambda q, qd: qd[3], "omega_foot": lambda q, qd: qd[2]}
 #: The places of heel and toe (x) with the foot flat and the ankle above the origin.
-ANCHORS = {c: float(ho.flat_configuration()[0] + ho.BODY[c][0]) for c in ("heel", "toe")}
+ANCHORS = {c: float(hb.flat_configuration()[0] + hb.BODY[c][0]) for c in ("heel", "toe")}
 
 
 def _mech(q, qd=None, p=None):
     """:func:`heel_off.mechanics` at (q, q̇) with the input and gains of ``p`` (0 without)."""
     zero = ca.DM.zeros(4) if qd is None else qd
     a, kp, kd = (0.0, 0.0, 0.0) if p is None else (p["platform_acc"], p["kp"], p["kd"])
-    return ho.mechanics()(q, zero, a, kp, kd)
+    return hb.mechanics()(q, zero, a, kp, kd)
 
 
 def contact_system() -> co.ContactSystem:
@@ -66,40 +72,40 @@ def contact_system() -> co.ContactSystem:
 
 
 def _noise(name: str):
-    return lambda y: max(ho._noise(y), ho.NOISE_FLOOR[name])
+    return lambda y: max(hr.noise_sigma(y), hr.NOISE_FLOOR[name])
 
 
-def _heel_off_trial(trial: co.Trial) -> ho.HeelOffTrial:
-    return ho.HeelOffTrial(trial.name, np.asarray(trial.time, dtype=float),
-                           {n: np.asarray(trial[n], dtype=float) for n in ho.STATE_NAMES if n in trial},
+def _heel_off_trial(trial: co.Trial) -> hr.HeelOffTrial:
+    return hr.HeelOffTrial(trial.name, np.asarray(trial.time, dtype=float),
+                           {n: np.asarray(trial[n], dtype=float) for n in hb.STATE_NAMES if n in trial},
                            np.asarray(trial[hh.INPUT], dtype=float))
 
 
 def _start_states(trial: co.Trial, times: np.ndarray) -> np.ndarray:
     """Full states at ``times`` from the record smoothed (a cubic Savitzky–Golay filter over nine
-    samples, :func:`heel_off_multiphase._smoothed_trial` with the record as one stretch), placed
+    samples, :func:`heel_off_records.smoothed_trial` with the record as one stretch), placed
     by :func:`heel_off.full_state`, the foot flat where |θ_foot| is within 3σ of zero: a guess
     only; which contact holds is left to the fit."""
     record = _heel_off_trial(trial)
     t = record.time
-    smooth = ho._smoothed_trial(record, [("whole record", float(t[0]), float(t[-1]))])
+    smooth = hr.smoothed_trial(record, [("whole record", float(t[0]), float(t[-1]))])
     cols = []
-    for i, name in enumerate(ho.STATE_NAMES):
-        y = smooth.signals[name] if name in smooth.signals else np.gradient(smooth.signals[ho.STATE_NAMES[i - 2]], t)
+    for i, name in enumerate(hb.STATE_NAMES):
+        y = smooth.signals[name] if name in smooth.signals else np.gradient(smooth.signals[hb.STATE_NAMES[i - 2]], t)
         cols.append(np.interp(times, t, y))
     th_b, th_f, w_b, w_f = cols
     lifted = np.abs(th_f) > 3 * _noise("theta_foot")(record.signals["theta_foot"])
-    return np.array([ho.full_state((b, f if up else 0.0, wb, wf if up else 0.0))
+    return np.array([hsim.full_state((b, f if up else 0.0, wb, wf if up else 0.0))
                      for b, f, wb, wf, up in zip(th_b, th_f, w_b, w_f, lifted)])
 
 
-def equation_error(trials: Sequence[ho.HeelOffTrial]) -> dict:
+def equation_error(trials: Sequence[hr.HeelOffTrial]) -> dict:
     """kp, kd by the flat-foot equation error over the records' flat stretches
     (:func:`colloc_problems.heel_off_hybrid.start_guess`, the guesses when it is not usable)."""
-    return hh.start_guess(trials, [ho.detect_modes(t) for t in trials])[0]
+    return hh.start_guess(trials, [hr.detect_modes(t) for t in trials])[0]
 
 
-def contact_problem(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float] | None = None, *,
+def contact_problem(trials: Sequence[hr.HeelOffTrial], guess: Mapping[str, float] | None = None, *,
                     start: str = "equation-error") -> co.ContactProblem:
     """kp, kd from records sharing them as a :class:`colloc.ContactProblem`: the signals weighted by
     the noise σ read from each record (at least :data:`heel_off.NOISE_FLOOR`), the platform
@@ -109,24 +115,24 @@ def contact_problem(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float
     if start not in STARTS:
         raise co.OptionsError(f"heel-off complementarity: start {start!r}; one of {', '.join(STARTS)}")
     trials = list(trials)
-    first = equation_error(trials) if start == "equation-error" else dict(ho.GUESS)
+    first = equation_error(trials) if start == "equation-error" else dict(hb.GUESS)
 
     def polish(phases, parameters):
         return hh.hybrid_problem(trials, parameters, start="guess", phases=phases, node_trajectories=True)
     return co.ContactProblem(
-        contact_system(), [hh.trial_of(t) for t in trials], parameters=ho.NAMES, guess={**first, **(guess or {})},
-        noise={n: _noise(n) for n in ho.STATE_NAMES}, outputs=OUTPUTS, inputs=(hh.INPUT,),
-        bounds={"kp": (1.0, 1e5), "kd": (0.1, 1e4)}, scale=dict(zip(ho.NAMES, ho.SCALE.tolist())), modes=MODES,
-        anchors=ANCHORS, force_scale=ho.FORCE_SCALE, impulse_scale=1.0, start_states=_start_states,
-        hybrid=polish, units={**{k: ho.UNITS[k] for k in ho.NAMES}, **ho.SIGNAL_UNITS},
-        descriptions={k: ho.DESCRIPTIONS[k] for k in ho.NAMES}, chi2_poor=ho.CHI2_POOR, name="heel-off")
+        contact_system(), [hh.trial_of(t) for t in trials], parameters=hb.NAMES, guess={**first, **(guess or {})},
+        noise={n: _noise(n) for n in hb.STATE_NAMES}, outputs=OUTPUTS, inputs=(hh.INPUT,),
+        bounds={"kp": (1.0, 1e5), "kd": (0.1, 1e4)}, scale=dict(zip(hb.NAMES, hst.SCALE.tolist())), modes=MODES,
+        anchors=ANCHORS, force_scale=hb.FORCE_SCALE, impulse_scale=1.0, start_states=_start_states,
+        hybrid=polish, units={**{k: hb.UNITS[k] for k in hb.NAMES}, **hb.SIGNAL_UNITS},
+        descriptions={k: hb.DESCRIPTIONS[k] for k in hb.NAMES}, chi2_poor=hb.CHI2_POOR, name="heel-off")
 
 
 def settings(**options) -> co.Complementarity:
     """heel-off's :class:`colloc.Complementarity` (module docstring), changed by ``options``
     (its fields: ``eps_start``, ``formulation``, ``polish``, ``window``, ``time_limit`` …)."""
-    base = co.Complementarity(degree=2, soft_noise=SOFT_NOISE, noise_floor=ho.NOISE_FLOOR, gap_tol=1e-4,
-                              window=1.5, overlap=0.5, polish_method=co.Radau(degree=3), time_limit=ho.TIME_LIMIT)
+    base = co.Complementarity(degree=2, soft_noise=SOFT_NOISE, noise_floor=hr.NOISE_FLOOR, gap_tol=1e-4,
+                              window=1.5, overlap=0.5, polish_method=co.Radau(degree=3), time_limit=hb.TIME_LIMIT)
     fields = {f.name for f in dataclasses.fields(co.Complementarity)} - {"name"}
     unknown = [k for k in options if k not in fields]
     if unknown:
@@ -135,7 +141,7 @@ def settings(**options) -> co.Complementarity:
     return dataclasses.replace(base, **options)
 
 
-def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = METHOD,
+def identify_result(trials: Sequence[hr.HeelOffTrial], *, method: str = METHOD,
                     guess: Mapping[str, float] | None = None, bounds: Mapping[str, tuple] | None = None,
                     max_iter: int = 500, print_level: int = 0, start: str = "equation-error",
                     time_limit: float | None = None, **options) -> co.Result:
@@ -149,9 +155,9 @@ def identify_result(trials: Sequence[ho.HeelOffTrial], *, method: str = METHOD,
     trials = list(trials)
     if not trials:
         raise co.OptionsError("heel-off: no trial")
-    unknown = [k for k in (guess or {}) if k not in ho.NAMES]
+    unknown = [k for k in (guess or {}) if k not in hb.NAMES]
     if unknown:
-        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(ho.NAMES)}")
+        raise co.OptionsError(f"--guess: unknown parameter(s) {', '.join(unknown)}; parameters: {', '.join(hb.NAMES)}")
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
     problem = contact_problem(trials, guess, start=start)

@@ -13,8 +13,10 @@ import numpy as np
 
 import colloc as co
 
+from .heel_off_body import NAMES, TIME_LIMIT
 from .heel_off_hybrid import ACC_NOISE_FLOOR, INPUT, LIFT_LEAD, _problem_and_start, input_noise
-from .heel_off_multiphase import NAMES, STARTS, TIME_LIMIT, HeelOffTrial
+from .heel_off_records import HeelOffTrial
+from .heel_off_start import STARTS
 
 __all__ = ["identify_result"]
 
@@ -28,7 +30,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
     ``co.solve(problem, co.Radau(degree=3))``, each IPOPT solve stopped at ``time_limit`` (s;
     default :data:`TIME_LIMIT`; a fit that ran out of it is ``time_limit``).  ``delay``: the
     delayed feedback, τ identified as ``tau`` and started by
-    :func:`colloc_problems.heel_off_multiphase.start_of` (``start`` None: its automatic choice),
+    :func:`colloc_problems.heel_off_start.start_of` (``start`` None: its automatic choice),
     the platform acceleration exact on records that show no noise in it.  ``info`` holds besides
     the library's ``modes`` and ``switches`` per record (each switch's ``time``, ``std_error``,
     ``from``, ``to``, ``kind``: ``lift-off`` or ``landing``), ``start``, ``controller``,

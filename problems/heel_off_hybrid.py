@@ -1,18 +1,18 @@
 """``heel-off`` written as a :class:`colloc.HybridProblem`, fitted by the library's hybrid path
 (``co.solve(problem, co.Radau(degree=3))``): the body and foot of
-:mod:`colloc_problems.heel_off_multiphase` in three modes, with the platform acceleration a
+:mod:`colloc_problems.heel_off_body` in three modes, with the platform acceleration a
 measured input of the model (exact, or errors-in-variables with its noise σ).
 
 * Modes (states θ_body, θ_foot, ω_body, ω_foot): ``flat`` (the foot held, θ_foot and ω_foot
   constant), ``toe`` (the heel lifted, the foot turning on the toe), ``heel`` (the toe lifted).
 * Guards: a lift-off when the normal force of the contact that lets go falls through zero
-  (Signorini's law; the forces of ``_mode_pieces``), the foot leaving flat and at rest; a
+  (Signorini's law; the forces of ``mode_equations``), the foot leaving flat and at rest; a
   landing when θ_foot returns to zero, then the inelastic impact (the foot stops, the body's
   angular momentum about the ankle is kept).  Inside each phase the library keeps every
   watched guard on its side: the held contacts pushing while flat, the lifted point above the
   platform while pivoting.
 * The sequence of modes and the start values of the switching times are read from the record
-  (:func:`colloc_problems.heel_off_multiphase.detect_modes`); the switching times are unknowns
+  (:func:`colloc_problems.heel_off_records.detect_modes`); the switching times are unknowns
   bounded by the record.  kp and kd start from the flat-foot equation error (:func:`start_guess`).
 * ``delay`` (``--controller PD-delay``): T = −kp·θ_body(t − τ) − kd·ω_body(t − τ), delayed states.
 """
@@ -26,26 +26,22 @@ import numpy as np
 
 import colloc as co
 
-from .heel_off_multiphase import (
+from .heel_off_body import (
     CHI2_POOR,
     DESCRIPTIONS,
     GUESS,
     MODES,
     NAMES,
-    NOISE_FLOOR,
     SIGNAL_UNITS,
     STATE_NAMES,
     TAU_BOUNDS,
     TAU_GUESS,
     UNITS,
-    HeelOffTrial,
-    _impacts,
-    _mode_pieces,
-    _noise,
-    detect_modes,
-    equation_error_start,
-    start_of,
+    impacts,
+    mode_equations,
 )
+from .heel_off_records import NOISE_FLOOR, HeelOffTrial, detect_modes, noise_sigma
+from .heel_off_start import STARTS, equation_error_start, start_of
 
 __all__ = ["INPUT", "STARTS", "hybrid_model", "hybrid_problem", "input_noise", "start_guess",
            "trial_of"]
@@ -66,8 +62,8 @@ def _functions(delay: bool = False) -> dict:
         x, a, kp, kd, fed = ca.SX.sym("x", 4), ca.SX.sym("a"), ca.SX.sym("kp"), ca.SX.sym("kd"), ca.SX.sym("fed", 2)
         xd = ca.vertcat(fed[0], 0.0, fed[1], 0.0) if delay else None
         fns = {mode: ca.Function(f"heel_off_{mode}{'_delayed' * delay}", [x, a, kp, kd, *([fed] if delay else [])],
-                                 [xdot, rows]) for mode, (xdot, rows) in _mode_pieces(x, a, kp, kd, xd).items()}
-        _FUNCTIONS[delay] = {**fns, **{f"impact_{m}": f for m, f in _impacts().items()}}
+                                 [xdot, rows]) for mode, (xdot, rows) in mode_equations(x, a, kp, kd, xd).items()}
+        _FUNCTIONS[delay] = {**fns, **{f"impact_{m}": f for m, f in impacts().items()}}
     return _FUNCTIONS[delay]
 
 
@@ -120,17 +116,14 @@ def trial_of(trial: HeelOffTrial) -> co.Trial:
 def input_noise(trials: Sequence[HeelOffTrial]) -> float:
     """The noise σ of the platform acceleration read from the records (second differences, at
     least :data:`ACC_NOISE_FLOOR`)."""
-    return max(max(_noise(np.asarray(t.platform_acc, dtype=float)) for t in trials), ACC_NOISE_FLOOR)
+    return max(max(noise_sigma(np.asarray(t.platform_acc, dtype=float)) for t in trials), ACC_NOISE_FLOOR)
 
-
-#: Where kp and kd start (:func:`start_guess`).
-STARTS = ("equation-error", "guess")
 
 
 def start_guess(trials: Sequence[HeelOffTrial], sequences, start: str = "equation-error") -> tuple[dict, str]:
     """kp, kd to start from, and how they were chosen: ``"equation-error"`` the least-squares
     fit of the flat-foot equation of motion integrated over the records
-    (:func:`colloc_problems.heel_off_multiphase.equation_error_start`, no collocation), or
+    (:func:`colloc_problems.heel_off_start.equation_error_start`, no collocation), or
     :data:`GUESS` when that is not usable (no flat stretch, an unstable feedback);
     ``"guess"`` :data:`GUESS`.  On the noisy 20 s record of seed 1 the fit from GUESS took
     44 + 12 iterations, from the equation-error start (kp 914, kd 246) 24 + 12."""
@@ -174,10 +167,9 @@ def hybrid_problem(trials: Sequence[HeelOffTrial], guess: Mapping[str, float] | 
     ``[(mode, start, end), ...]``: a sequence found otherwise, e.g. by complementarity), each
     signal weighted by its noise σ (second differences, at least :data:`NOISE_FLOOR`), the
     platform acceleration an errors-in-variables input of noise ``acc_noise`` (default
-    :func:`input_noise`) unless ``exact_input``.  kp, kd start from :func:`start_guess` (``start``), overridden by ``guess``.
-    Their bounds (kp ≥ 1, kd ≥ 0.1, as :data:`GAIN_FLOOR` of the multi-phase path) are search
-    ranges, not limits of the model: a gain on one is a failure (``parameter_at_bound``).  The
-    verdict is heel-off's (:data:`CHI2_POOR`, stricter than the library's: σ read from the record).
+    :func:`input_noise`) unless ``exact_input``.  kp, kd start from :func:`start_guess`
+    (``start``), overridden by ``guess``.  Their bounds (kp ≥ 1, kd ≥ 0.1) are search ranges, not
+    limits of the model: a gain on one is a failure (``parameter_at_bound``).  The verdict is heel-off's (:data:`CHI2_POOR`, stricter than the library's: σ read from the record).
     ``node_trajectories``: the result's states at the collocation nodes (each landing and
     lift-off twice, before and after its jump) instead of at the samples.  ``fit_weights``
     (``--fit-weight``): see :func:`_problem_and_start`."""
@@ -197,9 +189,10 @@ def _problem_and_start(trials: Sequence[HeelOffTrial], guess: Mapping[str, float
     leaves it out of the fit) or of the platform acceleration (its errors-in-variables σ is then
     W^-1/2), in place of the one read from the records; the verdict still judges each signal
     against the noise read from the records.  ``delay``: the delayed feedback, kp, kd, τ started
-    by :func:`colloc_problems.heel_off_multiphase.start_of` (``start`` None: its automatic choice)."""
+    by the equation error or the guesses (:func:`colloc_problems.heel_off_start.start_of`, ``start``
+    None: its automatic choice)."""
     trials = list(trials)
-    sigma = {n: max(max(_noise(t.signals[n]) for t in trials if n in t.signals), NOISE_FLOOR[n])
+    sigma = {n: max(max(noise_sigma(t.signals[n]) for t in trials if n in t.signals), NOISE_FLOOR[n])
              for n in STATE_NAMES if any(n in t.signals for t in trials)}
     seqs = [detect_modes(t) for t in trials] if phases is None else [list(p) for p in phases]
     if delay:

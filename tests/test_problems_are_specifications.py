@@ -16,12 +16,10 @@ PRIVATE_CALLS = {"nlpsol": "an NLP of its own", "Estimate": "a result assembled 
                  "constrained_covariance": "a covariance of its own", "parameter_covariance": "a covariance of its own",
                  "pinv": "a covariance of its own"}
 
-#: Private paths still in problems/ (2026-11-29): heel-off's multi-phase method (the delayed
-#: feedback's port to co.HybridProblem is open; its complementarity method is co.Complementarity's
-#: now).  The spine's static optimisations of the activations are co.StaticOptimization's.
-KNOWN_PRIVATE = {
-    "heel_off_multiphase.py": {"nlpsol", "constrained_covariance", "Estimate", "finalize"},
-}
+#: Private paths still in problems/: none since 2026-11-29 (issue 18: heel-off's PD and delayed
+#: PD feedback are fitted on co.HybridProblem, its complementarity method is co.Complementarity's;
+#: the spine's static optimisations of the activations are co.StaticOptimization's).
+KNOWN_PRIVATE: dict[str, set[str]] = {}
 
 
 def private_calls(root: Path) -> dict[str, set[str]]:

@@ -1,6 +1,6 @@
 """`heel-off` identification through contact changes: ``identify_result`` (what ``colloc identify
-heel-off`` runs; the undelayed PD feedback on the library's hybrid path) and ``identify`` (the
-multi-phase collocation that the complementarity method polishes with).
+heel-off`` runs; the undelayed PD feedback on the library's hybrid path, co.HybridProblem and
+co.solve).
 
 The records are made by the event-driven contact simulator (colloc.simulate_contact, checked
 against a stiff-penalty reference in test_heel_off_simulation.py), a different computation
@@ -97,19 +97,24 @@ def _wavy_record() -> heel_off.HeelOffTrial:
                                  {**flat.signals, "theta_body": flat.signals["theta_body"] + wave}, flat.platform_acc)
 
 
-def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(tmp_path):
+@pytest.fixture(scope="module")
+def wavy_fit():
+    trial = _wavy_record()
+    return trial, heel_off.identify_result([trial])
+
+
+def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(wavy_fit, tmp_path):
     # θ_body of a flat record with a 5 Hz wave of 5 mrad added (the platform's pulse cannot make
-    # it): the solves converge, the residuals are far above the record's noise
+    # it), through what ``colloc identify heel-off`` runs: IPOPT converges, the verdict
+    # (heel-off's χ² threshold, 1.5² of the record's noise read from its second differences)
+    # calls θ_body poor, and the result is a failure
     from colloc.results.plotting import plot_fit
 
-    trial = _wavy_record()
-    out = heel_off.identify([trial])
-    assert out["converged"] and not out["success"] and out["status"] == "poor_fit"
-    assert out["fit_verdict"]["signals"]["theta_body"]["verdict"] == "poor_fit"
-    res = heel_off.finish(out, [trial], method="multiphase-radau3", message="", info={}, bounds={},
-                          initial_parameters=heel_off.GUESS, descriptions={})
-    assert not res.success and res.status == "poor_fit" and res.solver_status == out["solver_status"]
+    trial, res = wavy_fit
+    assert res.solver_status == "Solve_Succeeded" and not res.success and res.status == "poor_fit"
     assert res.fit_verdict["verdict"] == "poor_fit" and "poor" in res.message
+    assert res.fit_verdict["signals"]["theta_body"]["verdict"] == "poor_fit"
+    assert res.fit_verdict["threshold"] == heel_off.CHI2_POOR
     # residuals are model − measurement: with the measurement added back they lie on the fit
     traj, r = res.trajectories["wavy.csv"], res.residuals["wavy.csv"]
     model = np.interp(trial.time, traj.index, traj["theta_body"])
@@ -117,17 +122,6 @@ def test_a_record_the_model_cannot_follow_is_a_poor_fit_judged_by_the_library(tm
     np.testing.assert_allclose(r["theta_body"] + trial.signals["theta_body"], model, atol=1e-4)
     plot_fit(res, path=tmp_path / "wavy.png")
     assert (tmp_path / "wavy.png").stat().st_size > 0
-
-
-def test_the_command_judges_a_record_the_model_cannot_follow_at_heel_offs_own_threshold():
-    # the wavy record above through what ``colloc identify heel-off`` runs (the library's hybrid
-    # path): IPOPT converges, the verdict (heel-off's χ² threshold, 1.5² of the record's noise
-    # read from its second differences) calls θ_body poor, and the result is a failure
-    trial = _wavy_record()
-    res = heel_off.identify_result([trial])
-    assert res.solver_status == "Solve_Succeeded" and not res.success and res.status == "poor_fit"
-    assert res.fit_verdict["signals"]["theta_body"]["verdict"] == "poor_fit" and "poor" in res.message
-    assert res.fit_verdict["threshold"] == heel_off.CHI2_POOR
 
 
 def test_the_command_reports_a_fit_out_of_time_as_time_limit():
@@ -141,10 +135,26 @@ def test_the_command_reports_a_fit_out_of_time_as_time_limit():
 def test_a_record_that_never_leaves_the_ground_is_one_phase():
     trial, sim = heel_off.make_trial(2.0, pulses=((0.3, -2.0, 0.6), (1.2, 1.0, 0.5)), noise=False, name="flat.csv")
     assert not sim.events
-    out = heel_off.identify([trial])
-    assert out["success"] and out["modes"] == [["flat"]] and out["switches"] == [[]]
+    res = heel_off.identify_result([trial])
+    assert res.success and res.info["modes"] == [["flat"]] and res.info["switches"] == [[]]
     for k in ("kp", "kd"):
-        assert abs(out["parameters"][k] / heel_off.TRUE[k] - 1) < 0.005
+        assert abs(res.parameters[k] / heel_off.TRUE[k] - 1) < 0.005
+
+
+def test_the_glued_foot_model_fits_a_flat_record_and_not_a_heel_off(one_heel_off):
+    # the foot glued flat (one mode, no contact guards): the truth where the foot never lifts, a
+    # poor fit where it does (the contact simulator's records, clean)
+    from colloc_problems import heel_off_glued
+
+    flat, sim = heel_off.make_trial(2.0, pulses=((0.3, -2.0, 0.6), (1.2, 1.0, 0.5)), noise=False, name="flat.csv")
+    assert not sim.events
+    res = heel_off_glued.identify_glued([flat])
+    assert res.success and res.info["phases"]["flat.csv"]["modes"] == ["flat"]
+    for k in ("kp", "kd"):
+        assert abs(res.parameters[k] / heel_off.TRUE[k] - 1) < 0.005
+    lifted = heel_off_glued.identify_glued([one_heel_off[0]])
+    assert lifted.status == "poor_fit" and not lifted.success
+    assert lifted.fit_verdict["threshold"] == heel_off.CHI2_POOR
 
 
 def _cli(*args):
@@ -206,26 +216,26 @@ def test_noisy_shipped_record_truth_within_three_standard_errors():
     from colloc_problems._data import data_path
 
     trial = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))
-    out = heel_off.identify([trial])
-    assert out["success"]
+    res = heel_off.identify_result([trial])
+    assert res.success
     for k in ("kp", "kd"):
-        assert abs(out["parameters"][k] - heel_off.TRUE[k]) < 3 * out["standard_errors"][k]
+        assert abs(res.parameters[k] - heel_off.TRUE[k]) < 3 * res.standard_errors[k]
 
 
 def test_noisy_short_records_truth_within_three_se_or_reported_as_a_failure():
     # 100 Hz, seed noise (σ_θ 0.1°, σ_ω 1°/s), from the default poor guess (kp 600, kd 120)
     good, _ = heel_off.make_trial(1.3, pulses=((0.3, -6.0, 0.5),), noise=True, seed=0, name="n0.csv")
-    out = heel_off.identify([good])
-    assert out["success"] and out["status"] != "poor_fit"
+    res = heel_off.identify_result([good])
+    assert res.success and res.status != "poor_fit"
     for k in ("kp", "kd"):
-        assert abs(out["parameters"][k] - heel_off.TRUE[k]) < 3 * out["standard_errors"][k]
+        assert abs(res.parameters[k] - heel_off.TRUE[k]) < 3 * res.standard_errors[k]
     # seed 2 (one small lift) once ended in a local minimum over the switching times (kd ~10 % low,
     # the weighted residuals' rms ~2.5, the noise's ~1; it now reaches the truth): an estimate off
     # the truth must not be reported as a success
     bad, _ = heel_off.make_trial(1.3, pulses=((0.3, -6.0, 0.5),), noise=True, seed=2, name="n2.csv")
-    out = heel_off.identify([bad])
-    off = any(abs(out["parameters"][k] - heel_off.TRUE[k]) > 3 * out["standard_errors"][k] for k in ("kp", "kd"))
-    assert not (off and out["success"])
+    res = heel_off.identify_result([bad])
+    off = any(abs(res.parameters[k] - heel_off.TRUE[k]) > 3 * res.standard_errors[k] for k in ("kp", "kd"))
+    assert not (off and res.success)
 
 
 def test_shipped_noisy_record_modes_include_the_small_lift_seen_in_omega_foot():
@@ -249,25 +259,18 @@ def test_shipped_noisy_record_first_heel_off_truth_within_three_se():
     n = 151
     trial = heel_off.HeelOffTrial("head.csv", full.time[:n], {k: v[:n] for k, v in full.signals.items()},
                                   full.platform_acc[:n])
-    out = heel_off.identify([trial], time_limit=60)
-    assert out["success"], out["status"]
-    assert out["modes"] == [["flat", "toe", "flat"]]
+    res = heel_off.identify_result([trial])
+    assert res.success, res.status
+    assert res.info["modes"] == [["flat", "toe", "flat"]]
     for k in ("kp", "kd"):
-        assert abs(out["parameters"][k] - heel_off.TRUE[k]) < 3 * out["standard_errors"][k]
+        assert abs(res.parameters[k] - heel_off.TRUE[k]) < 3 * res.standard_errors[k]
 
-
-def test_a_fit_out_of_time_is_reported_as_time_limit():
-    from colloc_problems._data import data_path
-
-    trial = heel_off.load_trial(data_path("heel_off", "heel_off.csv"))  # 8 s: well over a second of IPOPT
-    out = heel_off.identify([trial], time_limit=0.5)
-    assert out["status"] == "time_limit" and not out["success"]
 
 
 def test_cli_fit_weight_reaches_the_library_path(tmp_path):
     """``--fit-weight`` (issue 18): on the library's hybrid path a weight of 0 leaves a signal
     out of the fit (and out of the residuals and the verdict); a name that is not a measured
-    state, a weight below 0, or the delayed controller's private path are refused in one line."""
+    state or a weight below 0 are refused in one line, for the delayed controller too."""
     trial, _sim = heel_off.make_trial(1.0, pulses=((0.3, -2.0, 0.5),), noise=False, name="flat.csv", omegas=False)
     path = tmp_path / "flat.csv"
     heel_off.write_trial(trial, path)

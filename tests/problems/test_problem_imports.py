@@ -1,6 +1,7 @@
 """The heel-off modules import in one direction: the problem's entry (heel_off, what the command
-line finds) over its complementarity method over its multi-phase method and body; none of them
-is on an import cycle (every import counts, inside functions too, relative or absolute)."""
+line finds) over its fits on the library (hybrid, delayed, glued, complementarity) over its
+specifications (body ← simulator ← records ← start); none of them is on an import cycle (every
+import counts, inside functions too, relative or absolute)."""
 
 from __future__ import annotations
 
@@ -50,11 +51,23 @@ def _on_a_cycle(graph: dict[str, set[str]], start: str) -> bool:
     return False
 
 
+#: heel-off's specifications, each importing only those before it.
+SPECIFICATIONS = ("heel_off_body", "heel_off_simulator", "heel_off_records", "heel_off_start")
+#: heel-off's fits on the library.
+FITS = ("heel_off_hybrid", "heel_off_fit", "heel_off_glued", "heel_off_complementarity")
+
+
 def test_the_heel_off_modules_import_one_way():
     graph = _graph(PROBLEMS)
-    assert {"heel_off_complementarity", "heel_off_multiphase"} <= graph["heel_off"]
-    assert "heel_off_multiphase" in graph["heel_off_complementarity"]
-    for mod in ("heel_off", "heel_off_complementarity", "heel_off_multiphase"):
+    heel = {m for m in graph if m.startswith("heel_off")}
+    assert {"heel_off_complementarity", "heel_off_fit", *SPECIFICATIONS} <= graph["heel_off"]
+    assert not [m for m in heel if "heel_off" in graph[m]]  # nothing imports the problem's entry
+    for i, mod in enumerate(SPECIFICATIONS):
+        assert graph[mod] & heel <= set(SPECIFICATIONS[:i]), mod  # no fit, no later specification
+    assert {"heel_off_body", "heel_off_records", "heel_off_start"} <= graph["heel_off_hybrid"]
+    assert "heel_off_hybrid" in graph["heel_off_fit"] and "heel_off_hybrid" in graph["heel_off_glued"]
+    assert {"heel_off_body", "heel_off_records", "heel_off_simulator", "heel_off_start"} <= graph["heel_off_complementarity"]
+    for mod in sorted(heel):
         assert not _on_a_cycle(graph, mod), mod
 
 
