@@ -260,6 +260,19 @@ class HybridModel:
         """The keys of the delayed states in ``p`` (:func:`delayed_name`)."""
         return [delayed_name(s) for s in self.delayed]
 
+    def resets_delayed(self, guard: Guard) -> bool:
+        """Whether ``guard``'s reset map may change a delayed state (its value minus the state is
+        not identically zero, traced on CasADi symbols): its jump is fed back a delay later."""
+        if guard.reset is None or not self.delayed:
+            return False
+        import casadi as ca  # here: the definitions import without CasADi
+
+        x = ca.SX.sym("x", len(self.states))
+        p = {n: ca.SX.sym(n) for n in (*self.parameters, *self.inputs, *self.delayed_names())}
+        out = guard.reset(ca.SX.sym("t"), np.array([x[i] for i in range(x.shape[0])], dtype=object), p)
+        y = out if isinstance(out, ca.SX) else ca.vertcat(*[ca.SX(v) for v in np.ravel(np.asarray(out, dtype=object))])
+        return any(not ca.simplify(y[i] - x[i]).is_zero() for i in (list(self.states).index(s) for s in self.delayed))
+
     def delays_as_inputs(self) -> HybridModel:
         """The model with its delayed states declared as inputs (what the simulator binds, piece
         by piece of the method of steps) and no delay."""

@@ -270,6 +270,8 @@ class HybridProblem:
         if start_states is not None and not callable(start_states):
             raise ProblemError("HybridProblem(start_states=...): expected a function (trial, times) -> states")
         self.start_states = start_states
+        #: the guards whose reset changes a delayed state (its jump is fed back a delay later)
+        self.delayed_jumps = frozenset(g.name for g in model.all_guards() if model.resets_delayed(g))
         self.inputs = list(model.inputs)
         if self.inputs and self.timed:
             raise ProblemError(f"HybridProblem: model {model.name!r} is timed (time events, timed modes); inputs "

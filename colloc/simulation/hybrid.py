@@ -102,7 +102,7 @@ def simulate_hybrid(model: HybridModel, x0: ArrayLike, t_span: tuple[float, floa
                     inputs: Callable[[float], Mapping[str, float]] | None = None) -> HybridSimulation:
     """Simulate ``model`` from ``x0`` over ``t_span`` with parameters ``p`` (any object the
     model's functions accept, usually a dict).  A model with inputs needs ``inputs``: a function
-    ``t → {input: value}`` (e.g. :func:`colloc.transcription.hybrid_fit.input_values` of samples).
+    ``t → {input: value}`` (e.g. :func:`colloc.signals.sampled.input_values` of samples).
 
     Returns a :class:`HybridSimulation` with the state at ``t_eval`` (default: the
     integrator's own steps) and the list of events, each with its time and kind.

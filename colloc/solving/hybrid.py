@@ -38,8 +38,9 @@ from ..definition.hybrid_problem import HybridProblem
 from ..inference.covariance import parameter_covariance
 from ..results.report import finalize
 from ..results.result import Estimate, Result
+from ..signals.sampled import input_values
 from ..simulation.hybrid import simulate_hybrid
-from ..transcription.hybrid_fit import INPUT_WINDOW, HybridNLP, TrialLayout, as_column, assign, input_values
+from ..transcription.hybrid_fit import INPUT_WINDOW, HybridNLP, TrialLayout, as_column, assign
 from ..transcription.methods import Radau
 from .collocation import worst_violations
 from .ipopt import Ipopt, IterationInfo, progress_callback
@@ -209,20 +210,6 @@ BREAK_MIN_STEPS = 2.0
 BREAK_ROOM = 10.0
 
 
-def _jumps_delayed(problem: HybridProblem, guard) -> bool:
-    """Whether ``guard``'s reset map may change a delayed state (its value minus the state is not
-    identically zero, traced on CasADi symbols)."""
-    model = problem.model
-    if guard.reset is None:
-        return False
-    nx = len(problem.states)
-    x = ca.SX.sym("x", nx)
-    names = [*problem.parameters, *model.inputs, *model.delayed_names()]
-    p = {n: ca.SX.sym(n) for n in names}
-    y = as_column(guard.reset(ca.SX.sym("t"), np.array([x[i] for i in range(nx)], dtype=object), p))
-    return any(not ca.simplify(y[i] - x[i]).is_zero() for i in (problem.states.index(s) for s in model.delayed))
-
-
 def _delay_breaks(problem: HybridProblem, lay: TrialLayout, time: np.ndarray, delay: float) -> TrialLayout:
     """The layout with a phase cut (no event: the same mode on both sides, the state continuous) a
     delay after every switch whose reset changes a delayed state, where the jump is fed back; tied
@@ -233,7 +220,7 @@ def _delay_breaks(problem: HybridProblem, lay: TrialLayout, time: np.ndarray, de
     if problem.model.delay is None or problem.fixed_switches or delay < BREAK_MIN_STEPS * lay.dt:
         return lay
     seq, guards, sw = list(lay.sequence), list(lay.guards), list(map(float, lay.switches))
-    for i in reversed([i for i, g in enumerate(guards) if _jumps_delayed(problem, g)]):
+    for i in reversed([i for i, g in enumerate(guards) if g is not None and g.name in problem.delayed_jumps]):
         t_break, ends = sw[i] + delay, [float(time[0]), *sw, float(time[-1])]
         j = next((j for j in range(i + 1, len(seq))
                   if ends[j] + lay.dt <= t_break <= ends[j + 1] - BREAK_ROOM * lay.dt), None)
@@ -447,6 +434,8 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
     violations = [] if success else worst_violations(np.array(fn["g"](x)).ravel(), nlp.lbg, nlp.ubg,
                                                      lambda i: f"{nlp.kinds[i]} (row {i})", tol=1e-6)
     params = nlp.parameters(x)
+    # the states at the collocation nodes, a jump's time twice (before, after), when asked for
+    nodes = [nlp.nodes(x, k) for k in range(len(problem.trials))] if problem.node_trajectories else []
     names = problem.parameters
     info: dict = {"rounds": rounds, "round_log": round_log, "settled": settled, "remeshed": remeshed,
                   "num_variables": int(nlp.w.shape[0]), "num_constraints": int(nlp.g.shape[0]),
@@ -495,8 +484,8 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
     for k, (trial, lay) in enumerate(zip(problem.trials, layouts)):
         states = np.array(fn["states"][k](x))
         time = trial.time
-        if problem.node_trajectories:  # at the collocation nodes, a jump's time twice (before, after)
-            node_time, node_states = nlp.nodes(x, k)
+        if problem.node_trajectories:
+            node_time, node_states = nodes[k]
             trajectories[trial.name] = pd.DataFrame(node_states, index=pd.Index(node_time, name="time"),
                                                     columns=problem.states)
         else:
@@ -519,7 +508,8 @@ def estimate_hybrid(problem: HybridProblem, method: Radau, *, solver: Ipopt, gue
         if lay.ties:
             phases[trial.name]["delay_breaks"] = lay.switches[[b for b, _ in lay.ties]].tolist()
         if solver.simulate:
-            simulation[trial.name] = _simulation_check(problem, trial, x0, params, fitted, lay, eiv)
+            simulation[trial.name] = _simulation_check(problem, trial, x0, params, fitted,
+                                                       phases[trial.name]["modes"], eiv)
     simulation_s = _time.perf_counter() - t3
     info["phases"] = phases
     info["objective_history"] = [float(v) * max(nlp.num_observations, 1)
@@ -589,11 +579,12 @@ def verdict_arguments(problem: HybridProblem, residuals: Mapping, info: dict) ->
                             "info['noise']); the fit is weighted by fit="}
 
 
-def _simulation_check(problem: HybridProblem, trial, x0, params: dict, fitted: list, lay: TrialLayout,
+def _simulation_check(problem: HybridProblem, trial, x0, params: dict, fitted: list, fit_modes: list,
                       inputs: Mapping | None = None) -> dict:
     """The event-driven simulation from the estimated initial state at the estimate (with the
     errors-in-variables inputs' estimates, ``inputs``): NRMSE of each fitted state against its
-    samples, and the modes it went through against the fit's."""
+    samples, and the modes it went through against the fit's (``fit_modes``, a phase cut by a
+    delay break once)."""
     sim, why = _simulate(problem, trial, x0, params, inputs, SIMULATION_TOLERANCE)
     if sim is None:
         return {"status": "failed", "message": why, "nrmse": {}}
@@ -606,9 +597,9 @@ def _simulation_check(problem: HybridProblem, trial, x0, params: dict, fitted: l
         nrmse[s] = rms / span if span > 0 else math.nan
     modes, times = _boundaries(sim)
     modes[0] = modes[0] or problem.model.initial_mode
-    same = modes == lay.merged()
+    same = modes == list(fit_modes)
     message = ("the simulation goes through the fitted modes" if same else
                f"the simulation goes through {len(modes)} phases ({', '.join(modes[:8])}"
-               f"{', …' if len(modes) > 8 else ''}), the fit {len(lay.merged())}")
+               f"{', …' if len(modes) > 8 else ''}), the fit {len(fit_modes)}")
     return {"status": "ok", "message": message, "nrmse": nrmse, "modes": modes, "switch_times": list(times),
             "same_modes": bool(same)}

@@ -25,7 +25,6 @@ the solving layer re-assigns and re-solves until it no longer changes.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import math
 import time as _time
@@ -38,6 +37,7 @@ import numpy as np
 from ..base.compiler import compiled_all, compiler_runs, has_compiler
 from ..definition.hybrid import Guard
 from ..definition.hybrid_problem import HybridProblem
+from ..signals.sampled import HERMITE, input_values, read_input
 from .grid import radau_basis
 from .multiphase import assemble_hessian, assemble_jacobian
 from .nlp import COMPILE_WORK_ABOVE
@@ -65,37 +65,6 @@ def _symbols(x: ca.SX) -> np.ndarray:
     return out
 
 
-def _hermite() -> ca.Function:
-    s, v0, v1, d0, d1 = (ca.SX.sym(n) for n in ("s", "v0", "v1", "d0", "d1"))
-    s2, s3 = s * s, s * s * s
-    return ca.Function("hermite", [s, v0, v1, d0, d1], [(2 * s3 - 3 * s2 + 1) * v0 + (s3 - 2 * s2 + s) * d0
-                                                         + (3 * s2 - 2 * s3) * v1 + (s3 - s2) * d1])
-
-
-_HERMITE = _hermite()
-
-
-def read_input(time: np.ndarray | list, values, k: int, t):
-    """An input at ``t`` in the sample step ``k`` (``time[k] ≤ t ≤ time[k + 1]``, or a little
-    outside it): the cubic Hermite piece through ``values[k]``, ``values[k + 1]`` with the
-    Catmull–Rom slopes (central differences; one-sided at the record's ends).  ``values`` may be
-    numbers or CasADi symbols (an errors-in-variables input), ``t`` a number or an expression."""
-    n = len(time)
-
-    def slope(i):
-        lo, hi = max(i - 1, 0), min(i + 1, n - 1)
-        return (values[hi] - values[lo]) / (time[hi] - time[lo])
-
-    h = time[k + 1] - time[k]
-    args = ((t - time[k]) / h, values[k], values[k + 1], h * slope(k), h * slope(k + 1))
-    if all(isinstance(a, float | np.floating) for a in args):  # numbers (the simulator): no CasADi call
-        s, v0, v1, d0, d1 = (float(a) for a in args)
-        return (((2 * s - 3) * s * s + 1) * v0 + ((s - 2) * s + 1) * s * d0 + (3 - 2 * s) * s * s * v1
-                + (s - 1) * s * s * d1)
-    out = _HERMITE(*args)
-    return float(out) if isinstance(out, ca.DM) else out
-
-
 #: Sample steps on either side of the one an NLP's time is in at the start values that its input
 #: read covers exactly (the switching times, and with them the collocation times, move in the
 #: solve); beyond them the outermost cubic piece is read, at most one step further.
@@ -104,22 +73,6 @@ INPUT_WINDOW = 2
 
 def _step(time: np.ndarray, t: float) -> int:
     return int(np.clip(np.searchsorted(time, t, side="right") - 1, 0, len(time) - 2))
-
-
-def input_values(time, samples: dict) -> Callable:
-    """``t → {input: value}`` of inputs given by their ``samples`` at ``time`` (numbers), by
-    :func:`read_input`: what the simulator reads (:func:`colloc.simulate_hybrid`)."""
-    # Python lists and bisect: the simulator reads the inputs at every evaluation of the rates
-    times = np.asarray(time, dtype=float).tolist()
-    lists = {u: np.asarray(v, dtype=float).tolist() for u, v in samples.items()}
-    last = len(times) - 2
-
-    def at(t) -> dict:
-        t = float(t)
-        k = min(max(bisect.bisect_right(times, t) - 1, 0), last)
-        return {u: read_input(times, v, k, t) for u, v in lists.items()}
-
-    return at
 
 
 @dataclass
@@ -188,7 +141,7 @@ def _window_function() -> ca.Function:
         tk, h, den0, den1, _thr, lo, hi = (num[i, s] for i in range(7))
         v0, v1, a0, b0, a1, b1 = (vals[i, s] for i in range(6))
         ts = ca.fmin(ca.fmax(t, lo), hi)
-        return _HERMITE((ts - tk) / h, v0, v1, h * (b0 - a0) / den0, h * (b1 - a1) / den1)
+        return HERMITE((ts - tk) / h, v0, v1, h * (b0 - a0) / den0, h * (b1 - a1) / den1)
 
     expr = piece(0)
     for s in range(1, _SLOTS):
