@@ -1,7 +1,7 @@
 """Do the real-sway estimates depend on where the window starts, or on the sample rate?
 
     python benchmarks/real_sway_stability.py [--data FILE_OR_DIR ...] [--controller PID]
-        [--noise sway] [--length 30] [--shift 2.5] [--quick] [--out JSON]
+        [--noise sway] [--length 30] [--shift 2.5] [--quick] [--no-rate] [--out JSON]
 
 For every BDS trial (Santos & Duarte 2016; default the shipped ones in data/bds; the subject's
 body from BDSinfoCOP), three fits of ``cip.stochastic_problem`` by ``co.solve(..., co.KalmanML())``:
@@ -10,8 +10,16 @@ reference window decimated to 50 Hz (every second sample: the records are low-pa
 so this is what a 50 Hz recording of the same sway would hold).  For each parameter: is the
 change within one standard error of the reference fit?  The issue's acceptance: every
 parameter within 1 SE under the shift in ≥ 80 % of trials; the disturbance's intensity ``q_d``
-(N·m·√s, continuous time) within 1 SE at 50 Hz.  Reports the CPU seconds of each fit.
-``--quick``: one trial.  Writes JSON atomically (default benchmarks/results/real_sway_stability.json).
+(N·m·√s, continuous time) within 1 SE at 50 Hz.  The shift is measured twice: in the reference's
+standard errors on the linear scale, and on the scale of the report's 95 % interval (the log scale
+for a positive parameter whose SE is under its value: a time constant's likelihood is skewed, flat
+towards long ones).  Also each window's exact NLL at the other window's estimate above its own
+optimum (``cross_dnll``): the likelihood's own distance between the two estimates, set against the
+95 % point of what the model's own sampling spread gives two windows that differ in SHIFT/LENGTH of
+their samples, (SHIFT/LENGTH)·χ²_k(0.95) with k free parameters.  Reports the
+CPU seconds of each fit.
+``--quick``: one trial; ``--no-rate``: the window shift alone (the 50 Hz entries repeat the
+reference).  Writes JSON atomically (default benchmarks/results/real_sway_stability.json).
 """
 
 from __future__ import annotations
@@ -32,6 +40,18 @@ from real_sway_heldout import _info, _trials
 import colloc as co
 
 
+def _nll_at(cip, trial, body, controller, noise, parameters) -> float:
+    """The exact NLL of ``trial`` (centred on its own mean, as the fit does) at ``parameters``."""
+    from colloc import kalman
+
+    problem = cip.stochastic_problem(trial, controller=controller, body=body, noise=noise)
+    lgm = problem.model_at(float(np.median(np.diff(trial.time))))
+    cop = np.asarray(trial["cop"], dtype=float)
+    yc = (cop - cop.mean())[:, None]
+    pred, sd = kalman.one_step_predictions(lgm, yc, {k: parameters[k] for k in lgm.parameter_names}, missing=True)
+    return float(np.sum(0.5 * (np.log(2 * np.pi * sd**2) + ((yc - pred) / sd) ** 2)))
+
+
 def _fit(cip, trial, body, controller, noise):
     c0 = time.process_time()
     result = co.solve(cip.stochastic_problem(trial, controller=controller, body=body, noise=noise), co.KalmanML(),
@@ -39,19 +59,37 @@ def _fit(cip, trial, body, controller, noise):
     return result, time.process_time() - c0
 
 
-def evaluate(path: Path, info: dict, controller: str, noise: str, length: float, shift: float) -> dict:
+def _report_scale_shift(value: float, se: float, other: float) -> float:
+    """|other − value| in standard errors on the scale of the report's 95 % interval: the log scale
+    (|log(other/value)| / (se/value)) for a positive estimate whose SE is under its value, else linear."""
+    if value > 0 and other > 0 and se < value:
+        return abs(float(np.log(other / value))) / (se / value)
+    return abs(other - value) / se
+
+
+def _cross_reference(run: dict, length: float, shift: float) -> float:
+    """The 95 % point of a window's NLL at the shifted window's estimate above its own optimum if the
+    model were right: (shift/length)·χ²_k(0.95), k the parameters with a standard error."""
+    from scipy.stats import chi2
+
+    return float(shift / length * chi2.ppf(0.95, len(run["parameters"])))
+
+
+def evaluate(path: Path, info: dict, controller: str, noise: str, length: float, shift: float,
+             rate: bool = True) -> dict:
     from colloc_problems import cip
 
     name = path.name.split(".")[0]
     row = info[name]
     body = cip.body(float(row["Height"]) / 100.0, float(row["Weight"]))
     trial = cip.load_trial(str(path), columns={"cop": "COPx"})
-    ref, ref_cpu = _fit(cip, trial.window(0.0, length), body, controller, noise)
-    moved, moved_cpu = _fit(cip, trial.window(shift, length + shift), body, controller, noise)
+    first, second = trial.window(0.0, length), trial.window(shift, length + shift)
+    ref, ref_cpu = _fit(cip, first, body, controller, noise)
+    moved, moved_cpu = _fit(cip, second, body, controller, noise)
     t = np.asarray(trial.time)
     keep = (t < length) & (np.arange(t.size) % 2 == 0)
     half = co.Trial(t[keep], {"cop": np.asarray(trial["cop"])[keep]}, name=name + "@50Hz")
-    slow, slow_cpu = _fit(cip, half, body, controller, noise)
+    slow, slow_cpu = _fit(cip, half, body, controller, noise) if rate else (ref, 0.0)  # --no-rate: the reference
     out = {"trial": name, "vision": row.get("Vision"), "surface": row.get("Surface"),
            "success": [ref.success, moved.success, slow.success], "cpu_s": [ref_cpu, moved_cpu, slow_cpu],
            "nll": [float(r.objective) for r in (ref, moved, slow)],
@@ -59,6 +97,10 @@ def evaluate(path: Path, info: dict, controller: str, noise: str, length: float,
            # window's estimate changes family, both families are seen here
            "other_optima": [r.info.get("other_optima", []) for r in (ref, moved, slow)],
            "warnings": [[w.get("code") for w in r.warnings] for r in (ref, moved, slow)],
+           # each window's exact NLL at the other window's estimate, above its own optimum: the
+           # likelihood's own measure of how far apart the two estimates are (all parameters at once)
+           "cross_dnll": [_nll_at(cip, first, body, controller, noise, moved.parameters) - float(ref.objective),
+                          _nll_at(cip, second, body, controller, noise, ref.parameters) - float(moved.objective)],
            "parameters": {}}
     for k in ref.parameters:
         se = ref.standard_errors.get(k)
@@ -67,6 +109,10 @@ def evaluate(path: Path, info: dict, controller: str, noise: str, length: float,
         out["parameters"][k] = {"ref": ref.parameters[k], "se": se, "shifted": moved.parameters[k],
                                 "at_50Hz": slow.parameters[k],
                                 "shift_in_se": abs(moved.parameters[k] - ref.parameters[k]) / se,
+                                # on the scale of the report's interval: log for a positive parameter
+                                # whose SE is under its value (colloc.results.report), else linear
+                                "shift_in_se_report_scale": _report_scale_shift(ref.parameters[k], se,
+                                                                                moved.parameters[k]),
                                 "rate_in_se": abs(slow.parameters[k] - ref.parameters[k]) / se}
     return out
 
@@ -80,6 +126,7 @@ def main(argv=None) -> int:
     ap.add_argument("--length", type=float, default=30.0)
     ap.add_argument("--shift", type=float, default=2.5)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-rate", action="store_true", help="skip the 50 Hz fit (its entries are the reference's)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "real_sway_stability.json"))
     args = ap.parse_args(argv)
     files = _trials(args.data)
@@ -88,15 +135,29 @@ def main(argv=None) -> int:
     info = _info(Path(args.info))
     runs = []
     for path in files:
-        r = evaluate(path, info, args.controller, args.noise, args.length, args.shift)
+        r = evaluate(path, info, args.controller, args.noise, args.length, args.shift, rate=not args.no_rate)
         runs.append(r)
-        cells = " ".join(f"{k} {v['shift_in_se']:.2f}/{v['rate_in_se']:.2f}" for k, v in r["parameters"].items())
+        cells = " ".join(f"{k} {v['shift_in_se']:.2f}({v['shift_in_se_report_scale']:.2f})/{v['rate_in_se']:.2f}"
+                         for k, v in r["parameters"].items())
         print(f"{r['trial']} success {r['success']} cpu {np.round(r['cpu_s'], 1).tolist()} "
-              f"|Δ|/SE shift/50Hz: {cells}", flush=True)
+              f"|Δ|/SE shift (report's scale)/50Hz: {cells}; cross ΔNLL {np.round(r['cross_dnll'], 2).tolist()}",
+              flush=True)
     ok = [r for r in runs if all(r["success"])]
+    length, shift = args.length, args.shift
     summary = {"trials": len(runs), "all_three_succeeded": len(ok),
                "shift_all_within_1se": float(np.mean([all(v["shift_in_se"] <= 1 for v in r["parameters"].values())
                                                       for r in ok])) if ok else None,
+               "shift_all_within_1se_count": int(sum(all(v["shift_in_se"] <= 1 for v in r["parameters"].values())
+                                                     for r in ok)),
+               "shift_all_within_1se_report_scale_count": int(sum(
+                   all(v["shift_in_se_report_scale"] <= 1 for v in r["parameters"].values()) for r in ok)),
+               "cross_dnll_max": [float(max(r["cross_dnll"])) for r in runs],
+               # what the model's own sampling spread allows: the two windows differ in shift/length of
+               # their samples each, so θ̂₁ − θ̂₂ ≈ N(0, (2·shift/length)·I⁻¹) and the cross ΔNLL
+               # ≈ ½(θ̂₁ − θ̂₂)ᵀI(θ̂₁ − θ̂₂) ~ (shift/length)·χ²_k, k the free parameters
+               "cross_dnll_reference_95": {r["trial"]: _cross_reference(r, length, shift) for r in runs},
+               "cross_dnll_within_reference_count": int(sum(max(r["cross_dnll"]) <= _cross_reference(r, length, shift)
+                                                            for r in ok)),
                "q_d_rate_within_1se": float(np.mean([r["parameters"]["q_d"]["rate_in_se"] <= 1 for r in ok
                                                      if "q_d" in r["parameters"]])) if ok else None,
                "median_cpu_s_per_fit": float(np.median([c for r in runs for c in r["cpu_s"]]))}

@@ -88,6 +88,19 @@ class StochasticProblem:
         The problem's name in results.
     label : str, optional
         What the model is, for the report (e.g. the controller).
+    nested : callable, optional
+        ``nested(trial) -> StochasticProblem``: a simpler model nested in this one (this model with
+        some of its parameters at a limit, e.g. a gain at 0: a model without them, or this one with
+        them ``fixed``), on the same record and outputs.  Unless
+        a guess is given, :class:`colloc.KalmanML` fits it first (with its own starts) and starts this
+        model once, from its estimate completed by ``nested_start``, in place of ``start`` and
+        ``starts``: one more parameter from the nested optimum instead of a search of the larger
+        model from afar.  When no nested fit succeeds, ``start`` and ``starts`` are used.  The
+        nested fit's NLL is reported with the likelihood-ratio test of the added parameters
+        (``info["nested"]``), and its other optima count as this model's (the ambiguity warning).
+    nested_start : mapping, optional
+        Start values of the parameters ``nested`` lacks (required with ``nested``), near the
+        nesting limit (a small positive gain rather than 0, so that the search has a scale).
     """
 
     def __init__(self, model: Callable[[float], Any] | Any, trials: Trial | Sequence[Trial], *,
@@ -99,7 +112,9 @@ class StochasticProblem:
                  units: Mapping[str, str] | None = None, descriptions: Mapping[str, str] | None = None,
                  stable: bool = True, notes: Callable[[dict], list[str]] | None = None,
                  checks: Callable[[dict], list[dict]] | None = None,
-                 info: Callable[[dict], dict] | None = None, name: str = "stochastic", label: str = "") -> None:
+                 info: Callable[[dict], dict] | None = None, name: str = "stochastic", label: str = "",
+                 nested: Callable[[Trial], StochasticProblem] | None = None,
+                 nested_start: Mapping[str, float] | None = None) -> None:
         trials = [trials] if isinstance(trials, Trial) else list(trials)
         if not trials or not all(isinstance(t, Trial) for t in trials):
             raise OptionsError("StochasticProblem: trials must be a colloc.Trial or a non-empty list of them")
@@ -132,9 +147,16 @@ class StochasticProblem:
         self.extra_info = info
         self.name = str(name)
         self.label = str(label)
+        if nested is not None and not callable(nested):
+            raise ModelError("StochasticProblem: nested must be a callable trial -> StochasticProblem")
+        if nested is not None and not nested_start:
+            raise ModelError("StochasticProblem: nested needs nested_start, the start values of the parameters "
+                             "the nested model lacks")
+        self.nested = nested
+        self.nested_start = {k: float(v) for k, v in (nested_start or {}).items()}
         names = self.model_at(self.sample_step(0)).parameter_names
         self.parameter_names = tuple(names)
-        given = set(self.start) | set(self.bounds) | set(self.fixed) | set(self.physical)
+        given = set(self.start) | set(self.bounds) | set(self.fixed) | set(self.physical) | set(self.nested_start)
         unknown = sorted((given | {k for point in self.starts for k in point}) - set(names))
         if unknown:
             raise ModelError(f"StochasticProblem: unknown parameter(s) {', '.join(unknown)}; the model's: "
@@ -142,8 +164,8 @@ class StochasticProblem:
         lacking = [k for k in names if k not in self.start and k not in self.fixed]
         if lacking:
             raise ModelError(f"StochasticProblem: no start value for {', '.join(lacking)}")
-        outside = sorted({k for point in [self.start, *self.starts] for k, v in point.items() if k in self.bounds
-                          and not self.bounds[k][0] <= v <= self.bounds[k][1]})
+        outside = sorted({k for point in [self.start, *self.starts, self.nested_start] for k, v in point.items()
+                          if k in self.bounds and not self.bounds[k][0] <= v <= self.bounds[k][1]})
         if outside:
             raise OptionsError(f"StochasticProblem: the start of {', '.join(outside)} lies outside its bounds "
                                f"{[self.bounds[k] for k in outside]}")

@@ -55,20 +55,22 @@ AMBIGUOUS_NLL = 1.92
 
 def _other_optima(best, rest, names) -> list[dict]:
     """The fits of ``rest`` that succeeded at an optimum distinct from ``best``'s: some parameter
-    more than 3 of ``best``'s standard errors (or 1 % where it has none) away."""
+    more than 3 of ``best``'s standard errors (or 1 % where it has none) away.  A fit of a nested
+    model (fewer parameters) is compared on the parameters it has."""
     out: list[dict[str, Any]] = []
     for fit in rest:
         if not fit.success:
             continue
+        shared = [k for k in names if k in fit.parameters]
         apart = []
-        for k in names:
+        for k in shared:
             a, b = float(best.parameters[k]), float(fit.parameters[k])
             se = best.standard_errors.get(k, np.nan)
             tol = 3 * se if np.isfinite(se) and se > 0 else 0.01 * max(abs(a), 1e-12)
             if abs(a - b) > tol:
                 apart.append(k)
-        if apart and all(any(abs(o["parameters"][k] - fit.parameters[k]) > 1e-6 * max(1.0, abs(fit.parameters[k]))
-                             for k in names) for o in out):
+        if apart and all(any(abs(o["parameters"].get(k, np.nan) - fit.parameters[k])
+                             > 1e-6 * max(1.0, abs(fit.parameters[k])) for k in shared) for o in out):
             out.append({"nll": float(fit.nll), "parameters": {k: float(v) for k, v in fit.parameters.items()},
                         "apart": apart})
     return out
@@ -177,6 +179,48 @@ class KalmanML(AbstractMethod):
     free_draws: int = 200
     name: str = "kalman-ml"
 
+    def _fits(self, problem: StochasticProblem, lgm, yc: np.ndarray, points: list[dict], missing: bool,
+              transient: str | int | None = "method") -> list:
+        """The fits of ``lgm`` to the centred record ``yc`` from ``points`` (the problem's bounds and
+        fixed values): with several starts and L-BFGS-B, every start's search first; then, from the
+        lowest search on, those that end within :data:`SEARCH_MARGIN` of the best are finished,
+        unless within a standard error of an optimum already finished (the same basin).
+        ``transient``: the steady-state likelihood's (default this method's)."""
+        from ..inference import kalman
+
+        if transient == "method":
+            transient = self.transient
+
+        names = list(lgm.parameter_names)
+
+        def fit_from(point, transient, search_only=False):
+            return kalman.maximum_likelihood(lgm, yc, [point[k] for k in names], search_only=search_only,
+                                             bounds={k: problem.bounds.get(k, (None, None)) for k in names},
+                                             fixed=problem.fixed or None, hessian=self.hessian,
+                                             max_iter=self.max_iter, optimizer=self.optimizer,
+                                             compiled=self.compiled, missing=missing,
+                                             transient=None if missing or self.optimizer != "lbfgsb" else transient)
+
+        if len(points) == 1 or self.optimizer != "lbfgsb":
+            return [fit_from(point, transient) for point in points]
+        searched = [fit_from(point, transient, search_only=True) for point in points]
+        best_search = min(f.nll for f in searched)
+        fits = list(searched)
+        finished: list[int] = []
+        for i in sorted(range(len(points)), key=lambda j: searched[j].nll):
+            found = searched[i]
+            if found.nll > best_search + SEARCH_MARGIN:
+                found.message += f"; not finished: its search ended {found.nll - best_search:.4g} above another start's"
+                continue
+            same = next((j for j in finished if _same_basin(found, fits[j], names)), None)
+            if same is not None:
+                found.message += (f"; not finished: its search ended within a standard error of start {same + 1}'s "
+                                  "optimum")
+                continue
+            fits[i] = fit_from(found.parameters, transient)
+            finished.append(i)
+        return fits
+
     def solve(self, problem: StochasticProblem, *, solver: Ipopt | None = None,
               guess: Mapping[str, float] | None = None, progress: Callable | None = None) -> Result:
         """The maximum-likelihood fit of ``problem`` from ``guess`` (default its start and its
@@ -205,49 +249,32 @@ class KalmanML(AbstractMethod):
         # optima); the lowest NLL among the fits that succeeded is the estimate
         points = [start] + ([] if guess else [{**start, **extra} for extra in problem.starts])
         log_before, compile_before = len(lgm.compile_log), lgm.compile_s
-        fits = []
         missing = bool(np.isnan(y).any())
-
-        def fit_from(point, transient, search_only=False):
-            return kalman.maximum_likelihood(lgm, yc, [point[k] for k in names], search_only=search_only,
-                                             bounds={k: problem.bounds.get(k, (None, None)) for k in names},
-                                             fixed=problem.fixed or None, hessian=self.hessian,
-                                             max_iter=self.max_iter, optimizer=self.optimizer,
-                                             compiled=self.compiled, missing=missing,
-                                             transient=None if missing or self.optimizer != "lbfgsb" else transient)
-
-        if len(points) > 1 and self.optimizer == "lbfgsb":
-            # every start's search first; then, from the lowest search on, those that end within
-            # SEARCH_MARGIN of the best are finished, unless within a standard error of an optimum
-            # already finished (the same basin)
-            searched = [fit_from(point, self.transient, search_only=True) for point in points]
-            best_search = min(f.nll for f in searched)
-            fits = list(searched)
-            finished: list[int] = []
-            for i in sorted(range(len(points)), key=lambda j: searched[j].nll):
-                found = searched[i]
-                if found.nll > best_search + SEARCH_MARGIN:
-                    found.message += (f"; not finished: its search ended {found.nll - best_search:.4g} above another "
-                                      "start's")
-                    continue
-                same = next((j for j in finished if _same_basin(found, fits[j], names)), None)
-                if same is not None:
-                    found.message += (f"; not finished: its search ended within a standard error of start {same + 1}'s "
-                                      "optimum")
-                    continue
-                fits[i] = fit_from(found.parameters, self.transient)
-                finished.append(i)
-        else:
-            for point in points:
-                fits.append(fit_from(point, self.transient))
+        nested, nested_fits, best_nested = None, [], None
+        if problem.nested is not None and not guess:
+            # the nested model first; this one from its estimate (the parameters it lacks at nested_start)
+            nested = problem.nested(trial)
+            if list(nested.outputs) != list(problem.outputs) or nested.center != problem.center:
+                raise OptionsError(f"StochasticProblem {problem.name!r}: its nested model must have the same "
+                                   f"outputs and centring (outputs {nested.outputs} against {problem.outputs})")
+            sub = nested.model_at(dt)
+            base = {**nested.start, **nested.fixed}
+            nested_fits = self._fits(nested, sub, yc, [base] + [{**base, **extra} for extra in nested.starts],
+                                     missing)
+            done = [f for f in nested_fits if f.success]
+            if done:
+                best_nested = min(done, key=lambda f: f.nll)
+                points = [{**start, **{k: v for k, v in best_nested.parameters.items() if k in names},
+                           **problem.nested_start}]
+        fits = self._fits(problem, lgm, yc, points, missing)
         ranked = sorted(range(len(fits)), key=lambda i: (not fits[i].success, fits[i].nll))
         fit, start = fits[ranked[0]], points[ranked[0]]
         theta = {k: float(v) for k, v in fit.parameters.items()}
         t_post = time.perf_counter()
         measured = np.isfinite(y)
 
-        def exact(theta):  # the exact filter's predictions and NLL at theta
-            pred, sd = kalman.one_step_predictions(lgm, yc, theta, missing=True)
+        def exact(theta, model=lgm):  # the exact filter's predictions and NLL at theta
+            pred, sd = kalman.one_step_predictions(model, yc, theta, missing=True)
             terms = 0.5 * (np.log(2 * np.pi * sd**2) + ((yc - pred) / sd) ** 2)
             return pred, sd, float(np.sum(np.where(measured, terms, 0.0)))
 
@@ -259,7 +286,7 @@ class KalmanML(AbstractMethod):
             decrement = exact_newton_decrement(lgm, yc, fit, compiled=self.compiled, missing=missing)[1]
         refit = not decrement <= STEADY_DECREMENT
         if refit:  # the exact likelihood's optimum is elsewhere: the exact filter from there
-            fit = fit_from(theta, None)
+            fit = self._fits(problem, lgm, yc, [theta], missing, transient=None)[0]
             fits.append(fit)
             theta = {k: float(v) for k, v in fit.parameters.items()}
             pred, sd, exact_nll = exact(theta)
@@ -274,7 +301,18 @@ class KalmanML(AbstractMethod):
             compiled_note = f"compiled ({compile_s:.1f} s)"
         else:
             compiled_note = "compiled (cache hit)" if loads else "compiled (loaded earlier in this process)"
-        others = _other_optima(fit, [fits[i] for i in ranked[1:]], names)
+        others = _other_optima(fit, [fits[i] for i in ranked[1:]] + nested_fits, names)
+        nested_info = None
+        if nested is not None and best_nested is not None:
+            # the likelihood-ratio test of the parameters the nested model lacks, on the exact NLLs
+            from scipy.stats import chi2
+
+            added = [k for k in names if k not in best_nested.parameters or k in best_nested.fixed]
+            nested_nll = exact(best_nested.parameters, sub)[2]
+            statistic = max(0.0, 2.0 * (nested_nll - exact_nll))
+            nested_info = {"label": nested.label or nested.name, "nll": nested_nll, "added": added,
+                           "parameters": dict(best_nested.parameters), "lr_statistic": statistic,
+                           "p_value": float(chi2.sf(statistic, len(added)))}
         eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
         # an eigenvalue at 0 is a pure integrator (an unused integral state), not an unstable loop
         stable = bool(np.all(eig.real < 1e-9 * max(1.0, float(np.abs(eig).max()))))
@@ -330,6 +368,14 @@ class KalmanML(AbstractMethod):
         elif refit:
             notes.append(f"likelihood: exact filter (at the steady-state likelihood's estimate one Newton step on the "
                          f"exact one would have lowered it by {decrement:.2g})")
+        if nested_info is not None:
+            # on a boundary (a gain at 0) the statistic's null distribution is ½χ²₀ + ½χ²₁ for one parameter
+            # (Self & Liang 1987, J Am Stat Assoc 82:605), so the χ² p-value given is conservative there
+            notes.append(f"nested model {nested_info['label']} (without {', '.join(nested_info['added'])}) fitted "
+                         f"first, NLL {nested_info['nll']:.6g}; this fit started from its estimate; likelihood-ratio "
+                         f"statistic {nested_info['lr_statistic']:.3g} for {', '.join(nested_info['added'])} (χ² with "
+                         f"{len(nested_info['added'])} degree(s) of freedom: p {nested_info['p_value']:.2g}, "
+                         "conservative where the nested model is a limit such as a gain at 0)")
         for c, w in whiteness.items():
             notes.append(f"innovations of {c}: SD {w['std']:.3g} (1 if the model holds), lag-1 autocorrelation "
                          f"{w['lag1']:.3g}, Ljung–Box Q({w['lags']}) {w['Q']:.4g}, p {w['p']:.2g}"
@@ -356,7 +402,7 @@ class KalmanML(AbstractMethod):
                 "newton_decrement": fit.newton_decrement, "fisher_condition": fit.fisher_condition,
                 "active_bounds": list(fit.active_bounds), "innovations_whiteness": whiteness,
                 "innovations_std": float(np.nanstd(z)), "missing_samples": int(np.size(y) - measured.sum()),
-                "sample_step_s": dt, "other_optima": others,
+                "sample_step_s": dt, "other_optima": others, "nested": nested_info,
                 "standard_errors": "inverse observed Fisher information of the parameters "
                 "off their bounds; assumes white Gaussian innovations"}
         if problem.extra_info:
@@ -371,7 +417,7 @@ class KalmanML(AbstractMethod):
                                                    index=index)},
             residuals={trial.name: pd.DataFrame({c: y[:, j] - pred[:, j] for j, c in enumerate(problem.outputs)},
                                                 index=index)},
-            timings={"build_s": t_build, "compile_s": compile_s, "solve_s": sum(f.time_s for f in fits),
+            timings={"build_s": t_build, "compile_s": compile_s, "solve_s": sum(f.time_s for f in fits + nested_fits),
                      "prediction_s": t_end - t_post, "total_s": t_end - t0},
             num_nodes=int(y.shape[0]), trials=[trial.name], versions=versions(),
             units={k: problem.units[k] for k in [*all_names, *problem.outputs] if k in problem.units},

@@ -14,6 +14,7 @@ from .constants import BODY, CENTRE_NORMAL, GAINS, _body, gain_bounds
 from .formulations import problem
 from .kalman_model import CONTROLLERS, NOISE_MODELS, SIGMA_RANGE, _ml_start, ml_model
 from .real import (
+    NESTED_START_KI_PER_MGH,
     PLAUSIBLE,
     SECOND_START_NOISE,
     SECOND_START_PER_MGH,
@@ -215,10 +216,17 @@ def stochastic_problem(trial: co.Trial, *, controller: str = "PID", body: Mappin
     def model_at(step):
         return ml_model(controller, dt=step, body=body, fit_disturbance=real, noise=noise)
 
+    # a real subject's PID in the sway models: the PD fit (this model at K_I = 0) first, with its starts,
+    # and the PID from its estimate (NESTED_START_KI_PER_MGH), not three PID searches from afar
+    nested, nested_start = None, None
+    if real and not guess and noise.startswith("sway") and controller == "PID":
+        def nested(tr):
+            return stochastic_problem(tr, controller="PD", body=body, noise=noise, bounds=bounds)
+        nested_start = {"KI": min(max(NESTED_START_KI_PER_MGH * mgh, search["KI"][0]), search["KI"][1])}
     return co.StochasticProblem(model_at, trial, outputs=["cop"], start=start, starts=second, bounds=search,
                                 physical=physical,
                                 center=True, units=unit, descriptions=describe, notes=notes, checks=checks,
-                                info=info, name="cip", label=controller)
+                                info=info, name="cip", label=controller, nested=nested, nested_start=nested_start)
 
 
 def prediction_model(result, trial):

@@ -84,6 +84,11 @@ SWAY_SECOND_START_KI_PER_MGH = 5e-4
 #: and which family a window's search reaches depended on the window: BDS00001 (PD, ``sway-lp``)
 #: reached the soft family from 2.5–32.5 s and the stiff one from 0–30 s, while on both windows the
 #: stiff family's NLL is lower by 10.5 and 11.8 (benchmarks/README.md, real_sway_stability.py).
+#: Where a real subject's PID fit in the sway models starts K_I when it starts from the PD estimate
+#: (the PD is this model at K_I = 0; ``StochasticProblem(nested=...)``): a small positive gain, so
+#: that the search has a scale for it (the PID's K_I on the shipped trials: 0–0.5 N·m/(rad·s), standard
+#: errors 0.7–7, so at this start the likelihood is within a fraction of a nat of the PD's).
+NESTED_START_KI_PER_MGH = SWAY_SECOND_START_KI_PER_MGH
 THIRD_START_PER_MGH = {"KP": 2.3, "KI": 5e-4, "KD": 0.23}
 THIRD_START_NOISE = {"B": 10.0, "q_d": 10.0}
 SECOND_START_NOISE = {"B": 2.0, "q_d": 5.0}

@@ -116,3 +116,48 @@ def test_a_record_filtered_by_scipy_gives_back_the_loop_and_the_disturbance():
         se = result.standard_errors[k]
         assert abs(result.parameters[k] - truth[k]) < 3 * se, (k, result.parameters[k], se, truth[k])
     assert result.parameters["KD"] / result.parameters["KP"] == pytest.approx(truth["KD"] / truth["KP"], rel=0.25)
+
+
+def test_a_real_subjects_pid_is_nested_on_its_pd_and_nothing_else_is():
+    """The real subject's PID in the sway models starts from its PD fit (``nested``): the PD on the
+    same record with the same bounds, K_I started at ``NESTED_START_KI_PER_MGH``·m·g·h; a guess, the
+    PD itself, the paper's noise model and the paper's subject keep their own starts."""
+    from pathlib import Path
+
+    trial = cip.load_trial(str(Path(__file__).resolve().parents[2] / "data" / "bds" / "BDS00001.txt.gz"),
+                           columns={"cop": "COPx"}).window(0.0, 10.0)
+    mgh = BODY["m"] * BODY["g"] * BODY["h"]
+    pid = cip.stochastic_problem(trial, controller="PID", body=BODY, noise="sway-lp", bounds={"KP": (None, 2000.0)})
+    assert pid.nested_start == {"KI": pytest.approx(cip.NESTED_START_KI_PER_MGH * mgh)}
+    pd = pid.nested(trial)
+    assert pd.label == "PD" and "KI" not in pd.parameter_names and pd.bounds["KP"][1] == 2000.0
+    assert pd.bounds == {k: v for k, v in pid.bounds.items() if k != "KI"}
+    for kw in ({"controller": "PID", "guess": {"KP": 900.0}}, {"controller": "PD"},
+               {"controller": "PID", "noise": "paper"}):
+        kw = {"body": BODY, "noise": "sway-lp", **kw}
+        assert cip.stochastic_problem(trial, **kw).nested is None, kw
+    assert cip.stochastic_problem(trial, controller="PID", noise="sway-lp").nested is None  # no body
+
+
+@pytest.mark.slow
+def test_the_pid_from_its_pd_reaches_the_optimum_of_its_own_starts():
+    """BDS00009 (60 s), where a PID start ends in a family with a large K_I: the PID fitted once from
+    the PD's estimate reaches the optimum that its three own starts reach (NLL within 0.01), with
+    fewer gradients, and reports the PD's NLL and the likelihood-ratio test of K_I."""
+    from pathlib import Path
+
+    trial = cip.load_trial(str(Path(__file__).resolve().parents[2] / "data" / "bds" / "BDS00009.txt.gz"),
+                           columns={"cop": "COPx"})
+    nested = cip.stochastic_problem(trial, controller="PID", body=BODY, noise="sway-lp")
+    own = cip.stochastic_problem(trial, controller="PID", body=BODY, noise="sway-lp")
+    own.nested = None  # the three PID starts, as before the nested start
+    method = co.KalmanML(free_draws=0)
+    a, b = co.solve(nested, method, throw=False), co.solve(own, method, throw=False)
+    assert a.success and b.success
+    assert a.starts == {"count": 1} and b.starts == {"count": 3}
+    assert abs(a.objective - b.objective) < 0.01
+    for k in ("KP", "KD", "q_d", "B", "tau_m"):
+        assert abs(a.parameters[k] - b.parameters[k]) < 0.1 * b.standard_errors[k], k
+    info = a.info["nested"]
+    assert info["label"] == "PD" and info["added"] == ["KI"]
+    assert info["nll"] >= a.objective - 1e-3 and info["lr_statistic"] < 3.84  # K_I not needed on this trial

@@ -78,3 +78,34 @@ def test_unknown_optimizer_is_refused(record):
     lgm = cip.ml_model("PID", dt=1 / RATE)
     with pytest.raises(co.CollocInputError, match="optimizer"):
         maximum_likelihood(lgm, record, [1100.0, 20.0, 250.0, 1e-4], optimizer="newton")
+
+
+def test_a_newton_step_hidden_by_the_nlls_evaluation_noise_is_taken_when_the_gradient_confirms_it():
+    """The sway models' NLL carries evaluation noise of ~1e-8 of its size (``NOISE_RTOL``) while its
+    gradient is smooth.  Here a quadratic of size 8.4e4 whose value is raised by 2e-3 (below the
+    tolerance 1e-7·|NLL| = 8.4e-3) everywhere but at the start: the exact Newton step, 0.002 nats
+    down, looks like a rise; it is taken because the gradient there is zero, and the optimum reached.
+    A step whose NLL rises beyond the noise is still refused."""
+    from colloc.inference.kalman.estimation import NOISE_RTOL, _newton_polish
+
+    H = np.array([[4.0, 1.0], [1.0, 0.5]])
+    z0 = np.linalg.solve(H, np.array([0.06, 0.1])) * 0.5  # a decrement of a few millinats
+    decrement = 0.5 * z0 @ H @ z0
+    assert 1e-3 < decrement < 0.01
+
+    def polish(bump):
+        def fun(z):
+            f = -8.4e4 + 0.5 * z @ H @ z + (0.0 if np.array_equal(z, z0) else bump)
+            return f, H @ z
+
+        def hessian(theta):
+            return fun(theta)[0], H @ theta, H
+        return _newton_polish(hessian, lambda z: z.copy(), fun, z0.copy(), np.arange(2), lambda z: np.ones(2),
+                              np.zeros(2, bool), np.full(2, -10.0), np.full(2, 10.0))
+
+    assert 2e-3 < NOISE_RTOL * 8.4e4
+    z, steps, saddle, converged = polish(2e-3)
+    assert steps >= 1 and converged and not saddle
+    np.testing.assert_allclose(z, 0.0, atol=1e-12)
+    z, steps, saddle, converged = polish(5 * NOISE_RTOL * 8.4e4)  # a real rise: refused, not converged
+    assert steps == 0 and not converged and np.array_equal(z, z0)

@@ -7,6 +7,8 @@ Kalman filter on the same discrete model.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -428,3 +430,53 @@ def test_a_search_alone_ends_where_the_full_fit_starts_and_reaches_the_same_esti
     assert search.nll >= full.nll - 1e-6
     for k in TRUTH:
         assert abs(again.parameters[k] - full.parameters[k]) < 0.01 * full.standard_errors[k], k
+
+
+def test_a_nested_model_is_fitted_first_and_the_full_one_from_its_estimate():
+    """``StochasticProblem(nested=...)``: the nested model (here the oscillator with its damping fixed
+    at the undamped limit of its range) is fitted first with its own starts, the full model once from
+    its estimate; it reaches the optimum that the full model's own start reaches, and the report
+    carries the nested NLL and the likelihood-ratio test of the freed parameter (a damped record:
+    the test rejects the undamped model by far)."""
+    y = record(TRUTH, 3000, seed=17)
+
+    def undamped(t):
+        return co.StochasticProblem(oscillator, t, outputs=["x"], start={"k": 2.0, "q": 1.0, "sigma": 0.05},
+                                    fixed={"c": 0.01}, bounds={"k": (0.1, 100.0), "q": (1e-3, 100.0),
+                                                               "sigma": (1e-5, 1.0)})
+
+    direct = co.solve(problem(y), co.KalmanML(free_draws=0), throw=False)
+    nested = co.solve(problem(y, nested=undamped, nested_start={"c": 0.05}), co.KalmanML(free_draws=0), throw=False)
+    assert direct.success and nested.success
+    assert nested.starts == {"count": 1}
+    assert nested.initial_parameters["c"] == pytest.approx(0.05)  # the freed parameter's start
+    assert nested.initial_parameters["k"] != pytest.approx(2.0)  # the others from the nested estimate
+    assert nested.objective == pytest.approx(direct.objective, abs=1e-3)
+    for k in ("k", "c", "q"):
+        assert abs(nested.parameters[k] - direct.parameters[k]) < 0.05 * direct.standard_errors[k]
+    info = nested.info["nested"]
+    assert info["added"] == ["c"] and info["parameters"]["c"] == pytest.approx(0.01)
+    assert info["nll"] > nested.objective + 10  # a damped record: the undamped optimum is far worse
+    assert info["lr_statistic"] == pytest.approx(2 * (info["nll"] - nested.objective))
+    # χ² with one degree of freedom: P(X > s) = erfc(√(s/2))
+    assert info["p_value"] == pytest.approx(math.erfc(math.sqrt(info["lr_statistic"] / 2)), rel=1e-9)
+    assert info["p_value"] < 1e-3
+    assert any("nested model" in n and "likelihood-ratio" in n for n in nested.notes)
+    assert direct.info["nested"] is None
+    # a guess overrides the nested start: the full model from the guess, nothing nested
+    guessed = co.solve(problem(y, nested=undamped, nested_start={"c": 0.05}), co.KalmanML(free_draws=0),
+                       guess={"k": 3.0}, throw=False)
+    assert guessed.info["nested"] is None and guessed.initial_parameters["k"] == 3.0
+    with pytest.raises(co.ModelError, match="nested needs nested_start"):
+        problem(y, nested=undamped)
+    with pytest.raises(co.ModelError, match="unknown parameter.*zeta"):
+        problem(y, nested=undamped, nested_start={"zeta": 1.0})
+    with pytest.raises(co.OptionsError, match="start of c lies outside"):
+        problem(y, nested=undamped, nested_start={"c": 100.0})
+
+    def other_output(t):
+        return co.StochasticProblem(oscillator, co.Trial(t.time, {"z": t["x"]}, name="z"), outputs=["z"],
+                                    start={"k": 2.0, "c": 0.3, "q": 1.0, "sigma": 0.05})
+
+    with pytest.raises(co.OptionsError, match="same outputs"):
+        co.solve(problem(y, nested=other_output, nested_start={"c": 0.05}), co.KalmanML(free_draws=0))

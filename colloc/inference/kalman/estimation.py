@@ -385,6 +385,19 @@ def _hessian_by_differences(gradient, theta, data, steps, kind: str = "richardso
 STALL_RTOL = 1e-10
 #: Evaluations over which L-BFGS-B must make progress (more than a line search's usual few).
 STALL_EVALUATIONS = 10
+#: Relative evaluation noise of the NLL below which a Newton step's change of it is not seen: the
+#: sway models' NLL of a 60 s, 100 Hz COP record (``sway-lp``, PID, BDS00011 near its optimum) varies
+#: by up to 3e-3 nats (SD 7e-4) of 8.4e4 under relative parameter changes of 1e-7 that move it by
+#: less than 1e-6, while its exact gradient stays smooth (a sum over thousands of samples of
+#: innovations that are 1e-6 of the states' sizes).  A Newton step whose NLL rises by less than this
+#: is taken when the gradient shows it nearer the optimum (:func:`_newton_polish`); a decrease below
+#: it (≲ 0.01 nats, ≈ 0.1 standard errors) is not statistically visible either.
+NOISE_RTOL = 1e-7
+#: L-BFGS-B hands over to the Newton steps once its best NLL has not fallen by more than this
+#: (times ``max(1, |NLL|)``) in :data:`STALL_EVALUATIONS` evaluations: the NLL's evaluation noise
+#: (SD ≈ 8e-9 of |NLL| on the sway models, :data:`NOISE_RTOL`); below it the search follows the
+#: noise, and the Newton steps, judged on the exact gradient's decrement, finish.
+SEARCH_STALL_RTOL = 1e-8
 
 
 class _Stalled(Exception):
@@ -400,7 +413,11 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
     "converged", the decision is taken again with the fine one (in a narrow ridge a forward
     difference's error turns the Newton step).
 
-    A step is taken while it would lower the NLL by more than ``rtol·max(1, |NLL|)`` (and 1e-9).
+    A step is taken while it would lower the NLL by more than ``rtol·max(1, |NLL|)`` (and 1e-9); it
+    is accepted where the NLL falls, or, when the step's decrement exceeds 1e-3 (the convergence
+    threshold), where it rises by less than its evaluation noise (:data:`NOISE_RTOL`) while the
+    Newton decrement of the gradient there, under the same Hessian, is at most a quarter of the
+    step's (a decrease hidden by that noise).
     Returns ``(z, steps, saddle, converged)``; ``saddle`` is True when the Hessian had negative
     curvature and one step was taken downhill along it (the caller then goes back to the
     quasi-Newton); ``converged`` when the last Newton step would lower the NLL by less than that
@@ -439,7 +456,14 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
         for t in (1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125):
             trial = z.copy()
             trial[inner] = np.clip(z[inner] + t * step, lo[inner], hi[inner])
-            if fun(trial)[0] < f:
+            f_trial, g_trial = fun(trial)
+            # lower, or, where the step matters for convergence (a decrement above the caller's 1e-3)
+            # and the NLL's own evaluation noise (NOISE_RTOL) hides a decrease this small, not higher
+            # beyond that noise while the exact gradient says the optimum is nearer: its Newton
+            # decrement under this Hessian at most a quarter of the one it started from
+            closer = (not saddle and decrement > 1e-3 and f_trial < f + NOISE_RTOL * max(1.0, abs(float(f)))
+                      and 0.5 * float(np.sum((V.T @ g_trial[inner]) ** 2 / w)) <= 0.25 * decrement)
+            if f_trial < f or closer:
                 z, steps = trial, steps + 1
                 break
         else:
@@ -460,7 +484,7 @@ def _steps(theta, free_idx, sc) -> dict:
 
 def _run_lbfgsb(fun, z, lo, hi, max_iter, stall: bool):
     """SciPy's L-BFGS-B from ``z``; with ``stall``, stopped once its best NLL has not fallen by
-    more than :data:`STALL_RTOL` (relative) in :data:`STALL_EVALUATIONS` evaluations.  Returns
+    more than :data:`SEARCH_STALL_RTOL` (relative) in :data:`STALL_EVALUATIONS` evaluations.  Returns
     ``(z, iterations, status, success, stalled)``."""
     from scipy.optimize import minimize
 
@@ -474,7 +498,7 @@ def _run_lbfgsb(fun, z, lo, hi, max_iter, stall: bool):
             best["f"], best["z"] = f, np.array(z_, dtype=float)
         history.append(best["f"])
         if (stall and len(history) > STALL_EVALUATIONS and math.isfinite(history[-1 - STALL_EVALUATIONS])
-                and history[-1 - STALL_EVALUATIONS] - history[-1] <= STALL_RTOL * max(1.0, abs(history[-1]))):
+                and history[-1 - STALL_EVALUATIONS] - history[-1] <= SEARCH_STALL_RTOL * max(1.0, abs(history[-1]))):
             raise _Stalled
         return f, g
 
@@ -486,7 +510,7 @@ def _run_lbfgsb(fun, z, lo, hi, max_iter, stall: bool):
                        options={"maxiter": int(max_iter) * 5, "maxfun": int(max_iter) * 10, "ftol": 1e-15,
                                 "gtol": 1e-9})
     except _Stalled:
-        status = (f"L-BFGS-B: no decrease beyond {STALL_RTOL:g}·|NLL| (the NLL's rounding noise) in "
+        status = (f"L-BFGS-B: no decrease beyond {SEARCH_STALL_RTOL:g}·|NLL| (the NLL's evaluation noise) in "
                   f"{STALL_EVALUATIONS} evaluations")
         return np.clip(best["z"], lo, hi), iterations[0], status, True, True
     # an "ABNORMAL" line-search stop happens at the limits of precision near an optimum: the
@@ -637,7 +661,8 @@ def maximum_likelihood(
         in log space, the others scaled), then projected Newton steps; a saddle point (the
         Hessian not positive definite) is left along its negative curvature and L-BFGS-B
         restarted.  L-BFGS-B hands over to Newton once its NLL stops falling beyond the NLL's
-        rounding noise (:data:`STALL_RTOL`), and Newton steps stop there too.  The Newton
+        evaluation noise (:data:`SEARCH_STALL_RTOL`); Newton steps stop once they would lower it by
+        less than :data:`STALL_RTOL`.  The Newton
         steps' Hessians are forward differences of the exact gradient (one gradient a
         parameter), the standard errors' Richardson-extrapolated central ones at the estimate
         (:func:`_hessian_by_differences`): the AD Hessian of a long record costs 2-13 s to
