@@ -267,6 +267,14 @@ class KalmanML(AbstractMethod):
                 points = [{**start, **{k: v for k, v in best_nested.parameters.items() if k in names},
                            **problem.nested_start}]
         fits = self._fits(problem, lgm, yc, points, missing)
+        fell_back = False
+        if best_nested is not None and not any(f.success for f in fits):
+            # the fit from the nested estimate failed (on BDS00001's 0-20 s window K_I stopped on a
+            # saddle of the flat K_I ridge, not_identifiable): this model's own starts as well
+            own = [start] + [{**start, **extra} for extra in problem.starts]
+            fits += self._fits(problem, lgm, yc, own, missing)
+            points = points + own
+            fell_back = True
         ranked = sorted(range(len(fits)), key=lambda i: (not fits[i].success, fits[i].nll))
         fit, start = fits[ranked[0]], points[ranked[0]]
         theta = {k: float(v) for k, v in fit.parameters.items()}
@@ -312,7 +320,7 @@ class KalmanML(AbstractMethod):
             statistic = max(0.0, 2.0 * (nested_nll - exact_nll))
             nested_info = {"label": nested.label or nested.name, "nll": nested_nll, "added": added,
                            "parameters": dict(best_nested.parameters), "lr_statistic": statistic,
-                           "p_value": float(chi2.sf(statistic, len(added)))}
+                           "p_value": float(chi2.sf(statistic, len(added))), "own_starts": fell_back}
         eig = np.linalg.eigvals(lgm.continuous(theta)["A"])
         # an eigenvalue at 0 is a pure integrator (an unused integral state), not an unstable loop
         stable = bool(np.all(eig.real < 1e-9 * max(1.0, float(np.abs(eig).max()))))
@@ -372,7 +380,10 @@ class KalmanML(AbstractMethod):
             # on a boundary (a gain at 0) the statistic's null distribution is ½χ²₀ + ½χ²₁ for one parameter
             # (Self & Liang 1987, J Am Stat Assoc 82:605), so the χ² p-value given is conservative there
             notes.append(f"nested model {nested_info['label']} (without {', '.join(nested_info['added'])}) fitted "
-                         f"first, NLL {nested_info['nll']:.6g}; this fit started from its estimate; likelihood-ratio "
+                         f"first, NLL {nested_info['nll']:.6g}; "
+                         + ("the fit from its estimate failed, so this model's own starts ran too; "
+                            if nested_info["own_starts"] else "this fit started from its estimate; ")
+                         + "likelihood-ratio "
                          f"statistic {nested_info['lr_statistic']:.3g} for {', '.join(nested_info['added'])} (χ² with "
                          f"{len(nested_info['added'])} degree(s) of freedom: p {nested_info['p_value']:.2g}, "
                          "conservative where the nested model is a limit such as a gain at 0)")

@@ -161,3 +161,19 @@ def test_the_pid_from_its_pd_reaches_the_optimum_of_its_own_starts():
     info = a.info["nested"]
     assert info["label"] == "PD" and info["added"] == ["KI"]
     assert info["nll"] >= a.objective - 1e-3 and info["lr_statistic"] < 3.84  # K_I not needed on this trial
+
+
+@pytest.mark.slow
+def test_a_failed_fit_from_the_nested_estimate_falls_back_to_the_own_starts():
+    """BDS00001's first 20 s: from the PD's estimate the PID's K_I stopped on a saddle of its flat
+    ridge (``not_identifiable``, 2026-11-29); the PID's own starts then run too, and the fit ends
+    with K_I on its bound 0, where the PD is, as the fit from the own starts alone does."""
+    from pathlib import Path
+
+    trial = cip.load_trial(str(Path(__file__).resolve().parents[2] / "data" / "bds" / "BDS00001.txt.gz"),
+                           columns={"cop": "COPx"}).window(0.0, 20.0)
+    result = co.solve(cip.stochastic_problem(trial, controller="PID", body=BODY, noise="sway-lp"),
+                      co.KalmanML(free_draws=0), throw=False)
+    assert result.success, (result.status, result.message)
+    assert result.starts["count"] == 4 and result.info["nested"]["own_starts"]  # from the PD, then the own three
+    assert result.parameters["KI"] < 1e-3 and result.info["nested"]["nll"] == pytest.approx(result.objective, abs=0.01)
