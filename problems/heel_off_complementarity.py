@@ -103,8 +103,7 @@ def contact_problem(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float
                     start: str = "equation-error") -> co.ContactProblem:
     """kp, kd from records sharing them as a :class:`colloc.ContactProblem`: the signals weighted by
     the noise σ read from each record (at least :data:`heel_off.NOISE_FLOOR`), the platform
-    acceleration an exact input (of the polish: errors-in-variables unless the records show no
-    noise in it), kp and kd from :func:`equation_error` (``start``) or
+    acceleration an exact input, kp and kd from :func:`equation_error` (``start``) or
     :data:`heel_off.GUESS`, overridden by ``guess``; search ranges kp 1–1e5, kd 0.1–1e4; the
     polish :func:`colloc_problems.heel_off_hybrid.hybrid_problem` with the phases found."""
     if start not in STARTS:
@@ -112,14 +111,8 @@ def contact_problem(trials: Sequence[ho.HeelOffTrial], guess: Mapping[str, float
     trials = list(trials)
     first = equation_error(trials) if start == "equation-error" else dict(ho.GUESS)
 
-    # the platform acceleration errors-in-variables, unless the records show no noise in it (as the
-    # hybrid path's retry: errors-in-variables on clean samples is degenerate; on the clean 8 s
-    # record the polish ended poor_fit at kp 900.003, kd 250.003)
-    exact = hh.input_noise(trials) <= hh.ACC_NOISE_FLOOR
-
     def polish(phases, parameters):
-        return hh.hybrid_problem(trials, parameters, start="guess", phases=phases, node_trajectories=True,
-                                 exact_input=exact)
+        return hh.hybrid_problem(trials, parameters, start="guess", phases=phases, node_trajectories=True)
     return co.ContactProblem(
         contact_system(), [hh.trial_of(t) for t in trials], parameters=ho.NAMES, guess={**first, **(guess or {})},
         noise={n: _noise(n) for n in ho.STATE_NAMES}, outputs=OUTPUTS, inputs=(hh.INPUT,),
