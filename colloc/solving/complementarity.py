@@ -73,7 +73,8 @@ class Complementarity(AbstractMethod):
     penalty : float
         ρ·ε of the penalty.
     kappa : float
-        |μ| ≤ κ·λ: a stand-in for unlimited friction (``friction_bound`` where it binds).
+        The tangential force μ bounded by κ·λ in magnitude: a stand-in for unlimited friction
+        (``friction_bound`` where it binds).
     split : float
         Weight of the mean square of the tangential forces (the split between contacts in
         touch at once, which the dynamics leave free).
