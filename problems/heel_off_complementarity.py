@@ -44,7 +44,7 @@ METHOD = "complementarity"
 #: The homotopy starts with every signal weighted as if at least this noisy (rad, rad/s).
 SOFT_NOISE = {"theta_body": 1e-3, "theta_foot": 1e-3, "omega_body": 1e-2, "omega_foot": 1e-2}
 #: Where the gains start: the equation-error estimate (:func:`equation_error`) or the guess.
-STARTS = ("equation-error", "guess")
+STARTS = hst.STARTS
 #: The modes by the contacts in touch.
 MODES = {"flat": ("heel", "toe"), "toe": ("toe",), "heel": ("heel",)}
 #: The measured signals as functions of (q, q̇).
