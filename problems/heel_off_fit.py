@@ -82,7 +82,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
             res.timings["total_s"] = _time.perf_counter() - began_at
     phases = res.info["phases"]
     res.info["modes"] = [list(phases[t.name]["modes"]) for t in problem.trials]
-    res.info["switches"] = [_switches(phases[t.name]) for t in problem.trials]
+    res.info["switches"] = [switches_of(phases[t.name]) for t in problem.trials]
     res.info["start"] = began
     res.info["controller"] = "PD-delay" if delay else "PD"
     res.info["tries"] = tries
@@ -95,7 +95,7 @@ def identify_result(trials: Sequence[HeelOffTrial], *, guess: Mapping[str, float
     return res
 
 
-def _switches(phase: Mapping) -> list[dict]:
+def switches_of(phase: Mapping) -> list[dict]:
     """The switches of one record's fit (``info["phases"][name]``) as the command reports them."""
     modes, se = phase["modes"], list(phase["switch_standard_errors"])
     se += [None] * (len(phase["switch_times"]) - len(se))

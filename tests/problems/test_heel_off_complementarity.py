@@ -74,10 +74,6 @@ def test_noisy_records_truth_within_3_standard_errors(seed):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="2026-11-29, the method on co.Complementarity: the polish on the library's "
-                   "hybrid path ends poor_fit on this clean record (kp 900.003, kd 250.003: the gains right; the "
-                   "platform acceleration errors-in-variables on clean samples, which the default path retries with "
-                   "the input exact; the polish taken with the input exact ended poor_fit at kp 884.08, kd 236.16)")
 def test_the_shipped_clean_8s_record_is_recovered():
     # three heel-offs (toe, heel, toe) in 8 s: the windows find the modes, the polish the gains;
     # the expected events are the simulator's (data/heel_off/events.json, generate.py)
