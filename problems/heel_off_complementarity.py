@@ -183,4 +183,8 @@ def identify_result(trials: Sequence[hr.HeelOffTrial], *, method: str = METHOD,
     found = [other.info["phases"][t.name] for t in again.trials]
     info = {**res.info, **other.info, "modes": [list(f["modes"]) for f in found],
             "switches": [hf.switches_of(f) for f in found], "tries": res.info["tries"]}
-    return dataclasses.replace(other, method=res.method, info=info)
+    timings = {**other.timings, "complementarity_s": res.timings.get("complementarity_s"),
+               "total_s": res.timings.get("total_s", 0.0) + other.timings.get("total_s", 0.0)}
+    return dataclasses.replace(other, method=res.method, info=info, timings=timings,
+                               iterations=res.iterations + other.iterations,
+                               initial_parameters=res.initial_parameters)
