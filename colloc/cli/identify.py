@@ -81,6 +81,10 @@ def add_parser(sub) -> None:
                         "fitted as two 2nd-order sections), sway-held (sway with the disturbance noise held over "
                         "each sample) or paper (the paper's disturbance, state at rest; the default for the "
                         "paper's subject)")
+    p.add_argument("--errors", default=None, choices=("model", "robust"),
+                   help="cip with --method kalman-ml: the standard errors, robust (the default with --height/--mass: "
+                        "the sandwich covariance, which holds when the noise model is wrong) or model (the inverse "
+                        "Fisher information, which assumes white Gaussian innovations; the default otherwise)")
     p.add_argument("--nodes", type=int, default=None, metavar="N",
                    help="collocation nodes per trial (default: one mesh point per sample)")
     p.add_argument("--refine", type=int, default=1, metavar="N",
@@ -266,6 +270,8 @@ def _lab_options(args) -> dict:
         out.setdefault("problem_options", {})["controller"] = args.controller
     if getattr(args, "noise", None) is not None:
         out.setdefault("problem_options", {})["noise"] = args.noise
+    if getattr(args, "errors", None) is not None:
+        out.setdefault("problem_options", {})["errors"] = args.errors
     return out
 
 

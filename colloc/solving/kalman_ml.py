@@ -164,6 +164,13 @@ class KalmanML(AbstractMethod):
         estimate the exact filter's gradient is taken: if one Newton step on the exact likelihood
         would lower it by more than :data:`STEADY_DECREMENT`, the fit is repeated with the exact
         filter from there.  None: the exact filter throughout.
+    errors : {"model", "robust"}
+        The standard errors: ``"model"`` (the default), the inverse observed Fisher information,
+        right when the model's innovations are white and Gaussian; ``"robust"``, the sandwich
+        H⁻¹JH⁻¹ with J the per-sample scores' long-run covariance (Newey–West weights, automatic
+        bandwidth; :func:`colloc.inference.kalman.robust.robust_covariance`), right also when the
+        noise model is not (a real record's).  Both are in ``info["robust_standard_errors"]`` with
+        ``"robust"``; the report says which the table shows.
     free_draws : int
         Free simulations of the fitted model for the free-simulation check (0: none).  The
         record's RMS, mean speed, mean power frequency and band powers are set against their
@@ -177,7 +184,12 @@ class KalmanML(AbstractMethod):
     compiled: bool = True
     transient: str | int | None = "auto"
     free_draws: int = 200
+    errors: str = "model"
     name: str = "kalman-ml"
+
+    def __post_init__(self):
+        if self.errors not in ("model", "robust"):
+            raise OptionsError(f"KalmanML(errors={self.errors!r}): 'model' or 'robust'")
 
     def _fits(self, problem: StochasticProblem, lgm, yc: np.ndarray, points: list[dict], missing: bool,
               transient: str | int | None = "method") -> list:
@@ -345,6 +357,15 @@ class KalmanML(AbstractMethod):
         free = list(fit.covariance.index)
         cov = pd.DataFrame(np.nan, index=all_names, columns=all_names)
         cov.loc[free, free] = fit.covariance.to_numpy()
+        robust = None
+        with_se = [k for k in free if se.get(k) is not None]
+        if self.errors == "robust" and with_se:
+            from ..inference.kalman.robust import robust_covariance
+
+            robust = robust_covariance(lgm, yc, theta, with_se, fit.covariance.loc[with_se, with_se].to_numpy(),
+                                       bounds=fit.bounds, missing=True)
+            cov.loc[with_se, with_se] = robust.covariance
+            se.update(robust.standard_errors)
         index = pd.Index(trial.time, name="time")
         k_par = len(free)
         whiteness = {}
@@ -391,6 +412,13 @@ class KalmanML(AbstractMethod):
             notes.append(f"innovations of {c}: SD {w['std']:.3g} (1 if the model holds), lag-1 autocorrelation "
                          f"{w['lag1']:.3g}, Ljung–Box Q({w['lags']}) {w['Q']:.4g}, p {w['p']:.2g}"
                          + (" (not white: the standard errors assume white innovations)" if w["p"] < 0.01 else ""))
+        if robust is not None:
+            ratios = robust.ratios
+            notes.append(f"standard errors: robust (sandwich H⁻¹JH⁻¹, Newey–West weights over {robust.bandwidth:.3g} "
+                         "samples): they hold when the noise model is wrong; the model-based ones (inverse Fisher "
+                         "information, white innovations assumed) are " + ", ".join(
+                             f"{k} ×{1 / r:.2g}" for k, r in ratios.items() if np.isfinite(r) and r > 0)
+                         + " of them")
         free_sim: dict = {"skipped": "KalmanML(free_draws=0)"}
         if self.free_draws > 0:
             free_sim = kalman.free_simulation_check(lgm, theta, y, dt, outputs=list(problem.outputs),
@@ -415,7 +443,10 @@ class KalmanML(AbstractMethod):
                 "innovations_std": float(np.nanstd(z)), "missing_samples": int(np.size(y) - measured.sum()),
                 "sample_step_s": dt, "other_optima": others, "nested": nested_info,
                 "standard_errors": "inverse observed Fisher information of the parameters "
-                "off their bounds; assumes white Gaussian innovations"}
+                "off their bounds; assumes white Gaussian innovations" if robust is None else
+                "sandwich (quasi-maximum likelihood) covariance of the parameters off their bounds: holds when "
+                "the noise model is wrong (robust_standard_errors)",
+                **({"robust_standard_errors": robust.to_info()} if robust is not None else {})}
         if problem.extra_info:
             info.update(problem.extra_info(params))
         estimate = Estimate(

@@ -44,7 +44,7 @@ def default_method(trials: Sequence[co.Trial], options: Mapping) -> str | None:
 def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", guess: Mapping[str, float] | None = None,
                     bounds: Mapping[str, tuple] | None = None, max_iter: int = 500, print_level: int = 0,
                     body: Mapping[str, float] | None = None, controller: str = "PID",
-                    noise: str | None = None) -> co.Result:
+                    noise: str | None = None, errors: str | None = None) -> co.Result:
     """``colloc identify cip --method kalman-ml [--controller PID|PD|PD-delay|PID-delay]``: the exact
     Kalman maximum likelihood of one COP trial, ``co.solve(stochastic_problem(...), co.KalmanML())``.
 
@@ -52,6 +52,10 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     :data:`WIDE_RANGES_PER_MGH` and the disturbance is fitted; without one, the paper's subject,
     Table 1 ranges and filter.  ``guess``/``bounds`` concern the gains.  ``noise``
     (``--noise``): :data:`NOISE_MODELS`, default ``"paper"``.  See :func:`stochastic_problem`.
+    ``errors`` (``--errors``): the standard errors, ``"robust"`` (the default for a real subject: the
+    sway models describe a real record closely but not exactly, and the model-based standard errors
+    were 0.8–2.9 times too small on the shipped trials, ``benchmarks/README.md``) or ``"model"``
+    (``co.KalmanML(errors=...)``).
     """
     if method not in OWN_METHODS:
         raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")
@@ -67,7 +71,9 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
         if unknown:
             raise co.OptionsError(f"{option}: {', '.join(unknown)} not allowed with --method kalman-ml; "
                                   f"it takes the gains {', '.join(GAINS)}")
-    method = co.KalmanML(max_iter=max_iter)
+    if errors is not None and errors not in ("model", "robust"):
+        raise co.OptionsError(f"--errors {errors}: model or robust")
+    method = co.KalmanML(max_iter=max_iter, errors=errors or ("robust" if body is not None else "model"))
     # a real subject's record: the noise model of the BDS records' own low-pass (it predicts held-out
     # sway best among the noise models: benchmarks/real_sway_heldout.py, benchmarks/README.md)
     noise = noise or ("sway-lp" if body is not None else "paper")
