@@ -414,11 +414,12 @@ class KalmanML(AbstractMethod):
                          + (" (not white: the standard errors assume white innovations)" if w["p"] < 0.01 else ""))
         if robust is not None:
             ratios = robust.ratios
-            notes.append(f"standard errors: robust (sandwich H⁻¹JH⁻¹, Newey–West weights over {robust.bandwidth:.3g} "
-                         "samples): they hold when the noise model is wrong; the model-based ones (inverse Fisher "
-                         "information, white innovations assumed) are " + ", ".join(
-                             f"{k} ×{1 / r:.2g}" for k, r in ratios.items() if np.isfinite(r) and r > 0)
-                         + " of them")
+            wider = {k: r for k, r in ratios.items() if np.isfinite(r) and r > 1.0 + 1e-9}
+            notes.append(f"standard errors: robust, the larger of the sandwich H⁻¹JH⁻¹ (Newey–West weights over "
+                         f"{robust.bandwidth:.3g} samples; it holds when the noise model is wrong) and the model-based "
+                         "one (inverse Fisher information, white Gaussian innovations assumed); "
+                         + ("wider than the model-based ones for " + ", ".join(f"{k} ×{r:.2g}" for k, r in wider.items())
+                            if wider else "equal to the model-based ones (the sandwich is not larger)"))
         free_sim: dict = {"skipped": "KalmanML(free_draws=0)"}
         if self.free_draws > 0:
             free_sim = kalman.free_simulation_check(lgm, theta, y, dt, outputs=list(problem.outputs),
@@ -444,8 +445,8 @@ class KalmanML(AbstractMethod):
                 "sample_step_s": dt, "other_optima": others, "nested": nested_info,
                 "standard_errors": "inverse observed Fisher information of the parameters "
                 "off their bounds; assumes white Gaussian innovations" if robust is None else
-                "sandwich (quasi-maximum likelihood) covariance of the parameters off their bounds: holds when "
-                "the noise model is wrong (robust_standard_errors)",
+                "robust: per parameter off its bounds the larger of the sandwich (quasi-maximum likelihood) and the "
+                "model-based standard error; holds when the noise model is wrong (robust_standard_errors)",
                 **({"robust_standard_errors": robust.to_info()} if robust is not None else {})}
         if problem.extra_info:
             info.update(problem.extra_info(params))

@@ -151,8 +151,13 @@ def test_the_report_says_which_standard_errors_it_shows():
         assert robust.parameters[k] == model.parameters[k]  # the same estimate
         assert info["model_based_standard_errors"][k] == pytest.approx(model.standard_errors[k], rel=1e-12)
         assert robust.standard_errors[k] == pytest.approx(info["standard_errors"][k])
+        # the larger of the two, per parameter
+        assert robust.standard_errors[k] == pytest.approx(max(info["sandwich_standard_errors"][k],
+                                                              model.standard_errors[k]), rel=1e-9)
         assert robust.covariance.loc[k, k] == pytest.approx(robust.standard_errors[k] ** 2)
     assert "sandwich" in robust.info["standard_errors"] and "white" in model.info["standard_errors"]
+    # heavy tails: the noise intensities' sandwich is wider than the model-based standard error
+    assert info["sandwich_standard_errors"]["q"] > 1.2 * model.standard_errors["q"]
     assert any(n.startswith("standard errors: robust") for n in robust.notes)
     with pytest.raises(co.OptionsError, match="errors='hac'"):
         co.KalmanML(errors="hac")

@@ -8,8 +8,10 @@ likelihood one and its covariance is H⁻¹ J H⁻¹ (White 1982, Econometrica 5
 covariance of the per-sample scores s_t = ∂l_t/∂θ (l_t the sample's term of the NLL).  Under a
 correct model the scores are a martingale difference sequence and J = H (the information equality),
 so the two agree; where the model's errors are coloured, the scores are too, and J is estimated
-with the Bartlett weights of Newey & West (1987, Econometrica 55:703) over a bandwidth chosen by
-a bandwidth read from the scores' own autocorrelation (Politis 2003).
+with the Bartlett weights of Newey & West (1987, Econometrica 55:703) over a bandwidth read from
+the scores' own autocorrelation (Politis 2003).  The sandwich is itself an estimate, noisy and
+biased low in a short record, so the standard error reported is, per parameter, the larger of it
+and the model-based one (Angrist & Pischke 2009, Mostly Harmless Econometrics, §8.1).
 
 The scores are central differences of the per-sample NLL terms of the exact filter, run for the
 2k perturbed parameter vectors at once (:func:`sample_nll`), with steps of a hundredth of each
@@ -161,6 +163,7 @@ class RobustCovariance:
     model_covariance: np.ndarray
     bandwidth: float
     samples: int
+    sandwich_standard_errors: np.ndarray
 
     @property
     def standard_errors(self) -> dict[str, float]:
@@ -168,17 +171,19 @@ class RobustCovariance:
 
     @property
     def ratios(self) -> dict[str, float]:
-        """Robust standard error over the model-based one, per parameter."""
+        """Reported (robust) standard error over the model-based one, per parameter (≥ 1)."""
         model = np.sqrt(np.clip(np.diag(self.model_covariance), 0.0, None))
         robust = np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
         return {k: float(r / m) if m > 0 else float("nan") for k, r, m in zip(self.names, robust, model)}
 
     def to_info(self) -> dict:
-        return {"kind": "sandwich H⁻¹JH⁻¹, J by Newey–West (Bartlett) weights, bandwidth by Politis' rule (2003)",
+        return {"kind": "the larger of the sandwich H⁻¹JH⁻¹ (J by Newey–West weights over a bandwidth by Politis' "
+                "rule) and the model-based standard error, per parameter",
                 "bandwidth_samples": self.bandwidth, "samples": self.samples,
                 "standard_errors": self.standard_errors,
                 "model_based_standard_errors": dict(zip(self.names, np.sqrt(np.clip(
                     np.diag(self.model_covariance), 0.0, None)).tolist())),
+                "sandwich_standard_errors": dict(zip(self.names, self.sandwich_standard_errors.tolist())),
                 "ratio_to_model_based": self.ratios}
 
 
@@ -198,4 +203,11 @@ def robust_covariance(model, y: np.ndarray, theta: Mapping[str, float], free: Se
     L = min(L, S.shape[0] / 4.0)
     J = long_run_covariance(S, L)
     V = Hinv @ J @ Hinv
-    return RobustCovariance(free, 0.5 * (V + V.T), Hinv, L, int(S.shape[0]))
+    V = 0.5 * (V + V.T)
+    # no standard error under the model-based one: the sandwich's own estimate is noisy and biased
+    # low in short records (its J from a few sway cycles), so each parameter's is the larger of the
+    # two (Angrist & Pischke 2009, Mostly Harmless Econometrics, §8.1), the sandwich's correlations kept
+    sandwich = np.sqrt(np.clip(np.diag(V), 0.0, None))
+    model_se = np.sqrt(np.clip(np.diag(Hinv), 0.0, None))
+    scale = np.where(sandwich > 0, np.maximum(1.0, model_se / np.where(sandwich > 0, sandwich, 1.0)), 1.0)
+    return RobustCovariance(free, V * np.outer(scale, scale), Hinv, L, int(S.shape[0]), sandwich)
