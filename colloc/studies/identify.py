@@ -224,6 +224,10 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
         raise OptionsError(f"--controller applies to --method {' or '.join(spec.own_methods)} of problem "
                            f"'{problem_name}'" if spec.own_methods
                            else f"--controller: problem '{problem_name}' has no controller variants")
+    if "errors" in (problem_options or {}):
+        raise OptionsError(f"--errors applies to --method {' or '.join(spec.own_methods)} of problem '{problem_name}'"
+                           if spec.own_methods else f"--errors: problem '{problem_name}' has no stochastic estimator "
+                           "(--errors is for cip's --method kalman-ml)")
     if spec.identify_result is not None:  # a problem with its own transcription (hybrid: fes-muscle, heel-off)
         result = _own_identification(spec, trials, method=method, nodes=nodes, refine=refine, max_iter=max_iter,
                                      start=start, starts=starts, fit_weights=fit_weights, guess=guess,

@@ -51,7 +51,8 @@ def test_real_trial_by_kalman_ml(capsys, tmp_path):
     # the one report: a verdict on the standardised innovations, intervals above zero, what the
     # trajectory is, no simulation and why, the gains over m·g·h printed under the table
     assert doc["fit_verdict"]["verdict"] == "good" and "innovations" in doc["fit_verdict"]["residuals"]
-    assert all(doc["intervals"][k][0] > 0 for k in ("KP", "KI", "KD", "A", "B", "sigma"))
+    # never below zero (on the log scale, or cut at zero where the robust standard error exceeds the value)
+    assert all(doc["intervals"][k][0] >= 0 for k in ("KP", "KI", "KD", "A", "B", "sigma"))
     assert doc["trajectory_label"].startswith("one-step-ahead prediction") and doc["simulation"] == {}
     assert "stochastic model" in doc["simulation_note"]
     mgh = info["body"]["m"] * info["body"]["g"] * info["body"]["h"]
@@ -87,6 +88,8 @@ def test_a_gain_held_off_the_data_is_a_failure_not_a_success(capsys, tmp_path):
     (["--method", "kalman-ml", "--nodes", "100"], "--nodes does not apply to --method kalman-ml"),
     (["--method", "kalman-ml", "--data", ROOT / "data" / "bds" / "BDS00004.txt.gz"], "fits one trial at a time, got 2"),
     (["--method", "kalman-ml", "--guess", "tau=0.1"], "--guess: tau not allowed with --method kalman-ml"),
+    (["--method", "radau2", "--errors", "robust"], "--errors applies to --method kalman-ml"),
+    (["--method", "kalman-ml", "--errors", "hac"], "argument --errors: invalid choice: 'hac'"),
 ])
 def test_refusals_are_one_line_exit_2(capsys, extra, message):
     code, _out, err = run(capsys, "identify", "cip", "--data", REAL, *BODY, *extra)
@@ -145,7 +148,9 @@ def test_a_real_trial_with_gaps_gives_the_complete_trials_estimate(capsys, tmp_p
     for name, path, extra in (("complete", complete_csv, []), ("gapped", gapped_csv, gapped_extra)):
         out_json = tmp_path / f"{name}.json"
         code, _out, err = run(capsys, "identify", "cip", "--data", path, *BODY, "--method", "kalman-ml",
-                             "--noise", "paper", *extra, "--out", out_json)
+                             # model-based standard errors: less data must not give sharper ones, a property
+                             # the sandwich's own sampling noise would blur
+                             "--noise", "paper", "--errors", "model", *extra, "--out", out_json)
         assert code == 0, err
         docs[name] = json.loads(out_json.read_text())
     full, holes = docs["complete"], docs["gapped"]
@@ -202,6 +207,12 @@ def test_a_real_trial_by_the_sway_model_and_its_prediction(capsys, tmp_path):
     doc = json.loads(out_json.read_text())
     assert doc["info"]["noise_model"] == "sway" and "noise model sway" in out
     assert {"q_d", "B", "f_c", "sigma"} <= set(doc["parameters"]) and 0.5 < doc["parameters"]["f_c"] < 45
+    # a real subject's standard errors are the robust ones, and the report says so
+    robust = doc["info"]["robust_standard_errors"]
+    assert "standard errors: robust" in out and "sandwich" in doc["info"]["standard_errors"]
+    for k, se in robust["standard_errors"].items():
+        assert doc["standard_errors"][k] == pytest.approx(se)
+        assert se >= robust["model_based_standard_errors"][k] * (1 - 1e-12)
     code, out, err = run(capsys, "predict", out_json, "--data", REAL, "--column", "cop=COPx", "--window", "30:60",
                          "--horizon", "0.1", "--out", pred)
     assert code == 0, err
