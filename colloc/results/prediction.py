@@ -6,7 +6,9 @@ on data it was not fitted to, against simple references (persistence, an AR mode
 
 * **Stochastic models** (a :class:`~colloc.kalman.LinearGaussianModel`, as the Kalman maximum
   likelihood fits): the Kalman filter runs over the record and its state is carried ``H``
-  ahead by the model (:func:`colloc.kalman.k_step_predictions`).
+  ahead by the model (:func:`colloc.kalman.k_step_predictions`).  Given the estimate's covariance,
+  the variance its uncertainty adds to the predicted mean is added to the filter's (the delta
+  method of Ansley & Kohn 1986; :func:`colloc.inference.kalman.robust.prediction_variance`).
 * **Deterministic models** (a :class:`~colloc.Problem` whose residual is an ODE): an extended
   Kalman filter estimates the state from the data up to ``t − H`` and the model is simulated
   ``H`` ahead from it (fixed-step RK4 between samples, inputs linear between them), the state's
@@ -66,12 +68,15 @@ RK4_STEPS = 4
 @dataclass(frozen=True)
 class StochasticModel:
     """What a stochastic result predicts with: its linear-Gaussian model, the parameter values,
-    the measured signal and the offset added to the model's output (a record's mean)."""
+    the measured signal and the offset added to the model's output (a record's mean); optionally
+    the estimate's covariance, ``(names, matrix)``, whose share of the prediction's uncertainty is
+    then included (without it the intervals are the plug-in ones, as if the parameters were exact)."""
 
     model: Any  # colloc.kalman.LinearGaussianModel
     theta: Mapping[str, float]
     signal: str
     offset: float = 0.0
+    covariance: tuple[tuple[str, ...], Any] | None = None
 
 
 def _steps(trial, horizon: float) -> tuple[int, float]:
@@ -162,7 +167,15 @@ def _stochastic(model: StochasticModel, trial, steps: int) -> tuple[np.ndarray, 
     from ..inference.kalman import k_step_predictions
 
     y = np.asarray(trial[model.signal], dtype=float) - model.offset
-    mean, sd = k_step_predictions(model.model, y, dict(model.theta), steps, missing=bool(np.isnan(y).any()))
+    missing = bool(np.isnan(y).any())
+    mean, sd = k_step_predictions(model.model, y, dict(model.theta), steps, missing=missing)
+    if model.covariance is not None and len(model.covariance[0]):
+        from ..inference.kalman.robust import prediction_variance
+
+        names, V = model.covariance
+        extra = prediction_variance(model.model, y[:, None], dict(model.theta), list(names), np.asarray(V), steps,
+                                    missing=missing)
+        sd = np.sqrt(sd**2 + np.nan_to_num(extra))
     return mean + model.offset, sd
 
 

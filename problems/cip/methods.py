@@ -248,4 +248,11 @@ def prediction_model(result, trial):
     lgm = ml_model(info.get("controller", "PID"), dt=dt, body=info.get("body"),
                    fit_disturbance=bool(info.get("fit_disturbance", False)), noise=info.get("noise_model", "paper"))
     theta = {k: result.parameters[k] for k in lgm.parameter_names}
-    return StochasticModel(lgm, theta, "cop", float(result.parameters.get("cop_offset", 0.0)))
+    # the estimate's uncertainty in the predictive intervals: the parameters with a standard error
+    se = result.standard_errors or {}
+    names = tuple(k for k in lgm.parameter_names if se.get(k) is not None and np.isfinite(se[k]))
+    cov = None
+    if names and result.covariance is not None:
+        matrix = np.asarray(result.covariance.loc[list(names), list(names)], dtype=float)
+        cov = (names, matrix) if np.all(np.isfinite(matrix)) else None
+    return StochasticModel(lgm, theta, "cop", float(result.parameters.get("cop_offset", 0.0)), covariance=cov)

@@ -11,7 +11,7 @@ import pytest
 from colloc_problems import cip
 
 from colloc.cli import main
-from colloc.inference.kalman import negative_log_likelihood, one_step_predictions
+from colloc.inference.kalman import k_step_predictions, negative_log_likelihood, one_step_predictions
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = ROOT / "data" / "bds" / "BDS00001.txt.gz"  # subject 1: 157.5 cm, 54.2 kg (BDSinfoCOP)
@@ -221,6 +221,18 @@ def test_a_real_trial_by_the_sway_model_and_its_prediction(capsys, tmp_path):
     persistence = float(out.split("(persistence ")[1].split(")")[0])
     model = float(out.split("log score ")[1].split(" nats")[0])
     assert model > persistence + 0.3  # benchmarks/README.md: +0.62 nat a sample on this trial
+    # the intervals hold the estimate's uncertainty: wider than the plug-in filter's, by its share
+    import colloc as co
+
+    result = co.Result.from_json(out_json)
+    trial = cip.load_trial(str(REAL), columns={"cop": "COPx"})
+    used = cip.prediction_model(result, trial)
+    assert used.covariance is not None and set(used.covariance[0]) == {
+        k for k, v in doc["standard_errors"].items() if v is not None and np.isfinite(v) and k != "cop_offset"}
+    y = np.asarray(trial["cop"]) - used.offset
+    _, plug = k_step_predictions(used.model, y, dict(used.theta), 10)
+    rows = np.searchsorted(trial.time, table[:, 0])
+    assert np.all(table[:, 3] >= plug[rows, 0] * (1 - 1e-12)) and np.any(table[:, 3] > plug[rows, 0] * 1.0001)
 
 
 @pytest.mark.slow

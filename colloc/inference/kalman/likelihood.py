@@ -223,9 +223,13 @@ def k_step_predictions(model: LinearGaussianModel, y: ArrayLike, theta: Paramete
         P = F @ P @ F.T + Q - KS - KS.T + K @ DD @ K.T + K @ R @ K.T
         P = 0.5 * (P + P.T)
     m, P = means[: N - steps + 1], covs[: N - steps + 1]  # given y up to row j − 1, for row j
-    for _ in range(steps - 1):
-        m = m @ Phi.T
-        P = np.einsum("ij,njk,lk->nil", Phi, P, Phi) + Q
+    if steps > 1:  # carried steps − 1 samples at once: Φ^{s−1} m and Φ^{s−1} P Φ^{s−1}ᵀ + Σ_{i<s−1} Φ^i Q Φ^iᵀ
+        power, carried = np.eye(Phi.shape[0]), np.zeros_like(Q)
+        for _ in range(steps - 1):
+            carried = Phi @ carried @ Phi.T + Q
+            power = Phi @ power
+        m = m @ power.T
+        P = np.einsum("ij,njk,lk->nil", power, P, power) + carried
     pred = np.full((N, C.shape[0]), np.nan)
     sd = np.full((N, C.shape[0]), np.nan)
     pred[steps - 1:] = m @ C.T

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RobustCovariance", "long_run_covariance", "politis_bandwidth", "robust_covariance", "sample_nll",
-           "sample_scores"]
+__all__ = ["RobustCovariance", "long_run_covariance", "politis_bandwidth", "prediction_variance", "robust_covariance",
+           "sample_nll", "sample_scores"]
 
 #: Step of the differences of the per-sample NLL terms, in each parameter's model-based standard
 #: error: the NLL then changes by about SCORE_STEP²/2 over the record, far above the filter's
@@ -36,11 +36,12 @@ __all__ = ["RobustCovariance", "long_run_covariance", "politis_bandwidth", "robu
 SCORE_STEP = 0.01
 
 
-def sample_nll(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], *, missing: bool = True) -> np.ndarray:
-    """The exact Kalman filter's per-sample NLL terms l_t = ½(log det 2πS_t + e_tᵀS_t⁻¹e_t) of the
-    record ``y`` (N × outputs; NaN: not measured, no update) for each parameter vector of
-    ``thetas``, as a (len(thetas), N) array.  The filters run side by side (one batched recursion),
-    with the predictor-form equations of :func:`colloc.kalman.one_step_predictions`."""
+def _batched_filter(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], missing: bool,
+                    steps: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The exact Kalman filter for each parameter vector of ``thetas`` side by side (one batched
+    recursion, the predictor-form equations of :func:`colloc.kalman.one_step_predictions`): the
+    per-sample NLL terms (K × N) and, with ``steps``, the ``steps``-ahead predicted means of the
+    outputs (K × N × outputs; rows before ``steps − 1`` NaN)."""
     Y = model.data_matrix(y, missing).T
     ds = [model.discretize(theta) for theta in thetas]
 
@@ -54,9 +55,12 @@ def sample_nll(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], *, m
     Ct = np.swapaxes(C, 1, 2)
     n_sets, N, ny = len(ds), Y.shape[0], Y.shape[1]
     out = np.zeros((n_sets, N))
+    means = np.empty((n_sets, N, m.shape[1])) if steps else None
     measured = np.isfinite(Y)
     log2pi = np.log(2 * np.pi)
     for k in range(N):
+        if means is not None:
+            means[:, k] = m
         o = measured[k]
         S = C @ P @ Ct + DDR
         B = Phi @ P @ Ct + GD
@@ -81,7 +85,44 @@ def sample_nll(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], *, m
         Kt = np.swapaxes(K, 1, 2)
         P = F @ P @ np.swapaxes(F, 1, 2) + Q - KS - np.swapaxes(KS, 1, 2) + K @ DD @ Kt + K @ R @ Kt
         P = 0.5 * (P + np.swapaxes(P, 1, 2))
-    return out
+    if means is None:
+        return out, None
+    CPhi = C @ np.stack([np.linalg.matrix_power(p, steps - 1) for p in Phi])  # C Φ^{steps−1}, one per set
+    pred = np.full((n_sets, N, C.shape[1]), np.nan)
+    pred[:, steps - 1:] = np.einsum("kij,knj->kni", CPhi, means[:, : N - steps + 1])
+    return out, pred
+
+
+def sample_nll(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], *, missing: bool = True) -> np.ndarray:
+    """The exact Kalman filter's per-sample NLL terms l_t = ½(log det 2πS_t + e_tᵀS_t⁻¹e_t) of the
+    record ``y`` (N × outputs; NaN: not measured, no update) for each parameter vector of
+    ``thetas``, as a (len(thetas), N) array; the filters run side by side."""
+    return _batched_filter(model, y, thetas, missing)[0]
+
+
+def prediction_variance(model, y: np.ndarray, theta: Mapping[str, float], names: Sequence[str],
+                        covariance: np.ndarray, steps: int, *, missing: bool = True) -> np.ndarray:
+    """The variance the estimate's uncertainty adds to the ``steps``-ahead predicted means of the
+    record ``y`` (N × outputs): gᵀVg with g the means' derivatives in the parameters ``names``
+    (central differences over a hundredth of each standard error, one-sided where that would change a
+    parameter's sign) and V their ``covariance``; the delta method of Ansley & Kohn (1986,
+    Biometrika 73:467) for a prediction with estimated parameters."""
+    V = np.asarray(covariance, dtype=float)
+    se = np.sqrt(np.clip(np.diag(V), 0.0, None))
+    points, widths = [], []
+    for name, s in zip(names, se):
+        value, h = float(theta[name]), SCORE_STEP * float(s)
+        up, down = value + h, value - h
+        if value != 0.0 and np.sign(down) != np.sign(value):
+            down = value
+        points += [{**theta, name: up}, {**theta, name: down}]
+        widths.append(up - down)
+    if not points:
+        return np.zeros((np.shape(y)[0], 1 if np.ndim(y) == 1 else np.shape(y)[1]))
+    means = _batched_filter(model, y, points, missing, steps=steps)[1]
+    g = np.stack([(means[2 * j] - means[2 * j + 1]) / w if w > 0 else np.zeros_like(means[0])
+                  for j, w in enumerate(widths)], axis=-1)  # N × outputs × parameters
+    return np.einsum("noi,ij,noj->no", g, V, g)
 
 
 def sample_scores(model, y: np.ndarray, theta: Mapping[str, float], free: Sequence[str], steps: Sequence[float], *,
