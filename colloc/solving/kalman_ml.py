@@ -418,7 +418,8 @@ class KalmanML(AbstractMethod):
             notes.append(f"standard errors: robust, the larger of the sandwich H⁻¹JH⁻¹ (Newey–West weights over "
                          f"{robust.bandwidth:.3g} samples; it holds when the noise model is wrong) and the model-based "
                          "one (inverse Fisher information, white Gaussian innovations assumed); "
-                         + ("wider than the model-based ones for " + ", ".join(f"{k} ×{r:.2g}" for k, r in wider.items())
+                         + ("wider than the model-based ones for "
+                            + ", ".join(f"{k} ×{r:.2g}" for k, r in wider.items())
                             if wider else "equal to the model-based ones (the sandwich is not larger)"))
         free_sim: dict = {"skipped": "KalmanML(free_draws=0)"}
         if self.free_draws > 0:
