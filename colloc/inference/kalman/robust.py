@@ -34,6 +34,10 @@ __all__ = ["RobustCovariance", "long_run_covariance", "politis_bandwidth", "pred
 #: 30 times its value scores that were rounding noise, 200 times their Fisher information), and the
 #: NLL is quadratic to well within the step.
 SCORE_STEP = 0.01
+#: The covariance is held (the gain fixed) once no entry of it moves by more than this fraction of
+#: its largest entry in one sample: the per-sample terms then differ from the exact filter's by
+#: rounding (checked against statsmodels' exact filter in tests/unit/test_kalman_robust.py).
+STEADY_TOL = 1e-13
 
 
 def _batched_filter(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], missing: bool,
@@ -57,10 +61,18 @@ def _batched_filter(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]],
     out = np.zeros((n_sets, N))
     means = np.empty((n_sets, N, m.shape[1])) if steps else None
     measured = np.isfinite(Y)
+    # from the first sample after which every output is measured, the covariance may settle: then
+    # the gain is held (the Riccati recursion's fixed point, to STEADY_TOL), O(n²) a sample
+    complete_from = N - int(np.argmin(measured.all(axis=1)[::-1])) if not measured.all() else 0
+    if not measured[complete_from:].all():
+        complete_from = N
     log2pi = np.log(2 * np.pi)
+    settled = False
     for k in range(N):
         if means is not None:
             means[:, k] = m
+        if k > complete_from and settled:
+            return _steady(Y, k, m, P, Phi, GD, C, DDR, out, means, steps)
         o = measured[k]
         S = C @ P @ Ct + DDR
         B = Phi @ P @ Ct + GD
@@ -83,10 +95,38 @@ def _batched_filter(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]],
         m = np.einsum("kij,kj->ki", Phi, m) + np.einsum("kij,kj->ki", K, e)
         KS = K @ np.swapaxes(GD, 1, 2)
         Kt = np.swapaxes(K, 1, 2)
-        P = F @ P @ np.swapaxes(F, 1, 2) + Q - KS - np.swapaxes(KS, 1, 2) + K @ DD @ Kt + K @ R @ Kt
-        P = 0.5 * (P + np.swapaxes(P, 1, 2))
+        P_new = F @ P @ np.swapaxes(F, 1, 2) + Q - KS - np.swapaxes(KS, 1, 2) + K @ DD @ Kt + K @ R @ Kt
+        P_new = 0.5 * (P_new + np.swapaxes(P_new, 1, 2))
+        scale = np.abs(P_new).reshape(n_sets, -1).max(axis=1)
+        settled = bool(np.all(np.abs(P_new - P).reshape(n_sets, -1).max(axis=1) <= STEADY_TOL * scale))
+        P = P_new
+    return _ahead(out, means, Phi, C, steps)
+
+
+def _steady(Y, k0, m, P, Phi, GD, C, DDR, out, means, steps):
+    """The rest of :func:`_batched_filter` from sample ``k0`` on, every output measured, with the
+    gain held at the settled covariance ``P``."""
+    Ct = np.swapaxes(C, 1, 2)
+    S = C @ P @ Ct + DDR
+    S_inv = np.linalg.inv(S)
+    K = (Phi @ P @ Ct + GD) @ S_inv
+    F = Phi - K @ C
+    _, logdet = np.linalg.slogdet(S)
+    const = 0.5 * (Y.shape[1] * np.log(2 * np.pi) + logdet)
+    for k in range(k0, Y.shape[0]):
+        if means is not None:
+            means[:, k] = m
+        e = Y[k][None, :] - np.einsum("kij,kj->ki", C, m)
+        out[:, k] = const + 0.5 * np.einsum("ki,kij,kj->k", e, S_inv, e)
+        m = np.einsum("kij,kj->ki", F, m) + K @ Y[k]
+    return _ahead(out, means, Phi, C, steps)
+
+
+def _ahead(out, means, Phi, C, steps):
+    """The per-sample terms and, with ``means``, the ``steps``-ahead predicted output means."""
     if means is None:
         return out, None
+    n_sets, N = means.shape[:2]
     CPhi = C @ np.stack([np.linalg.matrix_power(p, steps - 1) for p in Phi])  # C Φ^{steps−1}, one per set
     pred = np.full((n_sets, N, C.shape[1]), np.nan)
     pred[:, steps - 1:] = np.einsum("kij,knj->kni", CPhi, means[:, : N - steps + 1])
