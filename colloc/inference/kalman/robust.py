@@ -160,6 +160,7 @@ def prediction_variance(model, y: np.ndarray, theta: Mapping[str, float], names:
     if not points:
         return np.zeros((np.shape(y)[0], 1 if np.ndim(y) == 1 else np.shape(y)[1]))
     means = _batched_filter(model, y, points, missing, steps=steps)[1]
+    assert means is not None  # with steps, the filter returns the predicted means
     g = np.stack([(means[2 * j] - means[2 * j + 1]) / w if w > 0 else np.zeros_like(means[0])
                   for j, w in enumerate(widths)], axis=-1)  # N × outputs × parameters
     return np.einsum("noi,ij,noj->no", g, V, g)
