@@ -363,7 +363,8 @@ class KalmanML(AbstractMethod):
             from ..inference.kalman.robust import robust_covariance
 
             robust = robust_covariance(lgm, yc, theta, with_se, fit.covariance.loc[with_se, with_se].to_numpy(),
-                                       bounds=fit.bounds, missing=True)
+                                       bounds=fit.bounds, missing=True,
+                                       hold_after=None if refit else fit.transient)
             cov.loc[with_se, with_se] = robust.covariance
             se.update(robust.standard_errors)
         index = pd.Index(trial.time, name="time")

@@ -215,3 +215,29 @@ def test_the_estimates_share_of_a_predictions_variance_is_the_spread_of_predicti
     # 250 draws: the variance's own sampling error is about √(2/249) ≈ 9 %
     np.testing.assert_allclose(added[rows], spread[rows], rtol=0.25)
     assert np.median(added[rows] / spread[rows]) == pytest.approx(1.0, abs=0.1)
+
+
+def test_held_after_a_transient_the_terms_are_the_steady_state_likelihoods():
+    """``hold_after``: the covariance updated over the first samples and held after (the steady-state
+    likelihood the estimator maximises), against a scalar filter written here that does the same;
+    held long before the filter settles, so that the two differ from the exact filter's terms."""
+    y = simulate(500, seed=12)
+    theta = {"a": 2.5, "q": 0.25, "sigma": 0.012}
+    phi, var = exact(theta)
+    r = theta["sigma"] ** 2
+
+    def held(transient):
+        m, p, out = 0.0, P0, []
+        for k, yk in enumerate(y):
+            s = p + r
+            out.append(0.5 * (np.log(2 * np.pi * s) + (yk - m) ** 2 / s))
+            gain = phi * p / s
+            m = phi * m + gain * (yk - m)
+            if k < transient:
+                p = phi * p * phi + var - gain * gain * s
+        return np.array(out)
+
+    for transient in (3, 40):
+        ours = sample_nll(ou(DT), y[:, None], [theta], hold_after=transient)[0]
+        np.testing.assert_allclose(ours, held(transient), rtol=1e-10, atol=1e-12)
+    assert not np.allclose(held(3), held(len(y)), rtol=1e-6)  # held at 3 samples is not the exact filter

@@ -41,11 +41,13 @@ STEADY_TOL = 1e-13
 
 
 def _batched_filter(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], missing: bool,
-                    steps: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+                    steps: int | None = None, hold_after: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
     """The exact Kalman filter for each parameter vector of ``thetas`` side by side (one batched
     recursion, the predictor-form equations of :func:`colloc.kalman.one_step_predictions`): the
     per-sample NLL terms (K × N) and, with ``steps``, the ``steps``-ahead predicted means of the
-    outputs (K × N × outputs; rows before ``steps − 1`` NaN)."""
+    outputs (K × N × outputs; rows before ``steps − 1`` NaN).  The covariance is held once it has
+    settled (:data:`STEADY_TOL`), or from sample ``hold_after`` on (the steady-state likelihood of
+    :func:`colloc.kalman.maximum_likelihood` with that transient), where every output is measured."""
     Y = model.data_matrix(y, missing).T
     ds = [model.discretize(theta) for theta in thetas]
 
@@ -71,7 +73,7 @@ def _batched_filter(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]],
     for k in range(N):
         if means is not None:
             means[:, k] = m
-        if k > complete_from and settled:
+        if k > complete_from and (settled or (hold_after is not None and k >= hold_after)):
             return _steady(Y, k, m, P, Phi, GD, C, DDR, out, means, steps)
         o = measured[k]
         S = C @ P @ Ct + DDR
@@ -133,11 +135,12 @@ def _ahead(out, means, Phi, C, steps):
     return out, pred
 
 
-def sample_nll(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], *, missing: bool = True) -> np.ndarray:
+def sample_nll(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], *, missing: bool = True,
+               hold_after: int | None = None) -> np.ndarray:
     """The exact Kalman filter's per-sample NLL terms l_t = ½(log det 2πS_t + e_tᵀS_t⁻¹e_t) of the
     record ``y`` (N × outputs; NaN: not measured, no update) for each parameter vector of
     ``thetas``, as a (len(thetas), N) array; the filters run side by side."""
-    return _batched_filter(model, y, thetas, missing)[0]
+    return _batched_filter(model, y, thetas, missing, hold_after=hold_after)[0]
 
 
 def prediction_variance(model, y: np.ndarray, theta: Mapping[str, float], names: Sequence[str],
@@ -167,7 +170,8 @@ def prediction_variance(model, y: np.ndarray, theta: Mapping[str, float], names:
 
 
 def sample_scores(model, y: np.ndarray, theta: Mapping[str, float], free: Sequence[str], steps: Sequence[float], *,
-                  bounds: Mapping[str, tuple[float, float]] | None = None, missing: bool = True) -> np.ndarray:
+                  bounds: Mapping[str, tuple[float, float]] | None = None, missing: bool = True,
+                  hold_after: int | None = None) -> np.ndarray:
     """The per-sample scores ∂l_t/∂θ_j (N × len(free)) at ``theta``, by central differences of
     :func:`sample_nll` with the steps ``steps`` (one per parameter of ``free``), or forward or
     backward ones where a central step would cross a bound of ``bounds``."""
@@ -182,7 +186,7 @@ def sample_scores(model, y: np.ndarray, theta: Mapping[str, float], free: Sequen
             raise ValueError(f"robust standard errors: the step {h:g} of {name} does not fit between its bounds")
         points += [{**theta, name: up}, {**theta, name: down}]
         kinds.append(up - down)
-    terms = sample_nll(model, y, points, missing=missing)
+    terms = sample_nll(model, y, points, missing=missing, hold_after=hold_after)
     return np.column_stack([(terms[2 * j] - terms[2 * j + 1]) / width for j, width in enumerate(kinds)])
 
 
@@ -271,15 +275,18 @@ class RobustCovariance:
 
 def robust_covariance(model, y: np.ndarray, theta: Mapping[str, float], free: Sequence[str],
                       inverse_hessian: np.ndarray, *, bounds: Mapping[str, tuple[float, float]] | None = None,
-                      missing: bool = True, bandwidth: float | None = None) -> RobustCovariance:
+                      missing: bool = True, bandwidth: float | None = None,
+                      hold_after: int | None = None) -> RobustCovariance:
     """The sandwich covariance H⁻¹ J H⁻¹ of the parameters ``free`` at the estimate ``theta``:
     ``inverse_hessian`` the estimator's (the model-based covariance), J the scores' long-run
     covariance (:func:`long_run_covariance`, bandwidth by :func:`politis_bandwidth` unless given);
-    the scores' steps :data:`SCORE_STEP` model-based standard errors, inside ``bounds``."""
+    the scores' steps :data:`SCORE_STEP` model-based standard errors, inside ``bounds``; with
+    ``hold_after`` the scores are those of the steady-state likelihood with that transient (the one
+    the estimator maximised)."""
     free = tuple(free)
     Hinv = np.asarray(inverse_hessian, dtype=float)
     steps = SCORE_STEP * np.sqrt(np.clip(np.diag(Hinv), 0.0, None))
-    S = sample_scores(model, y, theta, free, steps, bounds=bounds, missing=missing)
+    S = sample_scores(model, y, theta, free, steps, bounds=bounds, missing=missing, hold_after=hold_after)
     S = S[np.all(np.isfinite(S), axis=1)]
     L = politis_bandwidth(S) if bandwidth is None else float(bandwidth)
     L = min(L, S.shape[0] / 4.0)
