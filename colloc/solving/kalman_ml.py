@@ -193,8 +193,9 @@ class KalmanML(AbstractMethod):
 
         names = list(lgm.parameter_names)
 
-        def fit_from(point, transient, search_only=False):
+        def fit_from(point, transient, search_only=False, searched=False):
             return kalman.maximum_likelihood(lgm, yc, [point[k] for k in names], search_only=search_only,
+                                             searched=searched,
                                              bounds={k: problem.bounds.get(k, (None, None)) for k in names},
                                              fixed=problem.fixed or None, hessian=self.hessian,
                                              max_iter=self.max_iter, optimizer=self.optimizer,
@@ -217,7 +218,7 @@ class KalmanML(AbstractMethod):
                 found.message += (f"; not finished: its search ended within a standard error of start {same + 1}'s "
                                   "optimum")
                 continue
-            fits[i] = fit_from(found.parameters, transient)
+            fits[i] = fit_from(found.parameters, transient, searched=True)
             finished.append(i)
         return fits
 
