@@ -415,6 +415,54 @@ def test_the_held_covariance_likelihood_and_its_gradient_before_the_filter_has_s
         assert held_g[i] == pytest.approx(central, rel=1e-5, abs=1e-3), i
 
 
+def _held_nll_by_ad(model, s: int, y: np.ndarray, transient: int):
+    """``theta -> (NLL, gradient)`` of the filter whose covariance is updated over the first
+    ``transient`` samples and held after, written here sample by sample as a CasADi graph (the
+    model's discretisation at ``s`` squarings, then plain filter arithmetic) and differentiated by
+    CasADi's own reverse mode: no blocks and no hand-written adjoint."""
+    import casadi as ca
+
+    th = ca.MX.sym("theta", model.num_parameters)
+    Phi, Gam, C, D, R, m0, P0 = model._discrete(s)(th)
+    m, P, total = m0, P0, 0
+    for k, yk in enumerate(y):
+        S = C @ P @ C.T + D @ D.T + R
+        e = yk - C @ m
+        total = total + 0.5 * (ca.log(2 * np.pi * S) + e * e / S)
+        K = (Phi @ P @ C.T + Gam @ D.T) / S
+        m = Phi @ m + K @ e
+        if k < transient:
+            P = Phi @ P @ Phi.T + Gam @ Gam.T - K @ S @ K.T
+    return ca.Function("held_reference", [th], [total, ca.gradient(total, th)])
+
+
+@pytest.mark.parametrize("transient", [20, 290])
+def test_the_compiled_held_blocks_equal_automatic_differentiation_of_a_per_sample_held_filter(transient):
+    """The held part of the filter runs in compiled blocks of ``STEADY_BLOCK`` samples with a
+    hand-written adjoint (:meth:`LinearGaussianModel._steady_blocks`): on 330 samples held after 20
+    (six whole blocks and 10 samples more) and after 290 (40 samples, less than one block) the
+    compiled NLL and gradient equal CasADi's reverse-mode AD of a filter written sample by sample
+    to 1e-9 (relative to the largest gradient entry)."""
+    from colloc.inference.kalman.estimation import _gradient_function
+    from colloc.inference.kalman.model import STEADY_BLOCK
+
+    model = oscillator(DT)
+    N = 330
+    assert (N - 20) // STEADY_BLOCK == 6 and (N - 20) % STEADY_BLOCK == 10 and N - 290 < STEADY_BLOCK
+    y = record(TRUTH, N, seed=23)
+    Y, W = model.observed(model.data_matrix(y[:, None]))
+    theta = np.array([3.5, 0.7, 0.6, 0.025])
+    s = model.squarings(theta) + 1
+    f, g = _gradient_function(model, N, s, True, transient)(theta, Y, W)
+    ref_f, ref_g = _held_nll_by_ad(model, s, y, transient)(theta)
+    f, g, ref_f, ref_g = float(f), np.array(g).ravel(), float(ref_f), np.array(ref_g).ravel()
+    assert f == pytest.approx(ref_f, rel=1e-9)
+    assert np.max(np.abs(g - ref_g)) <= 1e-9 * np.max(np.abs(ref_g))
+    if transient == 20:  # held before the filter settles: another likelihood than the exact one
+        exact_f = float(_gradient_function(model, N, s, False)(theta, Y, W)[0])
+        assert abs(exact_f - ref_f) > 1e-6 * abs(ref_f)
+
+
 def test_a_search_alone_ends_where_the_full_fit_starts_and_reaches_the_same_estimate():
     """``maximum_likelihood(search_only=True)``: L-BFGS-B without the Newton steps or standard
     errors (NaN, not a success); the full fit from where it ended reaches the full fit's estimate."""
