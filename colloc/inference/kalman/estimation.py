@@ -787,10 +787,17 @@ def maximum_likelihood(
     held: int | None = None  # the transient in use
     if transient == "auto":
         if optimizer == "lbfgsb" and not missing:
-            held = settling_samples(model, theta, Y.shape[1], STEADY_GAP if searched else SEARCH_GAP)
+            chosen: dict[tuple, int | None] = {}
+
+            def settled(th, tolerance):  # once per point (to 12 digits: θ through its log and back)
+                key = (tolerance, *(f"{v:.12g}" for v in th))
+                if key not in chosen:
+                    chosen[key] = settling_samples(model, th, Y.shape[1], tolerance)
+                return chosen[key]
+            held = settled(theta, STEADY_GAP if searched else SEARCH_GAP)
             if held is not None:
                 def settle(th):
-                    return settling_samples(model, th, Y.shape[1], STEADY_GAP)
+                    return settled(th, STEADY_GAP)
     elif transient is not None:
         held = int(transient)
         if optimizer != "lbfgsb" or missing or not 0 < held < Y.shape[1] - 1:

@@ -688,11 +688,22 @@ class LinearGaussianModel:
         disc = self._discrete(s)(theta)  # Φ, Γ or Q, C, D, R, m0, P0
         fa = self._filter_adjoint_function(N, transient) if filter_adjoint is None else filter_adjoint
         nll, *adj = fa(*disc, Y, W)
-        outs = ca.vertcat(*[ca.vec(v) for v in disc])
-        seeds = ca.vertcat(*[ca.vec(v) for v in adj])
-        gradient = ca.jtimes(outs, theta, seeds, True)
+        gradient = self._discrete_reverse(s)(theta, ca.vertcat(*[ca.vec(v) for v in adj]))
         return ca.Function(f"{self.name}_gradient_{N}", [theta, Y, W], [nll, gradient],
                            ["theta", "Y", "W"], ["nll", "gradient"])
+
+    def _discrete_reverse(self, s: int) -> ca.Function:
+        """``(theta, seeds) -> seedsᵀ ∂(Φ, N, C, D, R, m0, P0)/∂θ`` at ``s`` squarings (the seeds the
+        matrices' adjoints, each vectorised, in that order): reverse-mode AD of :meth:`_discrete`, built
+        once per squaring count and shared by the gradients of every record length and transient."""
+        key = ("discrete-reverse", int(s), 0, 0)
+        if key not in self._deriv_cache:
+            theta = ca.MX.sym("theta", self.num_parameters)
+            outs = ca.vertcat(*[ca.vec(v) for v in self._discrete(s)(theta)])
+            seeds = ca.MX.sym("seeds", outs.shape[0])
+            self._deriv_cache[key] = ca.Function(f"{self.name}_discrete_reverse_s{s}", [theta, seeds],
+                                                 [ca.jtimes(outs, theta, seeds, True)])
+        return self._deriv_cache[key]
 
     def _compiled_gradient(self, N: int, s: int, transient: int | None = None) -> ca.Function:
         """:meth:`_gradient_function` with its filter and adjoint sweep compiled to C
