@@ -480,6 +480,77 @@ def test_a_search_alone_ends_where_the_full_fit_starts_and_reaches_the_same_esti
         assert abs(again.parameters[k] - full.parameters[k]) < 0.01 * full.standard_errors[k], k
 
 
+def test_a_finish_from_a_search_starts_with_newton_and_reaches_the_same_estimate_with_fewer_gradients(monkeypatch):
+    """``maximum_likelihood(searched=True)`` from where a search ended: the Newton steps first (no
+    L-BFGS-B run that would find the search's stall again), the full fit's estimate to 0.01 standard
+    errors and NLL to 1e-6, and fewer filter passes than the same finish with ``searched=False``."""
+    from colloc.inference.kalman import estimation
+
+    model = oscillator(DT)
+    y = record(TRUTH, 3000, seed=5)
+    start = [2.0, 0.3, 1.0, 0.05]
+    bounds = {"k": (0.1, 100.0), "c": (0.01, 20.0), "q": (1e-3, 100.0), "sigma": (1e-5, 1.0)}
+    full = kalman.maximum_likelihood(model, y, start, bounds=bounds, optimizer="lbfgsb")
+    search = kalman.maximum_likelihood(model, y, start, bounds=bounds, optimizer="lbfgsb", search_only=True)
+    passes = []
+    original = estimation._gradient_function
+
+    def counted(*args, **kwargs):
+        inner = original(*args, **kwargs)
+
+        def run(*a):
+            passes[-1] += 1
+            return inner(*a)
+        return run
+    monkeypatch.setattr(estimation, "_gradient_function", counted)
+    fits = {}
+    for searched in (False, True):
+        estimation._REMEMBERED.clear()  # each finish pays for its own filter passes
+        passes.append(0)
+        fits[searched] = kalman.maximum_likelihood(model, y, search.parameters, bounds=bounds, optimizer="lbfgsb",
+                                                   searched=searched)
+    assert fits[True].success and "Newton steps from the end of the search" in fits[True].message
+    assert "Newton" not in fits[False].message.split(";")[0]  # an L-BFGS-B run first
+    assert passes[1] < passes[0], passes
+    assert fits[True].nll == pytest.approx(full.nll, abs=1e-6)
+    for k in TRUTH:
+        assert abs(fits[True].parameters[k] - full.parameters[k]) < 0.01 * full.standard_errors[k], k
+
+
+def test_a_gradient_asked_again_at_the_same_point_is_not_computed_again(monkeypatch):
+    """The fit's gradients are remembered per model by the exact point, record, squarings and
+    transient (``estimation._remembered``): the same point again costs no filter pass and gives the
+    same values; another record of the same length, or another transient, is computed."""
+    from colloc.inference.kalman import estimation
+
+    passes = [0]
+    original = estimation._gradient_function
+
+    def counted(*args, **kwargs):
+        inner = original(*args, **kwargs)
+
+        def run(*a):
+            passes[0] += 1
+            return inner(*a)
+        return run
+    monkeypatch.setattr(estimation, "_gradient_function", counted)
+    model = oscillator(DT)
+    theta = np.array([3.5, 0.7, 0.6, 0.025])
+    s = model.squarings(theta) + 1
+    Y, W = model.observed(model.data_matrix(record(TRUTH, 2000, seed=3)[:, None]))
+    Y2, W2 = model.observed(model.data_matrix(record(TRUTH, 2000, seed=4)[:, None]))
+    direct_f, direct_g = original(model, 2000, s, False)(theta, Y, W)
+    f, g = estimation._remembered(model, 2000, s, False)(theta, Y, W)
+    f2, g2 = estimation._remembered(model, 2000, s, False)(theta.copy(), Y.copy(), W.copy())  # equal, not the same
+    assert passes[0] == 1
+    assert f == f2 == float(direct_f) and np.array_equal(g, np.array(direct_g).ravel()) and np.array_equal(g, g2)
+    g2[0] += 1.0  # a caller's change does not reach what is remembered
+    assert np.array_equal(estimation._remembered(model, 2000, s, False)(theta, Y, W)[1], g)
+    other = estimation._remembered(model, 2000, s, False)(theta, Y2, W2)
+    held = estimation._remembered(model, 2000, s, False, 250)(theta, Y, W)
+    assert passes[0] == 3 and other[0] != f and held[0] != f
+
+
 def test_a_nested_model_is_fitted_first_and_the_full_one_from_its_estimate():
     """``StochasticProblem(nested=...)``: the nested model (here the oscillator with its damping fixed
     at the undamped limit of its range) is fitted first with its own starts, the full model once from
