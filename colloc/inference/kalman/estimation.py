@@ -284,6 +284,9 @@ CONVERGED_RTOL = 1e-10
 
 
 def _relative_change(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size == 1:  # one output: the same arithmetic on floats, without NumPy's per-call cost
+        x, z = float(a.flat[0]), float(b.flat[0])
+        return abs(x - z) / max(abs(x), abs(z), 1e-300)
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(a), np.abs(b)).clip(min=1e-300)))
 
 
@@ -343,7 +346,7 @@ def settling_samples(model: LinearGaussianModel, theta: ParameterValues, num_sam
             gap += term
             if gap > tolerance:
                 break
-            calm = calm + 1 if last is not None and _relative_change(V, last) < CONVERGED_RTOL and k >= settled else 0
+            calm = calm + 1 if k >= settled and last is not None and _relative_change(V, last) < CONVERGED_RTOL else 0
             last = V
             if calm >= 20:
                 gap += term * (num_samples - 1 - k)
