@@ -95,7 +95,9 @@ class StochasticProblem:
         a guess is given, :class:`colloc.KalmanML` fits it first (with its own starts) and starts this
         model once, from its estimate completed by ``nested_start``, in place of ``start`` and
         ``starts``: one more parameter from the nested optimum instead of a search of the larger
-        model from afar.  When no nested fit succeeds, ``start`` and ``starts`` are used.  The
+        model from afar.  When no nested fit succeeds, ``start`` and ``starts`` are used; when the
+        fit from the nested estimate fails, they are fitted as well (``KalmanML``: their searches
+        first, then finished from the lowest until one succeeds).  The
         nested fit's NLL is reported with the likelihood-ratio test of the added parameters
         (``info["nested"]``), and its other optima count as this model's (the ambiguity warning).
     nested_start : mapping, optional

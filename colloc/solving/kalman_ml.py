@@ -192,11 +192,12 @@ class KalmanML(AbstractMethod):
             raise OptionsError(f"KalmanML(errors={self.errors!r}): 'model' or 'robust'")
 
     def _fits(self, problem: StochasticProblem, lgm, yc: np.ndarray, points: list[dict], missing: bool,
-              transient: str | int | None = "method") -> list:
+              transient: str | int | None = "method", until_success: bool = False) -> list:
         """The fits of ``lgm`` to the centred record ``yc`` from ``points`` (the problem's bounds and
         fixed values): with several starts and L-BFGS-B, every start's search first; then, from the
-        lowest search on, those that end within :data:`SEARCH_MARGIN` of the best are finished,
-        unless within a standard error of an optimum already finished (the same basin).
+        lowest search on, those that end within :data:`SEARCH_MARGIN` of the best are finished (from
+        the search's end, Newton first), unless within a standard error of an optimum already finished
+        (the same basin), or, with ``until_success``, once one has succeeded.
         ``transient``: the steady-state likelihood's (default this method's)."""
         from ..inference import kalman
 
@@ -205,8 +206,9 @@ class KalmanML(AbstractMethod):
 
         names = list(lgm.parameter_names)
 
-        def fit_from(point, transient, search_only=False):
+        def fit_from(point, transient, search_only=False, searched=False):
             return kalman.maximum_likelihood(lgm, yc, [point[k] for k in names], search_only=search_only,
+                                             searched=searched,
                                              bounds={k: problem.bounds.get(k, (None, None)) for k in names},
                                              fixed=problem.fixed or None, hessian=self.hessian,
                                              max_iter=self.max_iter, optimizer=self.optimizer,
@@ -224,12 +226,15 @@ class KalmanML(AbstractMethod):
             if found.nll > best_search + SEARCH_MARGIN:
                 found.message += f"; not finished: its search ended {found.nll - best_search:.4g} above another start's"
                 continue
+            if until_success and any(fits[j].success for j in finished):
+                found.message += "; not finished: a start whose search ended lower succeeded"
+                continue
             same = next((j for j in finished if _same_basin(found, fits[j], names)), None)
             if same is not None:
                 found.message += (f"; not finished: its search ended within a standard error of start {same + 1}'s "
                                   "optimum")
                 continue
-            fits[i] = fit_from(found.parameters, transient)
+            fits[i] = fit_from(found.parameters, transient, searched=True)
             finished.append(i)
         return fits
 
@@ -282,9 +287,11 @@ class KalmanML(AbstractMethod):
         fell_back = False
         if best_nested is not None and not any(f.success for f in fits):
             # the fit from the nested estimate failed (on BDS00001's 0-20 s window K_I stopped on a
-            # saddle of the flat K_I ridge, not_identifiable): this model's own starts as well
+            # saddle of the flat K_I ridge, not_identifiable): this model's own starts as well, finished
+            # from the lowest search on until one succeeds (a fit that succeeds is what they are for; on
+            # BDS00012 the third, in the large-K_I family, cost 5 s of CPU for a fit that did not converge)
             own = [start] + [{**start, **extra} for extra in problem.starts]
-            fits += self._fits(problem, lgm, yc, own, missing)
+            fits += self._fits(problem, lgm, yc, own, missing, until_success=True)
             points = points + own
             fell_back = True
         ranked = sorted(range(len(fits)), key=lambda i: (not fits[i].success, fits[i].nll))

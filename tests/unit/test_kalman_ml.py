@@ -415,6 +415,54 @@ def test_the_held_covariance_likelihood_and_its_gradient_before_the_filter_has_s
         assert held_g[i] == pytest.approx(central, rel=1e-5, abs=1e-3), i
 
 
+def _held_nll_by_ad(model, s: int, y: np.ndarray, transient: int):
+    """``theta -> (NLL, gradient)`` of the filter whose covariance is updated over the first
+    ``transient`` samples and held after, written here sample by sample as a CasADi graph (the
+    model's discretisation at ``s`` squarings, then plain filter arithmetic) and differentiated by
+    CasADi's own reverse mode: no blocks and no hand-written adjoint."""
+    import casadi as ca
+
+    th = ca.MX.sym("theta", model.num_parameters)
+    Phi, Gam, C, D, R, m0, P0 = model._discrete(s)(th)
+    m, P, total = m0, P0, 0
+    for k, yk in enumerate(y):
+        S = C @ P @ C.T + D @ D.T + R
+        e = yk - C @ m
+        total = total + 0.5 * (ca.log(2 * np.pi * S) + e * e / S)
+        K = (Phi @ P @ C.T + Gam @ D.T) / S
+        m = Phi @ m + K @ e
+        if k < transient:
+            P = Phi @ P @ Phi.T + Gam @ Gam.T - K @ S @ K.T
+    return ca.Function("held_reference", [th], [total, ca.gradient(total, th)])
+
+
+@pytest.mark.parametrize("transient", [20, 290])
+def test_the_compiled_held_blocks_equal_automatic_differentiation_of_a_per_sample_held_filter(transient):
+    """The held part of the filter runs in compiled blocks of ``STEADY_BLOCK`` samples with a
+    hand-written adjoint (:meth:`LinearGaussianModel._steady_blocks`): on 330 samples held after 20
+    (six whole blocks and 10 samples more) and after 290 (40 samples, less than one block) the
+    compiled NLL and gradient equal CasADi's reverse-mode AD of a filter written sample by sample
+    to 1e-9 (relative to the largest gradient entry)."""
+    from colloc.inference.kalman.estimation import _gradient_function
+    from colloc.inference.kalman.model import STEADY_BLOCK
+
+    model = oscillator(DT)
+    N = 330
+    assert (N - 20) // STEADY_BLOCK == 6 and (N - 20) % STEADY_BLOCK == 10 and N - 290 < STEADY_BLOCK
+    y = record(TRUTH, N, seed=23)
+    Y, W = model.observed(model.data_matrix(y[:, None]))
+    theta = np.array([3.5, 0.7, 0.6, 0.025])
+    s = model.squarings(theta) + 1
+    f, g = _gradient_function(model, N, s, True, transient)(theta, Y, W)
+    ref_f, ref_g = _held_nll_by_ad(model, s, y, transient)(theta)
+    f, g, ref_f, ref_g = float(f), np.array(g).ravel(), float(ref_f), np.array(ref_g).ravel()
+    assert f == pytest.approx(ref_f, rel=1e-9)
+    assert np.max(np.abs(g - ref_g)) <= 1e-9 * np.max(np.abs(ref_g))
+    if transient == 20:  # held before the filter settles: another likelihood than the exact one
+        exact_f = float(_gradient_function(model, N, s, False)(theta, Y, W)[0])
+        assert abs(exact_f - ref_f) > 1e-6 * abs(ref_f)
+
+
 def test_a_search_alone_ends_where_the_full_fit_starts_and_reaches_the_same_estimate():
     """``maximum_likelihood(search_only=True)``: L-BFGS-B without the Newton steps or standard
     errors (NaN, not a success); the full fit from where it ended reaches the full fit's estimate."""
@@ -430,6 +478,77 @@ def test_a_search_alone_ends_where_the_full_fit_starts_and_reaches_the_same_esti
     assert search.nll >= full.nll - 1e-6
     for k in TRUTH:
         assert abs(again.parameters[k] - full.parameters[k]) < 0.01 * full.standard_errors[k], k
+
+
+def test_a_finish_from_a_search_starts_with_newton_and_reaches_the_same_estimate_with_fewer_gradients(monkeypatch):
+    """``maximum_likelihood(searched=True)`` from where a search ended: the Newton steps first (no
+    L-BFGS-B run that would find the search's stall again), the full fit's estimate to 0.01 standard
+    errors and NLL to 1e-6, and fewer filter passes than the same finish with ``searched=False``."""
+    from colloc.inference.kalman import estimation
+
+    model = oscillator(DT)
+    y = record(TRUTH, 3000, seed=5)
+    start = [2.0, 0.3, 1.0, 0.05]
+    bounds = {"k": (0.1, 100.0), "c": (0.01, 20.0), "q": (1e-3, 100.0), "sigma": (1e-5, 1.0)}
+    full = kalman.maximum_likelihood(model, y, start, bounds=bounds, optimizer="lbfgsb")
+    search = kalman.maximum_likelihood(model, y, start, bounds=bounds, optimizer="lbfgsb", search_only=True)
+    passes = []
+    original = estimation._gradient_function
+
+    def counted(*args, **kwargs):
+        inner = original(*args, **kwargs)
+
+        def run(*a):
+            passes[-1] += 1
+            return inner(*a)
+        return run
+    monkeypatch.setattr(estimation, "_gradient_function", counted)
+    fits = {}
+    for searched in (False, True):
+        estimation._REMEMBERED.clear()  # each finish pays for its own filter passes
+        passes.append(0)
+        fits[searched] = kalman.maximum_likelihood(model, y, search.parameters, bounds=bounds, optimizer="lbfgsb",
+                                                   searched=searched)
+    assert fits[True].success and "Newton steps from the end of the search" in fits[True].message
+    assert "Newton" not in fits[False].message.split(";")[0]  # an L-BFGS-B run first
+    assert passes[1] < passes[0], passes
+    assert fits[True].nll == pytest.approx(full.nll, abs=1e-6)
+    for k in TRUTH:
+        assert abs(fits[True].parameters[k] - full.parameters[k]) < 0.01 * full.standard_errors[k], k
+
+
+def test_a_gradient_asked_again_at_the_same_point_is_not_computed_again(monkeypatch):
+    """The fit's gradients are remembered per model by the exact point, record, squarings and
+    transient (``estimation._remembered``): the same point again costs no filter pass and gives the
+    same values; another record of the same length, or another transient, is computed."""
+    from colloc.inference.kalman import estimation
+
+    passes = [0]
+    original = estimation._gradient_function
+
+    def counted(*args, **kwargs):
+        inner = original(*args, **kwargs)
+
+        def run(*a):
+            passes[0] += 1
+            return inner(*a)
+        return run
+    monkeypatch.setattr(estimation, "_gradient_function", counted)
+    model = oscillator(DT)
+    theta = np.array([3.5, 0.7, 0.6, 0.025])
+    s = model.squarings(theta) + 1
+    Y, W = model.observed(model.data_matrix(record(TRUTH, 2000, seed=3)[:, None]))
+    Y2, W2 = model.observed(model.data_matrix(record(TRUTH, 2000, seed=4)[:, None]))
+    direct_f, direct_g = original(model, 2000, s, False)(theta, Y, W)
+    f, g = estimation._remembered(model, 2000, s, False)(theta, Y, W)
+    f2, g2 = estimation._remembered(model, 2000, s, False)(theta.copy(), Y.copy(), W.copy())  # equal, not the same
+    assert passes[0] == 1
+    assert f == f2 == float(direct_f) and np.array_equal(g, np.array(direct_g).ravel()) and np.array_equal(g, g2)
+    g2[0] += 1.0  # a caller's change does not reach what is remembered
+    assert np.array_equal(estimation._remembered(model, 2000, s, False)(theta, Y, W)[1], g)
+    other = estimation._remembered(model, 2000, s, False)(theta, Y2, W2)
+    held = estimation._remembered(model, 2000, s, False, 250)(theta, Y, W)
+    assert passes[0] == 3 and other[0] != f and held[0] != f
 
 
 def test_a_nested_model_is_fitted_first_and_the_full_one_from_its_estimate():

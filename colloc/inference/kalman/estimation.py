@@ -3,8 +3,11 @@ exact AD derivatives, standard errors from the Hessian."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -223,6 +226,49 @@ def _gradient_function(model, N: int, s: int, compile_gradient: bool, transient:
             else model._derivative("gradient", N, s, transient))
 
 
+#: Gradient evaluations remembered per model (:func:`_remembered`): more than a Richardson Hessian's
+#: ``4·p + 1`` for the models fitted here, so that a forward-difference Hessian's points are still
+#: there when the Richardson Hessian at the same point asks for them.
+REMEMBERED = 256
+_REMEMBERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _remembered(model, N: int, s: int, compile_gradient: bool, transient: int | None = None):
+    """:func:`_gradient_function`'s ``(theta, Y, W) -> (nll, gradient)``, with the model's last
+    :data:`REMEMBERED` evaluations kept: one asked again at the same ``theta`` (bit for bit), record,
+    squarings, transient and compilation is returned without running the filter.  The fit asks for
+    the same point several times: a search's end is where its NLL is reported and where the finish
+    from it starts; a forward-difference Hessian's points ``θ + hᵢ eᵢ`` are half of the central
+    difference ``D(hᵢ)`` of the Richardson Hessian taken at the same ``θ`` to confirm convergence
+    (:func:`_newton_polish`).  The values are the function's own, so nothing the fit computes
+    changes; only the repeated filter passes go."""
+    store = _REMEMBERED.setdefault(model, OrderedDict())
+    held: dict = {"function": None, "data": None, "digest": b""}
+
+    def evaluate(theta, Y, W):
+        if held["data"] is None or held["data"][0] is not Y or held["data"][1] is not W:
+            digest = hashlib.blake2b(digest_size=16)
+            for array in (Y, W):
+                a = np.ascontiguousarray(array, dtype=float)
+                digest.update(repr(a.shape).encode())
+                digest.update(a.tobytes())
+            held.update(data=(Y, W), digest=digest.digest())  # the arrays kept: their identity stays theirs
+        key = (N, s, bool(compile_gradient), transient, np.asarray(theta, dtype=float).tobytes(), held["digest"])
+        if key in store:
+            store.move_to_end(key)
+            f, g = store[key]
+            return f, g.copy()
+        if held["function"] is None:
+            held["function"] = _gradient_function(model, N, s, compile_gradient, transient)
+        f, g = held["function"](theta, Y, W)
+        value = (float(f), np.array(g, dtype=float).ravel())
+        store[key] = value
+        if len(store) > REMEMBERED:
+            store.popitem(last=False)
+        return value[0], value[1].copy()
+    return evaluate
+
+
 #: Expected excess NLL (nats) of the steady-state likelihood over the exact one that the transient
 #: is chosen for (:func:`settling_samples`): loose where the search starts (it steers L-BFGS-B while
 #: the NLL still falls by thousands), tight once L-BFGS-B has ended (the Newton steps, the Hessian and
@@ -238,6 +284,9 @@ CONVERGED_RTOL = 1e-10
 
 
 def _relative_change(a: np.ndarray, b: np.ndarray) -> float:
+    if a.size == 1:  # one output: the same arithmetic on floats, without NumPy's per-call cost
+        x, z = float(a.flat[0]), float(b.flat[0])
+        return abs(x - z) / max(abs(x), abs(z), 1e-300)
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(a), np.abs(b)).clip(min=1e-300)))
 
 
@@ -297,7 +346,7 @@ def settling_samples(model: LinearGaussianModel, theta: ParameterValues, num_sam
             gap += term
             if gap > tolerance:
                 break
-            calm = calm + 1 if last is not None and _relative_change(V, last) < CONVERGED_RTOL and k >= settled else 0
+            calm = calm + 1 if k >= settled and last is not None and _relative_change(V, last) < CONVERGED_RTOL else 0
             last = V
             if calm >= 20:
                 gap += term * (num_samples - 1 - k)
@@ -320,7 +369,7 @@ def exact_newton_decrement(model: LinearGaussianModel, y: ArrayLike, fit: MLResu
     data = model.observed(Y)
     names = model.parameter_names
     theta = np.array([fit.parameters[k] for k in names], dtype=float)
-    nll, g = _gradient_function(model, Y.shape[1], model.squarings(theta) + 1, compiled)(theta, *data)
+    nll, g = _remembered(model, Y.shape[1], model.squarings(theta) + 1, compiled)(theta, *data)
     g = np.array(g).ravel()
     inner = [k for k in fit.fisher_information.index if k not in fit.active_bounds]
     if not inner:
@@ -520,17 +569,18 @@ def _run_lbfgsb(fun, z, lo, hi, max_iter, stall: bool):
 
 
 def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_gradient, transient=None,
-                last_hessian=None, settle=None, search_only=False):
+                last_hessian=None, settle=None, search_only=False, searched=False):
     """L-BFGS-B with the exact gradient, then projected Newton steps with the forward-difference
     Hessian (Richardson's to confirm convergence); returns ``(theta, iterations, status, success)``.
     ``last_hessian`` (a dict, if given) receives the last Richardson Hessian: ``theta``,
     ``squarings`` and ``value`` (``(nll, gradient, Hessian)``), so that the caller need not
     recompute it at the estimate.  ``settle`` (optional, ``θ -> transient``): once L-BFGS-B has
     ended, the transient is chosen again at its point and the rest (Newton steps, Hessians) uses
-    that one.  ``search_only``: L-BFGS-B alone, from ``theta`` once.  Returns also the transient
-    used last."""
+    that one.  ``search_only``: L-BFGS-B alone, from ``theta`` once.  ``searched``: ``theta`` is where
+    L-BFGS-B stalled already (a search of the same likelihood): the Newton steps first, and L-BFGS-B
+    only where they cannot finish.  Returns also the transient used last."""
     used = {"transient": transient,
-            "gradient": _gradient_function(model, data[0].shape[1], s, compile_gradient, transient)}
+            "gradient": _remembered(model, data[0].shape[1], s, compile_gradient, transient)}
 
     def gradient(*args):
         return used["gradient"](*args)
@@ -573,7 +623,11 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
     iterations, status, success = 0, "", False
     stall = True  # hand over to Newton once L-BFGS-B stalls; off again if Newton cannot finish
     for _round in range(4):  # L-BFGS-B, then Newton; a saddle point sends it back to L-BFGS-B
-        z, its, status, success, stalled = _run_lbfgsb(fun, z, lo, hi, max_iter, stall)
+        skipped = searched and _round == 0
+        if skipped:  # the search that ended at theta was this L-BFGS-B run, stopped by its stall rule
+            its, status, success, stalled = 0, "Newton steps from the end of the search", True, True
+        else:
+            z, its, status, success, stalled = _run_lbfgsb(fun, z, lo, hi, max_iter, stall)
         iterations += its
         if search_only:
             return at(z), iterations, status, False, used["transient"]
@@ -581,7 +635,7 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
             again = settle(at(z))
             if again != used["transient"]:
                 used.update(transient=again,
-                            gradient=_gradient_function(model, data[0].shape[1], s, compile_gradient, again))
+                            gradient=_remembered(model, data[0].shape[1], s, compile_gradient, again))
                 status += f"; transient {transient} -> {again} samples at its end"
         z, steps, saddle, converged = _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi,
                                                      fine_hessian=fine_hessian)
@@ -592,7 +646,7 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
             status += " (left a saddle point along its negative curvature)"
             continue
         if stalled and not converged:
-            stall = False
+            stall = skipped  # L-BFGS-B as a search ends first; without its stall rule after that
             continue
         break
     return at(z), iterations, status, success, used["transient"]
@@ -615,6 +669,7 @@ def maximum_likelihood(
     missing: bool = False,
     transient: int | str | None = None,
     search_only: bool = False,
+    searched: bool = False,
 ) -> MLResult:
     """Exact maximum-likelihood estimate by the Kalman prediction-error method.
 
@@ -692,6 +747,12 @@ def maximum_likelihood(
         ``optimizer="lbfgsb"``: the L-BFGS-B search alone, without the Newton steps, the Hessian
         and the standard errors (NaN; ``success`` False): where it ends and its NLL, to choose
         among several starts which to finish.
+    searched : bool, optional
+        ``optimizer="lbfgsb"``: ``theta0`` is where a ``search_only`` fit of the same likelihood
+        ended (its L-BFGS-B stalled there): the fit starts with the Newton steps, with the transient
+        chosen at ``theta0`` as where L-BFGS-B ends, and runs L-BFGS-B again only where they cannot
+        finish (a saddle point, or no convergence), instead of an L-BFGS-B run that would spend its
+        first :data:`STALL_EVALUATIONS` evaluations finding the stall again.
 
     Returns
     -------
@@ -729,17 +790,24 @@ def maximum_likelihood(
     held: int | None = None  # the transient in use
     if transient == "auto":
         if optimizer == "lbfgsb" and not missing:
-            held = settling_samples(model, theta, Y.shape[1], SEARCH_GAP)
+            chosen: dict[tuple, int | None] = {}
+
+            def settled(th, tolerance):  # once per point (to 12 digits: θ through its log and back)
+                key = (tolerance, *(f"{v:.12g}" for v in th))
+                if key not in chosen:
+                    chosen[key] = settling_samples(model, th, Y.shape[1], tolerance)
+                return chosen[key]
+            held = settled(theta, STEADY_GAP if searched else SEARCH_GAP)
             if held is not None:
                 def settle(th):
-                    return settling_samples(model, th, Y.shape[1], STEADY_GAP)
+                    return settled(th, STEADY_GAP)
     elif transient is not None:
         held = int(transient)
         if optimizer != "lbfgsb" or missing or not 0 < held < Y.shape[1] - 1:
             raise CollocInputError(f"maximum_likelihood: transient={held} needs optimizer='lbfgsb', a record "
                                    f"without missing samples and 0 < transient < {Y.shape[1] - 1}")
     if optimizer == "lbfgsb" and compiled:  # the compiled gradient the fit starts with, not the VM's NLL
-        f0 = float(_gradient_function(model, Y.shape[1], s, compiled, held)(theta, *data)[0])
+        f0 = float(_remembered(model, Y.shape[1], s, compiled, held)(theta, *data)[0])
     else:
         f0 = negative_log_likelihood(model, Y.T, theta, missing=missing)
     if not math.isfinite(f0):
@@ -757,7 +825,8 @@ def maximum_likelihood(
         else:
             theta, its, status, success, held = _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter,
                                                             compiled, held, last_hessian, settle,
-                                                            search_only and optimizer == "lbfgsb")
+                                                            search_only and optimizer == "lbfgsb",
+                                                            searched and not search_only and _restart == 0)
         iterations += its
         needed = model.squarings(theta)
         if needed <= s:
@@ -770,7 +839,7 @@ def maximum_likelihood(
     if search_only and optimizer == "lbfgsb":
         free_names = [names[i] for i in free]
         nan_frame = pd.DataFrame(np.nan, index=free_names, columns=free_names)
-        nll = float(_gradient_function(model, Y.shape[1], s, compiled, held)(theta, *data)[0])
+        nll = float(_remembered(model, Y.shape[1], s, compiled, held)(theta, *data)[0])
         return MLResult(parameters={nm: float(v) for nm, v in zip(names, theta)},
                         standard_errors={nm: math.nan for nm in free_names}, covariance=nan_frame,
                         correlation=nan_frame.copy(), fisher_information=nan_frame.copy(), fisher_condition=math.inf,
@@ -788,7 +857,7 @@ def maximum_likelihood(
                 and np.array_equal(last_hessian["theta"], theta)):
             nll, grad, H = last_hessian["value"]  # the Newton steps' last Richardson Hessian is at the estimate
         else:
-            gradient = _gradient_function(model, Y.shape[1], s, compiled, held)
+            gradient = _remembered(model, Y.shape[1], s, compiled, held)
             nll, grad, H = _hessian_by_differences(gradient, theta, data, _steps(theta, free_idx, sc))
     else:
         nll, grad, H = negative_log_likelihood(model, Y.T, theta, hessian=True, missing=missing)

@@ -204,6 +204,7 @@ def k_step_predictions(model: LinearGaussianModel, y: ArrayLike, theta: Paramete
     covs = np.empty((N, nx, nx))
     m, P = d["m0"].copy(), d["P0"].copy()
     DDR, DD = D @ D.T + R, D @ D.T
+    feedthrough = bool(D.any())  # without it, Γ Dᵀ and K D Dᵀ Kᵀ are zero: their terms add nothing
     measured = np.isfinite(Y)
     for k, yk in enumerate(Y):  # predictor-form filter: m, P are the state's given y_0 … y_{k−1}
         means[k], covs[k] = m, P
@@ -219,8 +220,11 @@ def k_step_predictions(model: LinearGaussianModel, y: ArrayLike, theta: Paramete
                 K[:, o] = np.linalg.solve(S[np.ix_(o, o)].T, B.T).T
         F = Phi - K @ C
         m = Phi @ m + K @ np.where(o, yk - C @ m, 0.0)
-        KS = K @ GD.T  # (Γ − KD)(Γ − KD)ᵀ = Q − K Sᵀ − S Kᵀ + K D Dᵀ Kᵀ
-        P = F @ P @ F.T + Q - KS - KS.T + K @ DD @ K.T + K @ R @ K.T
+        if feedthrough:
+            KS = K @ GD.T  # (Γ − KD)(Γ − KD)ᵀ = Q − K Sᵀ − S Kᵀ + K D Dᵀ Kᵀ
+            P = F @ P @ F.T + Q - KS - KS.T + K @ DD @ K.T + K @ R @ K.T
+        else:
+            P = F @ P @ F.T + Q + K @ R @ K.T
         P = 0.5 * (P + P.T)
     m, P = means[: N - steps + 1], covs[: N - steps + 1]  # given y up to row j − 1, for row j
     if steps > 1:  # carried steps − 1 samples at once: Φ^{s−1} m and Φ^{s−1} P Φ^{s−1}ᵀ + Σ_{i<s−1} Φ^i Q Φ^iᵀ

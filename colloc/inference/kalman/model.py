@@ -20,9 +20,14 @@ from .filter import filter_step, steady_gain
 
 #: Changes whenever :meth:`LinearGaussianModel._gradient_function` builds a different function:
 #: part of the key of its compiled library in the disk cache.
-_GRADIENT_CODE = "kalman-gradient-4"
+_GRADIENT_CODE = "kalman-gradient-5"
 
 __all__ = ["NOISE_FORMS", "LinearGaussianModel"]
+
+#: Samples of the held part of the filter (the steady-state likelihood) in one call of its compiled
+#: block (:meth:`LinearGaussianModel._steady_blocks`): the held matrices are passed once a block, not
+#: once a sample, and the adjoint sums of a block are added up inside it.
+STEADY_BLOCK = 50
 
 #: The two forms of the process noise ``x(t)`` of :class:`LinearGaussianModel`.
 NOISE_FORMS = ("held", "continuous")
@@ -536,18 +541,45 @@ class LinearGaussianModel:
                 [adj[0], adj[1], *[a + b for a, b in zip(sums, adj[4:9])]])
         return self._deriv_cache["backward"]
 
-    def _steady_sweeps(self) -> tuple[ca.Function, ca.Function]:
-        """The held-covariance filter's two recursions as SX steps: forward ``(m, y, F, K) -> F m + K y``
-        (``F = Φ − K C``: the mean, ``m⁺ = Φ m + K (y − C m)``) and reverse ``(λ, g, Fᵀ) -> Fᵀ λ + g``
-        (the adjoint of the mean), O(n²) a sample each."""
-        if "steady" not in self._deriv_cache:
+    def _steady_blocks(self, B: int) -> tuple[ca.Function, ca.Function]:
+        """The held-covariance filter over ``B`` samples at a time, forward and reverse, as SX functions
+        (unrolled: one call a block instead of one a sample, and the held matrices passed once a block).
+
+        Forward ``(m, Y, F, K, C) -> (m⁺, M, E)``: from the predicted mean ``m`` of the block's first
+        sample, ``ε_j = y_j − C m_j`` and ``m_{j+1} = F m_j + K y_j`` (``F = Φ − K C``, so that
+        ``m_{j+1} = Φ m_j + K ε_j``) over the block's samples ``Y`` (ny×B); ``M`` (n×B) are the
+        means ``m_j`` and ``E`` (ny×B) the innovations.  Reverse ``(λ, M, E, F, K, C, S⁻¹) -> (λ₀, A_Φ,
+        A_K, A_C)``: from ``λ`` = dNLL/dm after the block, ``λ_j = Fᵀ λ_{j+1} − Cᵀ S⁻¹ ε_j`` down to
+        the block's first sample, and the block's sums ``A_Φ = Σ λ_{j+1} m_jᵀ``, ``A_K = Σ λ_{j+1}
+        ε_jᵀ`` and ``A_C = Σ (S⁻¹ ε_j + Kᵀ λ_{j+1}) m_jᵀ``: the adjoints of ``Φ``, ``K`` and (negated)
+        ``C`` through the mean's recursion, O(n²) a sample."""
+        key, key_adjoint = ("steady-block", int(B), 0, 0), ("steady-block-adjoint", int(B), 0, 0)
+        if key not in self._deriv_cache:
             n, ny = self.num_states, self.num_outputs
-            m, lam, g = ca.SX.sym("m", n), ca.SX.sym("lam", n), ca.SX.sym("g", n)
-            y, F, K, Ft = ca.SX.sym("y", ny), ca.SX.sym("F", n, n), ca.SX.sym("K", n, ny), ca.SX.sym("Ft", n, n)
-            self._deriv_cache["steady"] = ca.Function("kalman_steady_mean", [m, y, F, K], [F @ m + K @ y])
-            self._deriv_cache["steady_adjoint"] = ca.Function("kalman_steady_mean_adjoint", [lam, g, Ft],
-                                                              [Ft @ lam + g])
-        return self._deriv_cache["steady"], self._deriv_cache["steady_adjoint"]
+            m0, Y = ca.SX.sym("m", n), ca.SX.sym("Y", ny, B)
+            F, K, C = ca.SX.sym("F", n, n), ca.SX.sym("K", n, ny), ca.SX.sym("C", ny, n)
+            m, means, errors = m0, [], []
+            for j in range(B):
+                means.append(m)
+                errors.append(Y[:, j] - C @ m)
+                m = F @ m + K @ Y[:, j]
+            forward = ca.Function(f"kalman_steady_block{B}", [m0, Y, F, K, C],
+                                  [m, ca.horzcat(*means), ca.horzcat(*errors)], ["m", "Y", "F", "K", "C"],
+                                  ["m_next", "M", "E"])
+            lam0, M, E = ca.SX.sym("lam", n), ca.SX.sym("M", n, B), ca.SX.sym("E", ny, B)
+            S_inv = ca.SX.sym("S_inv", ny, ny)
+            lam, a_phi, a_k, a_c = lam0, ca.SX.zeros(n, n), ca.SX.zeros(n, ny), ca.SX.zeros(ny, n)
+            for j in reversed(range(B)):
+                se = S_inv @ E[:, j]
+                a_phi = a_phi + lam @ M[:, j].T
+                a_k = a_k + lam @ E[:, j].T
+                a_c = a_c + (se + K.T @ lam) @ M[:, j].T
+                lam = F.T @ lam - C.T @ se
+            backward = ca.Function(f"kalman_steady_block{B}_adjoint", [lam0, M, E, F, K, C, S_inv],
+                                   [lam, a_phi, a_k, a_c], ["lam", "M", "E", "F", "K", "C", "S_inv"],
+                                   ["lam_first", "A_Phi", "A_K", "A_C"])
+            self._deriv_cache[key], self._deriv_cache[key_adjoint] = forward, backward
+        return self._deriv_cache[key], self._deriv_cache[key_adjoint]
 
     def _filter_adjoint_function(self, N: int, transient: int | None = None) -> ca.Function:
         """``(Φ, N, C, D, R, m0, P0, Y, W) -> (nll, adjoints of Φ, N, C, D, R, m0, P0)`` over a record
@@ -564,9 +596,10 @@ class LinearGaussianModel:
         ``transient`` (``0 < transient < N - 1``): the covariance is updated over the first
         ``transient`` samples only and held at its value there for the rest (its gain computed once,
         :func:`~colloc.inference.kalman.filter.steady_gain`, and the mean's recursion and adjoint
-        :meth:`_steady_sweeps`: O(n²) a sample instead of O(n³)).  Once the Riccati recursion has settled this is the
-        exact likelihood up to the covariance's remaining change; the gradient is exact for it
-        (the held covariance's adjoint flows back into the transient's sweep).
+        :meth:`_steady_blocks`, :data:`STEADY_BLOCK` samples a call: O(n²) a sample instead of O(n³)).
+        Once the Riccati recursion has settled this is the exact likelihood up to the covariance's
+        remaining change; the gradient is exact for it (the held covariance's adjoint flows back into
+        the transient's sweep).
         """
         n = self.num_states
         step = self._step
@@ -594,20 +627,38 @@ class LinearGaussianModel:
             # P_T and the matrices by the gain function's reverse
             K, S_inv, logdet, Cu = self._gain(PT, Phi, Gam, C, D, R)
             F = Phi - K @ Cu
-            forward, backward = self._steady_sweeps()
-            Mn = forward.mapaccum(f"{self.name}_steady_{N}_t{T}", S, 1, {})(mT, Y[:, T:], F, K)
-            Mx = ca.horzcat(mT, Mn[:, :S - 1])  # m_T … m_{N-1}
-            E = Y[:, T:] - Cu @ Mx
-            SE = S_inv @ E
-            terms_steady = 0.5 * (S * (logdet + self.num_outputs * math.log(2 * math.pi)) + ca.dot(E, SE))
-            back_s = list(range(S - 1, -1, -1))
-            lam = backward.mapaccum(f"{self.name}_steady_adjoint_{N}_t{T}", S, 1, {})(
-                ca.MX.zeros(n, 1), (-Cu.T @ SE)[:, back_s], F.T)[:, back_s]  # λ_T … λ_{N-1}
-            Ln = ca.horzcat(lam[:, 1:], ca.MX.zeros(n, 1))  # λ_{k+1} for k = T … N-1
-            D_eps = SE + K.T @ Ln  # dNLL/dε_k
-            a_gain = self._gain.reverse(1)(PT, Phi, Gam, C, D, R, K, S_inv, logdet, Cu,
-                                           Ln @ E.T, 0.5 * (E @ E.T), 0.5 * S, -D_eps @ Mx.T)
-            seeds = [lam[:, 0], a_gain[0], Ln @ Mx.T + a_gain[1], *a_gain[2:]]
+            B = min(STEADY_BLOCK, S)
+            full, rest = divmod(S, B)
+            forward, backward = self._steady_blocks(B)
+            Ys, ny = Y[:, T:], self.num_outputs
+            blocks = forward.mapaccum(f"{self.name}_steady_{N}_t{T}", full, 1, {})
+            m_end, Ms, Es = blocks(mT, Ys[:, :full * B], F, K, Cu)
+            m_end = m_end[:, full - 1]
+            if rest:
+                tail, tail_adjoint = self._steady_blocks(rest)
+                _, M_rest, E_rest = tail(m_end, Ys[:, full * B:], F, K, Cu)
+                lam, a_phi, a_k, a_c = tail_adjoint(ca.MX.zeros(n, 1), M_rest, E_rest, F, K, Cu, S_inv)
+                E = ca.horzcat(Es, E_rest)
+            else:
+                lam, a_phi, a_k, a_c, E = ca.MX.zeros(n, 1), ca.MX(n, n), ca.MX(n, ny), ca.MX(ny, n), Es
+            # the blocks' reverse sweep, last block first (each block reverses its own samples)
+            order = list(range(full - 1, -1, -1))
+            lams, A_phi, A_k, A_c = backward.mapaccum(f"{self.name}_steady_adjoint_{N}_t{T}", full, 1, {})(
+                lam, ca.horzcat(*[Ms[:, b * B:(b + 1) * B] for b in order]),
+                ca.horzcat(*[Es[:, b * B:(b + 1) * B] for b in order]), F, K, Cu, S_inv)
+
+            def block_sum(A, rows, cols):  # the sum of `full` blocks rows×cols side by side
+                return ca.reshape(ca.sum2(ca.reshape(A, rows * cols, full)), rows, cols)
+
+            a_phi = a_phi + block_sum(A_phi, n, n)
+            a_k = a_k + block_sum(A_k, n, ny)
+            a_c = a_c + block_sum(A_c, ny, n)
+            EE = E @ E.T
+            terms_steady = 0.5 * (S * (logdet + ny * math.log(2 * math.pi)) + ca.dot(S_inv, EE))
+            # the adjoints of the gain's outputs K, S⁻¹, log det S and C, back through the gain to P_T and
+            # the matrices by the gain function's reverse
+            a_gain = self._gain.reverse(1)(PT, Phi, Gam, C, D, R, K, S_inv, logdet, Cu, a_k, 0.5 * EE, 0.5 * S, -a_c)
+            seeds = [lams[:, full - 1], a_gain[0], a_phi + a_gain[1], *a_gain[2:]]
             Y, W = Yt, Wt
         else:
             scan = step.mapaccum(f"{self.name}_filter_{N}", N, 2, {})
@@ -637,11 +688,22 @@ class LinearGaussianModel:
         disc = self._discrete(s)(theta)  # Φ, Γ or Q, C, D, R, m0, P0
         fa = self._filter_adjoint_function(N, transient) if filter_adjoint is None else filter_adjoint
         nll, *adj = fa(*disc, Y, W)
-        outs = ca.vertcat(*[ca.vec(v) for v in disc])
-        seeds = ca.vertcat(*[ca.vec(v) for v in adj])
-        gradient = ca.jtimes(outs, theta, seeds, True)
+        gradient = self._discrete_reverse(s)(theta, ca.vertcat(*[ca.vec(v) for v in adj]))
         return ca.Function(f"{self.name}_gradient_{N}", [theta, Y, W], [nll, gradient],
                            ["theta", "Y", "W"], ["nll", "gradient"])
+
+    def _discrete_reverse(self, s: int) -> ca.Function:
+        """``(theta, seeds) -> seedsᵀ ∂(Φ, N, C, D, R, m0, P0)/∂θ`` at ``s`` squarings (the seeds the
+        matrices' adjoints, each vectorised, in that order): reverse-mode AD of :meth:`_discrete`, built
+        once per squaring count and shared by the gradients of every record length and transient."""
+        key = ("discrete-reverse", int(s), 0, 0)
+        if key not in self._deriv_cache:
+            theta = ca.MX.sym("theta", self.num_parameters)
+            outs = ca.vertcat(*[ca.vec(v) for v in self._discrete(s)(theta)])
+            seeds = ca.MX.sym("seeds", outs.shape[0])
+            self._deriv_cache[key] = ca.Function(f"{self.name}_discrete_reverse_s{s}", [theta, seeds],
+                                                 [ca.jtimes(outs, theta, seeds, True)])
+        return self._deriv_cache[key]
 
     def _compiled_gradient(self, N: int, s: int, transient: int | None = None) -> ca.Function:
         """:meth:`_gradient_function` with its filter and adjoint sweep compiled to C
