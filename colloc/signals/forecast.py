@@ -20,7 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-__all__ = ["ARModel", "coverage", "fit_ar", "ljung_box", "log_score", "persistence_forecast"]
+__all__ = ["ARModel", "coverage", "fit_ar", "innovation_predictability", "ljung_box", "log_score",
+           "persistence_forecast"]
 
 #: Two-sided 95 % standard normal quantile.
 Z95 = 1.959963984540054
@@ -123,3 +124,38 @@ def fit_ar(y, order: int) -> ARModel:
     resid = target - X @ coef
     sigma = float(np.sqrt(resid @ resid / max(resid.size - order, 1)))
     return ARModel(coef, mu, sigma)
+
+
+def innovation_predictability(z, *, fit=None, order: int = 20) -> dict:
+    """How much of the standardised innovations ``z`` their own past predicts: an AR(``order``)
+    fitted by least squares to ``fit`` (default ``z`` itself) predicts each entry of ``z`` from the
+    ``order`` before it.
+
+    Returns ``gain``, the log score it adds (nats a sample, each Gaussian predictor at its own
+    error variance): ``½ log(Σ (z − z̄)² / Σ e²)`` over the predicted entries, ``e`` the AR's
+    errors; ``share``, the fraction of ``z``'s variance it explains, ``1 − exp(−2·gain)``; and
+    ``expected_null``, the gain a least-squares fit of ``order`` coefficients has on white noise
+    in sample (``order/(2n)``, ``n`` the entries of ``fit``), 0 out of sample.  With ``fit`` the
+    first part of a record and ``z`` the rest, ``gain`` is structure that a model fitted on the
+    first part could have used on the rest; about 0 or below (−``order``/(2n) on white noise)
+    when there is none.  Entries that are not finite are dropped (the record is taken as
+    contiguous).
+    """
+    if int(order) != order or order < 1:
+        raise ValueError(f"innovation_predictability: order must be an integer >= 1, got {order!r}")
+    x = np.asarray(z, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    src = x if fit is None else np.asarray(fit, dtype=float).ravel()
+    src = src[np.isfinite(src)]
+    for what, a in (("z", x), ("fit", src)):
+        if a.size <= 2 * order + 1:
+            raise ValueError(f"innovation_predictability: {a.size} finite values in {what} for order {order}")
+    model = fit_ar(src, order)
+    d = x - model.mean
+    X = np.stack([d[order - i - 1: d.size - i - 1] for i in range(order)], axis=1)
+    target = x[order:]
+    err = target - model.mean - X @ model.coefficients
+    centred = target - target.mean()
+    gain = 0.5 * math.log(float(centred @ centred) / float(err @ err))
+    return {"gain": gain, "share": 1.0 - math.exp(-2.0 * gain), "order": int(order), "samples": int(target.size),
+            "expected_null": order / (2.0 * src.size) if fit is None else 0.0}
