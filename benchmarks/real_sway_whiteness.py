@@ -63,7 +63,7 @@ MAX_ARMA = 4
 #: Order of the AR fitted to the innovations for their predictable share.
 PREDICT_ORDER = 20
 #: Frequency bands (Hz) of the innovations' spectrum.
-BANDS = ((0.0, 1.0), (1.0, 5.0), (5.0, 10.0), (10.0, 15.0), (15.0, 20.0), (20.0, 50.0))
+BANDS = ((0.0, 2.0), (2.0, 5.0), (5.0, 10.0), (10.0, 15.0), (15.0, 20.0), (20.0, 50.0))
 
 
 def _info(path: Path) -> dict:
@@ -124,7 +124,7 @@ def simulate(lgm, theta: dict, num: int, dt: float, rng: np.random.Generator, ro
     phi, C, R = d["Phi"], d["C"], d["R"]
     w, v = np.linalg.eigh(d["Q"])
     root = v * np.sqrt(np.clip(w, 0.0, None))
-    burn = int(round(BURN_IN / dt))
+    burn = round(BURN_IN / dt)
     s = np.zeros(phi.shape[0])
     out = np.empty(num)
     z = rng.standard_normal((burn + num, phi.shape[0])) @ root.T
@@ -157,7 +157,8 @@ def band_shares(z: np.ndarray, dt: float) -> dict:
     out = {}
     for lo, hi in BANDS:
         m = (f > lo) & (f <= hi)
-        out[f"{lo:g}-{hi:g}"] = {"share": float(p[m].sum() / p.sum()), "white": float(m.mean())}
+        share = float(p[m].sum() / p.sum())
+        out[f"{lo:g}-{hi:g}"] = {"share": share, "white": float(m.mean()), "ratio": share / float(m.mean())}
     return out
 
 
@@ -223,14 +224,15 @@ def arma_heldout(y: np.ndarray, first: np.ndarray) -> dict:
 
     scale = float(np.std(y[first]))
     x = (y - y[first].mean()) / scale
-    best = None
+    best, failed = None, []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for p in range(1, MAX_ARMA + 1):
-            for q in range(0, MAX_ARMA + 1):
+            for q in range(MAX_ARMA + 1):
                 try:
                     r = ARIMA(x[first], order=(p, 0, q), trend="n").fit()
-                except Exception:  # noqa: BLE001 - a failed order is skipped
+                except Exception as err:  # noqa: BLE001 - a failed order is skipped, and listed
+                    failed.append([p, q, str(err)[:80]])
                     continue
                 if best is None or r.aic < best[0]:
                     best = (r.aic, p, q, r.params)
@@ -240,12 +242,12 @@ def arma_heldout(y: np.ndarray, first: np.ndarray) -> dict:
     resid = whole.resid[~first]
     # standardised by the fitted innovation variance (the ARMA's own predictive SD after the start)
     z = resid / np.sqrt(params[-1])
-    return {"order": [int(p), int(q)], "lb_p": lb_p(z), "sd": float(np.std(z))}
+    return {"order": [int(p), int(q)], "lb_p": lb_p(z), "sd": float(np.std(z)), "failed_orders": failed}
 
 
 def diagnostics(z_fit: np.ndarray, z_held: np.ndarray, dt: float) -> dict:
     sq = z_held**2
-    blocks = int(round(5.0 / dt))
+    blocks = round(5.0 / dt)
     sds = [float(np.std(z_held[i:i + blocks])) for i in range(0, z_held.size - blocks + 1, blocks)]
     rho = acf(z_held, 20)
     return {
@@ -335,6 +337,8 @@ def main(argv=None) -> int:
                 f = fit(sim.window(0.0, SPLIT), body, args.controller, args.noise)
                 zs = innovations(lgm, f["parameters"], y)
                 refit.append({"success": f["success"], "status": f["status"], "cpu_s": f["cpu_s"],
+                              "parameters": f["parameters"], "acf": acf(zs[~first], LB_LAGS).tolist(),
+                              "lb_p_fit": lb_p(zs[first]),
                               "lb_p": lb_p(zs[~first]), "sd": float(np.std(zs[~first])),
                               "gain": innovation_predictability(zs[~first], fit=zs[first], order=PREDICT_ORDER)["gain"],
                               "squared_lb_p": lb_p(zs[~first] ** 2)})
@@ -412,6 +416,13 @@ def summarise(trials: dict) -> dict:
                             "true_model_unrounded_white": float(np.mean(up > LEVEL)) if up.size else None,
                             "refit_white": float(np.mean(np.array(rp) > LEVEL)), "refit_records": len(rp),
                             "refit_success": sum(x["success"] for r in rs for x in r["calibration"]["refit"]),
+                            "refit_white_of_successes": float(np.mean([x["lb_p"] > LEVEL for r in rs
+                                                                       for x in r["calibration"]["refit"]
+                                                                       if x["success"]] or [np.nan])),
+                            "refit_fit_half_white": float(np.mean([x["lb_p_fit"] > LEVEL for r in rs
+                                                                   for x in r["calibration"]["refit"]] or [np.nan])),
+                            "true_model_white_by_trial": {n: float(np.mean(np.array(r["calibration"]["true_model_lb_p"])
+                                                                           > LEVEL)) for n, r in trials.items()},
                             "true_model_gain_q95": float(np.quantile(tg, 0.95)),
                             "true_model_gain_max": float(tg.max()),
                             "refit_gain_q95": float(np.quantile(rg, 0.95)) if rg else None,
@@ -436,6 +447,9 @@ def summarise(trials: dict) -> dict:
             "sd_ratio_range": [float(min(x["sd_ratio"] for x in d)), float(max(x["sd_ratio"] for x in d))],
             "fit_half_white": int(sum(x["lb_p_fit"] > LEVEL for x in d)),
             "median_band_share": {b: float(np.median([x["bands"][b]["share"] for x in d])) for b in d[0]["bands"]},
+            "band_ratio_range": {b: [float(min(x["bands"][b]["ratio"] for x in d)),
+                                     float(max(x["bands"][b]["ratio"] for x in d))] for b in d[0]["bands"]},
+            "median_band_ratio": {b: float(np.median([x["bands"][b]["ratio"] for x in d])) for b in d[0]["bands"]},
             "gain": [x["predictability"]["gain"] for x in d],
             "gain_in_sample": [x["predictability_in_sample"]["gain"] for x in d],
         }
