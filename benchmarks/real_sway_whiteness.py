@@ -48,6 +48,7 @@ from _report import write_report
 import colloc as co
 from colloc import kalman
 from colloc.signals.forecast import fit_ar, innovation_predictability, ljung_box
+from colloc.solving.kalman_ml import PREDICTABLE_GAIN_MAX
 
 #: Ljung–Box lags of issue 17's check (0.1 s at 100 Hz) and its level.
 LB_LAGS = 10
@@ -245,6 +246,13 @@ def arma_heldout(y: np.ndarray, first: np.ndarray) -> dict:
     return {"order": [int(p), int(q)], "lb_p": lb_p(z), "sd": float(np.std(z)), "failed_orders": failed}
 
 
+def report_gain(z_fit: np.ndarray) -> float:
+    """The report's check (``KalmanML``: ``predictable_gain``) on the fitted window's innovations:
+    an AR(``PREDICT_ORDER``) fitted to their first half, scored on the second."""
+    half = z_fit.size // 2
+    return innovation_predictability(z_fit[half:], fit=z_fit[:half], order=PREDICT_ORDER)["gain"]
+
+
 def diagnostics(z_fit: np.ndarray, z_held: np.ndarray, dt: float) -> dict:
     sq = z_held**2
     blocks = round(5.0 / dt)
@@ -261,9 +269,11 @@ def diagnostics(z_fit: np.ndarray, z_held: np.ndarray, dt: float) -> dict:
         "sd_ratio": float(np.std(z_held) / np.std(z_fit)),
         "lb_p_fit": lb_p(z_fit),
         "bands": band_shares(z_held, dt),
+        "bands_fit": band_shares(z_fit, dt),
         "sum_rho2_10": float(np.sum(rho[:LB_LAGS] ** 2)),
         "predictability": innovation_predictability(z_held, fit=z_fit, order=PREDICT_ORDER),
         "predictability_in_sample": innovation_predictability(z_held, order=PREDICT_ORDER),
+        "report_gain": report_gain(z_fit),
     }
 
 
@@ -319,12 +329,13 @@ def main(argv=None) -> int:
             line += f" | gain {g['gain']:.4f} nat, LB² p {res['diagnostics']['squared_lb_p']:.2g}"
         if "calibration" in parts:
             num = cop.size
-            true_p, true_gain = [], []
+            true_p, true_gain, true_report = [], [], []
             for _ in range(args.draws):
                 y = simulate(lgm, ref["parameters"], num, dt, rng)
                 zs = innovations(lgm, ref["parameters"], y)
                 true_p.append(lb_p(zs[~first]))
                 true_gain.append(innovation_predictability(zs[~first], fit=zs[first], order=PREDICT_ORDER)["gain"])
+                true_report.append(report_gain(zs[first]))
             unrounded = []
             for _ in range(args.draws // 2):
                 y = simulate(lgm, ref["parameters"], num, dt, rng, rounded=False)
@@ -341,8 +352,10 @@ def main(argv=None) -> int:
                               "lb_p_fit": lb_p(zs[first]),
                               "lb_p": lb_p(zs[~first]), "sd": float(np.std(zs[~first])),
                               "gain": innovation_predictability(zs[~first], fit=zs[first], order=PREDICT_ORDER)["gain"],
+                              "report_gain": report_gain(zs[first]),
                               "squared_lb_p": lb_p(zs[~first] ** 2)})
             res["calibration"] = {"true_model_lb_p": true_p, "true_model_gain": true_gain, "refit": refit,
+                                  "true_model_report_gain": true_report,
                                   "true_model_unrounded_lb_p": unrounded}
             line += (f" | sim: true {np.mean(np.array(true_p) > LEVEL):.2f} white, refit "
                      f"{sum(r['lb_p'] > LEVEL for r in refit)}/{len(refit)}")
@@ -426,12 +439,18 @@ def summarise(trials: dict) -> dict:
                             "true_model_gain_q95": float(np.quantile(tg, 0.95)),
                             "true_model_gain_max": float(tg.max()),
                             "refit_gain_q95": float(np.quantile(rg, 0.95)) if rg else None,
-                            "refit_gain_max": float(np.max(rg)) if rg else None}
+                            "refit_gain_max": float(np.max(rg)) if rg else None,
+                            "true_model_report_gain_max": float(max(max(r["calibration"]["true_model_report_gain"])
+                                                                    for r in rs)),
+                            "refit_report_gain_max": float(max([x["report_gain"] for r in rs
+                                                                for x in r["calibration"]["refit"]] or [np.nan]))}
     if all("blackbox" in r for r in rs):
         s["blackbox_white"] = {k: int(sum(r["blackbox"][k]["lb_p"] > LEVEL for r in rs))
                                for k in rs[0]["blackbox"]}
         s["blackbox_orders"] = {k: [r["blackbox"][k]["order"] for r in rs] for k in rs[0]["blackbox"]}
         s["blackbox_gain"] = {k: [r["blackbox"][k]["gain"] for r in rs] for k in ("ar_aic", "ar_bic")}
+        s["blackbox_gain_above_report_max"] = {k: int(sum(r["blackbox"][k]["gain"] > PREDICTABLE_GAIN_MAX for r in rs))
+                                               for k in ("ar_aic", "ar_bic")}
         s["halves_same_ar"] = int(sum(r["halves"]["p"] > LEVEL for r in rs))
         s["halves_lr"] = [r["halves"]["lr"] for r in rs]
     if all("insample" in r for r in rs):
@@ -450,8 +469,15 @@ def summarise(trials: dict) -> dict:
             "band_ratio_range": {b: [float(min(x["bands"][b]["ratio"] for x in d)),
                                      float(max(x["bands"][b]["ratio"] for x in d))] for b in d[0]["bands"]},
             "median_band_ratio": {b: float(np.median([x["bands"][b]["ratio"] for x in d])) for b in d[0]["bands"]},
+            "median_band_ratio_fit": {b: float(np.median([x["bands_fit"][b]["ratio"] for x in d]))
+                                      for b in d[0]["bands_fit"]},
+            "band_ratio_fit_range": {b: [float(min(x["bands_fit"][b]["ratio"] for x in d)),
+                                         float(max(x["bands_fit"][b]["ratio"] for x in d))] for b in d[0]["bands_fit"]},
             "gain": [x["predictability"]["gain"] for x in d],
             "gain_in_sample": [x["predictability_in_sample"]["gain"] for x in d],
+            "report_gain": [x["report_gain"] for x in d],
+            "gain_above_report_max": int(sum(x["predictability"]["gain"] > PREDICTABLE_GAIN_MAX for x in d)),
+            "report_gain_above_report_max": int(sum(x["report_gain"] > PREDICTABLE_GAIN_MAX for x in d)),
         }
     if all("decimated" in r for r in rs):
         s["decimated_white"] = {k: {"model": int(sum(r["decimated"][k]["model_lb_p"] > LEVEL for r in rs)),
