@@ -44,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _report import write_report
+from real_sway_heldout import _info, _trials
 
 import colloc as co
 from colloc import kalman
@@ -65,20 +66,6 @@ MAX_ARMA = 4
 PREDICT_ORDER = 20
 #: Frequency bands (Hz) of the innovations' spectrum.
 BANDS = ((0.0, 2.0), (2.0, 5.0), (5.0, 10.0), (10.0, 15.0), (15.0, 20.0), (20.0, 50.0))
-
-
-def _info(path: Path) -> dict:
-    rows = path.read_text().splitlines()
-    head = rows[0].split("\t")
-    return {c["Trial"]: c for c in (dict(zip(head, line.split("\t"))) for line in rows[1:])}
-
-
-def _trials(items: list[str]) -> list[Path]:
-    files: list[Path] = []
-    for item in items:
-        p = Path(item)
-        files += sorted(p.glob("BDS*.txt.gz")) if p.is_dir() else [p]
-    return files
 
 
 def _cip():
