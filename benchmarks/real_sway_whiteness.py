@@ -49,7 +49,7 @@ from real_sway_heldout import _info, _trials
 import colloc as co
 from colloc import kalman
 from colloc.signals.forecast import fit_ar, innovation_predictability, ljung_box
-from colloc.solving.kalman_ml import PREDICTABLE_GAIN_MAX
+from colloc.solving.kalman_ml import PREDICTABLE_FOLDS, PREDICTABLE_GAIN_MAX
 
 #: Ljung–Box lags of issue 17's check (0.1 s at 100 Hz) and its level.
 LB_LAGS = 10
@@ -235,9 +235,8 @@ def arma_heldout(y: np.ndarray, first: np.ndarray) -> dict:
 
 def report_gain(z_fit: np.ndarray) -> float:
     """The report's check (``KalmanML``: ``predictable_gain``) on the fitted window's innovations:
-    an AR(``PREDICT_ORDER``) fitted to their first half, scored on the second."""
-    half = z_fit.size // 2
-    return innovation_predictability(z_fit[half:], fit=z_fit[:half], order=PREDICT_ORDER)["gain"]
+    an AR(``PREDICT_ORDER``) cross-validated over ``PREDICTABLE_FOLDS`` blocks."""
+    return innovation_predictability(z_fit, order=PREDICT_ORDER, folds=PREDICTABLE_FOLDS)["gain"]
 
 
 def diagnostics(z_fit: np.ndarray, z_held: np.ndarray, dt: float) -> dict:

@@ -115,8 +115,25 @@ def test_innovation_predictability_of_structure_that_changed_is_not_a_gain():
     assert innovation_predictability(b, order=3)["gain"] > 0.05
 
 
+def test_innovation_predictability_cross_validated_over_blocks():
+    w = np.random.default_rng(12).standard_normal(3000)
+    white = innovation_predictability(w, order=20, folds=5)
+    assert -0.012 < white["gain"] < 0.0 and white["expected_null"] == 0.0
+    y = _ar([0.3], 30000, seed=13)
+    assert innovation_predictability(y, order=5, folds=5)["gain"] == pytest.approx(-0.5 * math.log(1 - 0.09),
+                                                                                   abs=0.006)
+    # a colour that flips sign halfway: the blocks' ARs, fitted mostly to the other sign, lose
+    flipped = np.r_[_ar([0.5], 3000, seed=14), _ar([-0.5], 3000, seed=15)]
+    assert innovation_predictability(flipped, order=5, folds=5)["gain"] < 0.0
+    assert innovation_predictability(flipped, order=5)["gain"] > 0.0  # in sample the halves' colours average
+
+
 def test_innovation_predictability_bad_input():
     with pytest.raises(ValueError, match="order must be an integer"):
         innovation_predictability(np.zeros(100), order=0)
+    with pytest.raises(ValueError, match="folds must be an integer >= 2 without fit"):
+        innovation_predictability(np.zeros(1000), fit=np.zeros(1000), folds=5)
+    with pytest.raises(ValueError, match="200 finite values in z for order 20 and 5 folds"):
+        innovation_predictability(np.ones(200), folds=5)
     with pytest.raises(ValueError, match="30 finite values in fit"):
         innovation_predictability(np.ones(200), fit=np.r_[np.ones(30), np.nan], order=20)

@@ -108,6 +108,7 @@ def test_recovers_parameters_within_three_standard_errors():
     assert w["p"] > 0.001 and abs(w["std"] - 1) < 0.05
     assert any("Ljung–Box" in n for n in result.notes)
     assert w["predictable_gain"] < KALMAN_ML.PREDICTABLE_GAIN_MAX and w["predictable_order"] == 20
+    assert w["predictable_folds"] == 5
     assert any("predictable share" in n and "nothing in them that the model could have used" in n
                for n in result.notes)
     assert result.units["k"] == "N/m"
@@ -169,9 +170,9 @@ def _coloured(n: int, rho, sd: float, seed: int) -> np.ndarray:
 
 def test_the_predictable_share_flags_structure_the_model_could_have_used_and_only_that():
     """Coloured measurement noise the oscillator has no state for: Ljung–Box rejects and an AR of the
-    innovations' first half predicts their second (flagged).  Noise whose colour flips sign halfway
-    (ρ = +0.6, then −0.6): Ljung–Box rejects as well, but no model fitted to the first half could
-    use that on the second, and the share says so (not flagged)."""
+    innovations fitted to the rest of the record predicts each block of it (flagged).  Noise whose
+    colour flips sign halfway (ρ = +0.6, then −0.6): Ljung–Box rejects as well, but what the rest of
+    the record teaches does not predict a block (not flagged)."""
     n = 6000
     stable = record(TRUTH, n, seed=21) + _coloured(n, 0.6, 0.03, seed=22)
     flipped = record(TRUTH, n, seed=21) + _coloured(n, np.where(np.arange(n) < n // 2, 0.6, -0.6), 0.03, seed=22)
