@@ -14,13 +14,15 @@ Gaussian predictive distribution (mean, SD) per sample, scored by
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
 
-__all__ = ["ARModel", "coverage", "fit_ar", "ljung_box", "log_score", "persistence_forecast"]
+__all__ = ["ARModel", "coverage", "fit_ar", "innovation_predictability", "ljung_box", "log_score",
+           "persistence_forecast"]
 
 #: Two-sided 95 % standard normal quantile.
 Z95 = 1.959963984540054
@@ -123,3 +125,60 @@ def fit_ar(y, order: int) -> ARModel:
     resid = target - X @ coef
     sigma = float(np.sqrt(resid @ resid / max(resid.size - order, 1)))
     return ARModel(coef, mu, sigma)
+
+
+def innovation_predictability(z, *, fit=None, order: int = 20, folds: int | None = None) -> dict:
+    """How much of the standardised innovations ``z`` their own past predicts: an AR(``order``)
+    fitted by least squares predicts each entry of ``z`` from the ``order`` before it.
+
+    The AR is fitted to ``fit`` (default ``z`` itself, in sample), or, with ``folds``, cross-validated
+    over ``folds`` contiguous blocks of ``z``: each block predicted by the AR fitted to the entries
+    outside it (those in the ``order`` entries after it left out too, since their lags reach into it).
+    Returns ``gain``, the log score it adds (nats a sample, each Gaussian predictor at its own error
+    variance): ``½ log(Σ (z − z̄)² / Σ e²)`` over the predicted entries, ``e`` the AR's errors (per
+    block with ``folds``); ``share``, the fraction of ``z``'s variance it explains,
+    ``1 − exp(−2·gain)``; and ``expected_null``, the gain of a least-squares fit of ``order``
+    coefficients on white noise in sample (``order/(2n)``, ``n`` the entries fitted), 0 out of
+    sample.  Out of sample (``fit`` the first part of a record and ``z`` the rest, or ``folds``) the
+    gain is structure that a model fitted to the rest could have used; about −``order``/(2n) on white
+    noise, less where the structure changes along the record.  Entries that are not finite are
+    dropped (the record is taken as contiguous).
+    """
+    if int(order) != order or order < 1:
+        raise ValueError(f"innovation_predictability: order must be an integer >= 1, got {order!r}")
+    if folds is not None and (fit is not None or int(folds) != folds or folds < 2):
+        raise ValueError(f"innovation_predictability: folds must be an integer >= 2 without fit, got {folds!r}")
+    x = np.asarray(z, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    src = x if fit is None else np.asarray(fit, dtype=float).ravel()
+    src = src[np.isfinite(src)]
+    need = 2 * order + 1 if folds is None else folds * (2 * order + 1)
+    for what, a in (("z", x), ("fit", src)):
+        if a.size <= need:
+            raise ValueError(f"innovation_predictability: {a.size} finite values in {what} for order {order}"
+                             + (f" and {folds} folds" if folds else ""))
+    if folds is None:
+        model = fit_ar(src, order)
+        d = x - model.mean
+        X = np.stack([d[order - i - 1: d.size - i - 1] for i in range(order)], axis=1)
+        target = x[order:]
+        err = target - model.mean - X @ model.coefficients
+        centred = target - target.mean()
+        num, den = float(centred @ centred), float(err @ err)
+    else:
+        d = x - x.mean()
+        X = np.stack([d[order - i - 1: d.size - i - 1] for i in range(order)], axis=1)
+        target = d[order:]
+        at = np.arange(order, x.size)
+        edges = np.linspace(order, x.size, int(folds) + 1).astype(int)
+        num = den = 0.0
+        for a, b in itertools.pairwise(edges):
+            block = (at >= a) & (at < b)
+            train = ~block & ~((at >= b) & (at < b + order))
+            coef, *_ = np.linalg.lstsq(X[train], target[train], rcond=None)
+            err = target[block] - X[block] @ coef
+            centred = target[block] - target[block].mean()
+            num, den = num + float(centred @ centred), den + float(err @ err)
+    gain = 0.5 * math.log(num / den)
+    return {"gain": gain, "share": 1.0 - math.exp(-2.0 * gain), "order": int(order), "samples": int(target.size),
+            "expected_null": order / (2.0 * src.size) if fit is None and folds is None else 0.0}

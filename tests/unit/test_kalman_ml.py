@@ -15,6 +15,7 @@ import scipy.linalg
 from statsmodels.tsa.statespace.kalman_filter import KalmanFilter
 
 import colloc as co
+import colloc.solving.kalman_ml as KALMAN_ML
 from colloc import kalman
 
 TRUTH = {"k": 4.0, "c": 0.8, "q": 0.5, "sigma": 0.02}
@@ -106,6 +107,10 @@ def test_recovers_parameters_within_three_standard_errors():
     w = result.info["innovations_whiteness"]["x"]
     assert w["p"] > 0.001 and abs(w["std"] - 1) < 0.05
     assert any("Ljung–Box" in n for n in result.notes)
+    assert w["predictable_gain"] < KALMAN_ML.PREDICTABLE_GAIN_MAX and w["predictable_order"] == 20
+    assert w["predictable_folds"] == 5
+    assert any("predictable share" in n and "nothing in them that the model could have used" in n
+               for n in result.notes)
     assert result.units["k"] == "N/m"
     assert "one-step-ahead prediction" in result.trajectory_label
 
@@ -150,6 +155,35 @@ def test_wrong_model_innovations_not_white():
     w = result.info["innovations_whiteness"]["x"]
     truth_fit = co.solve(problem(record(TRUTH, 6000, seed=2)), co.KalmanML(), throw=False)
     assert w["Q"] > truth_fit.info["innovations_whiteness"]["x"]["Q"]
+
+
+def _coloured(n: int, rho, sd: float, seed: int) -> np.ndarray:
+    """AR(1) noise of stationary SD ``sd``; ``rho`` per sample (an array: it may change)."""
+    rng = np.random.default_rng(seed)
+    rho = np.broadcast_to(np.asarray(rho, dtype=float), (n,))
+    e = np.empty(n)
+    e[0] = sd * rng.normal()
+    for i in range(1, n):
+        e[i] = rho[i] * e[i - 1] + sd * math.sqrt(1 - rho[i] ** 2) * rng.normal()
+    return e
+
+
+def test_the_predictable_share_flags_structure_the_model_could_have_used_and_only_that():
+    """Coloured measurement noise the oscillator has no state for: Ljung–Box rejects and an AR of the
+    innovations fitted to the rest of the record predicts each block of it (flagged).  Noise whose
+    colour flips sign halfway (ρ = +0.6, then −0.6): Ljung–Box rejects as well, but what the rest of
+    the record teaches does not predict a block (not flagged)."""
+    n = 6000
+    stable = record(TRUTH, n, seed=21) + _coloured(n, 0.6, 0.03, seed=22)
+    flipped = record(TRUTH, n, seed=21) + _coloured(n, np.where(np.arange(n) < n // 2, 0.6, -0.6), 0.03, seed=22)
+    for y, flagged in ((stable, True), (flipped, False)):
+        result = co.solve(problem(y), co.KalmanML(free_draws=0), throw=False)
+        w = result.info["innovations_whiteness"]["x"]
+        assert w["p"] < 1e-6, w
+        assert (w["predictable_gain"] > KALMAN_ML.PREDICTABLE_GAIN_MAX) is flagged, w
+        note = next(n for n in result.notes if "predictable share" in n)
+        assert ("structure the model could have used is left in them" in note) is flagged, note
+        assert ("nothing in them that the model could have used" in note) is not flagged, note
 
 
 def test_center_reports_offset_without_standard_error():
