@@ -1,13 +1,14 @@
 """CPU seconds of the Kalman maximum likelihood on a real 60 s record, per controller.
 
     python benchmarks/kalman_speed.py [--data FILE ...] [--controllers PID,PID-delay,PD-delay]
-        [--noise sway|sway-lp|...] [--lengths 30,60] [--repeats 2] [--quick] [--out JSON]
+        [--noise sway|sway-lp|...] [--errors model|robust] [--lengths 30,60] [--repeats 2] [--quick] [--out JSON]
 
 The fit is the issue's (17 · Real sway): ``co.solve(cip.stochastic_problem(trial,
 controller=C, body=cip.body(1.575, 54.2), noise=NOISE), co.KalmanML())`` on the shipped BDS
 trial's COPx (60 s at 100 Hz; ``--lengths 30`` fits ``trial.window(0, 30)``, the record's own
 seconds; a length of the record or more fits all of it).  ``--noise`` (default ``sway``;
-``sway-lp`` is the CLI's default for a real subject); ``--data`` may be repeated (every trial,
+``sway-lp`` is the CLI's default for a real subject); ``--errors`` (default ``model``; ``robust``,
+``co.KalmanML(errors="robust")``, is the CLI's for a real subject); ``--data`` may be repeated (every trial,
 every case).  Each case runs
 ``--repeats`` times in this process: the first may compile the gradient (the C compiler runs
 as a child process, its CPU is reported apart as ``compiler_cpu_s``) and later ones load it
@@ -84,14 +85,14 @@ class _Counter:
         self.module._hessian_by_differences = self.original_hessian
 
 
-def fit_once(cip, trial, controller: str, counter: _Counter, noise: str = "sway") -> dict:
+def fit_once(cip, trial, controller: str, counter: _Counter, noise: str = "sway", errors: str = "model") -> dict:
     """One fit, timed and counted."""
     counter.reset()
     load_before = os.getloadavg()
     children0 = os.times()
     c0, w0 = time.process_time(), time.perf_counter()
     problem = cip.stochastic_problem(trial, controller=controller, body=cip.body(HEIGHT_M, MASS_KG), noise=noise)
-    result = co.solve(problem, co.KalmanML(), throw=False)
+    result = co.solve(problem, co.KalmanML(errors=errors), throw=False)
     cpu = time.process_time() - c0
     wall = time.perf_counter() - w0
     children1 = os.times()
@@ -115,6 +116,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", action="append", help="a BDS trial file (repeatable; default the shipped BDS00001)")
     ap.add_argument("--controllers", default="PID,PID-delay,PD-delay")
     ap.add_argument("--noise", default="sway")
+    ap.add_argument("--errors", default="model", choices=("model", "robust"))
     ap.add_argument("--lengths", default="30,60", help="record lengths in s, comma-separated (≤ the record's)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--quick", action="store_true")
@@ -154,7 +156,7 @@ def main(argv=None) -> int:
             for controller, length in ((c, n) for c in controllers for n in lengths):
                 window = None if length >= duration else (0.0, length)  # the record's own seconds
                 part = trial if window is None else trial.window(*window)
-                runs = [fit_once(cip, part, controller, counter, args.noise) for _ in range(repeats)]
+                runs = [fit_once(cip, part, controller, counter, args.noise, args.errors) for _ in range(repeats)]
                 last = runs[-1]
                 case = {"data": Path(data).name, "controller": controller, "length_s": length, "window": window,
                         "samples": len(part.time),
