@@ -10,7 +10,9 @@ on the parameter's own scale, and a Ljung–Box check of the innovations' whiten
 The standard errors are the inverse observed Fisher information (the Hessian of the negative
 log-likelihood at the estimate) of the parameters off their bounds.  They assume that the
 model is the process that made the data: Gaussian white disturbances and noise, so white
-innovations.  The Ljung–Box line of the report says whether the record agrees; on a long record
+innovations; ``KalmanML(errors="robust")`` reports per parameter the larger of them and the
+sandwich covariance, which holds when the noise model is wrong (``colloc.inference.kalman.robust``).
+The Ljung–Box line of the report says whether the record agrees; on a long record
 it rejects structure too small to matter, and structure that changes along the record, which no
 model fitted to it could use.  The line after it says how much the innovations' own past predicts
 out of sample: an AR, cross-validated over five blocks of the record (its log-score gain in nats a
@@ -183,11 +185,12 @@ class KalmanML(AbstractMethod):
         filter from there.  None: the exact filter throughout.
     errors : {"model", "robust"}
         The standard errors: ``"model"`` (the default), the inverse observed Fisher information,
-        right when the model's innovations are white and Gaussian; ``"robust"``, the sandwich
-        H⁻¹JH⁻¹ with J the per-sample scores' long-run covariance (Newey–West weights, automatic
-        bandwidth; :func:`colloc.inference.kalman.robust.robust_covariance`), right also when the
-        noise model is not (a real record's).  Both are in ``info["robust_standard_errors"]`` with
-        ``"robust"``; the report says which the table shows.
+        right when the model's innovations are white and Gaussian; ``"robust"``, per parameter the
+        larger of that and the sandwich H⁻¹JH⁻¹, J the per-sample scores' long-run covariance
+        (Newey–West weights over a bandwidth read from the scores' autocorrelation;
+        :func:`colloc.inference.kalman.robust.robust_covariance`), right also when the noise model is
+        not (a real record's).  With ``"robust"`` the model-based, sandwich and reported standard
+        errors are in ``info["robust_standard_errors"]``; the report says which the table shows.
     free_draws : int
         Free simulations of the fitted model for the free-simulation check (0: none).  The
         record's RMS, mean speed, mean power frequency and band powers are set against their

@@ -53,9 +53,9 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     Table 1 ranges and filter.  ``guess``/``bounds`` concern the gains.  ``noise``
     (``--noise``): :data:`NOISE_MODELS`, default ``"paper"``.  See :func:`stochastic_problem`.
     ``errors`` (``--errors``): the standard errors, ``"robust"`` (the default for a real subject: the
-    sway models describe a real record closely but not exactly, and the model-based standard errors
-    were 0.8–2.9 times too small on the shipped trials, ``benchmarks/README.md``) or ``"model"``
-    (``co.KalmanML(errors=...)``).
+    sway models describe a real record closely but not exactly, and on the shipped trials the
+    sandwich is up to 1.1–2.6 times the model-based standard error of the gains, the disturbance and
+    the lag, ``benchmarks/README.md``) or ``"model"`` (``co.KalmanML(errors=...)``).
     """
     if method not in OWN_METHODS:
         raise co.OptionsError(f"--method {method}: cip runs {', '.join(OWN_METHODS)} itself")
