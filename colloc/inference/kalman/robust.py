@@ -13,9 +13,10 @@ the scores' own autocorrelation (Politis 2003).  The sandwich is itself an estim
 biased low in a short record, so the standard error reported is, per parameter, the larger of it
 and the model-based one (Angrist & Pischke 2009, Mostly Harmless Econometrics, §8.1).
 
-The scores are central differences of the per-sample NLL terms of the exact filter, run for the
-2k perturbed parameter vectors at once (:func:`sample_nll`), with steps of a hundredth of each
-parameter's standard error; the Hessian is the estimator's own.
+The scores are central differences of the per-sample NLL terms of the filter, run for the 2k
+perturbed parameter vectors at once (:func:`sample_nll`), with steps of a hundredth of each
+parameter's standard error; the covariance is held once settled, or after the transient of the
+steady-state likelihood the estimator maximised.  The Hessian is the estimator's own.
 """
 
 from __future__ import annotations
@@ -196,8 +197,8 @@ def politis_bandwidth(scores: np.ndarray) -> float:
     K = max(5, √log₁₀N) autocorrelations all lie within ±2√(log₁₀N / N); the bandwidth 2·max m̂
     over the columns (the cautious choice: a longer bandwidth gives the larger, safer standard
     error).  Unlike a rule fitted to the first few lags (Newey & West 1994: ≈ 30 samples here),
-    it follows a correlation that lasts a sway cycle (on the shipped trials the model-based
-    standard errors keep growing up to 100–300 samples)."""
+    it follows a correlation that lasts a sway cycle (on the shipped trials the sandwich standard
+    errors keep growing with the bandwidth up to 100–300 samples)."""
     X = np.asarray(scores, dtype=float)
     X = X - X.mean(axis=0)
     sd = X.std(axis=0)
