@@ -70,10 +70,11 @@ def add_parser(sub) -> None:
                         "COP-only trial of a subject given by --height/--mass); fes-muscle's default is radau3; "
                         "heel-off also runs complementarity (modes out of the fit)")
     p.add_argument("--controller", default=None, metavar="NAME",
-                   help="cip with --method kalman-ml: PID (default), PD-delay, PID-delay (a feedback delay "
-                        "tau, Pade (2,2)) or auto (each fitted on the first half and scored on the second; the best "
-                        "held-out prediction is fitted on the whole, with the comparison table); heel-off: PD "
-                        "(default) or PD-delay (the delay tau identified too)")
+                   help="cip with --method kalman-ml: auto (the default with --height/--mass and a sway noise "
+                        "model: PID, PD, PD-delay and PID-delay each fitted on the first half and scored on the "
+                        "second; the best held-out prediction is fitted on the whole, with the comparison table), "
+                        "PID (the default otherwise), PD, PD-delay or PID-delay (a feedback delay tau, Pade (2,2)); "
+                        "heel-off: PD (default) or PD-delay (the delay tau identified too)")
     p.add_argument("--noise", default=None, metavar="MODEL",
                    help="cip with --method kalman-ml: the noise model, sway-lp (the default with --height/--mass: "
                         "continuous-time disturbance, the torque noise through a lag, the BDS records' documented "

@@ -101,6 +101,11 @@ class ProblemHooks(Protocol):
     def prediction_model(self, result: Any, trial: Any, /) -> Any:
         """What ``result`` predicts ``trial`` with (``colloc predict``)."""
 
+    def cohort_options(self, trials: Sequence[Any], options: Mapping[str, Any], /) -> Mapping[str, Any]:
+        """Options of :attr:`OWN_METHODS` that every fit of a batch gets unless its manifest row
+        sets them (``colloc batch``): the one model a cohort's trials are compared in, where the
+        single fit's default chooses per trial (cip: ``--controller auto``)."""
+
     def data_path(self, *parts: str) -> Path:
         """Where its shipped file ``parts`` is (else its package's ``colloc.data`` entry point)."""
 
@@ -201,6 +206,7 @@ _ATTRIBUTES = (
     _Attribute("identify_result", False, "a function identify_result(trials, method=, guess=, bounds=, "
                "max_iter=, print_level=)", _calls([], **_OWN_CALL)),
     _Attribute("prediction_model", False, "a function prediction_model(result, trial)", _calls(None, None)),
+    _Attribute("cohort_options", False, "a function cohort_options(trials, options)", _calls([], {})),
     _Attribute("data_path", False, "a function data_path(*parts) -> Path", _calls("a", "b.csv")),
 )
 #: The functions whose keyword arguments options reach (``--missing`` → ``load_trial(missing=)``, …).
@@ -230,6 +236,7 @@ class ProblemSpec:
     identify_method: Callable[..., Any] | None = None
     identify_result: Callable[..., Any] | None = None
     prediction_model: Callable[..., Any] | None = None
+    cohort_options: Callable[..., Any] | None = None
     data_path_hook: Callable[..., Path] | None = None
     keywords: Mapping[str, Keywords] = field(default_factory=dict)
 
@@ -293,7 +300,8 @@ def check_problem_module(module: ModuleType, name: str | None = None) -> Problem
         ipopt_options=dict(found.get("IPOPT_OPTIONS", {})), own_methods=own,
         model=found.get("model"), body=found.get("body"), default_method=found.get("default_method"),
         identify_method=found.get("identify_method"), identify_result=found.get("identify_result"),
-        prediction_model=found.get("prediction_model"), data_path_hook=found.get("data_path"),
+        prediction_model=found.get("prediction_model"), cohort_options=found.get("cohort_options"),
+        data_path_hook=found.get("data_path"),
         keywords={k: Keywords.of(found.get(k)) for k in _KEYWORDS_OF},
     )
 

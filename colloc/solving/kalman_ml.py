@@ -22,6 +22,7 @@ sample and the share of variance it explains), against :data:`PREDICTABLE_GAIN_M
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -59,9 +60,13 @@ PREDICTABLE_FOLDS = 5
 PREDICTABLE_GAIN_MAX = 0.005
 #: Largest Newton decrement of the exact likelihood at the estimate of the steady-state one that is
 #: accepted (nats; ``colloc.inference.kalman.estimation.exact_newton_decrement``): the convergence threshold
-#: of :func:`colloc.kalman.maximum_likelihood`; the estimate is then within √(2·0.001) ≈ 0.045
-#: standard errors of the exact optimum.  Beyond it the fit is repeated with the exact filter.
-STEADY_DECREMENT = 1e-3
+#: of :func:`colloc.kalman.maximum_likelihood` (``CONVERGED_DECREMENT``); the estimate is then within
+#: √(2·0.005) = 0.1 standard errors of the exact optimum.  Beyond it the fit is repeated with the exact
+#: filter.
+STEADY_DECREMENT = 5e-3
+#: Fits :meth:`KalmanML._fits` keeps (a process's last few; each is a handful of small results).
+REMEMBERED_FITS = 16
+_FITS_MEMO: OrderedDict = OrderedDict()
 #: With several starts each start's L-BFGS-B search runs first; one that ends more than this above
 #: the best search's NLL (nats) is not finished (no Newton steps, no Hessian): the likelihood-ratio
 #: test rejects such a point by far (:data:`AMBIGUOUS_NLL`), and on the shipped BDS records the start
@@ -213,6 +218,32 @@ class KalmanML(AbstractMethod):
 
     def _fits(self, problem: StochasticProblem, lgm, yc: np.ndarray, points: list[dict], missing: bool,
               transient: str | int | None = "method", until_success: bool = False) -> list:
+        """:meth:`_searched_fits`, remembered: the same fits asked again (the same model by its
+        fingerprint, record, points, bounds, fixed values and options: a nested model's fit that
+        was a candidate of its own in :func:`colloc.select_model`, the PD inside the PID) are
+        copies of the first's, not fitted again.  The last :data:`REMEMBERED_FITS` are kept."""
+        import copy
+        import hashlib
+
+        digest = hashlib.blake2b(np.ascontiguousarray(yc, dtype=float).tobytes(), digest_size=16).hexdigest()
+        names = list(lgm.parameter_names)
+        key = (lgm.fingerprint, digest, repr(yc.shape),
+               tuple(tuple(float(point[k]) for k in names) for point in points),
+               tuple(tuple(problem.bounds.get(k, (None, None))) for k in names),
+               tuple(sorted((problem.fixed or {}).items())), bool(missing),
+               self.transient if transient == "method" else transient, bool(until_success),
+               self.optimizer, self.max_iter, self.hessian, self.compiled)
+        if key in _FITS_MEMO:
+            _FITS_MEMO.move_to_end(key)
+            return copy.deepcopy(_FITS_MEMO[key])
+        fits = self._searched_fits(problem, lgm, yc, points, missing, transient, until_success)
+        _FITS_MEMO[key] = copy.deepcopy(fits)
+        while len(_FITS_MEMO) > REMEMBERED_FITS:
+            _FITS_MEMO.popitem(last=False)
+        return fits
+
+    def _searched_fits(self, problem: StochasticProblem, lgm, yc: np.ndarray, points: list[dict], missing: bool,
+                       transient: str | int | None = "method", until_success: bool = False) -> list:
         """The fits of ``lgm`` to the centred record ``yc`` from ``points`` (the problem's bounds and
         fixed values): with several starts and L-BFGS-B, every start's search first; then, from the
         lowest search on, those that end within :data:`SEARCH_MARGIN` of the best are finished (from

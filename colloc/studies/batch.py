@@ -230,7 +230,7 @@ def _run_fit(spec: FitSpec) -> dict:
     single_threaded()
     t0 = time.perf_counter()
     try:
-        result = identify_files(spec.problem, list(spec.data), method=spec.method, **spec.options)
+        result = identify_files(spec.problem, list(spec.data), method=spec.method, cohort=True, **spec.options)
         doc = result.to_dict()
     except Exception as exc:  # noqa: BLE001 - a broken file or a failed build is a row, not the end of the batch
         message = " ".join(str(exc).split())[:500]

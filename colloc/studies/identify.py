@@ -170,7 +170,7 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
                    print_level: int = 0, progress: Callable | None = None, client=None,
                    columns: Mapping[str, str] | None = None, units: Mapping[str, str] | None = None,
                    problem_options: Mapping | None = None, time_limit: float | None = None,
-                   window: tuple[float | None, float | None] | None = None):
+                   window: tuple[float | None, float | None] | None = None, cohort: bool = False):
     """Identify problem ``problem_name`` from the trial files ``paths``; the
     :class:`~colloc.Result` (``success`` False rather than an exception when the solver
     fails).  Options as in ``colloc identify``; bad options raise :class:`OptionsError`.
@@ -182,7 +182,9 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
     the ``time_limit`` of a problem that runs its own fit (refused by a problem without one).
     ``window`` ``(start, end)`` (s, the records' own time; ``None`` an open side): only the
     samples with ``start <= time < end`` are fitted (``--window A:B``); the result's
-    ``info["window_s"]`` keeps it."""
+    ``info["window_s"]`` keeps it.  ``cohort``: the fit is one of a batch's (``colloc batch``), so
+    a method the problem runs itself gets the problem's ``cohort_options`` where
+    ``problem_options`` do not set them (one model for every trial of a cohort)."""
     from ..solving.ipopt import Ipopt
     from ..solving.solve import solve
 
@@ -213,6 +215,8 @@ def identify_files(problem_name: str, paths: Sequence[str], *, method: str | Non
         solver_method = None if own else make_method(method, nodes, refine)
     assert method is not None  # named by the caller, or chosen above
     if own:  # an estimator the problem runs itself (cip: --method kalman-ml)
+        if cohort and spec.cohort_options is not None:
+            problem_options = {**spec.cohort_options(trials, dict(problem_options or {})), **(problem_options or {})}
         result = _own_method(spec, trials, method=method, nodes=nodes, refine=refine, max_iter=max_iter,
                              start=start, starts=starts, fit_weights=fit_weights, guess=guess, bounds=bounds,
                              absolute_sigma=absolute_sigma, print_level=print_level,

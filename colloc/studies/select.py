@@ -44,7 +44,8 @@ class ModelSelection:
     ``status``, ``free`` (parameters), ``aic`` (of the fit on the first part), and per horizon
     ``score_<h>`` (mean log density, nats a sample), ``coverage_<h>`` (95 % interval) and
     ``vs_persistence_<h>``; ``ljung_box_p``: the held-out one-step innovations' whiteness
-    (10 lags).  ``best``: the chosen candidate (None if no fit succeeded).  ``results``: the
+    (10 lags); ``cpu_s``: the CPU seconds of a candidate's fit and scoring (its nested model's
+    fit, when another candidate's, is not counted again).  ``best``: the chosen candidate (None if no fit succeeded).  ``results``: the
     candidates' fits on the first part."""
 
     table: pd.DataFrame
@@ -58,17 +59,18 @@ class ModelSelection:
         """The comparison table as printed lines."""
         hs = [f"{h:g}" for h in self.horizons]
         head = (f"{'model':<12}{'status':<20}{'free':>5}{'AIC(fit)':>12}"
-                + "".join(f"{'score ' + h + ' s':>12}{'cov ' + h:>9}" for h in hs) + f"{'LB p':>8}")
+                + "".join(f"{'score ' + h + ' s':>12}{'cov ' + h:>9}" for h in hs) + f"{'LB p':>8}{'CPU s':>7}")
         lines = [(f"held-out comparison: fitted before t = {self.split:g} s, scored after it "
                  "(mean log density, nats a sample; higher is better)"), head]
         for name, row in self.table.iterrows():
             aic = "" if not np.isfinite(row["aic"]) else f"{row['aic']:.6g}"
             free = "" if not np.isfinite(row["free"]) else f"{int(row['free'])}"
             lb = "" if not np.isfinite(row["ljung_box_p"]) else f"{row['ljung_box_p']:.2g}"
+            cpu = "" if not np.isfinite(row.get("cpu_s", math.nan)) else f"{row['cpu_s']:.1f}"
             mark = " ←" if name == self.best else ""
             lines.append(f"{name:<12}{row['status']:<20}{free:>5}{aic:>12}"
                          + "".join(f"{row['score_' + h]:>12.4g}{row['coverage_' + h]:>9.3f}" for h in hs)
-                         + f"{lb:>8}{mark}")
+                         + f"{lb:>8}{cpu:>7}{mark}")
         lines.append("chosen: " + (f"{self.best} (the best held-out score among the fits that succeeded)"
                                    if self.best else "none: no candidate's fit succeeded"))
         return "\n".join(lines)
@@ -129,6 +131,7 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
     results = {}
     any_output = None
     for name, make in candidates.items():
+        c_model = time.process_time()
         problem = make(first)
         if len(problem.outputs) != 1:
             raise OptionsError(f"select_model: candidate '{name}' has {len(problem.outputs)} outputs; one is needed")
@@ -148,6 +151,7 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
         one = predict(result, trial, horizon=dt, window=(split, None), model=model)
         z = ((one["observed"] - one["mean"]) / one["sd"]).to_numpy()
         row["ljung_box_p"] = ljung_box(z, 10)[1] if np.isfinite(z).sum() > 20 else math.nan
+        row["cpu_s"] = time.process_time() - c_model
         rows[name] = row
         if progress is not None:
             progress(f"  {name}: {result.status}, held-out score "
@@ -159,13 +163,14 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
     before = tg < split
     y_fit = y_all[before]
     refs: dict[str, dict[str, Any]] = {"persistence": {"kind": "reference", "status": "reference", "success": False,
-                            "free": 1.0, "aic": math.nan, "ljung_box_p": math.nan}}
+                            "free": 1.0, "aic": math.nan, "ljung_box_p": math.nan, "cpu_s": math.nan}}
     dt = float(np.median(np.diff(tg)))
     finite_fit = np.isfinite(y_fit).all() and np.isfinite(y_all).all()
     ar = fit_ar(y_fit, ar_order) if finite_fit and y_fit.size > 2 * ar_order + 1 else None
     if ar is not None:
         refs[f"AR({ar_order})"] = {"kind": "reference", "status": "reference", "success": False,
-                                   "free": float(ar_order + 2), "aic": math.nan, "ljung_box_p": math.nan}
+                                   "free": float(ar_order + 2), "aic": math.nan, "ljung_box_p": math.nan,
+                                   "cpu_s": math.nan}
     for h in horizons:
         steps = round(h / dt)
         rows_h = np.flatnonzero(tg >= split + h - 1e-9 * dt)

@@ -107,7 +107,9 @@ from .kalman_model import (
     ml_model,
 )
 from .methods import (
+    COHORT_CONTROLLER as COHORT_CONTROLLER,
     OWN_METHODS as OWN_METHODS,
+    cohort_options as cohort_options,
     default_method as default_method,
     identify_method as identify_method,
     prediction_model as prediction_model,

@@ -177,3 +177,65 @@ def test_a_failed_fit_from_the_nested_estimate_falls_back_to_the_own_starts():
     assert result.success, (result.status, result.message)
     assert result.starts["count"] == 4 and result.info["nested"]["own_starts"]  # from the PD, then the own three
     assert result.parameters["KI"] < 1e-3 and result.info["nested"]["nll"] == pytest.approx(result.objective, abs=0.01)
+
+
+def test_a_real_subjects_default_controller_is_the_held_out_choice_and_a_cohorts_is_one_model(monkeypatch):
+    """``colloc identify cip --height --mass`` (a sway noise model): ``--controller auto``, the choice
+    by held-out prediction; the paper's noise model or subject: the paper's PID.  ``colloc batch``:
+    the one controller of :data:`cip.COHORT_CONTROLLER` for every trial, unless the manifest names one."""
+    from colloc_problems.cip import methods
+
+    trial = cip.simulate_trial(duration=12.0, seed=5, body=BODY)
+    called = []
+
+    class Stop(Exception):
+        pass
+
+    def chosen(tr, **kw):
+        called.append(("auto", kw["noise"]))
+        raise Stop
+
+    def fixed(tr, **kw):
+        called.append((kw["controller"], kw["noise"]))
+        raise Stop
+
+    monkeypatch.setattr(methods, "select_controller", chosen)
+    monkeypatch.setattr(methods, "stochastic_problem", fixed)
+    for kw in ({"body": BODY}, {"body": BODY, "noise": "sway"}, {"body": BODY, "noise": "paper"}, {},
+               {"body": BODY, "controller": "PD-delay"}):
+        with pytest.raises(Stop):
+            cip.identify_method([trial], **kw)
+    assert called == [("auto", "sway-lp"), ("auto", "sway"), ("PID", "paper"), ("PID", "paper"),
+                      ("PD-delay", "sway-lp")]
+    # colloc batch: the cohort's one controller where the manifest names none, for the fits that would choose
+    assert cip.cohort_options([trial], {"body": BODY}) == {"controller": cip.COHORT_CONTROLLER}
+    assert cip.cohort_options([trial], {"body": BODY, "noise": "sway"}) == {"controller": cip.COHORT_CONTROLLER}
+    for options in ({"body": BODY, "controller": "PD-delay"}, {"body": BODY, "noise": "paper"}, {}):
+        assert cip.cohort_options([trial], options) == {}, options
+
+
+def test_a_batch_fit_gets_the_problems_cohort_options_and_a_single_fit_does_not(monkeypatch, tmp_path):
+    """identify_files(cohort=True), as colloc batch calls it: the problem's cohort_options reach its own
+    method, under what the manifest sets; without cohort=True (colloc identify) they do not."""
+    from colloc.studies import identify
+
+    import pandas as pd
+
+    trial = cip.simulate_trial(duration=12.0, seed=5, body=BODY)
+    path = tmp_path / "t.csv"  # a COP-only record: the Kalman ML is the default method
+    pd.DataFrame({"time": trial.time, "cop": trial["cop"]}).to_csv(path, index=False)
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def own(spec, trials, **kw):
+        seen.append(dict(kw["problem_options"]))
+        raise Stop
+
+    monkeypatch.setattr(identify, "_own_method", own)
+    for cohort, options in ((True, {"body": BODY}), (False, {"body": BODY}),
+                            (True, {"body": BODY, "controller": "PD-delay"})):
+        with pytest.raises(Stop):
+            identify.identify_files("cip", [str(path)], method=None, problem_options=options, cohort=cohort)
+    assert [o.get("controller") for o in seen] == [cip.COHORT_CONTROLLER, None, "PD-delay"]

@@ -271,6 +271,44 @@ def test_select_model_prefers_the_true_model_on_held_out_data():
         co.select_model({"oscillator": good}, tr, split=99.0)
 
 
+def test_a_nested_models_fit_that_was_a_candidate_is_not_fitted_again(monkeypatch):
+    """select_model with the undamped oscillator as a candidate and as the damped one's nested model:
+    its fit runs once; the second ask is a copy of the first's (the damped fit from it is the same as
+    with the memory cleared), and the table gives each candidate's CPU."""
+    from colloc.solving import kalman_ml
+
+    tr = trial(record(TRUTH, 3000, seed=23))
+
+    def undamped(t):
+        return co.StochasticProblem(oscillator, t, outputs=["x"], start={"k": 2.0, "q": 1.0, "sigma": 0.05},
+                                    fixed={"c": 0.01}, bounds={"k": (0.1, 100.0), "q": (1e-3, 100.0),
+                                                               "sigma": (1e-5, 1.0)})
+
+    def damped(t):
+        return problem(np.asarray(t["x"]), nested=undamped, nested_start={"c": 0.05})
+
+    runs = []
+    searched = kalman_ml.KalmanML._searched_fits
+
+    def counted(self, prob, lgm, *args, **kwargs):
+        runs.append(sorted(prob.fixed))
+        return searched(self, prob, lgm, *args, **kwargs)
+
+    monkeypatch.setattr(kalman_ml.KalmanML, "_searched_fits", counted)
+    kalman_ml._FITS_MEMO.clear()
+    method = co.KalmanML(free_draws=0)
+    sel = co.select_model({"undamped": undamped, "damped": damped}, tr, horizons=(0.05,), ar_order=10,
+                          method=method)
+    assert runs == [["c"], []]  # the undamped fit once, then the damped one from its estimate
+    kalman_ml._FITS_MEMO.clear()
+    alone = co.solve(damped(tr.window(None, sel.split)), method, throw=False)
+    assert runs[2:] == [["c"], []]
+    assert sel.results["damped"].parameters == alone.parameters
+    assert sel.results["damped"].info["nested"]["nll"] == alone.info["nested"]["nll"]
+    assert sel.table.loc["damped", "cpu_s"] > 0 and np.isnan(sel.table.loc["persistence", "cpu_s"])
+    assert "CPU s" in sel.text()
+
+
 def test_further_starts_find_the_better_optimum_and_report_the_other():
     """A record with two clearly different likelihood optima is not constructed here; instead the
     start is put in a poor place (k far too stiff) and a second start near the truth: the

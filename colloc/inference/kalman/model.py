@@ -314,6 +314,17 @@ class LinearGaussianModel:
     # -- parameters ------------------------------------------------------------------------------
 
     @property
+    def fingerprint(self) -> str:
+        """A digest of what defines the model: its matrices as functions of ``θ`` (serialised),
+        the parameter names, the sample step and the form of the noise.  Two models with the
+        same fingerprint have the same likelihood of every record at every ``θ``."""
+        if getattr(self, "_fingerprint", None) is None:
+            text = "\n".join([self._continuous.serialize(), repr(float(self.dt)), self.noise,
+                              ",".join(self.parameter_names)])
+            self._fingerprint = hashlib.sha256(text.encode()).hexdigest()
+        return self._fingerprint
+
+    @property
     def num_parameters(self) -> int:
         """Length of the parameter vector ``θ``."""
         return len(self.parameter_names)
