@@ -45,8 +45,8 @@ class ModelSelection:
     ``score_<h>`` (mean log density, nats a sample), ``coverage_<h>`` (95 % interval) and
     ``vs_persistence_<h>``; ``ljung_box_p``: the held-out one-step innovations' whiteness
     (10 lags); ``cpu_s``: the CPU seconds of a candidate's fit and scoring (its nested model's
-    fit, when another candidate's, is not counted again).  ``best``: the chosen candidate (None if no fit succeeded).  ``results``: the
-    candidates' fits on the first part."""
+    fit, when another candidate's, is not counted again).  ``best``: the chosen candidate (None
+    if no fit succeeded).  ``results``: the candidates' fits on the first part."""
 
     table: pd.DataFrame
     best: str | None

@@ -363,8 +363,8 @@ def exact_newton_decrement(model: LinearGaussianModel, y: ArrayLike, fit: MLResu
     and ``H`` the fit's observed information, over the parameters off their bounds: how much one
     Newton step on the exact likelihood would still lower it.  A fit of the steady-state
     likelihood (``transient``) whose decrement is far below 1 (the convergence threshold of
-    :func:`maximum_likelihood` is :data:`CONVERGED_DECREMENT`) is an estimate of the exact one; a constant offset between
-    the two NLLs (a slowly settling state) does not move it."""
+    :func:`maximum_likelihood` is :data:`CONVERGED_DECREMENT`) is an estimate of the exact one; a
+    constant offset between the two NLLs (a slowly settling state) does not move it."""
     Y = model.data_matrix(y, missing)
     data = model.observed(Y)
     names = model.parameter_names
