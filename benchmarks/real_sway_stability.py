@@ -1,6 +1,6 @@
 """Do the real-sway estimates depend on where the window starts, or on the sample rate?
 
-    python benchmarks/real_sway_stability.py [--data FILE_OR_DIR ...] [--controller PID]
+    python benchmarks/real_sway_stability.py [--data FILE_OR_DIR ...] [--controller PID|...|auto]
         [--noise sway] [--length 30] [--shift 2.5] [--quick] [--no-rate] [--out JSON]
 
 For every BDS trial (Santos & Duarte 2016; default the shipped ones in data/bds; the subject's
@@ -17,7 +17,10 @@ towards long ones).  Also each window's exact NLL at the other window's estimate
 optimum (``cross_dnll``): the likelihood's own distance between the two estimates, set against the
 95 % point of what the model's own sampling spread gives two windows that differ in SHIFT/LENGTH of
 their samples, (SHIFT/LENGTH)·χ²_k(0.95) with k free parameters.  Reports the
-CPU seconds of each fit.
+CPU seconds of each fit.  ``--controller auto`` (the command's default for a real subject): each
+window's fit is ``cip.identify_method``'s (the four controllers on the window's halves, the best
+held-out on the whole window); a window whose choice differs from the reference's counts as not
+stable (its parameters are another model's), and the choices are in ``controllers``.
 ``--quick``: one trial; ``--no-rate``: the window shift alone (the 50 Hz entries repeat the
 reference).  Writes JSON atomically (default benchmarks/results/real_sway_stability.json).
 """
@@ -54,8 +57,11 @@ def _nll_at(cip, trial, body, controller, noise, parameters) -> float:
 
 def _fit(cip, trial, body, controller, noise, errors="robust"):
     c0 = time.process_time()
-    result = co.solve(cip.stochastic_problem(trial, controller=controller, body=body, noise=noise),
-                      co.KalmanML(errors=errors), throw=False)
+    if controller == "auto":  # the command's path: the comparison on the window's halves, then the choice
+        result = cip.identify_method([trial], body=body, noise=noise, controller="auto", errors=errors)
+    else:
+        result = co.solve(cip.stochastic_problem(trial, controller=controller, body=body, noise=noise),
+                          co.KalmanML(errors=errors), throw=False)
     return result, time.process_time() - c0
 
 
@@ -91,7 +97,9 @@ def evaluate(path: Path, info: dict, controller: str, noise: str, length: float,
     half = co.Trial(t[keep], {"cop": np.asarray(trial["cop"])[keep]}, name=name + "@50Hz")
     # --no-rate: the reference
     slow, slow_cpu = _fit(cip, half, body, controller, noise, errors) if rate else (ref, 0.0)
-    out = {"trial": name, "vision": row.get("Vision"), "surface": row.get("Surface"),
+    chosen = [r.info.get("controller", controller) for r in (ref, moved, slow)]
+    same = chosen[1] == chosen[0]
+    out = {"trial": name, "vision": row.get("Vision"), "surface": row.get("Surface"), "controllers": chosen,
            "success": [ref.success, moved.success, slow.success], "cpu_s": [ref_cpu, moved_cpu, slow_cpu],
            "nll": [float(r.objective) for r in (ref, moved, slow)],
            # the other optima the starts found (each with its NLL), and the verdict's warnings: where a
@@ -100,13 +108,22 @@ def evaluate(path: Path, info: dict, controller: str, noise: str, length: float,
            "warnings": [[w.get("code") for w in r.warnings] for r in (ref, moved, slow)],
            # each window's exact NLL at the other window's estimate, above its own optimum: the
            # likelihood's own measure of how far apart the two estimates are (all parameters at once)
-           "cross_dnll": [_nll_at(cip, first, body, controller, noise, moved.parameters) - float(ref.objective),
-                          _nll_at(cip, second, body, controller, noise, ref.parameters) - float(moved.objective)],
+           "cross_dnll": ([_nll_at(cip, first, body, chosen[0], noise, moved.parameters) - float(ref.objective),
+                           _nll_at(cip, second, body, chosen[0], noise, ref.parameters) - float(moved.objective)]
+                          if same else [float("inf"), float("inf")]),
            "parameters": {}}
     model_se = ref.info.get("robust_standard_errors", {}).get("model_based_standard_errors", {})
     for k in ref.parameters:
         se = ref.standard_errors.get(k)
         if se is None or k == "cop_offset":
+            continue
+        if k not in moved.parameters or not same:  # the shifted window chose another model: not stable
+            out["parameters"][k] = {"ref": ref.parameters[k], "se": se, "shifted": None, "model_se": se,
+                                    "shift_in_model_se": float("inf"), "at_50Hz": slow.parameters.get(k),
+                                    "shift_in_se": float("inf"), "shift_in_se_report_scale": float("inf"),
+                                    "rate_in_se": (abs(slow.parameters[k] - ref.parameters[k]) / se
+                                                   if k in slow.parameters and chosen[2] == chosen[0]
+                                                   else float("inf"))}
             continue
         out["parameters"][k] = {"ref": ref.parameters[k], "se": se, "shifted": moved.parameters[k],
                                 "model_se": model_se.get(k, se),
@@ -117,7 +134,8 @@ def evaluate(path: Path, info: dict, controller: str, noise: str, length: float,
                                 # whose SE is under its value (colloc.results.report), else linear
                                 "shift_in_se_report_scale": _report_scale_shift(ref.parameters[k], se,
                                                                                 moved.parameters[k]),
-                                "rate_in_se": abs(slow.parameters[k] - ref.parameters[k]) / se}
+                                "rate_in_se": (abs(slow.parameters[k] - ref.parameters[k]) / se
+                                               if k in slow.parameters and chosen[2] == chosen[0] else float("inf"))}
     return out
 
 
@@ -147,8 +165,9 @@ def main(argv=None) -> int:
         runs.append(r)
         cells = " ".join(f"{k} {v['shift_in_se']:.2f}({v['shift_in_se_report_scale']:.2f})/{v['rate_in_se']:.2f}"
                          for k, v in r["parameters"].items())
-        print(f"{r['trial']} success {r['success']} cpu {np.round(r['cpu_s'], 1).tolist()} "
-              f"|Δ|/SE shift (report's scale)/50Hz: {cells}; cross ΔNLL {np.round(r['cross_dnll'], 2).tolist()}",
+        print(f"{r['trial']} {'/'.join(r['controllers'])} success {r['success']} "
+              f"cpu {np.round(r['cpu_s'], 1).tolist()} |Δ|/SE shift (report's scale)/50Hz: {cells}; "
+              f"cross ΔNLL {np.round(r['cross_dnll'], 2).tolist()}",
               flush=True)
     ok = [r for r in runs if all(r["success"])]
     length, shift = args.length, args.shift
