@@ -21,6 +21,7 @@ the criterion: a richer model always fits the first part at least as well.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -80,7 +81,7 @@ class ModelSelection:
             lb = "" if not np.isfinite(row["ljung_box_p"]) else f"{row['ljung_box_p']:.2g}"
             cpu = "" if not np.isfinite(row.get("cpu_s", math.nan)) else f"{row['cpu_s']:.1f}"
             deficit = row.get("deficit", math.nan)
-            below = "" if not np.isfinite(deficit) else f"{deficit:.3f}±{row['deficit_se']:.3f}"
+            below = "" if not np.isfinite(deficit) else f"{deficit:.2g}±{row['deficit_se']:.1g}"
             status = row["status"] + ("" if row.get("plausible", True) is not False else " *")
             implausible |= row.get("plausible", True) is False
             mark = " ←" if name == self.best else ""
@@ -131,7 +132,8 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
     ar_order : int
         Order of the AR reference.
     method : KalmanML, optional
-        The estimator (default ``KalmanML()``).
+        The estimator (default ``KalmanML()``); the candidates are fitted without its free
+        simulations and with model-based standard errors (neither enters the choice).
     progress : callable, optional
         Called with one line per candidate as it is done.
     """
@@ -147,6 +149,9 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
                            f"({t[0]:g}–{t[-1]:g} s)")
     first = trial.window(None, split)
     method = KalmanML() if method is None else method
+    # what chooses is the held-out score, so the candidates' fits skip the report's free-simulation
+    # check and robust standard errors (the chosen model's fit on the whole record has them)
+    method = dataclasses.replace(method, free_draws=0, errors="model")
     horizons = tuple(float(h) for h in horizons)
     rows: dict[str, dict[str, Any]] = {}
     results = {}
