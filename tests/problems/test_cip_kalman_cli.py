@@ -274,3 +274,30 @@ def test_the_sway_held_variant_is_the_zero_order_hold_of_the_same_density():
     assert held.discretize(theta)["Q"][td, td] == pytest.approx(zoh, rel=1e-9)
     assert exact.discretize(theta)["Q"][td, td] == pytest.approx(ou, rel=1e-9)
     assert abs(zoh / ou - 1) > 0.01  # B comparable to dt: the two differ (by 1.3 % here)
+
+
+@pytest.mark.slow  # four controllers on the halves of 30 s, then the chosen one on the whole (about 30 s of CPU)
+def test_a_real_subjects_default_is_the_comparison_and_its_choice(capsys, tmp_path):
+    """`colloc identify cip --height --mass` with no --controller: the comparison table of the four
+    controllers and the references is printed, and the result is the controller it marks, chosen
+    by its rule: it succeeded and is plausible where any other is, and no candidate with fewer free
+    parameters scored within one standard error of the best."""
+    out_json = tmp_path / "r.json"
+    code, out, err = run(capsys, "identify", "cip", "--data", REAL, *BODY, "--window", "0:30", "--out", out_json)
+    assert code == 0, err
+    doc = json.loads(out_json.read_text())
+    selection = doc["info"]["model_selection"]
+    chosen = selection["best"]
+    assert chosen in cip.CONTROLLERS and doc["info"]["controller"] == chosen
+    assert "held-out comparison" in out and f"chosen: {chosen} (" in out and "AR(20)" in out
+    (line,) = [ln for ln in out.splitlines() if ln.startswith(chosen + " ") and ln.endswith("←")]
+    table = selection["table"]
+    models = {k: r for k, r in table.items() if r["kind"] == "model"}
+    assert set(models) == set(cip.CONTROLLERS) and all(r["cpu_s"] > 0 for r in models.values())
+    row = models[chosen]
+    assert row["success"] and (row["plausible"] or not any(r["success"] and r["plausible"] for r in models.values()))
+    for name, r in models.items():
+        if r["success"] and r["plausible"] == row["plausible"] and r["free"] < row["free"]:
+            assert r["deficit"] > r["deficit_se"], name  # a simpler one within 1 SE would have been chosen
+    for ref in ("persistence", "AR(20)"):
+        assert table[ref]["kind"] == "reference"
