@@ -11,7 +11,11 @@ raised no ``implausible`` warning (a problem's ``checks``: estimates outside the
 field reports): of those whose mean held-out log score over the horizons is within one standard
 error of the best one's, the one with the fewest free parameters (the one-standard-error rule,
 Breiman et al. 1984, *Classification and Regression Trees*, §3.4.3; Hastie, Tibshirani & Friedman
-2009, *The Elements of Statistical Learning*, §7.10), ties to the better score.  The standard error
+2009, *The Elements of Statistical Learning*, §7.10), ties to the better score.  A deficit of at
+most 1 nat over all the held-out samples (a likelihood ratio under e, "not worth more than a bare
+mention" on the scale of Kass & Raftery 1995, JASA 90:773) counts as within as well: two nested
+models whose predictions nearly coincide (a gain at 0) have differences so steady that their
+standard error alone would call a thousandth of a nat significant.  The standard error
 is that of the mean per-sample difference of log densities, paired sample by sample, by Bartlett
 weights over a bandwidth read from the differences' own autocorrelation (the k-step errors of
 neighbouring samples are correlated).  A candidate whose fit fails (an estimate on a search-range
@@ -101,7 +105,7 @@ class ModelSelection:
         return {"split_s": self.split, "horizons_s": list(self.horizons), "best": self.best, "table": rows,
                 "criterion": ("the fewest free parameters among the fits that succeeded (and are plausible, where "
                               "any is) whose mean held-out log score over the horizons is within one standard "
-                              "error of the best"),
+                              "error, or 1 nat over the held-out samples, of the best"),
                 "reason": self.reason,
                 "cpu_s": self.cpu_s}
 
@@ -234,22 +238,22 @@ def _densities(table) -> np.ndarray:
                             -0.5 * z**2 - np.log(s[ok]) - 0.5 * math.log(2 * math.pi)])
 
 
-def _paired_deficit(a: list, b: list) -> tuple[float, float]:
+def _paired_deficit(a: list, b: list) -> tuple[float, float, int]:
     """Mean and standard error of ``b``'s held-out log density below ``a``'s, per sample, averaged
     over the horizons on the times all of them score (Bartlett weights over the differences'
-    own Politis bandwidth)."""
+    own Politis bandwidth), and the number of those times."""
     from ..inference.kalman.robust import long_run_covariance, politis_bandwidth
 
     times = None
     for x in (*a, *b):
         times = x[:, 0] if times is None else np.intersect1d(times, x[:, 0])
     if times is None or times.size < 20:
-        return math.nan, math.nan
+        return math.nan, math.nan, 0
     d = np.zeros(times.size)
     for xa, xb in zip(a, b):
         d += (xa[np.searchsorted(xa[:, 0], times), 1] - xb[np.searchsorted(xb[:, 0], times), 1]) / len(a)
     lrv = float(long_run_covariance(d[:, None], max(1.0, politis_bandwidth(d[:, None])))[0, 0])
-    return float(d.mean()), math.sqrt(max(lrv, 0.0)) / d.size
+    return float(d.mean()), math.sqrt(max(lrv, 0.0)) / d.size, int(d.size)
 
 
 def _choose(rows: dict, densities: dict, horizons) -> tuple[str | None, str]:
@@ -264,9 +268,9 @@ def _choose(rows: dict, densities: dict, horizons) -> tuple[str | None, str]:
     top = max(mean_score, key=mean_score.__getitem__)
     close = []
     for n in pool:
-        deficit, se = (0.0, 0.0) if n == top else _paired_deficit(densities[top], densities[n])
+        deficit, se, count = (0.0, 0.0, 0) if n == top else _paired_deficit(densities[top], densities[n])
         rows[n]["deficit"], rows[n]["deficit_se"] = deficit, se
-        if n == top or (np.isfinite(deficit) and deficit <= se):
+        if n == top or (np.isfinite(deficit) and deficit <= max(se, 1.0 / max(count, 1))):
             close.append(n)
     free = {n: rows[n]["free"] if np.isfinite(rows[n]["free"]) else math.inf for n in close}
     best = min(close, key=lambda n: (free[n], -mean_score[n]))
@@ -274,7 +278,7 @@ def _choose(rows: dict, densities: dict, horizons) -> tuple[str | None, str]:
     if best == top:
         reason = f"the best held-out score among {among}"
     else:
-        reason = (f"the fewest free parameters among {among} within one standard error of the best held-out "
-                  f"score, {top}'s: {rows[best]['deficit']:.3g} ± {rows[best]['deficit_se']:.2g} nats a sample "
-                  "below it")
+        reason = (f"the fewest free parameters among {among} within one standard error (or 1 nat in all) of the "
+                  f"best held-out score, {top}'s: {rows[best]['deficit']:.2g} ± {rows[best]['deficit_se']:.1g} nats "
+                  "a sample below it")
     return best, reason
