@@ -69,6 +69,10 @@ class ModelSelection:
     results: dict = field(default_factory=dict)
     cpu_s: float = 0.0
     reason: str = ""
+    #: The candidates that may be chosen, in the rule's order: ``best`` first, then the others of its
+    #: pool by score, then the remaining fits that succeeded by score (a caller whose fit of ``best``
+    #: on the whole record fails takes the next).
+    ranking: tuple[str, ...] = ()
 
     def text(self) -> str:
         """The comparison table as printed lines."""
@@ -106,7 +110,7 @@ class ModelSelection:
                 "criterion": ("the fewest free parameters among the fits that succeeded (and are plausible, where "
                               "any is) whose mean held-out log score over the horizons is within one standard "
                               "error, or 1 nat over the held-out samples, of the best"),
-                "reason": self.reason,
+                "reason": self.reason, "ranking": list(self.ranking),
                 "cpu_s": self.cpu_s}
 
 
@@ -224,9 +228,23 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
         for h in horizons:
             ref[f"vs_persistence_{h:g}"] = ref[f"score_{h:g}"] - refs["persistence"][f"score_{h:g}"]
     best, reason = _choose(rows, densities, horizons)
+    ranking = _ranking(rows, best, horizons)
     rows.update(refs)
     table = pd.DataFrame.from_dict(rows, orient="index")
-    return ModelSelection(table, best, split, horizons, results, time.process_time() - c0, reason)
+    return ModelSelection(table, best, split, horizons, results, time.process_time() - c0, reason, ranking)
+
+
+def _ranking(rows: dict, best: str | None, horizons) -> tuple[str, ...]:
+    """``best``, then the other plausible fits that succeeded by mean score, then the rest that did."""
+    if best is None:
+        return ()
+
+    def score(n):
+        return float(np.mean([rows[n][f"score_{h:g}"] for h in horizons]))
+    ok = [n for n, r in rows.items() if r["kind"] == "model" and r["success"] and n != best]
+    plausible = sorted((n for n in ok if rows[n]["plausible"]), key=score, reverse=True)
+    rest = sorted((n for n in ok if not rows[n]["plausible"]), key=score, reverse=True)
+    return (best, *plausible, *rest)
 
 
 def _densities(table) -> np.ndarray:

@@ -110,8 +110,9 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
                       method=None, candidates: Sequence[str] = tuple(CONTROLLERS)) -> co.Result:
     """``--controller auto``: each controller of ``candidates`` fitted on the first half of the
     record and scored on the second (:func:`colloc.select_model`: held-out log score at 0.1 and
-    0.5 s against persistence and an AR(20)); the best that succeeded is fitted on the whole
-    record.  The comparison table is printed under the result's table
+    0.5 s against persistence and an AR(20)); the chosen one is fitted on the whole record, and,
+    if that fit fails, the next in the selection's ranking (``info["model_selection"]["fitted"]``
+    and ``["whole_record_failures"]``).  The comparison table is printed under the result's table
     (``info["model_selection"]``)."""
     trial = _on_one_grid(trial)
     make = {c: (lambda tr, c=c: stochastic_problem(tr, controller=c, body=body, noise=noise, guess=guess,
@@ -120,8 +121,21 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
 
     selection = co.select_model(make, trial, method=method,
                                 progress=lambda line: print(line, file=sys.stderr, flush=True))
-    chosen = selection.best or "PID"
-    result = co.solve(make[chosen](trial), method or co.KalmanML(), throw=False)
+    # the chosen controller on the whole record; if its fit fails there, the next in the rule's order
+    # (a model whose whole-record fit fails is not one the data support)
+    failed: list[str] = []
+    first = None
+    for chosen in selection.ranking or ("PID",):
+        result = co.solve(make[chosen](trial), method or co.KalmanML(), throw=False)
+        first = first or (chosen, result)
+        if result.success:
+            break
+        failed.append(f"{chosen} ({result.status})")
+    if failed and result.success:
+        result.notes.insert(0, f"the whole record's fit of {', then '.join(failed)} failed: {chosen}, the next "
+                               "in the comparison's order, is shown")
+    elif failed:  # none succeeded: the chosen one's failure is shown
+        chosen, result = first
     result.notes = [*selection.text().splitlines(), *result.notes]
     if selection.best is None:
         result.warnings.insert(0, {"code": "no_candidate", "parameters": [],
@@ -134,7 +148,7 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
                                 "message": f"the controllers were compared on halves of {half:.3g} s, under "
                                            f"{SHORT_RECORD_S:g} s: their fits there are short for their parameters, "
                                            "and the choice may change with the window (--controller names one)"})
-    result.info["model_selection"] = selection.to_info()
+    result.info["model_selection"] = {**selection.to_info(), "fitted": chosen, "whole_record_failures": failed}
     return result
 
 

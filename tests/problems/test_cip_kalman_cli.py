@@ -288,7 +288,10 @@ def test_a_real_subjects_default_is_the_comparison_and_its_choice(capsys, tmp_pa
     doc = json.loads(out_json.read_text())
     selection = doc["info"]["model_selection"]
     chosen = selection["best"]
-    assert chosen in cip.CONTROLLERS and doc["info"]["controller"] == chosen
+    assert chosen in cip.CONTROLLERS and selection["ranking"][0] == chosen
+    fitted = selection["fitted"]  # the chosen one, or the next in the ranking if its whole-record fit failed
+    assert doc["info"]["controller"] == fitted and fitted in selection["ranking"]
+    assert selection["ranking"].index(fitted) == len(selection["whole_record_failures"])
     assert "held-out comparison" in out and f"chosen: {chosen} (" in out and "AR(20)" in out
     (line,) = [ln for ln in out.splitlines() if ln.startswith(chosen + " ") and ln.endswith("←")]
     table = selection["table"]

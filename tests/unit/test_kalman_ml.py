@@ -260,6 +260,7 @@ def test_select_model_prefers_the_true_model_on_held_out_data():
     table = sel.table
     assert sel.best == "oscillator"
     assert not table.loc["boxed", "success"]
+    assert sel.ranking == ("oscillator", "ou")  # the next if the chosen one's whole-record fit fails; no failed fit
     assert table.loc["oscillator", "score_0.2"] > table.loc["ou", "score_0.2"]
     assert {"persistence", "AR(10)"} <= set(table.index)
     assert table.loc["oscillator", "vs_persistence_0.05"] > 0
