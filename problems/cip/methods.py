@@ -136,6 +136,9 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
                                "in the comparison's order, is shown")
     elif failed:  # none succeeded: the chosen one's failure is shown
         chosen, result = first
+        if len(failed) > 1:
+            result.notes.insert(0, f"the whole record's fit failed for each of {', '.join(failed)}: the chosen "
+                                   f"{chosen}'s is shown")
     result.notes = [*selection.text().splitlines(), *result.notes]
     if selection.best is None:
         result.warnings.insert(0, {"code": "no_candidate", "parameters": [],
