@@ -114,7 +114,6 @@ from .methods import (
     identify_method as identify_method,
     prediction_model as prediction_model,
     select_controller,
-    stochastic_problem,
 )
 from .pendulum import (
     WINTER_ANKLE_HEIGHT as WINTER_ANKLE_HEIGHT,
@@ -140,6 +139,7 @@ from .real import (
     noise_floor,
     plausibility,
 )
+from .stochastic import stochastic_problem
 
 __all__ = [
     "BODY",
