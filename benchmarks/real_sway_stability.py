@@ -172,6 +172,9 @@ def main(argv=None) -> int:
     ok = [r for r in runs if all(r["success"])]
     length, shift = args.length, args.shift
     summary = {"trials": len(runs), "all_three_succeeded": len(ok),
+               # over every trial: a failed fit or (with --controller auto) another controller counts as not stable
+               "stable_of_all_trials": "{} of {}".format(
+                   sum(all(v["shift_in_se"] <= 1 for v in r["parameters"].values()) for r in ok), len(runs)),
                "shift_all_within_1se": float(np.mean([all(v["shift_in_se"] <= 1 for v in r["parameters"].values())
                                                       for r in ok])) if ok else None,
                "shift_all_within_1se_count": int(sum(all(v["shift_in_se"] <= 1 for v in r["parameters"].values())
