@@ -35,10 +35,15 @@ def default_method(trials: Sequence[co.Trial], options: Mapping) -> str | None:
 COHORT_CONTROLLER = "PID"
 
 
+def _noise(noise: str | None, body) -> str:
+    """The noise model: ``noise``, else ``sway-lp`` for a real subject (a ``body``), else the paper's."""
+    return noise or ("sway-lp" if body is not None else "paper")
+
+
 def cohort_options(trials: Sequence[co.Trial], options: Mapping) -> dict:
     """``colloc batch``'s options for a fit of this problem's own method (``problem_options`` set
     them otherwise): :data:`COHORT_CONTROLLER` where the single fit would choose per trial."""
-    noise = options.get("noise") or ("sway-lp" if options.get("body") is not None else "paper")
+    noise = _noise(options.get("noise"), options.get("body"))
     if options.get("body") is not None and noise.startswith("sway") and not options.get("controller"):
         return {"controller": COHORT_CONTROLLER}
     return {}
@@ -82,7 +87,7 @@ def identify_method(trials: Sequence[co.Trial], *, method: str = "kalman-ml", gu
     method = co.KalmanML(max_iter=max_iter, errors=errors or ("robust" if body is not None else "model"))
     # a real subject's record: the noise model of the BDS records' own low-pass (it predicts held-out
     # sway best among the noise models: benchmarks/real_sway_heldout.py, benchmarks/README.md)
-    noise = noise or ("sway-lp" if body is not None else "paper")
+    noise = _noise(noise, body)
     # the controller a reviewer would choose for a real record: the one whose held-out predictions
     # are best among the fits that succeed (--controller auto: four fits on the first half, the
     # comparison table, the chosen one on the whole); the paper's noise model keeps the paper's PID
