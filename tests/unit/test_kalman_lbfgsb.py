@@ -109,3 +109,41 @@ def test_a_newton_step_hidden_by_the_nlls_evaluation_noise_is_taken_when_the_gra
     np.testing.assert_allclose(z, 0.0, atol=1e-12)
     z, steps, saddle, converged = polish(5 * NOISE_RTOL * 8.4e4)  # a real rise: refused, not converged
     assert steps == 0 and not converged and np.array_equal(z, z0)
+
+
+def _ou_with_stationary_start():
+    """An OU process seen in white noise, x' = −a·x + q·w, y = x + s·v, whose first state has the
+    stationary variance q²/(2a): no likelihood for a ≤ 0.  Simulated here by its exact AR(1)."""
+    import casadi as ca
+
+    from colloc.inference.kalman import LinearGaussianModel
+
+    def matrices(th):
+        return ca.reshape(-th[0], 1, 1), ca.reshape(th[1], 1, 1), ca.DM.ones(1, 1), ca.reshape(th[2] ** 2, 1, 1)
+
+    model = LinearGaussianModel(["a", "q", "s"], matrices, dt=0.1, name="ou_stationary", noise="continuous",
+                                initial_covariance=lambda th: ca.reshape(th[1] ** 2 / (2 * th[0]), 1, 1))
+    rng = np.random.default_rng(3)
+    a, q, s, dt, n = 0.05, 1.0, 0.3, 0.1, 3000
+    phi = np.exp(-a * dt)
+    x = np.empty(n)
+    x[0] = rng.normal(0.0, np.sqrt(q**2 / (2 * a)))
+    for k in range(1, n):
+        x[k] = phi * x[k - 1] + rng.normal(0.0, np.sqrt(q**2 / (2 * a) * (1 - phi**2)))
+    return model, x + s * rng.normal(size=n)
+
+
+@pytest.mark.parametrize("a0", [1.0, 4.0])
+def test_a_search_whose_first_step_leaves_the_likelihoods_domain_steps_back(a0):
+    # the first L-BFGS-B step (unit length in a/a0) crosses a = 0, where there is no likelihood; a
+    # search given a huge value with a zero gradient there ended where it began (on BDS00010's first
+    # 57.5 s, two of the three starts of PD-delay did): it must take a shorter step instead
+    model, y = _ou_with_stationary_start()
+    assert not np.isfinite(negative_log_likelihood(model, y[:, None], np.array([-0.2, 1.0, 0.3])))
+    kw = dict(bounds={"a": (-1.0, 5.0), "q": (1e-3, 10.0), "s": (1e-3, 10.0)}, optimizer="lbfgsb", compiled=False)
+    near = maximum_likelihood(model, y, {"a": 0.05, "q": 1.0, "s": 0.3}, **kw)
+    far = maximum_likelihood(model, y, {"a": a0, "q": 1.0, "s": 0.3}, search_only=True, **kw)
+    assert near.success
+    assert 0.02 < near.parameters["a"] < 0.1  # the simulated 0.05
+    assert far.nll == pytest.approx(near.nll, abs=1e-3)
+    assert far.parameters["a"] == pytest.approx(near.parameters["a"], rel=1e-2)

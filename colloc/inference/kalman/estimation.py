@@ -536,6 +536,21 @@ def _newton_polish(hessian, at, fun, z, free_idx, chain, logs, lo, hi, max_steps
     return z, steps, False, False
 
 
+def _outside(z, lowest: dict) -> tuple[float, np.ndarray]:
+    """The value and gradient L-BFGS-B is given at a point where the likelihood does not exist (an
+    unstable closed loop: the innovation covariance is not positive definite): a bowl around the
+    lowest point so far, ``f_low + 1e-6·|f_low| + s·|z − z_low|²`` with ``s`` the likelihood's
+    gradient norm there.  Above the lowest value and rising away from it, so that the line search
+    takes a shorter step back towards it.  (A huge value with a zero gradient, as before, made the
+    line search end at its first trial step: on BDS00010's first 57.5 s, two of the three starts of
+    the PD-delay fit ended where they began, at 131 and 2·10⁴ nats above the optimum.)"""
+    if lowest["z"] is None:  # no point with a likelihood yet: nothing to come back to
+        return 1e300, np.zeros_like(z)
+    d = np.asarray(z, dtype=float) - lowest["z"]
+    s = lowest["slope"]
+    return (lowest["f"] + 1e-6 * max(1.0, abs(lowest["f"])) + s * float(d @ d)), 2.0 * s * d
+
+
 def _steps(theta, free_idx, sc) -> dict:
     """Difference steps: 4e-3 of each free parameter's magnitude (of its scale where it is 0)."""
     return {int(i): 4e-3 * (abs(theta[i]) if theta[i] != 0 else sc[i]) for i in free_idx}
@@ -613,12 +628,17 @@ def _fit_lbfgsb(model, data, theta, free_idx, sc, lb, ub, s, max_iter, compile_g
     def chain(z):  # d theta / d z
         return np.where(logs, values(z), zs)
 
+    lowest: dict = {"f": math.inf, "z": None, "slope": 1.0}
+
     def fun(z):
         f, g = gradient(at(z), *data)
         f = float(f)
-        if not math.isfinite(f):  # an innovation covariance not positive definite: reject the point
-            return 1e300, np.zeros_like(z)
-        return f, np.array(g).ravel()[free_idx] * chain(z)
+        if not math.isfinite(f):  # an innovation covariance not positive definite (an unstable loop)
+            return _outside(z, lowest)
+        g = np.array(g).ravel()[free_idx] * chain(z)
+        if f < lowest["f"]:
+            lowest.update(f=f, z=np.array(z, dtype=float), slope=max(float(np.linalg.norm(g)), 1.0))
+        return f, g
 
     def hessian(th):  # forward differences: the Newton steps' Hessian
         return _hessian_by_differences(gradient, th, data, _steps(th, free_idx, sc), "forward")
