@@ -205,6 +205,13 @@ class KalmanML(AbstractMethod):
         record's RMS, mean speed, mean power frequency and band powers are set against their
         95 % predictive intervals over the draws (:func:`colloc.kalman.free_simulation_check`;
         ``info["free_simulation"]``, a note, and a ``free_simulation_outside`` warning).
+    finish_all : bool
+        With several starts: finish every start whose search ends within :data:`SEARCH_MARGIN` of
+        the lowest and outside the basins already finished (True, the default), or only from the
+        lowest search on until one fit succeeds (False: what :func:`colloc.select_model` asks of its
+        candidates, whose held-out scores need a fit, not the list of other optima; on the shipped
+        BDS records the starts' searches stall on the ``q_d``–``B`` ridge, 9–15 standard errors out,
+        and two or three of them are often finished at one optimum).
     """
 
     optimizer: str = "lbfgsb"
@@ -214,6 +221,7 @@ class KalmanML(AbstractMethod):
     transient: str | int | None = "auto"
     free_draws: int = 200
     errors: str = "model"
+    finish_all: bool = True
     name: str = "kalman-ml"
 
     def __post_init__(self):
@@ -332,13 +340,13 @@ class KalmanML(AbstractMethod):
             sub = nested.model_at(dt)
             base = {**nested.start, **nested.fixed}
             nested_fits = self._fits(nested, sub, yc, [base] + [{**base, **extra} for extra in nested.starts],
-                                     missing)
+                                     missing, until_success=not self.finish_all)
             done = [f for f in nested_fits if f.success]
             if done:
                 best_nested = min(done, key=lambda f: f.nll)
                 points = [{**start, **{k: v for k, v in best_nested.parameters.items() if k in names},
                            **problem.nested_start}]
-        fits = self._fits(problem, lgm, yc, points, missing)
+        fits = self._fits(problem, lgm, yc, points, missing, until_success=not self.finish_all)
         fell_back = False
         if best_nested is not None and not any(f.success for f in fits):
             # the fit from the nested estimate failed (on BDS00001's 0-20 s window K_I stopped on a

@@ -141,7 +141,8 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
         Order of the AR reference.
     method : KalmanML, optional
         The estimator (default ``KalmanML()``); the candidates are fitted without its free
-        simulations and with model-based standard errors (neither enters the choice).
+        simulations, with model-based standard errors (neither enters the choice) and with their
+        starts finished until one succeeds (``finish_all=False``).
     progress : callable, optional
         Called with one line per candidate as it is done.
     """
@@ -158,8 +159,9 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
     first = trial.window(None, split)
     method = KalmanML() if method is None else method
     # what chooses is the held-out score, so the candidates' fits skip the report's free-simulation
-    # check and robust standard errors (the chosen model's fit on the whole record has them)
-    method = dataclasses.replace(method, free_draws=0, errors="model")
+    # check and robust standard errors, and finish their starts from the lowest search until one
+    # succeeds (the chosen model's fit on the whole record has them all)
+    method = dataclasses.replace(method, free_draws=0, errors="model", finish_all=False)
     horizons = tuple(float(h) for h in horizons)
     rows: dict[str, dict[str, Any]] = {}
     results = {}

@@ -376,6 +376,48 @@ def test_further_starts_find_the_better_optimum_and_report_the_other():
         problem(y, starts=[{"k": 1000.0}])
 
 
+def test_finish_all_false_finishes_from_the_lowest_search_until_one_succeeds(monkeypatch):
+    """``KalmanML(finish_all=False)`` (the candidates of ``select_model``) asks its fits to finish the
+    starts from the lowest search on until one succeeds, and the fits do so: searches that end apart
+    (each start's own optimum, here from a stand-in optimizer) are finished all by default, one
+    otherwise."""
+    from types import SimpleNamespace
+
+    from colloc.inference import kalman as kalman_module
+
+    y = record(TRUTH, 3000, seed=13)
+    p = problem(y, starts=[{"k": 3.0}, {"k": 5.0}])
+    lgm = p.model_at(DT)
+    names = list(lgm.parameter_names)
+    finished = []
+
+    def stand_in(model, data, theta0, *, search_only=False, searched=False, **kw):
+        k = float(theta0[names.index("k")])
+        point = {n: float(v) for n, v in zip(names, theta0)}
+        if search_only:  # the search ends where it began, its NLL its k: far apart, the lowest k first
+            return SimpleNamespace(nll=k, parameters=point, message="searched", success=False, standard_errors={})
+        finished.append(k)
+        return SimpleNamespace(nll=k - 0.1, parameters=point, message="finished", success=True,
+                               standard_errors={n: 1e-3 for n in names})
+
+    monkeypatch.setattr(kalman_module, "maximum_likelihood", stand_in)
+    points = [{**p.start, "k": k} for k in (4.0, 3.0, 5.0)]
+    yc = y[:, None] - y.mean()
+    co.KalmanML()._searched_fits(p, lgm, yc, points, False)
+    assert finished == [3.0, 4.0, 5.0]
+    finished.clear()
+    fits = co.KalmanML(finish_all=False)._searched_fits(p, lgm, yc, points, False, until_success=True)
+    assert finished == [3.0] and "a start whose search ended lower succeeded" in fits[0].message
+    # and solve asks for that
+    asked = []
+    monkeypatch.setattr(co.KalmanML, "_fits", lambda self, *a, until_success=False, **kw: asked.append(until_success)
+                        or (_ for _ in ()).throw(RuntimeError("stop")))
+    for finish_all in (True, False):
+        with pytest.raises(RuntimeError, match="stop"):
+            co.solve(problem(y, starts=[{"k": 3.0}]), co.KalmanML(finish_all=finish_all))
+    assert asked == [False, True]
+
+
 def test_the_guides_example_of_a_users_stochastic_model_runs_and_succeeds(capsys):
     from pathlib import Path
 
