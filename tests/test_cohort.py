@@ -349,11 +349,11 @@ def test_batch_with_cohort_writes_the_view_after_the_fits(tmp_path, capsys):
     assert 20.5 / 9.25 * 0.9 < float(test["effect"]) < 20.5 / 9.25 * 1.1 and float(test["p"]) < 0.01
 
 
-@pytest.mark.slow  # four real 60 s trials fitted with the sway noise model (about 30 s of CPU each)
+@pytest.mark.slow  # four real 60 s trials fitted with the sway-lp noise model (about 10 s of CPU each)
 def test_batch_of_four_shipped_trials_with_the_sway_model_ends_in_the_cohort_view(tmp_path, capsys):
     names = ["BDS00001", "BDS00004", "BDS00007", "BDS00010"]  # one per condition
     rows = ["fit_id,problem,data,height,mass,column,noise"]
-    rows += [f"{n},cip,{BDS / (n + '.txt.gz')},1.575,54.2,cop=COPx,sway" for n in names]
+    rows += [f"{n},cip,{BDS / (n + '.txt.gz')},1.575,54.2,cop=COPx,sway-lp" for n in names]
     (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
     code = main(["batch", str(tmp_path / "m.csv"), "--out", str(tmp_path / "out"), "--workers", "2",
                  "--cohort", str(BDS / "BDSinfoCOP_subset.txt")])
@@ -362,7 +362,9 @@ def test_batch_of_four_shipped_trials_with_the_sway_model_ends_in_the_cohort_vie
     view_trials = list(csv.DictReader((tmp_path / "out" / "cohort_trials.csv").read_text().splitlines()))
     for n in names:
         doc = json.loads((tmp_path / "out" / "fits" / f"{n}.json").read_text())
-        assert doc["info"]["noise_model"] == "sway" and doc["success"]
+        # one model for the cohort: cip.COHORT_CONTROLLER, as the manifest names none
+        assert doc["info"]["noise_model"] == "sway-lp" and doc["info"]["controller"] == "PD-delay"
+        assert doc["success"], (n, doc["status"])
         body = doc["info"]["body"]
         (kp,) = [float(r["estimate"]) for r in view_trials if r["trial"] == n and r["quantity"] == "KP/mgh"]
         assert kp == pytest.approx(doc["parameters"]["KP"] / (body["m"] * body["g"] * body["h"]), rel=1e-12)

@@ -31,8 +31,12 @@ def default_method(trials: Sequence[co.Trial], options: Mapping) -> str | None:
 
 #: ``colloc batch``: the controller of every fit of a real subject's trials in a sway noise model when
 #: the manifest names none (:func:`cohort_options`).  A single fit's default (``auto``) chooses per
-#: trial, and a cohort compares one model's parameters across trials.
-COHORT_CONTROLLER = "PID"
+#: trial, and a cohort compares one model's parameters across trials: PD with a feedback delay, the
+#: held-out comparison's choice on 10 of the 12 shipped trials (PID-delay on BDS00006, whose fit of
+#: the whole record ends at K_I = 0, the PD-delay; PD on BDS00007, which no controller fits
+#: plausibly), where PID's K_D/K_P falls below the literature's range on most
+#: (``benchmarks/README.md``, "The default for a real subject").
+COHORT_CONTROLLER = "PD-delay"
 
 
 def _noise(noise: str | None, body) -> str:
