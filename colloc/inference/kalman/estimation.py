@@ -542,8 +542,9 @@ def _outside(z, lowest: dict) -> tuple[float, np.ndarray]:
     lowest point so far, ``f_low + 1e-6·|f_low| + s·|z − z_low|²`` with ``s`` the likelihood's
     gradient norm there.  Above the lowest value and rising away from it, so that the line search
     takes a shorter step back towards it.  (A huge value with a zero gradient, as before, made the
-    line search end at its first trial step: on BDS00010's first 57.5 s, two of the three starts of
-    the PD-delay fit ended where they began, at 131 and 2·10⁴ nats above the optimum.)"""
+    line search end at its first trial step: on BDS00010's first 57.5 s, the PD-delay fit's first
+    start, and a start added near a better optimum, ended where they began, 2·10⁴ and 131 nats above
+    the optimum.)"""
     if lowest["z"] is None:  # no point with a likelihood yet: nothing to come back to
         return 1e300, np.zeros_like(z)
     d = np.asarray(z, dtype=float) - lowest["z"]
