@@ -221,6 +221,48 @@ def test_bound_and_failed_fits_and_a_subset_of_the_conditions(tmp_path):
     assert "not in the view (the fit failed): C" in view.format()
 
 
+def test_fits_flagged_implausible_are_marked_and_left_out_of_the_tests_only_when_asked(tmp_path, capsys):
+    fits, conds, truth, rows = _two_by_two(tmp_path, vision_effect=0.0, surface_effect=0.0)
+    odd = ["T20", "T21"]  # two of the three eyes-open trials on foam: another family of optima
+    for name in odd:
+        doc = json.loads((fits / f"{name}.json").read_text())
+        doc["parameters"]["KP"] *= 2.5
+        doc["warnings"] = [{"code": "implausible", "message": "K_P/(m·g·h) outside [1, 3]"}]
+        (fits / f"{name}.json").write_text(json.dumps(doc))
+    view = cohort(fits, conds)
+    flagged = view.trials.drop_duplicates("trial").set_index("trial")["implausible"]
+    assert sorted(flagged[flagged].index) == odd
+    kp = view.table[view.table.quantity == "KP/mgh"]
+    assert kp.set_index(["vision", "surface"])["n_implausible"].to_dict() == {
+        ("open", "firm"): 0, ("open", "foam"): 2, ("closed", "firm"): 0, ("closed", "foam"): 0}
+    assert set(kp["n"]) == {3}
+    tests = view.tests[view.tests.quantity == "KP/mgh"]
+    assert set(tests.n) == {12} and all("2 flagged implausible included" in n for n in tests.note)
+    assert "flagged implausible by their fits: T20, T21 (in the tests" in view.format()
+    # left out: the tests are those of the cohort without the two documents at all
+    kept = cohort(fits, conds, plausible_only=True)
+    for name in odd:
+        (fits / f"{name}.json").unlink()
+    without = cohort(fits, conds)
+    a = kept.tests[kept.tests.quantity == "KP/mgh"].set_index("term")
+    b = without.tests[without.tests.quantity == "KP/mgh"].set_index("term")
+    assert set(a.n) == {10} and all("2 flagged implausible left out" in n for n in a.note)
+    for term in b.index:
+        assert a.loc[term, "p"] == pytest.approx(b.loc[term, "p"], rel=1e-12)
+        assert a.loc[term, "statistic"] == pytest.approx(b.loc[term, "statistic"], rel=1e-12)
+    assert kept.trials["trial"].nunique() == 12  # still shown
+    # the command line: the flag, and the batch's flag only with --cohort
+    for name in odd:
+        (fits / f"{name}.json").write_text(json.dumps(_doc(name, {"KP": 5 * MGH, "KD": 100.0})))
+    assert main(["cohort", str(fits), "--conditions", str(conds), "--out", str(tmp_path / "view"),
+                 "--plausible-only"]) == 0
+    assert "flagged implausible" not in capsys.readouterr().out  # the rewritten two carry no flag
+    (tmp_path / "m.csv").write_text("fit_id,problem,data\nA,cip,a.csv\n")
+    assert main(["batch", str(tmp_path / "m.csv"), "--out", str(tmp_path / "o"), "--cohort-plausible-only"]) == 2
+    err = capsys.readouterr().err
+    assert "--cohort-plausible-only needs --cohort" in err and len(err.strip().splitlines()) == 1
+
+
 def test_figure_and_tables_are_written(tmp_path):
     from matplotlib.image import imread
 

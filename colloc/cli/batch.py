@@ -85,10 +85,10 @@ def add_cohort_commands(sub) -> None:
             raise argparse.ArgumentTypeError(f"'{text}' is not a comma-separated list of column names")
         return names
 
-    def write_view(results, conditions, out: Path) -> None:
+    def write_view(results, conditions, out: Path, plausible_only: bool = False) -> None:
         from ..studies.cohort import cohort
 
-        view = cohort(results, conditions)
+        view = cohort(results, conditions, plausible_only=plausible_only)
         paths = view.write(out)
         print(view.format())
         print(f"cohort written to {paths['table']}, {paths['tests']}, {paths['trials']}, {paths['text']} "
@@ -99,7 +99,7 @@ def add_cohort_commands(sub) -> None:
 
         conditions = read_conditions(args.conditions, args.factors)
         out = _check_output_dir("--out", args.out)
-        write_view(args.results, conditions, out)
+        write_view(args.results, conditions, out, args.plausible_only)
         return EXIT_OK
 
     c = sub.add_parser("cohort", help="estimates by condition over many fits, and a test of the conditions' effects",
@@ -120,6 +120,9 @@ def add_cohort_commands(sub) -> None:
                    help="the condition columns to compare (default: every column but trial and subject; the BDS "
                         "metadata's Vision and Surface)")
     c.add_argument("--out", required=True, metavar="DIR", help="output folder (created if needed)")
+    c.add_argument("--plausible-only", action="store_true",
+                   help="leave the fits flagged implausible (outside the problem's physiological ranges) out of the "
+                        "tests; they are marked in the table and the figure either way")
     c.set_defaults(func=cmd_cohort)
 
     b = sub.choices["batch"]
@@ -128,12 +131,16 @@ def add_cohort_commands(sub) -> None:
                         "CONDITIONS --out DIR): DIR/cohort.csv, cohort_tests.csv, cohort_trials.csv, cohort.png")
     b.add_argument("--cohort-factors", type=factor_list, default=None, metavar="A,B",
                    help="with --cohort: the condition columns to compare (as colloc cohort --factors)")
+    b.add_argument("--cohort-plausible-only", action="store_true",
+                   help="with --cohort: leave the fits flagged implausible out of the tests (as colloc cohort "
+                        "--plausible-only)")
     run_batch = b.get_default("func")
 
     def cmd_batch_cohort(args) -> int:
         if args.cohort is None:
-            if args.cohort_factors is not None:
-                raise UsageError("--cohort-factors needs --cohort CONDITIONS")
+            if args.cohort_factors is not None or args.cohort_plausible_only:
+                given = "--cohort-factors" if args.cohort_factors is not None else "--cohort-plausible-only"
+                raise UsageError(f"{given} needs --cohort CONDITIONS")
             return run_batch(args)
         from ..studies.batch import read_manifest
         from ..studies.cohort import read_conditions
@@ -144,7 +151,7 @@ def add_cohort_commands(sub) -> None:
         if code != EXIT_OK:
             return code
         try:
-            write_view(Path(args.out), conditions, Path(args.out))
+            write_view(Path(args.out), conditions, Path(args.out), args.cohort_plausible_only)
         except CollocInputError as exc:  # e.g. no fit succeeded: the batch's files are written all the same
             sys.stderr.write(f"colloc: cohort: {' '.join(str(exc).splitlines())}\n")
             return EXIT_FAILED

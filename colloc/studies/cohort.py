@@ -31,8 +31,11 @@ coded sum-to-zero, so a factor's test is its effect averaged over the other fact
 (type III; type II when the design is balanced); their interaction is in the model when each
 condition has repeats to spare (at least two residual degrees of freedom beyond the cells).
 Estimates on a search-range bound are shown, but left out of the test (their value is the
-bound's, not the data's).  p-values are also given adjusted by Holm's (1979, Scand J Stat
-6:65) method over all the tests of the cohort.
+bound's, not the data's).  Fits the problem flags as physiologically implausible (an
+``implausible`` warning) are marked (× in the figure, a count in the table); they are tested
+with the others, or left out with ``plausible_only`` (``--plausible-only``): where a few trials
+end in another family of optima, the test then compares one family.  p-values are also given
+adjusted by Holm's (1979, Scand J Stat 6:65) method over all the tests of the cohort.
 """
 
 from __future__ import annotations
@@ -225,6 +228,12 @@ def _at_bound(doc: dict) -> set[str]:
     return names
 
 
+def _implausible(doc: dict) -> bool:
+    """The fit carries the problem's ``implausible`` warning (an estimate outside the ranges the
+    problem states as physiological)."""
+    return any(isinstance(w, dict) and w.get("code") == "implausible" for w in doc.get("warnings") or [])
+
+
 def _finite(v) -> float | None:
     try:
         v = float(v)
@@ -294,9 +303,10 @@ class Cohort:
     """The cohort view (:func:`cohort`).
 
     ``trials``: one row per trial and quantity (``trial, subject, <factors>, quantity,
-    label, unit, estimate, se, low, high, at_bound, file``); ``table``: one row per quantity
-    and condition (``n`` trials, ``mean``, ``sd`` between them, ``median``, ``min``, ``max``,
-    ``median_se`` of the fits' own standard errors, ``n_at_bound``); ``tests``: one row per
+    label, unit, estimate, se, low, high, at_bound, implausible, file``); ``table``: one row per
+    quantity and condition (``n`` trials, ``mean``, ``sd`` between them, ``median``, ``min``,
+    ``max``, ``median_se`` of the fits' own standard errors, ``n_at_bound``, ``n_implausible``);
+    ``tests``: one row per
     quantity and model term (``test``, ``scale``, ``effect`` with ``effect_low/high`` for a
     two-level factor: the ratio, or difference, of the second level to the first, averaged
     over the other factors; ``statistic``, ``df``, ``p``, ``p_holm``, ``n`` trials tested,
@@ -313,6 +323,7 @@ class Cohort:
     failed: list[str]
     unmatched: list[str]
     n_subjects: int
+    plausible_only: bool = False
 
     def quantities(self) -> list[tuple[str, str, str]]:
         """``(name, label, unit)`` of each quantity, in order."""
@@ -333,9 +344,16 @@ class Cohort:
         lines += ["", head]
         for _, r in self.table.iterrows():
             cells = " ".join(f"{r[f]!s:{w}s}" for f, w in zip(self.factors, fw))
-            bound = f"  ({int(r['n_at_bound'])} on a bound)" if r["n_at_bound"] else ""
+            marks = ([f"{int(r['n_at_bound'])} on a bound"] if r["n_at_bound"] else []) + (
+                [f"{int(r['n_implausible'])} implausible"] if r["n_implausible"] else [])
+            bound = f"  ({', '.join(marks)})" if marks else ""
             lines.append(f"{r['label']:14s} {r['unit']:12s} {cells} {int(r['n']):3d} {_g(r['mean'])} {_g(r['sd'])} "
                          f"{_g(r['min'])} {_g(r['max'])} {_g(r['median_se'])}{bound}".rstrip())
+        flagged = sorted(set(self.trials.loc[self.trials["implausible"], "trial"]))
+        if flagged:
+            lines.append(f"flagged implausible by their fits: {', '.join(flagged)} ("
+                         + ("left out of the tests" if self.plausible_only else "in the tests; --plausible-only "
+                            "leaves them out") + ")")
         lines += ["", "sd: between the trials of a condition; fit SE: the median of the fits' own standard errors",
                   "", f"test: {self.test_name}", f"  why: {self.test_reason}", ""]
         tw = max([len("term"), *(len(t) for t in self.tests["term"])])
@@ -390,8 +408,10 @@ class Cohort:
                     ax.errorbar(x[has], y[has], yerr=[y[has] - lo[has], hi[has] - y[has]], fmt="none",
                                 ecolor=f"C{k % 10}", elinewidth=1, capsize=2, alpha=0.8)
                 bnd = pts["at_bound"].to_numpy(bool)
-                ax.plot(x[~bnd], y[~bnd], "o", ms=4.5, color=f"C{k % 10}")
-                ax.plot(x[bnd], y[bnd], "o", ms=4.5, mfc="none", color=f"C{k % 10}")
+                odd = pts["implausible"].to_numpy(bool)
+                for keep, marker in ((~odd, "o"), (odd, "x")):
+                    ax.plot(x[keep & ~bnd], y[keep & ~bnd], marker, ms=4.5, color=f"C{k % 10}")
+                    ax.plot(x[keep & bnd], y[keep & bnd], marker, ms=4.5, mfc="none", color=f"C{k % 10}")
                 centre = float(np.exp(np.mean(np.log(y)))) if log else float(np.mean(y))
                 ax.plot([k - 0.3, k + 0.3], [centre, centre], "k-", lw=1.5)
             if log:
@@ -412,7 +432,8 @@ class Cohort:
             ax.axis("off")
         n = self.trials["trial"].nunique()
         fig.suptitle(f"{self.model}: {n} trials, {self.n_subjects} subject{'s' if self.n_subjects != 1 else ''} "
-                     f"· points: trials with 95 % intervals (hollow: on a bound) · bar: condition mean · "
+                     f"· points: trials with 95 % intervals (hollow: on a bound; ×: flagged implausible"
+                     f"{', not tested' if self.plausible_only else ''}) · bar: condition mean · "
                      f"p: {self.test_name.split(':')[0]}", fontsize=8)
         return fig
 
@@ -454,13 +475,14 @@ def _cells(trials: pd.DataFrame, factors: Sequence[str], levels: dict) -> list[t
 
 
 def cohort(results: str | Path | Iterable[str | Path] | list[tuple[Path, dict]], conditions: str | Path | Conditions,
-           *, factors: Sequence[str] | None = None) -> Cohort:
+           *, factors: Sequence[str] | None = None, plausible_only: bool = False) -> Cohort:
     """The cohort view of ``results`` (folders, files, or :func:`read_results`' list) by the
     conditions of ``conditions`` (a file for :func:`read_conditions`, or its result).
 
     A document whose trial has no row in the conditions is an error; trials of the conditions
     without a document are left out (a subset of a data set); failed fits are listed, not
     shown.  All documents must come from one model (problem, method, controller, noise model).
+    ``plausible_only``: the fits flagged implausible are shown but left out of the tests.
     """
     if not isinstance(conditions, Conditions):
         conditions = read_conditions(conditions, factors)
@@ -505,7 +527,7 @@ def cohort(results: str | Path | Iterable[str | Path] | list[tuple[Path, dict]],
             rows.append({"trial": key, "subject": cond["subject"], **{f: cond[f] for f in conditions.factors},
                          "quantity": q["name"], "label": q["label"], "unit": q["unit"], "estimate": q["estimate"],
                          "se": q["se"], "low": q["low"], "high": q["high"], "at_bound": bool(q["at_bound"]),
-                         "file": str(path)})
+                         "implausible": _implausible(doc), "file": str(path)})
     if not rows:
         raise DataError(f"no successful fit among the {len(docs)} result document(s): nothing to compare"
                         + (f" (failed: {', '.join(failed)})" if failed else ""))
@@ -516,10 +538,10 @@ def cohort(results: str | Path | Iterable[str | Path] | list[tuple[Path, dict]],
     subjects = trials["subject"].nunique()
     several = conditions.has_subject and subjects > 1
     summary = _summary(trials, conditions.factors, levels)
-    tests, name, reason = _tests(trials, conditions.factors, levels, several)
+    tests, name, reason = _tests(trials, conditions.factors, levels, several, plausible_only)
     unmatched = [k for k in table.index if k not in matched]
     return Cohort(trials, summary, tests, conditions.factors, levels, _describe_model(next(iter(models))),
-                  name, reason, failed, unmatched, subjects)
+                  name, reason, failed, unmatched, subjects, plausible_only)
 
 
 def _summary(trials: pd.DataFrame, factors: Sequence[str], levels: dict) -> pd.DataFrame:
@@ -540,7 +562,7 @@ def _summary(trials: pd.DataFrame, factors: Sequence[str], levels: dict) -> pd.D
                         "sd": float(np.std(y, ddof=1)) if len(y) > 1 else math.nan,
                         "median": float(np.median(y)), "min": float(np.min(y)), "max": float(np.max(y)),
                         "median_se": float(np.median(se)) if se.size else math.nan,
-                        "n_at_bound": int(pts["at_bound"].sum())})
+                        "n_at_bound": int(pts["at_bound"].sum()), "n_implausible": int(pts["implausible"].sum())})
     return pd.DataFrame(out)
 
 
@@ -582,7 +604,7 @@ def _design(data: pd.DataFrame, factors: Sequence[str], levels: dict, interactio
     return np.column_stack(cols), terms
 
 
-def _tests(trials: pd.DataFrame, factors: Sequence[str], levels: dict, several: bool):
+def _tests(trials: pd.DataFrame, factors: Sequence[str], levels: dict, several: bool, plausible_only: bool = False):
     try:
         import statsmodels.api as sm
     except ImportError:  # pragma: no cover - a test dependency, an extra of the package
@@ -597,12 +619,18 @@ def _tests(trials: pd.DataFrame, factors: Sequence[str], levels: dict, several: 
         label, unit = sub["label"].iloc[0], sub["unit"].iloc[0]
         base = {"quantity": q, "label": label, "unit": unit, "test": "", "scale": "", "term": "", "contrast": "",
                 "stat_name": "", "df": "", "note": ""}
-        data = sub[~sub["at_bound"]]
+        odd = sub["implausible"] & ~sub["at_bound"]
+        keep = ~sub["at_bound"] & ~odd if plausible_only else ~sub["at_bound"]
+        data = sub[keep]
         left_out = int(sub["at_bound"].sum())
-        note_bound = f"{left_out} estimate(s) on a bound left out" if left_out else ""
+        n_odd = int(odd.sum())
+        note_bound = "; ".join(filter(None, [
+            f"{left_out} estimate(s) on a bound left out" if left_out else "",
+            (f"{n_odd} flagged implausible " + ("left out" if plausible_only else "included")) if n_odd else ""]))
         live = [f for f in factors if data[f].nunique() > 1]
         if data.empty:
-            rows.append({**base, "note": f"every estimate ({left_out}) on a bound", "n": 0})
+            rows.append({**base, "note": (f"no estimate to test: {note_bound}" if plausible_only and n_odd
+                                          else f"every estimate ({left_out}) on a bound"), "n": 0})
             continue
         if not live:
             rows.append({**base, "note": "; ".join(filter(None, ["no factor has two levels among the trials",
