@@ -108,9 +108,10 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
     """``--controller auto``: each controller of ``candidates`` fitted on the first half of the
     record and scored on the second (:func:`colloc.select_model`: held-out log score at 0.1 and
     0.5 s against persistence and an AR(20)); the chosen one is fitted on the whole record, and,
-    if that fit fails, the next in the selection's ranking (``info["model_selection"]["fitted"]``
-    and ``["whole_record_failures"]``).  The comparison table is printed under the result's table
-    (``info["model_selection"]``)."""
+    if that fit fails, the next in the selection's ranking; if it succeeds but is flagged
+    implausible, the next of those plausible on the first half, the first success shown when none
+    is plausible (``info["model_selection"]["fitted"]`` and ``["whole_record_failures"]``).  The
+    comparison table is printed under the result's table (``info["model_selection"]``)."""
     trial = _on_one_grid(trial)
     make = {c: (lambda tr, c=c: stochastic_problem(tr, controller=c, body=body, noise=noise, guess=guess,
                                                    bounds=bounds)) for c in candidates}
@@ -119,23 +120,34 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
     selection = co.select_model(make, trial, method=method,
                                 progress=lambda line: print(line, file=sys.stderr, flush=True))
     # the chosen controller on the whole record; if its fit fails there, the next in the rule's order
-    # (a model whose whole-record fit fails is not one the data support)
+    # (a model whose whole-record fit fails is not one the data support); if it succeeds but is
+    # implausible, the next of those that were plausible on the first half (the rule's preference for
+    # plausible fits, kept on the whole record: on BDS00002's first 57.5 s the PD was plausible on the
+    # half, within a standard error of PD-delay, and its whole fit had K_D/K_P 0.16 s), and the first
+    # success is shown if none is plausible
     failed: list[str] = []
-    first = None
+    first = success = None
+    plausible_on_half = {str(k) for k, row in selection.table.iterrows()
+                         if row.get("kind") == "model" and bool(row.get("success")) and bool(row.get("plausible"))}
     for chosen in selection.ranking or ("PID",):
+        if success is not None and chosen not in plausible_on_half:
+            continue
         result = co.solve(make[chosen](trial), method or co.KalmanML(), throw=False)
         first = first or (chosen, result)
-        if result.success:
+        if result.success and not _implausible(result):
             break
-        failed.append(f"{chosen} ({result.status})")
-    if failed and result.success:
-        result.notes.insert(0, f"the whole record's fit of {', then '.join(failed)} failed: {chosen}, the next "
+        if result.success:
+            success = success or (chosen, result)
+            failed.append(f"{chosen} (implausible)")
+        else:
+            failed.append(f"{chosen} ({result.status})")
+    else:  # no plausible success: the first success, else the chosen one's failure
+        chosen, result = success or first
+    if failed and result.success and not _implausible(result):
+        result.notes.insert(0, f"the whole record's fit of {', then '.join(failed)}: {chosen}, the next "
                                "in the comparison's order, is shown")
-    elif failed:  # none succeeded: the chosen one's failure is shown
-        chosen, result = first
-        if len(failed) > 1:
-            result.notes.insert(0, f"the whole record's fit failed for each of {', '.join(failed)}: the chosen "
-                                   f"{chosen}'s is shown")
+    elif failed and len(failed) > 1:
+        result.notes.insert(0, f"the whole record's fits: {', '.join(failed)}; {chosen}'s is shown")
     result.notes = [*selection.text().splitlines(), *result.notes]
     if selection.best is None:
         result.warnings.insert(0, {"code": "no_candidate", "parameters": [],
@@ -150,6 +162,11 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
                                            "and the choice may change with the window (--controller names one)"})
     result.info["model_selection"] = {**selection.to_info(), "fitted": chosen, "whole_record_failures": failed}
     return result
+
+
+def _implausible(result) -> bool:
+    """The fit carries the ``implausible`` warning (gains or delay outside :data:`PLAUSIBLE`)."""
+    return any(w.get("code") == "implausible" for w in result.warnings)
 
 
 def prediction_model(result, trial):

@@ -289,10 +289,14 @@ def test_a_real_subjects_default_is_the_comparison_and_its_choice(capsys, tmp_pa
     selection = doc["info"]["model_selection"]
     chosen = selection["best"]
     assert chosen in cip.CONTROLLERS and selection["ranking"][0] == chosen
-    fitted = selection["fitted"]  # the chosen one, or the next in the ranking if its whole-record fit failed
+    # the chosen one, or the next in the ranking if its whole-record fit failed or was implausible
+    fitted = selection["fitted"]
     assert doc["info"]["controller"] == fitted and fitted in selection["ranking"]
-    if doc["success"]:  # each one before it in the ranking failed on the whole record
-        assert selection["ranking"].index(fitted) == len(selection["whole_record_failures"])
+    tried = [f.split(" (")[0] for f in selection["whole_record_failures"]]
+    if doc["success"] and "implausible" not in [w["code"] for w in doc["warnings"]]:
+        # each one before it in the ranking failed, was implausible, or was skipped as implausible on the half
+        before = selection["ranking"][:selection["ranking"].index(fitted)]
+        assert all(b in tried or not selection["table"][b]["plausible"] for b in before)
     assert "held-out comparison" in out and f"chosen: {chosen} (" in out and "AR(20)" in out
     (line,) = [ln for ln in out.splitlines() if ln.startswith(chosen + " ") and ln.endswith("←")]
     table = selection["table"]

@@ -214,6 +214,48 @@ def test_a_real_subjects_default_controller_is_the_held_out_choice_and_a_cohorts
         assert cip.cohort_options([trial], options) == {}, options
 
 
+@pytest.mark.parametrize("outcomes, fitted, failures, solved", [
+    # the chosen PD fits the whole record implausibly: the next plausible one on the half is fitted
+    ({"PD": (True, True), "PD-delay": (True, False)}, "PD-delay", ["PD (implausible)"], ["PD", "PD-delay"]),
+    # none plausible: the first success is shown; PID, implausible on the half, is not tried after it
+    ({"PD": (True, True), "PD-delay": (False, False), "PID-delay": (True, True)}, "PD",
+     ["PD (implausible)", "PD-delay (not_converged)", "PID-delay (implausible)"], ["PD", "PD-delay", "PID-delay"]),
+    # a failure, then a plausible success: as before
+    ({"PD": (False, False), "PD-delay": (True, False)}, "PD-delay", ["PD (not_converged)"], ["PD", "PD-delay"]),
+])
+def test_the_whole_records_fit_is_the_first_in_the_ranking_that_succeeds_plausibly(monkeypatch, outcomes, fitted,
+                                                                                   failures, solved):
+    """``--controller auto`` after the comparison: the chosen controller on the whole record; if that
+    fit fails, the next in the ranking; if it succeeds but is flagged implausible, the next of those
+    plausible on the first half; with none plausible, the first success."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+    from colloc_problems.cip import methods
+
+    ranking = ("PD", "PD-delay", "PID", "PID-delay")
+    table = pd.DataFrame({"kind": ["model"] * 4, "success": [True] * 4, "plausible": [True, True, False, True]},
+                         index=list(ranking))
+    trial = cip.simulate_trial(duration=12.0, seed=5, body=BODY)
+    selection = SimpleNamespace(table=table, ranking=ranking, best="PD", split=6.0, text=lambda: "the table",
+                                to_info=lambda: {"best": "PD", "ranking": list(ranking)})
+    monkeypatch.setattr(co, "select_model", lambda *a, **kw: selection)
+    seen = []
+
+    def solve(problem, method=None, throw=False):
+        seen.append(problem.label)
+        ok, odd = outcomes[problem.label]
+        return SimpleNamespace(success=ok, status="Solve_Succeeded" if ok else "not_converged", notes=[], info={},
+                               warnings=[{"code": "implausible", "message": "K_D/K_P"}] if odd else [])
+
+    monkeypatch.setattr(co, "solve", solve)
+    result = methods.select_controller(trial, body=BODY)
+    assert seen == solved
+    info = result.info["model_selection"]
+    assert info["fitted"] == fitted and info["whole_record_failures"] == failures
+    assert result.notes[0] == "the table" and (fitted in result.notes[1])
+
+
 def test_a_batch_fit_gets_the_problems_cohort_options_and_a_single_fit_does_not(monkeypatch, tmp_path):
     """identify_files(cohort=True), as colloc batch calls it: the problem's cohort_options reach its own
     method, under what the manifest sets; without cohort=True (colloc identify) they do not."""
