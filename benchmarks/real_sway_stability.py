@@ -218,6 +218,12 @@ def main(argv=None) -> int:
                        or (r.get("nested_shift_in_se") is not None
                            and all(v <= 1 for v in r["nested_shift_in_se"].values()))
                        for r in ok), len(runs)),
+               # and on the scale of the report's 95 % intervals (log for a positive parameter)
+               "stable_report_scale_or_nested_of_all_trials": "{} of {}".format(
+                   sum(all(v["shift_in_se_report_scale"] <= 1 for v in r["parameters"].values())
+                       or (r.get("nested_shift_in_se") is not None
+                           and all(v <= 1 for v in r["nested_shift_in_se"].values()))
+                       for r in ok), len(runs)),
                "shift_all_within_1se": float(np.mean([all(v["shift_in_se"] <= 1 for v in r["parameters"].values())
                                                       for r in ok])) if ok else None,
                "shift_all_within_1se_count": int(sum(all(v["shift_in_se"] <= 1 for v in r["parameters"].values())
