@@ -57,6 +57,7 @@ from ..base.errors import DataError, OptionsError
 from ..base.files import write_atomic
 from ..results.report import INTERVAL_Z
 from .batch import csv_rows, table_text
+from .select import flagged_implausible
 
 __all__ = ["Cohort", "Conditions", "cohort", "read_conditions", "read_results", "trial_key"]
 
@@ -226,12 +227,6 @@ def _at_bound(doc: dict) -> set[str]:
         if isinstance(w, dict) and w.get("code") == "parameter_at_bound":
             names.update(w.get("parameters") or [])
     return names
-
-
-def _implausible(doc: dict) -> bool:
-    """The fit carries the problem's ``implausible`` warning (an estimate outside the ranges the
-    problem states as physiological)."""
-    return any(isinstance(w, dict) and w.get("code") == "implausible" for w in doc.get("warnings") or [])
 
 
 def _finite(v) -> float | None:
@@ -527,7 +522,7 @@ def cohort(results: str | Path | Iterable[str | Path] | list[tuple[Path, dict]],
             rows.append({"trial": key, "subject": cond["subject"], **{f: cond[f] for f in conditions.factors},
                          "quantity": q["name"], "label": q["label"], "unit": q["unit"], "estimate": q["estimate"],
                          "se": q["se"], "low": q["low"], "high": q["high"], "at_bound": bool(q["at_bound"]),
-                         "implausible": _implausible(doc), "file": str(path)})
+                         "implausible": flagged_implausible(doc.get("warnings")), "file": str(path)})
     if not rows:
         raise DataError(f"no successful fit among the {len(docs)} result document(s): nothing to compare"
                         + (f" (failed: {', '.join(failed)})" if failed else ""))

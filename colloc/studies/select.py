@@ -45,7 +45,14 @@ from ..solving.solve import solve
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["ModelSelection", "select_model"]
+__all__ = ["ModelSelection", "flagged_implausible", "select_model"]
+
+
+def flagged_implausible(warnings) -> bool:
+    """A fit's warnings (a :class:`colloc.Result`'s, or a result document's list) carry the
+    problem's ``implausible`` warning: an estimate outside the ranges the problem states as
+    physiological (its ``checks``)."""
+    return any(isinstance(w, dict) and w.get("code") == "implausible" for w in warnings or [])
 
 
 @dataclass
@@ -176,7 +183,7 @@ def select_model(candidates: Mapping[str, Callable[[Trial], StochasticProblem]],
         result = solve(problem, method, throw=False)
         results[name] = result
         row = {"kind": "model", "status": result.status, "success": bool(result.success),
-               "plausible": not any(w.get("code") == "implausible" for w in result.warnings),
+               "plausible": not flagged_implausible(result.warnings),
                "free": float(result.info.get("num_parameters", math.nan)),
                "aic": float(result.info.get("aic", math.nan))}
         densities[name] = []

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 import colloc as co
+from colloc.studies.select import flagged_implausible
 
 from .constants import GAINS
 from .formulations import problem
@@ -134,7 +135,7 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
             continue
         result = co.solve(make[chosen](trial), method or co.KalmanML(), throw=False)
         first = first or (chosen, result)
-        if result.success and not _implausible(result):
+        if result.success and not flagged_implausible(result.warnings):
             break
         if result.success:
             success = success or (chosen, result)
@@ -143,7 +144,7 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
             failed.append(f"{chosen} ({result.status})")
     else:  # no plausible success: the first success, else the chosen one's failure
         chosen, result = success or first
-    if failed and result.success and not _implausible(result):
+    if failed and result.success and not flagged_implausible(result.warnings):
         result.notes.insert(0, f"the whole record's fit of {', then '.join(failed)}: {chosen}, the next "
                                "in the comparison's order, is shown")
     elif failed and len(failed) > 1:
@@ -162,11 +163,6 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
                                            "and the choice may change with the window (--controller names one)"})
     result.info["model_selection"] = {**selection.to_info(), "fitted": chosen, "whole_record_failures": failed}
     return result
-
-
-def _implausible(result) -> bool:
-    """The fit carries the ``implausible`` warning (gains or delay outside :data:`PLAUSIBLE`)."""
-    return any(w.get("code") == "implausible" for w in result.warnings)
 
 
 def prediction_model(result, trial):
