@@ -47,6 +47,7 @@ _LAZY = {
     "Complementarity": "solving.complementarity",
     "on_one_grid": "solving.kalman_ml",
     "select_model": "studies.select",
+    "flagged_implausible": "studies.select",
     "ModelSelection": "studies.select",
     "Body": "multibody.chain",
     "Chain": "multibody.chain",
@@ -285,6 +286,7 @@ if _typing.TYPE_CHECKING:  # the same names, spelled out for type checkers and e
     )
     from .studies.select import (
         ModelSelection as ModelSelection,
+        flagged_implausible as flagged_implausible,
         select_model as select_model,
     )
     from .transcription.grid import (
@@ -406,6 +408,7 @@ __all__ = [
     "delay_margin",
     "finalize",
     "fit_verdict",
+    "flagged_implausible",
     "identifiability",
     "jonswap",
     "nrmse",

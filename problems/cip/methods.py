@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 import colloc as co
-from colloc.studies.select import flagged_implausible
 
 from .constants import GAINS
 from .formulations import problem
@@ -135,7 +134,7 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
             continue
         result = co.solve(make[chosen](trial), method or co.KalmanML(), throw=False)
         first = first or (chosen, result)
-        if result.success and not flagged_implausible(result.warnings):
+        if result.success and not co.flagged_implausible(result.warnings):
             break
         if result.success:
             success = success or (chosen, result)
@@ -144,7 +143,7 @@ def select_controller(trial: co.Trial, *, body: Mapping[str, float] | None = Non
             failed.append(f"{chosen} ({result.status})")
     else:  # no plausible success: the first success, else the chosen one's failure
         chosen, result = success or first
-    if failed and result.success and not flagged_implausible(result.warnings):
+    if failed and result.success and not co.flagged_implausible(result.warnings):
         result.notes.insert(0, f"the whole record's fit of {', then '.join(failed)}: {chosen}, the next "
                                "in the comparison's order, is shown")
     elif failed and len(failed) > 1:
