@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["ModelSelection", "flagged_implausible", "select_model"]
 
 
-def flagged_implausible(warnings) -> bool:
+def flagged_implausible(warnings: Sequence[Mapping[str, Any]] | None) -> bool:
     """A fit's warnings (a :class:`colloc.Result`'s, or a result document's list) carry the
     problem's ``implausible`` warning: an estimate outside the ranges the problem states as
     physiological (its ``checks``)."""
