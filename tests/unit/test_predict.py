@@ -67,6 +67,44 @@ def test_k_step_predictions_equal_the_conditioned_joint_gaussian(steps):
         k_step_predictions(model, y, theta, 0)
 
 
+@pytest.mark.parametrize("steps", [1, 10])
+def test_predictions_after_the_covariance_settles_and_after_a_gap_equal_the_conditioned_joint_gaussian(steps):
+    """Over 400 samples the filter's covariance settles (from there the gain is held); a gap at
+    sample 300 makes it move again.  Before, between and after, the predictions are those of the
+    whole record's joint Gaussian."""
+    model = _lgm(dt=0.1)
+    theta = {"w": 2.0, "z": 0.3, "g": 0.5, "s": 0.02}
+    y = np.asarray(simulate(model, theta, 400, rng=np.random.default_rng(7)), dtype=float).ravel()
+    y[300] = np.nan
+    pred, sd = k_step_predictions(model, y, theta, steps, missing=True)
+    for t in (60, 250, 299, 312, 399):
+        past = np.arange(0, t - steps + 1)
+        past = past[np.isfinite(y[past])]
+        mu, s = _joint_gaussian_prediction_at(model, theta, y, t, past)
+        assert pred[t, 0] == pytest.approx(mu, rel=1e-8, abs=1e-10)
+        assert sd[t, 0] == pytest.approx(s, rel=1e-8)
+
+
+def _joint_gaussian_prediction_at(model, theta, y, t, past):
+    """:func:`_joint_gaussian_prediction` given the samples ``past`` only."""
+    d = model.discretize(theta)
+    Phi, Gam, C, D, R, m0, P0 = (d[k] for k in ("Phi", "Gamma", "C", "D", "R", "m0", "P0"))
+    q, N = Gam.shape[1], t + 1
+    powers = [np.eye(Phi.shape[0])]
+    for _ in range(N):
+        powers.append(Phi @ powers[-1])
+    M = np.vstack([C @ powers[k] for k in range(N)])
+    W = np.zeros((N, N * q))
+    for k in range(N):
+        for i in range(k):
+            W[k, i * q:(i + 1) * q] = C @ powers[k - 1 - i] @ Gam
+        W[k, k * q:(k + 1) * q] = D
+    mean = M @ m0
+    cov = M @ P0 @ M.T + W @ W.T + np.kron(np.eye(N), R)
+    gain = np.linalg.solve(cov[np.ix_(past, past)], cov[past, t])
+    return mean[t] + gain @ (y[past] - mean[past]), np.sqrt(cov[t, t] - cov[t, past] @ gain)
+
+
 def _pendulum_record(path, sigma=0.02, seed=0):
     """θ of the pendulum p = 10 from θ(0) = 1 rad, by SciPy's DOP853 (not colloc's integrator)."""
     t = np.round(np.arange(0.0, 6.0, 0.01), 10)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .likelihood import STEADY_TOL
+
 __all__ = ["RobustCovariance", "long_run_covariance", "politis_bandwidth", "prediction_variance", "robust_covariance",
            "sample_nll", "sample_scores"]
 
@@ -35,10 +37,6 @@ __all__ = ["RobustCovariance", "long_run_covariance", "politis_bandwidth", "pred
 #: 30 times its value scores that were rounding noise, 200 times their Fisher information), and the
 #: NLL is quadratic to well within the step.
 SCORE_STEP = 0.01
-#: The covariance is held (the gain fixed) once no entry of it moves by more than this fraction of
-#: its largest entry in one sample: the per-sample terms then differ from the exact filter's by
-#: rounding (checked against statsmodels' exact filter in tests/unit/test_kalman_robust.py).
-STEADY_TOL = 1e-13
 
 
 def _batched_filter(model, y: np.ndarray, thetas: Sequence[Mapping[str, float]], missing: bool,
@@ -116,12 +114,18 @@ def _steady(Y, k0, m, P, Phi, GD, C, DDR, out, means, steps):
     F = Phi - K @ C
     _, logdet = np.linalg.slogdet(S)
     const = 0.5 * (Y.shape[1] * np.log(2 * np.pi) + logdet)
-    for k in range(k0, Y.shape[0]):
-        if means is not None:
-            means[:, k] = m
-        e = Y[k][None, :] - np.einsum("kij,kj->ki", C, m)
-        out[:, k] = const + 0.5 * np.einsum("ki,kij,kj->k", e, S_inv, e)
-        m = np.einsum("kij,kj->ki", F, m) + K @ Y[k]
+    # the means by m ← F m + K y (the one recursion left, a batched product a sample), then the
+    # innovations and the terms of every sample at once
+    rest = Y[k0:]
+    KY = np.einsum("kij,tj->tki", K, rest)
+    ms = np.empty((rest.shape[0], *m.shape))
+    for j in range(rest.shape[0]):
+        ms[j] = m
+        m = (F @ m[:, :, None])[:, :, 0] + KY[j]
+    if means is not None:
+        means[:, k0:] = np.swapaxes(ms, 0, 1)
+    e = rest[:, None, :] - np.einsum("kij,tkj->tki", C, ms)
+    out[:, k0:] = (const[None, :] + 0.5 * np.sum(e * np.einsum("kij,tkj->tki", S_inv, e), axis=-1)).T
     return _ahead(out, means, Phi, C, steps)
 
 
