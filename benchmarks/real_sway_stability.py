@@ -92,8 +92,8 @@ NESTED_AT = {"KI": 0.0}
 def _nested_shift(ref, moved) -> dict | None:
     """Where the two windows chose nested controllers (:data:`NESTED_AT`): each parameter's change in
     the larger model, in the reference's standard errors (a parameter the smaller model holds, in the
-    standard error of the window that fitted it; 0 where that fit ended on the held value, with no
-    standard error); else None."""
+    standard error of the window that fitted it; 0 where that fit ended on the held value, its bound,
+    with no standard error: BDS00002's PID-delay at K_I = 1.6e-17 on the bound 0); else None."""
     a = {k for k in ref.parameters if k != "cop_offset"}
     b = {k for k in moved.parameters if k != "cop_offset"}
     extra = (a ^ b)
@@ -104,8 +104,9 @@ def _nested_shift(ref, moved) -> dict | None:
         if k in extra:
             big = ref if k in a else moved
             value, se = big.parameters[k], big.standard_errors.get(k)
-            out[k] = (0.0 if se is None and value == NESTED_AT[k]
-                      else abs(value - NESTED_AT[k]) / se if se else float("inf"))
+            on_bound = value == NESTED_AT[k] or k in big.info.get("active_bounds", ())
+            out[k] = (0.0 if not (se and np.isfinite(se)) and on_bound
+                      else abs(value - NESTED_AT[k]) / se if se and np.isfinite(se) else float("inf"))
         else:
             se = ref.standard_errors.get(k)
             if se is None:
