@@ -61,7 +61,7 @@ Example: the controlled inverted pendulum of quiet standing (Barauskas & Krušin
 
 from .ensemble import free_simulation_check, record_statistics
 from .estimation import MLResult, maximum_likelihood
-from .expm import expm, expm_squarings, van_loan
+from .expm import expm, expm_squarings, expm_squarings_for, van_loan
 from .likelihood import k_step_predictions, negative_log_likelihood, one_step_predictions, simulate
 from .model import LinearGaussianModel
 
@@ -70,6 +70,7 @@ __all__ = [
     "MLResult",
     "expm",
     "expm_squarings",
+    "expm_squarings_for",
     "free_simulation_check",
     "k_step_predictions",
     "maximum_likelihood",

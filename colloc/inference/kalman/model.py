@@ -15,7 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ...base.errors import CollocInputError, DataError, ModelError
-from .expm import expm, expm_squarings, van_loan
+from .expm import expm, expm_squarings_for, van_loan
 from .filter import filter_step, steady_gain
 
 #: Changes whenever :meth:`LinearGaussianModel._gradient_function` builds a different function:
@@ -420,7 +420,7 @@ class LinearGaussianModel:
     # -- numeric matrices ------------------------------------------------------------------------
 
     def squarings(self, theta: ParameterValues) -> int:
-        """Squarings the matrix exponential needs at ``theta`` (see :func:`expm_squarings`).
+        """Squarings the matrix exponential needs at ``theta`` (:func:`expm_squarings_for`).
 
         Parameters
         ----------
@@ -434,7 +434,7 @@ class LinearGaussianModel:
         M = np.array(self._block(self.parameter_vector(theta)))
         if not np.all(np.isfinite(M)):
             raise CollocInputError(f"{self.name}: the model matrices are not finite at theta")
-        return expm_squarings(float(np.abs(M).sum(axis=0).max()))
+        return expm_squarings_for(M)
 
     def _discrete(self, s: int) -> ca.Function:
         """``theta -> (Φ, N, C, D, R, m0, P0)`` at ``s`` squarings, where the noise term ``N`` is
