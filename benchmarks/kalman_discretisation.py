@@ -6,10 +6,11 @@ On the real-subject sway models (``cip.stochastic_problem(..., noise="sway-lp")`
 states; PD-delay: 14) at an estimate of BDS00010's whole record:
 
 * **the discretisation** (``LinearGaussianModel._discrete``: Φ and the noise covariance by Van Loan's
-  exponential at the squarings the model needs): built in MX, on matrices, as colloc builds it,
-  against the same Padé-13 expanded into scalars (SX, as before): the time to build the reverse
-  (``_discrete_reverse``, one per squaring count and model), to evaluate it and the forward map, the
-  largest error of Φ relative to ``scipy.linalg.expm`` of ``A dt``, and how far the two reverses differ;
+  exponential): as colloc builds it now (MX, on matrices, at the squarings of
+  ``expm_squarings_for``), as before (the same Padé-13 expanded into scalars, SX, at the squarings of
+  ``‖M‖₁``) and in between (MX at ``‖M‖₁``'s): the time to build the reverse (``_discrete_reverse``,
+  one per squaring count and model), to evaluate it and the forward map, the largest error of Φ
+  relative to ``scipy.linalg.expm`` of ``A dt``, and how far the reverses before and now differ;
 * **the k-step predictions** (``colloc.kalman.k_step_predictions`` at 10 and 50 steps, 0.1 and 0.5 s,
   the held-out comparison's horizons) with the gain held once the covariance has settled, against the
   same recursion run to the end (``likelihood.STEADY_TOL = -1``: never settled), and the largest
@@ -61,16 +62,23 @@ def _scalar_discrete(lgm, s: int) -> ca.Function:
 
 
 def discretisation(lgm, theta: np.ndarray, repeats: int) -> dict:
-    s = lgm.squarings(theta)
-    mx = lgm._discrete(s)
+    """Three forms: ``before`` (SX scalars at the squarings of ``‖M‖₁``, as colloc built it before),
+    ``mx_norm`` (MX at those squarings) and ``after`` (MX at :func:`expm_squarings_for`'s, as now)."""
+    from colloc.inference.kalman.expm import expm_squarings
+
+    block = np.asarray(lgm._block(theta))
+    s_norm, s_now = expm_squarings(float(np.abs(block).sum(axis=0).max())), lgm.squarings(theta)
     t = time.process_time()
-    sx = _scalar_discrete(lgm, s)
-    build_forward_sx = time.process_time() - t
-    outs_size = sum(int(np.prod(mx.size_out(i))) for i in range(mx.n_out()))
+    before = _scalar_discrete(lgm, s_norm)
+    build_forward_before = time.process_time() - t
+    forms = {"before": before, "mx_norm": lgm._discrete(s_norm), "after": lgm._discrete(s_now)}
+    outs_size = sum(int(np.prod(before.size_out(i))) for i in range(before.n_out()))
     seeds = np.random.default_rng(0).standard_normal(outs_size)
-    row: dict = {"states": lgm.num_states, "squarings": s, "build_forward_sx_s": build_forward_sx}
+    reference = sla.expm(np.asarray(lgm.continuous(theta)["A"]) * lgm.dt)
+    row: dict = {"states": lgm.num_states, "squarings_norm": s_norm, "squarings_now": s_now,
+                 "build_forward_before_s": build_forward_before}
     gradients = {}
-    for name, f in (("mx", mx), ("sx", sx)):
+    for name, f in forms.items():
         th = ca.MX.sym("theta", lgm.num_parameters)
         outs = ca.vertcat(*[ca.vec(v) for v in f(th)])
         seed = ca.MX.sym("seeds", outs.shape[0])
@@ -80,10 +88,10 @@ def discretisation(lgm, theta: np.ndarray, repeats: int) -> dict:
         gradients[name] = np.asarray(reverse(theta, seeds)).ravel()
         row[f"reverse_{name}_ms"] = 1e3 * _cpu(lambda r=reverse: [r(theta, seeds) for _ in range(50)], repeats) / 50
         row[f"forward_{name}_ms"] = 1e3 * _cpu(lambda g=f: [g(theta) for _ in range(50)], repeats) / 50
-        reference = sla.expm(np.asarray(lgm.continuous(theta)["A"]) * lgm.dt)
         Phi = np.asarray(f(theta)[0])
         row[f"phi_error_{name}"] = float(np.abs(Phi - reference).max() / np.abs(reference).max())
-    row["reverse_difference"] = float(np.abs(gradients["mx"] - gradients["sx"]).max() / np.abs(gradients["sx"]).max())
+    row["reverse_difference"] = float(np.abs(gradients["after"] - gradients["before"]).max()
+                                      / np.abs(gradients["before"]).max())
     return row
 
 
@@ -123,12 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         vector = np.array([theta[k] for k in lgm.parameter_names])
         row = {**discretisation(lgm, vector, args.repeats), **predictions(lgm, theta, y, args.repeats)}
         report["models"][controller] = row
-        print(f"{controller}: {row['states']} states, {row['squarings']} squarings")
-        print(f"  reverse of the discretisation: built in {row['build_reverse_mx_s']:.3f} s (scalars "
-              f"{row['build_reverse_sx_s']:.3f} s), evaluated in {row['reverse_mx_ms']:.2f} ms "
-              f"({row['reverse_sx_ms']:.2f} ms); forward {row['forward_mx_ms']:.2f} ms ({row['forward_sx_ms']:.2f} ms)")
-        print(f"  Φ against scipy.linalg.expm: {row['phi_error_mx']:.2g} ({row['phi_error_sx']:.2g}) of its largest entry; "
-              f"the two reverses differ by {row['reverse_difference']:.2g} of the largest")
+        print(f"{controller}: {row['states']} states; squarings {row['squarings_norm']} from ‖M‖₁, "
+              f"{row['squarings_now']} from the norms of its powers")
+        for name, label in (("before", "SX, ‖M‖₁ squarings (before)"), ("mx_norm", "MX, ‖M‖₁ squarings"),
+                            ("after", "MX, powers' squarings (now)")):
+            print(f"  {label:30}: reverse built in {row[f'build_reverse_{name}_s']:.3f} s, evaluated in "
+                  f"{row[f'reverse_{name}_ms']:.2f} ms, forward {row[f'forward_{name}_ms']:.2f} ms; "
+                  f"Φ {row[f'phi_error_{name}']:.1e} of its largest entry from scipy.linalg.expm")
+        print(f"  the reverses before and now differ by {row['reverse_difference']:.1e} of the largest")
         for steps in (10, 50):
             print(f"  {steps}-step predictions of 60 s: {row[f'held_{steps}_s']:.3f} s with the gain held once settled, "
                   f"{row[f'full_{steps}_s']:.3f} s without; differences {row[f'mean_difference_{steps}']:.1g} (means), "
