@@ -1,5 +1,6 @@
-"""Matrix exponential by Padé-13 with scaling and squaring (Higham 2005), as a CasADi expression:
-``casadi.expm`` needs the SLICOT plugin, which is not always installed and has no derivatives."""
+"""Matrix exponential by Padé-13 with scaling and squaring (Higham 2005; the squarings from the norms
+of the powers, Al-Mohy & Higham 2009), as a CasADi expression: ``casadi.expm`` needs the SLICOT
+plugin, which is not always installed and has no derivatives."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import TypeVar
 
 import casadi as ca
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ...base.errors import CollocInputError
 
@@ -52,7 +54,7 @@ def expm_squarings(norm1: float) -> int:
 _PADE13_ERROR_RECIPROCAL = math.factorial(26) * math.factorial(27) / math.factorial(13) ** 2
 
 
-def expm_squarings_for(M) -> int:
+def expm_squarings_for(M: ArrayLike) -> int:
     """Squarings for the Padé-13 exponential of the numeric matrix ``M``, from the norms of its
     powers (Al-Mohy & Higham 2009, SIAM J. Matrix Anal. Appl. 31:970, Algorithm 5.1).
 
