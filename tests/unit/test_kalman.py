@@ -163,6 +163,9 @@ def test_squarings_from_the_norms_of_powers_are_fewer_and_more_accurate_on_a_swa
     # a normal matrix: the powers' norms are the norm's powers, and the two agree
     assert expm_squarings_for(np.diag([-300.0, -2.0, 0.5])) == expm_squarings(300.0)
     assert expm_squarings_for(np.zeros((3, 3))) == 0
+    # powers beyond the floating-point range: the 1-norm's count, not an overflow
+    huge = np.array([[0.0, 1e200], [1e-200, 1e100]])
+    assert expm_squarings_for(huge) == expm_squarings(np.abs(huge).sum(axis=0).max())
     with pytest.raises(CollocInputError, match="square"):
         expm_squarings_for(np.ones((2, 3)))
     with pytest.raises(CollocInputError, match="finite"):

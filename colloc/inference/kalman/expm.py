@@ -86,18 +86,23 @@ def expm_squarings_for(M: ArrayLike) -> int:
 
     if norm1(M) == 0.0:
         return 0
-    M2 = M @ M
-    M4 = M2 @ M2
-    M6, M8 = M4 @ M2, M4 @ M4
-    M10 = M8 @ M2
-    d6, d8, d10 = norm1(M6) ** (1 / 6), norm1(M8) ** (1 / 8), norm1(M10) ** (1 / 10)
-    eta = min(max(d6, d8), max(d8, d10))
-    s = max(0, math.ceil(math.log2(eta / _THETA13))) if eta > _THETA13 else 0
-    scaled = np.abs(M) / 2.0**s
-    power = scaled
-    for _ in range(26):
-        power = power @ scaled
-    alpha = norm1(power) / (norm1(scaled) * _PADE13_ERROR_RECIPROCAL)
+    with np.errstate(over="ignore", invalid="ignore"):
+        M2 = M @ M
+        M4 = M2 @ M2
+        M6, M8 = M4 @ M2, M4 @ M4
+        M10 = M8 @ M2
+        d6, d8, d10 = norm1(M6) ** (1 / 6), norm1(M8) ** (1 / 8), norm1(M10) ** (1 / 10)
+        eta = min(max(d6, d8), max(d8, d10))
+        if not math.isfinite(eta):  # powers beyond the floating-point range: the 1-norm's count
+            return expm_squarings(norm1(M))
+        s = max(0, math.ceil(math.log2(eta / _THETA13))) if eta > _THETA13 else 0
+        scaled = np.abs(M) / 2.0**s
+        power = scaled
+        for _ in range(26):
+            power = power @ scaled
+        alpha = norm1(power) / (norm1(scaled) * _PADE13_ERROR_RECIPROCAL)
+    if not math.isfinite(alpha):
+        return max(s, expm_squarings(norm1(M)))
     if alpha > 0:
         s += max(0, math.ceil(math.log2(alpha / 2.0**-53) / 26))
     return s
