@@ -552,10 +552,10 @@ def _evaluation_noise(fun, z, f: float, g: np.ndarray, lo, hi, draws: int = 6) -
     """SD of the NLL's evaluation noise at ``z`` (optimiser variables; ``f, g`` its value and
     gradient there): the spread of its departures from the linear change ``g·d`` over ``draws``
     seeded perturbations ``d`` of 1e-7 of each variable's size, far below the reach of any
-    curvature.  On the sway models it is the discretisation's rounding carried through the filter
-    (perturbing the measurement noise alone, which does not enter the exponential, moves it by
-    1e-5 nats): on BDS00012's whole record, PD-delay near its optimum (|NLL| 8.4e4), SD 0.02 nats,
-    where :data:`NOISE_RTOL` allows 0.0084."""
+    curvature.  On BDS00012's whole record, PD-delay near its optimum (|NLL| 8.4e4), SD 0.02 nats,
+    where :data:`NOISE_RTOL` allows 0.0084: the filter's rounding, amplified where the COP noise σ
+    is 10⁶ times below the sway (with Φ and Q within 3e-13 and 2e-15 of a 35-digit exponential it
+    stays 0.02; perturbing σ alone moves the NLL by 1e-5)."""
     rng = np.random.default_rng(20261129)
     out = []
     for _ in range(draws):
