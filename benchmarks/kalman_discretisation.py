@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"Φ {row[f'phi_error_{name}']:.1e} of its largest entry from scipy.linalg.expm")
         print(f"  the reverses before and now differ by {row['reverse_difference']:.1e} of the largest")
         for steps in (10, 50):
-            print(f"  {steps}-step predictions of 60 s: {row[f'held_{steps}_s']:.3f} s with the gain held once settled, "
+            print(f"  {steps}-step predictions of 60 s: {row[f'held_{steps}_s']:.3f} s with the gain held once "
+                  "settled, "
                   f"{row[f'full_{steps}_s']:.3f} s without; differences {row[f'mean_difference_{steps}']:.1g} (means), "
                   f"{row[f'sd_difference_{steps}']:.1g} (SDs, relative)")
     write_report(args.out, report)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,30 +30,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _report import write_report
+from real_sway_heldout import _info
+from whole_command import colloc_command
 
 #: The issue's target: CPU seconds per 60 s trial and model, the comparison table included.
 TARGET_S = 10.0
 INFO = ROOT / "data" / "bds" / "BDSinfoCOP_subset.txt"
 
 
-def colloc_command() -> list[str]:
-    """The ``colloc`` command of this interpreter's environment (not whichever is first on PATH)."""
-    beside = Path(sys.executable).with_name("colloc")
-    if beside.exists():
-        return [str(beside)]
-    found = shutil.which("colloc")
-    return [found] if found else [sys.executable, "-c", "import sys; from colloc.cli import main; sys.exit(main())"]
-
-
 def _body(trial: str) -> tuple[float, float]:
     """(height in m, mass in kg) of the trial's subject, from the data set's table."""
-    import pandas as pd
-
-    table = pd.read_csv(INFO, sep="\t", index_col="Trial")
-    if trial not in table.index:
+    info = _info(INFO)
+    if trial not in info:
         raise SystemExit(f"real_sway_cpu: {trial} is not in {INFO.name}; its subject's height and mass are unknown")
-    row = table.loc[trial]
-    return float(row["Height"]) / 100.0, float(row["Weight"])
+    return float(info[trial]["Height"]) / 100.0, float(info[trial]["Weight"])
 
 
 def run_trial(path: Path, folder: Path, window: str | None = None) -> dict:
